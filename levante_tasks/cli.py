@@ -1,0 +1,44 @@
+"""`levante-tasks` command line: each subcommand lives in its own module and registers itself here."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from levante_tasks import __version__
+from levante_tasks.errors import LevanteError
+
+# Modules that define `register(subparsers)`; each adds one or more subcommands with `func` set.
+COMMAND_MODULES = [
+    "levante_tasks.data.cli",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Assemble the top-level parser from every command module."""
+    parser = argparse.ArgumentParser(prog="levante-tasks", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"levante-tasks {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; a LevanteError becomes one line on stderr and exit status 2."""
+    args = build_parser().parse_args(argv)
+    try:
+        status = args.func(args)
+    except LevanteError as exc:
+        print(f"levante-tasks: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("levante-tasks: interrupted", file=sys.stderr)
+        return 130
+    return int(status or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

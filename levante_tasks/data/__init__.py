@@ -1,0 +1,1 @@
+"""LEVANTE data layer: read a release, validate it, and build one evaluation dataset per task."""

@@ -1,0 +1,28 @@
+"""Lazy image access: datasets store paths relative to the version dir; pixels are read only when asked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from PIL import Image
+
+from levante_tasks.errors import LevanteError
+
+
+def resolve_image(version_root: str | os.PathLike[str], relpath: str) -> Path:
+    """Absolute path of an image reference stored in a dataset (relative to `<data_dir>/<version>/`)."""
+    path = Path(version_root) / relpath
+    if not path.is_file():
+        raise LevanteError(f"{relpath}: image referenced by the dataset is missing under {Path(version_root).name}/")
+    return path
+
+
+def open_image(version_root: str | os.PathLike[str], relpath: str) -> Image.Image:
+    """Open one referenced image as RGB (decoded now, so a corrupt file fails here, naming itself)."""
+    path = resolve_image(version_root, relpath)
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except OSError as exc:
+        raise LevanteError(f"{relpath}: unreadable image ({exc.__class__.__name__})") from exc
