@@ -32,7 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = args.func(args)
     except LevanteError as exc:
-        print(f"levante-tasks: error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [exc.__class__.__name__]:
+            print(f"levante-tasks: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("levante-tasks: interrupted", file=sys.stderr)

@@ -1,0 +1,177 @@
+"""Build one evaluation dataset per task (parquet + dataset.json) from a mirrored release, all or nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from levante_tasks.atomic import write_json
+from levante_tasks.data import numberline
+from levante_tasks.data.items import SLIDER_TOLERANCE, ReleaseItems, read_release_items
+from levante_tasks.data.problems import Problem, ProblemLog
+from levante_tasks.errors import LevanteError
+
+SCHEMA_VERSION = 1
+BUILDER_VERSION = 1  # bump whenever item construction changes, so `prepare` rebuilds
+MAX_PROBLEM_LINES = 50
+
+ITEM_SCHEMA = pa.schema([
+    ("item_uid", pa.string()),
+    ("source_item_uid", pa.string()),
+    ("task", pa.string()),
+    ("task_id", pa.string()),
+    ("trial_type", pa.string()),
+    ("prompt", pa.string()),
+    ("prompt_phrase", pa.string()),
+    ("prompt_text", pa.string()),
+    ("story", pa.string()),
+    ("answer", pa.string()),
+    ("options", pa.list_(pa.string())),
+    ("option_kind", pa.string()),
+    ("option_images", pa.list_(pa.string())),
+    ("stimulus_image", pa.string()),
+    ("chance_level", pa.float64()),
+    ("n_options", pa.int64()),
+    ("response_format", pa.string()),
+    ("range_min", pa.float64()),
+    ("range_max", pa.float64()),
+    ("manifest_row", pa.int64()),
+])
+
+
+class ValidationError(LevanteError):
+    """A release failed validation: the message holds one line per problem."""
+
+    def __init__(self, problems: list[Problem], hint: str) -> None:
+        lines = [str(p) for p in problems[:MAX_PROBLEM_LINES]]
+        if len(problems) > MAX_PROBLEM_LINES:
+            lines.append(f"... and {len(problems) - MAX_PROBLEM_LINES} more problems")
+        lines.append(f"{len(problems)} problem(s) in the release; {hint}")
+        super().__init__("\n".join(lines))
+        self.problems = problems
+
+
+@dataclass
+class TaskSummary:
+    """What `prepare` built for one task."""
+
+    task: str
+    n_items: int
+    fingerprint: str
+    excluded: dict[str, int] = field(default_factory=dict)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def dataset_fingerprint(items: list[dict[str, Any]], resolve: Callable[[str], Path]) -> str:
+    """sha256 over each item row (key-sorted JSON, in order) and the bytes of every image it references."""
+    digest = hashlib.sha256()
+    cache: dict[str, str] = {}
+    for item in items:
+        row = {k: _json_safe(v) for k, v in item.items()}
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        for rel in [item["stimulus_image"], *item["option_images"]]:
+            if rel:
+                if rel not in cache:
+                    cache[rel] = _sha256_file(resolve(rel))
+                digest.update(f"{rel}\0{cache[rel]}\0".encode())
+    return digest.hexdigest()
+
+
+def _draw_generated(result: ReleaseItems, staging_root: Path) -> None:
+    for rel, (low, high, marked) in sorted(result.generated.items()):
+        numberline.save_number_line(staging_root / rel, low, high, marked)
+
+
+def _write_task(items: list[dict[str, Any]], task: str, version: str, out_dir: Path, fingerprint: str,
+                excluded: dict[str, int]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(items, schema=ITEM_SCHEMA)
+    pq.write_table(table, out_dir / "test.parquet")
+    chance = sorted({round(i["chance_level"], 6) for i in items if not math.isnan(i["chance_level"])})
+    write_json(out_dir / "dataset.json", {
+        "schema_version": SCHEMA_VERSION,
+        "task": task,
+        "version": version,
+        "n_items": len(items),
+        "fingerprint": fingerprint,
+        "fingerprint_covers": "item rows (key-sorted JSON) + sha256 of every referenced image",
+        "excluded": excluded,
+        "chance_levels": chance,
+        "trial_types": sorted({i["trial_type"] for i in items}),
+        "slider_tolerance": SLIDER_TOLERANCE,
+        "image_root": "../..",
+    })
+
+
+def build_datasets(version_root: Path, version: str, strict: bool, build_key: str) -> list[TaskSummary]:
+    """Validate `<version_root>/release/` and (re)write `datasets/` and `generated/` atomically."""
+    log = ProblemLog()
+    result = read_release_items(version_root / "release", log)
+    if log.file_problems():
+        raise ValidationError(log.file_problems(), "fix the release files named above")
+    if strict and log.item_problems():
+        raise ValidationError(log.item_problems(), "rerun with --lenient to drop these items (counted)")
+    dropped = log.dropped_rows_by_task()
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=version_root))
+    summaries: list[TaskSummary] = []
+
+    def resolve(rel: str) -> Path:  # generated images exist only in staging until the swap
+        return (staging if rel.startswith("generated/") else version_root) / rel
+
+    try:
+        _draw_generated(result, staging)
+        tasks = sorted(set(result.items) | set(result.excluded) | set(dropped))
+        for task in tasks:
+            items = result.items.get(task, [])
+            excluded = {**{f"excluded:{k}": v for k, v in result.excluded.get(task, {}).items()},
+                        **{f"dropped:{k}": v for k, v in dropped.get(task, {}).items()}}
+            fingerprint = dataset_fingerprint(items, resolve)
+            summaries.append(TaskSummary(task, len(items), fingerprint, dict(sorted(excluded.items()))))
+            if items:
+                _write_task(items, task, version, staging / "datasets" / task, fingerprint, excluded)
+        write_json(staging / "datasets" / "build.json", {
+            "build_key": build_key,
+            "tasks": {s.task: {"n_items": s.n_items, "fingerprint": s.fingerprint, "excluded": s.excluded}
+                      for s in summaries},
+        })
+        for name in ("datasets", "generated"):
+            _swap_in(staging / name, version_root / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return summaries
+
+
+def _swap_in(new: Path, target: Path) -> None:
+    """Replace `target` by `new` with renames only, so readers see the old or the new tree, never a mix."""
+    old = target.with_name(f".{target.name}.old")
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        target.rename(old)
+    if new.exists():
+        new.rename(target)
+    if old.exists():
+        shutil.rmtree(old)

@@ -1,0 +1,46 @@
+"""`levante-tasks prepare`: turn a LEVANTE release into evaluation-ready datasets."""
+
+from __future__ import annotations
+
+import argparse
+
+from levante_tasks.data import paths
+from levante_tasks.data.prepare import PrepareResult, prepare
+
+PUBLIC_BUCKET = "https://storage.googleapis.com/levante-bench/corpus_data"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `prepare` subcommand."""
+    parser = subparsers.add_parser("prepare", help="mirror, validate and build the per-task datasets of a release",
+                                   description=__doc__)
+    parser.add_argument("--release", default=PUBLIC_BUCKET,
+                        help="release base: a local folder holding <version>/ or the bucket URL (default: public)")
+    parser.add_argument("--version", default=None,
+                        help="release version (default: the newest dated YYYY-MM-DD version)")
+    parser.add_argument("--data-dir", default=None, help=f"output root (default: ${paths.DATA_DIR_ENV} or cache)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--strict", dest="strict", action="store_true", default=True,
+                      help="any bad item is fatal (default)")
+    mode.add_argument("--lenient", dest="strict", action="store_false",
+                      help="drop bad items and count them in dataset.json")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run)
+
+
+def format_result(result: PrepareResult) -> str:
+    """A small table: items, exclusions and fingerprint per task."""
+    state = "built" if result.rebuilt else "up to date (nothing rebuilt)"
+    lines = [f"LEVANTE {result.version}: fetched {result.fetched} file(s); datasets {state}",
+             f"{'task':<26} {'items':>5}  {'fingerprint':<16} excluded / dropped"]
+    for task in result.tasks:
+        excluded = ", ".join(f"{k}={v}" for k, v in task.excluded.items()) or "-"
+        lines.append(f"{task.task:<26} {task.n_items:>5}  {task.fingerprint[:16]:<16} {excluded}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `prepare` and print what was built."""
+    result = prepare(args.release, args.version, args.data_dir, args.strict, progress=not args.quiet)
+    print(format_result(result))
+    return 0

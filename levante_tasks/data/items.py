@@ -1,0 +1,273 @@
+"""Turn a release (manifest + corpus + visuals) into scored item rows (docs/design.md §3), one list per task.
+
+Every manifest row ends up as an item, an exclusion by design (counted with its reason), or a validation
+problem (fatal in strict mode; the row is dropped and counted in lenient mode).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from levante_tasks.data import numberline, prompts, tom
+from levante_tasks.data.manifest import (
+    REPEATED_UID_TASKS,
+    TASK_IDS,
+    ManifestRow,
+    count_exact_duplicates,
+    read_manifest,
+)
+from levante_tasks.data.problems import Problem, ProblemLog
+from levante_tasks.data.visuals import VisualIndex
+
+IMAGE_OPTION_TASKS = {"vocab", "trog", "matrix-reasoning", "mental-rotation", "same-different-selection"}
+SLIDER_TOLERANCE = 0.15  # |value - target| < 0.15 * (max - min): rlevante recode_slider, used to calibrate IRT
+MANIFEST = "manifest.csv"
+
+
+@dataclass
+class ReleaseItems:
+    """Items per task plus everything needed to account for the rows that did not become items."""
+
+    items: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    excluded: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    generated: dict[str, tuple[float, float, float | None]] = field(default_factory=dict)
+    exact_duplicates: int = 0
+
+
+def _float(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _parse_range(text: str) -> tuple[float, float] | None:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2:
+        return None
+    low, high = _float(parts[0]), _float(parts[1])
+    if low is None or high is None or high <= low:
+        return None
+    return low, high
+
+
+def slider_chance(target: float, low: float, high: float, tolerance: float = SLIDER_TOLERANCE) -> float:
+    """P(correct) for a uniformly random slider position: the tolerance window clipped to the line."""
+    half = tolerance * (high - low)
+    return (min(target + half, high) - max(target - half, low)) / (high - low)
+
+
+def _option_kind(row: ManifestRow) -> str:
+    if row.task in IMAGE_OPTION_TASKS:
+        return "image"
+    if row.task == "egma-math" and row.get("trial_type").startswith("Non-symbolic"):
+        return "image"
+    return "text"
+
+
+def _base_item(row: ManifestRow) -> dict[str, Any]:
+    return {
+        "item_uid": row.item_uid,
+        "source_item_uid": row.item_uid,
+        "task": row.task,
+        "task_id": TASK_IDS[row.task],
+        "trial_type": row.get("trial_type"),
+        "prompt": row.get("prompt"),
+        "prompt_phrase": row.get("prompt_phrase"),
+        "prompt_text": "",
+        "story": "",
+        "answer": "",
+        "options": [],
+        "option_kind": "text",
+        "option_images": [],
+        "stimulus_image": "",
+        "chance_level": float("nan"),
+        "n_options": 0,
+        "response_format": "choice",
+        "range_min": float("nan"),
+        "range_max": float("nan"),
+        "manifest_row": row.row,
+    }
+
+
+class _Builder:
+    """Holds the release-wide context (visual index, ToM pairing, problem log) while rows are converted."""
+
+    def __init__(self, root: Path, rows: list[ManifestRow], log: ProblemLog, result: ReleaseItems) -> None:
+        self.root, self.log, self.result = root, log, result
+        self.visuals = VisualIndex(root)
+        self.tom_pairs: dict[str, tom.TomQuestion] = {}
+        tom_rows = [r for r in rows if r.task == "theory-of-mind"]
+        if tom_rows:
+            self.tom_pairs = tom.align_with_manifest(tom.read_tom_corpus(root / tom.CORPUS_RELPATH), tom_rows)
+        self.sds_context = ""
+        self._checked_images: dict[str, bool] = {}
+
+    def problem(self, row: ManifestRow, kind: str, message: str) -> None:
+        self.log.add(Problem(MANIFEST, kind, f"{row.item_uid}: {message}", row=row.row, item_uid=row.item_uid,
+                             task=row.task))
+
+    def exclude(self, row: ManifestRow, reason: str) -> None:
+        self.result.excluded[row.task][reason] += 1
+
+    def image(self, row: ManifestRow, key: str, role: str) -> str | None:
+        """Resolve an image key of this row's task; record missing/unreadable images as problems."""
+        rel = self.visuals.find(row.task, key)
+        if rel is None:
+            self.problem(row, "image_missing", f"{role} image {key!r} not found in visual/{row.task}/")
+            return None
+        if rel not in self._checked_images:
+            try:
+                with Image.open(self.visuals.absolute(rel)) as handle:
+                    handle.verify()
+                self._checked_images[rel] = True
+            except Exception:  # noqa: BLE001 - any decoder failure means the file is unusable
+                self._checked_images[rel] = False
+        if not self._checked_images[rel]:
+            self.problem(row, "image_unreadable", f"{role} image {rel.removeprefix('release/')} is unreadable")
+            return None
+        return rel
+
+    def convert(self, row: ManifestRow) -> dict[str, Any] | None:
+        """One manifest row -> item dict, or None (excluded or problem, already recorded)."""
+        task, trial_type = row.task, row.get("trial_type")
+        if task == "same-different-selection" and trial_type == "something-same-1":
+            self.sds_context = row.get("item")
+        if task == "theory-of-mind" and row.item_uid.startswith("ha_"):
+            return self.exclude(row, "hostile_attribution_no_normative_answer")
+        if task == "egma-math" and trial_type == "Counting":
+            return self.exclude(row, "counting_options_are_correct_incorrect")
+        if task == "egma-math" and trial_type == "Number Line Slider":
+            return self.slider(row)
+        options = row.options()
+        if not options:
+            if task == "same-different-selection":
+                return self.exclude(row, "instruction_or_multi_select_trial")
+            return self.problem(row, "no_answer", "no answer key")
+        if options[0] in options[1:]:
+            return self.problem(row, "answer_among_distractors", f"answer {options[0]!r} also listed as a distractor")
+        if len(set(options)) != len(options):
+            return self.problem(row, "duplicate_option", f"repeated distractor in {options}")
+        if len(options) < 2:
+            return self.problem(row, "too_few_options", "fewer than two options")
+        item = _base_item(row)
+        kind = _option_kind(row)
+        item.update(answer=options[0], options=options, option_kind=kind, n_options=len(options),
+                    chance_level=1.0 / len(options))
+        ok = True
+        if kind == "image":
+            images = [self.image(row, key, f"option {k + 1}") for k, key in enumerate(options)]
+            ok = all(images)
+            item["option_images"] = [i or "" for i in images]
+        elif task == "theory-of-mind":
+            found = [self.visuals.find(task, key) for key in options]
+            item["option_images"] = [f for f in found] if all(found) else []
+        prompt_image = row.get("prompt_image")
+        if trial_type == "Number Line 4afc":
+            span = _parse_range(row.get("item"))
+            target = _float(options[0])
+            if span is None or target is None:
+                return self.problem(row, "bad_number_line", f"range {row.get('item')!r} / answer {options[0]!r}")
+            item.update(range_min=span[0], range_max=span[1])
+            item["stimulus_image"] = self.generated(span[0], span[1], target)
+        elif prompt_image and prompt_image != "TODO":
+            stimulus = self.image(row, prompt_image, "prompt")
+            ok = ok and stimulus is not None
+            item["stimulus_image"] = stimulus or ""
+        if not ok:
+            return None
+        item["prompt_text"] = self.prompt_text(row, item)
+        if task == "theory-of-mind":
+            question = self.tom_pairs.get(row.item_uid)
+            if question is None:
+                return self.problem(row, "tom_not_in_corpus", "no matching question in the theory-of-mind corpus")
+            item["story"] = question.story
+            stem = f"{question.story} {question.question}".strip()
+            item["prompt_text"] = f"{stem} {prompts.answer_clause(len(options), 'text')}"
+        return item
+
+    def prompt_text(self, row: ManifestRow, item: dict[str, Any]) -> str:
+        template = row.get("full_prompt")
+        if template:
+            stem = prompts.stem_from_template(template, row.get("prompt_phrase"))
+        else:
+            stem = row.get("item") or row.get("prompt")
+            if row.task == "same-different-selection" and row.get("trial_type") == "something-same-2":
+                stem = f"{self.sds_context} {stem}".strip()
+        stem = prompts.with_context_placeholder(stem, bool(item["stimulus_image"]))
+        return f"{stem} {prompts.answer_clause(item['n_options'], item['option_kind'])}"
+
+    def generated(self, low: float, high: float, marked: float | None) -> str:
+        rel = numberline.number_line_relpath(low, high, marked)
+        self.result.generated[rel] = (low, high, marked)
+        return rel
+
+    def slider(self, row: ManifestRow) -> dict[str, Any] | None:
+        span = _parse_range(row.get("item"))
+        target = _float(row.get("answer"))
+        if span is None or target is None or not span[0] <= target <= span[1]:
+            return self.problem(row, "bad_slider", f"range {row.get('item')!r} / target {row.get('answer')!r}")
+        item = _base_item(row)
+        low, high = span
+        item.update(answer=row.get("answer"), option_kind="slider", response_format="slider",
+                    range_min=low, range_max=high, chance_level=slider_chance(target, low, high),
+                    stimulus_image=self.generated(low, high, None))
+        item["prompt_text"] = (
+            f"<image0> This number line goes from {low:g} to {high:g}. Where does the number {target:g} go? "
+            "Answer with a position from 0 (left end) to 1 (right end)."
+        )
+        return item
+
+
+def _drop_conflicting_duplicates(rows: list[ManifestRow], log: ProblemLog) -> list[ManifestRow]:
+    """Keep the first row of a uid; later rows with different content are `duplicate_item_uid` problems."""
+    first: dict[tuple[str, str], ManifestRow] = {}
+    kept: list[ManifestRow] = []
+    for row in rows:
+        key = (row.task, row.item_uid)
+        if row.task in REPEATED_UID_TASKS or key not in first:
+            first.setdefault(key, row)
+            kept.append(row)
+            continue
+        differing = [c for c, v in row.values.items() if first[key].values.get(c) != v]
+        log.add(Problem(MANIFEST, "duplicate_item_uid",
+                        f"{row.item_uid}: duplicate item_uid (first at row {first[key].row}; differs in "
+                        f"{', '.join(differing)})", row=row.row, item_uid=row.item_uid,
+                        task=row.task))
+    return kept
+
+
+def _number_repeated_uids(items: list[dict[str, Any]]) -> None:
+    """Give trials that share a uid by design (same-different-selection) unique uids `<uid>__<k>`."""
+    counts = Counter(item["source_item_uid"] for item in items)
+    seen: Counter = Counter()
+    for item in items:
+        uid = item["source_item_uid"]
+        if counts[uid] > 1:
+            seen[uid] += 1
+            item["item_uid"] = f"{uid}__{seen[uid]}"
+
+
+def read_release_items(release_root: Path, log: ProblemLog) -> ReleaseItems:
+    """Read a release folder into items per task; problems go to `log` (rows with problems yield no item)."""
+    result = ReleaseItems()
+    rows = read_manifest(release_root / MANIFEST, log)
+    result.exact_duplicates = count_exact_duplicates(release_root / MANIFEST) if rows else 0
+    rows = _drop_conflicting_duplicates(rows, log)
+    builder = _Builder(release_root, rows, log, result)
+    for row in rows:
+        item = builder.convert(row)
+        if item is not None:
+            result.items[row.task].append(item)
+    for task in REPEATED_UID_TASKS & set(result.items):
+        _number_repeated_uids(result.items[task])
+    return result
+
+

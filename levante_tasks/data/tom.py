@@ -1,0 +1,102 @@
+"""Theory-of-mind items from the real corpus: the story is the block's instruction rows before the question.
+
+The corpus (`corpus/theory-of-mind/theory-of-mind-item-bank.csv`) lists, per `block_index`, `instructions` rows
+carrying the story sentences and `test_response` rows carrying the questions, in presentation order. A question's
+story is every instruction sentence of its block that precedes it (block transitions such as "Nice work! Here is
+a new story." have no `item` and are not story). Hostile-attribution rows (`task` = hostile-attribution) have no
+normative answer and are kept out of the scored task.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from levante_tasks.errors import LevanteError
+
+CORPUS_RELPATH = "corpus/theory-of-mind/theory-of-mind-item-bank.csv"
+CORPUS_COLUMNS = ("block_index", "task", "trial_type", "assessment_stage", "prompt", "item", "answer",
+                  "response_alternatives")
+HOSTILE_ATTRIBUTION = "hostile-attribution"
+
+
+@dataclass(frozen=True)
+class TomQuestion:
+    """One test_response row of the corpus with its assembled story."""
+
+    corpus_row: int
+    block: str
+    task: str
+    trial_type: str
+    question: str
+    story: str
+    answer: str
+    alternatives: tuple[str, ...]
+    item_id: str
+
+    @property
+    def is_hostile_attribution(self) -> bool:
+        return self.task == HOSTILE_ATTRIBUTION
+
+
+def clean_text(text: str) -> str:
+    """Collapse whitespace (the corpus has trailing spaces and doubled blanks)."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def read_tom_corpus(path: Path) -> list[TomQuestion]:
+    """All questions of the ToM corpus in file order, each with the story text that precedes it in its block."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+            header = reader.fieldnames or []
+    except FileNotFoundError as exc:
+        raise LevanteError(f"{CORPUS_RELPATH}: missing from the release (needed for theory-of-mind)") from exc
+    missing = [c for c in CORPUS_COLUMNS if c not in header]
+    if missing:
+        raise LevanteError(f"{CORPUS_RELPATH}: missing columns: {', '.join(missing)}")
+    questions: list[TomQuestion] = []
+    story: list[str] = []
+    block = None
+    for index, row in enumerate(rows, start=1):
+        if row["block_index"] != block:
+            block, story = row["block_index"], []
+        text = clean_text(row["prompt"] or "")
+        if row["assessment_stage"] == "instructions" or row["trial_type"] == "instructions":
+            if (row.get("item") or "").strip() and text:
+                story.append(text)
+            continue
+        alternatives = tuple(a.strip() for a in (row["response_alternatives"] or "").split(",") if a.strip())
+        questions.append(TomQuestion(
+            corpus_row=index,
+            block=row["block_index"],
+            task=row["task"],
+            trial_type=row["trial_type"],
+            question=text,
+            story=" ".join(story),
+            answer=(row["answer"] or "").strip(),
+            alternatives=alternatives,
+            item_id=(row.get("item_id") or "").strip(),
+        ))
+    return questions
+
+
+def align_with_manifest(questions: list[TomQuestion], manifest_rows: list) -> dict[str, TomQuestion]:
+    """Pair manifest ToM rows with corpus questions: same order, same answer, same question text.
+
+    Returns item_uid -> question. A manifest row that does not match the next unused corpus question with the
+    same answer and question text is left out (the caller reports it).
+    """
+    pairs: dict[str, TomQuestion] = {}
+    remaining = list(questions)
+    for row in manifest_rows:
+        question_text = clean_text(row.get("prompt")).lower()
+        for position, question in enumerate(remaining):
+            if question.answer == row.get("answer") and question.question.lower() == question_text:
+                pairs[row.item_uid] = question
+                del remaining[: position + 1]
+                break
+    return pairs
