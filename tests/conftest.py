@@ -1,0 +1,34 @@
+"""Shared fixtures: where the read-only LEVANTE sample lives (`../shared` next to the repo, or $LEVANTE_SHARED)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path | None:
+    """The shared folder (fact sheets, LEVANTE sample), or None when this checkout has none beside it."""
+    candidates = [os.environ.get("LEVANTE_SHARED"), REPO_ROOT.parent / "shared"]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "levante-sample").is_dir():
+            return Path(candidate)
+    return None
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """The shared folder; tests that need the real sample skip with a reason when it is absent."""
+    found = shared_dir()
+    if found is None:
+        pytest.skip("../shared/levante-sample is not present next to this checkout (set LEVANTE_SHARED)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def sample_base(shared: Path) -> Path:
+    """Release base holding the real `2026-03-24/` version."""
+    return shared / "levante-sample"
