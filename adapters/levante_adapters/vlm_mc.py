@@ -1,0 +1,260 @@
+"""`levante_vlm_mc`: one-forward-pass option scorer for generative VLMs (AutoModelForImageTextToText).
+
+After the prompt (chat template + generation prompt), the next-token distribution is read at the option letters
+("A" and " A" each count when they are single tokens) and renormalised over the item's letters: per-option
+probabilities and the argmax letter from ONE forward pass per item, where lmms-eval's multiple-choice path needs
+one pass per option. Batches are left-padded with explicit position ids, so an item scores the same alone or in a
+batch. A plain greedy `generate_until` path is available with `mode=generate`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from lmms_eval.api.instance import Instance
+from lmms_eval.api.model import lmms
+from loguru import logger
+
+from levante_adapters.common import (
+    as_positive_int,
+    choice_position,
+    doc_letters,
+    get_doc,
+    parse_dtype,
+    presented_options,
+    resolve_device,
+    score_answer,
+    to_images,
+)
+from levante_adapters.revision import resolve_identity
+
+_IMAGE_PLACEHOLDER = re.compile(r"<image(\d+)>")
+# Families whose rotary positions are computed inside the model from the attention mask (3-D mRoPE).
+INTERNAL_POSITION_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "glm4v")
+MODES = ("score", "generate")
+MC_MODES = ("one_pass", "continuation")
+
+
+def interleave(ctx: str, n_images: int) -> list[dict[str, Any]]:
+    """Chat content for a prompt with `<imageK>` placeholders: images where they are referenced.
+
+    Placeholder rule (design.md §3b): when `<image0>` occurs, `<imageK>` is visual K, else visual K-1.
+    Visuals the text never references come first, in order; out-of-range placeholders stay as text.
+    """
+    found = [int(m.group(1)) for m in _IMAGE_PLACEHOLDER.finditer(ctx)]
+    offset = 0 if 0 in found else 1
+    referenced = {k - offset for k in found if 0 <= k - offset < n_images}
+    content: list[dict[str, Any]] = [{"type": "image", "index": i} for i in range(n_images) if i not in referenced]
+    position = 0
+    for match in _IMAGE_PLACEHOLDER.finditer(ctx):
+        index = int(match.group(1)) - offset
+        if not 0 <= index < n_images:
+            continue
+        if match.start() > position:
+            content.append({"type": "text", "text": ctx[position:match.start()]})
+        content.append({"type": "image", "index": index})
+        position = match.end()
+    if position < len(ctx):
+        content.append({"type": "text", "text": ctx[position:]})
+    return content
+
+
+class LevanteVlmMc(lmms):
+    """lmms-eval "simple" model: letter scoring in one pass per item, plus plain greedy generation."""
+
+    is_simple = True
+
+    def __init__(
+        self,
+        pretrained: str,
+        device: str | None = "auto",
+        dtype: str = "float32",
+        batch_size: int | str = 1,
+        mode: str = "score",
+        mc_mode: str = "one_pass",
+        max_new_tokens: int | str = 32,
+        model_id: str | None = None,
+        revision: str | None = None,
+        attn_implementation: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        kwargs.pop("max_batch_size", None)
+        if kwargs:
+            logger.warning(f"levante_vlm_mc ignores unknown model_args: {sorted(kwargs)}")
+        if mode not in MODES or mc_mode not in MC_MODES:
+            raise ValueError(f"mode={mode!r}, mc_mode={mc_mode!r}: expected mode in {MODES}, mc_mode in {MC_MODES}")
+        self.mode, self.mc_mode = mode, mc_mode
+        self.device = resolve_device(device)
+        self.batch_size = as_positive_int(batch_size, "batch_size")
+        self.max_new_tokens = as_positive_int(max_new_tokens, "max_new_tokens")
+        self.processor = AutoProcessor.from_pretrained(pretrained)
+        self.tokenizer = self.processor.tokenizer
+        self.tokenizer.padding_side = "left"
+        load_kwargs: dict[str, Any] = {"dtype": parse_dtype(dtype)}
+        if attn_implementation:
+            load_kwargs["attn_implementation"] = attn_implementation
+        self.model = AutoModelForImageTextToText.from_pretrained(pretrained, **load_kwargs)
+        self.model = self.model.to(self.device).eval()
+        family = str(getattr(self.model.config, "model_type", ""))
+        self.explicit_positions = family not in INTERNAL_POSITION_FAMILIES
+        self.identity = resolve_identity(
+            pretrained, getattr(self.model.config, "_commit_hash", None), model_id, revision
+        )
+        self.forward_passes = 0
+        self._letter_ids: dict[str, list[int]] = {}
+        logger.info(f"levante_vlm_mc: {self.identity} on {self.device}, mode {mode}, mc_mode {mc_mode}")
+
+    # ---- prompts --------------------------------------------------------------------------------------------
+    def build_prompt(self, ctx: str, n_images: int) -> tuple[str, list[int]]:
+        """Prompt text (chat template + generation prompt) and the visual indices in the order they appear."""
+        content = interleave(ctx, n_images)
+        order = [part["index"] for part in content if part["type"] == "image"]
+        if getattr(self.processor, "chat_template", None):
+            messages = [{"role": "user", "content": [
+                {"type": "image"} if part["type"] == "image" else part for part in content]}]
+            text = self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        else:
+            image_token = getattr(self.processor, "image_token", "<image>")
+            text = "".join(image_token if p["type"] == "image" else p["text"] for p in content) + "\nAnswer:"
+        return text, order
+
+    def encode_batch(self, prompts: Sequence[str], images: Sequence[Sequence[Any]]) -> dict[str, torch.Tensor]:
+        """Processor call for a left-padded batch, with position ids that ignore the padding."""
+        kwargs: dict[str, Any] = {"text": list(prompts), "padding": True, "return_tensors": "pt"}
+        if any(len(x) for x in images):
+            kwargs["images"] = [list(x) for x in images]
+        batch = dict(self.processor(**kwargs))
+        batch.pop("text_replacement_offsets", None)
+        batch = {k: v.to(self.device) for k, v in batch.items() if torch.is_tensor(v)}
+        if "pixel_values" in batch:
+            batch["pixel_values"] = batch["pixel_values"].to(self.model.dtype)
+        if self.explicit_positions:
+            batch["position_ids"] = (batch["attention_mask"].long().cumsum(-1) - 1).clamp(min=0)
+        return batch
+
+    def letter_token_ids(self, letter: str) -> list[int]:
+        """Single-token ids that spell `letter` (bare and space-prefixed); an error if there is none."""
+        if letter not in self._letter_ids:
+            ids = []
+            for variant in (letter, " " + letter):
+                encoded = self.tokenizer.encode(variant, add_special_tokens=False)
+                if len(encoded) == 1 and encoded[0] not in ids:
+                    ids.append(encoded[0])
+            if not ids:
+                raise ValueError(f"option letter {letter!r} is not a single token for this tokenizer")
+            self._letter_ids[letter] = ids
+        return self._letter_ids[letter]
+
+    def _items(self, requests: Sequence[Instance]) -> list[dict[str, Any]]:
+        """Per request: doc, prompt text, images in prompt order, letters."""
+        items = []
+        for request in requests:
+            ctx, _, doc_to_visual, doc_id, task, split = request.args[:6]
+            doc = get_doc(self.task_dict, task, split, doc_id)
+            visuals = to_images(doc_to_visual(doc))
+            prompt, order = self.build_prompt(ctx, len(visuals))
+            n_options = len(doc.get("options") or []) or max(len(visuals) - int(bool(doc.get("stimulus_image"))), 2)
+            items.append({"doc": doc, "prompt": prompt, "images": [visuals[i] for i in order],
+                          "letters": doc_letters(doc, n_options), "key": (task, split, doc_id)})
+        return items
+
+    def _batches(self, items: Sequence[dict[str, Any]]) -> list[list[int]]:
+        """Index batches of items with the same image count (processors cannot mix image / no-image rows)."""
+        groups: dict[int, list[int]] = {}
+        for i, item in enumerate(items):
+            groups.setdefault(len(item["images"]), []).append(i)
+        return [idx[s:s + self.batch_size] for idx in groups.values() for s in range(0, len(idx), self.batch_size)]
+
+    # ---- scoring --------------------------------------------------------------------------------------------
+    def letter_scores(self, items: Sequence[dict[str, Any]]) -> list[tuple[list[float], float]]:
+        """Per item: log-probabilities over its letters (renormalised) and the raw letter probability mass."""
+        results: list[tuple[list[float], float] | None] = [None] * len(items)
+        for batch_idx in self._batches(items):
+            batch = self.encode_batch([items[i]["prompt"] for i in batch_idx], [items[i]["images"] for i in batch_idx])
+            with torch.inference_mode():
+                logits = self.model(**batch).logits[:, -1, :].float()
+            self.forward_passes += 1
+            logprobs = torch.log_softmax(logits, dim=-1).cpu()
+            for row, i in enumerate(batch_idx):
+                per_letter = [float(torch.logsumexp(logprobs[row, self.letter_token_ids(x)], dim=0))
+                              for x in items[i]["letters"]]
+                total = float(torch.logsumexp(torch.tensor(per_letter), dim=0))
+                results[i] = ([v - total for v in per_letter], math.exp(total))
+        return results  # type: ignore[return-value]
+
+    def continuation_nll(self, item: dict[str, Any], continuation: str) -> tuple[float, bool]:
+        """lmms-eval's classic path: one forward pass for prompt + continuation; mean NLL of its tokens."""
+        n_cont = len(self.tokenizer.encode(continuation, add_special_tokens=False))
+        batch = self.encode_batch([item["prompt"] + continuation], [item["images"]])
+        with torch.inference_mode():
+            logits = self.model(**batch).logits[0, -n_cont - 1:-1, :].float()
+        self.forward_passes += 1
+        targets = batch["input_ids"][0, -n_cont:]
+        logprobs = torch.log_softmax(logits, dim=-1)
+        nll = -logprobs.gather(1, targets[:, None]).mean()
+        return float(nll), bool((logits.argmax(-1) == targets).all())
+
+    # ---- lmms-eval API --------------------------------------------------------------------------------------
+    def generate_until(self, requests: list[Instance]) -> list[str]:
+        """mode=score: §3c JSON per item (argmax letter, per-letter log-probs); mode=generate: greedy text."""
+        items = self._items(requests)
+        if self.mode == "generate":
+            return [self._generate(item, request.args[1]) for item, request in zip(items, requests, strict=True)]
+        answers = []
+        for item, (logprobs, mass) in zip(items, self.letter_scores(items), strict=True):
+            answers.append(score_answer(item["letters"], logprobs, scorer="levante_vlm_mc",
+                                        letter_mass=round(mass, 6), model=self.identity))
+        return answers
+
+    def _generate(self, item: dict[str, Any], gen_kwargs: dict[str, Any]) -> str:
+        """Greedy decoding cut at the first `until` string."""
+        gen_kwargs = dict(gen_kwargs or {})
+        batch = self.encode_batch([item["prompt"]], [item["images"]])
+        batch.pop("position_ids", None)
+        max_new = as_positive_int(gen_kwargs.get("max_new_tokens", self.max_new_tokens), "max_new_tokens")
+        with torch.inference_mode():
+            output = self.model.generate(**batch, max_new_tokens=max_new, do_sample=False,
+                                         pad_token_id=self.tokenizer.pad_token_id)
+        self.forward_passes += 1
+        text = self.tokenizer.decode(output[0, batch["input_ids"].shape[1]:], skip_special_tokens=True)
+        until = gen_kwargs.get("until") or []
+        for stop in [until] if isinstance(until, str) else until:
+            if stop:
+                text = text.split(stop)[0]
+        return text.strip()
+
+    def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
+        """multiple_choice losses (lower = better). one_pass: -log p(letter) from one pass per item (letter
+        continuations); other continuations, and mc_mode=continuation, use one pass per option."""
+        items = self._items(requests)
+        one_pass = {}
+        if self.mc_mode == "one_pass":
+            unique = {}
+            for request, item in zip(requests, items, strict=True):
+                if request.args[1].strip() in item["letters"]:
+                    unique.setdefault(item["key"], item)
+            keys = list(unique)
+            one_pass = dict(zip(keys, self.letter_scores([unique[k] for k in keys]), strict=True))
+        results = []
+        for request, item in zip(requests, items, strict=True):
+            continuation = request.args[1]
+            if item["key"] in one_pass and continuation.strip() in item["letters"]:
+                logprobs, _ = one_pass[item["key"]]
+                position = choice_position(continuation, request.idx, item["letters"],
+                                           presented_options(item["doc"]))
+                best = max(range(len(logprobs)), key=lambda i: (logprobs[i], -i))
+                results.append((-logprobs[position], position == best))
+            else:
+                results.append(self.continuation_nll(item, continuation))
+        return results
+
+    def generate_until_multi_round(self, requests: list[Instance]) -> list[str]:
+        """Multi-round dialogue is not part of the LEVANTE tasks."""
+        raise NotImplementedError("levante_vlm_mc supports generate_until and multiple_choice only")
