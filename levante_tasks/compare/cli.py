@@ -1,0 +1,60 @@
+"""`levante-tasks compare`: score models on children's IRT scale and compare them with children."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from levante_tasks.compare.pipeline import Settings, run_compare
+from levante_tasks.errors import LevanteError
+
+
+def _irt_arg(value: str) -> tuple[str | None, Path]:
+    """`PATH` or `TASK=PATH` (the task override names the LEVANTE internal task of the IRT model)."""
+    task, sep, path = value.partition("=")
+    return (task, Path(path)) if sep and task and not Path(value).exists() else (None, Path(value))
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `compare` subcommand."""
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare models with children (IRT ability, difficulty r, response KL, age)",
+        description="Compare model per-item records with LEVANTE children. Conventions: b = -d/a1 (higher = "
+        "harder); negative r(correct, b) = child-aligned; KL(human || model), natural log.",
+    )
+    parser.add_argument(
+        "--irt",
+        action="append",
+        required=True,
+        type=_irt_arg,
+        metavar="[TASK=]PATH",
+        help="IRT model record (.rds ModelRecord) or item-parameter CSV; repeat per task",
+    )
+    parser.add_argument("--trials", required=True, type=Path, help="children's trials CSV (Redivis layout)")
+    parser.add_argument("--runs", required=True, type=Path, help="runs CSV with run_id and age (years)")
+    parser.add_argument(
+        "--models",
+        required=True,
+        type=Path,
+        help="lmms-eval output folder (samples_<task>.jsonl) or a records CSV/JSONL",
+    )
+    parser.add_argument("--out", required=True, type=Path, help="output folder")
+    parser.add_argument("--min-n", type=int, default=10, help="children needed per (item, ability bin)")
+    parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for CIs")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the comparison and print where the outputs went."""
+    if args.min_n < 1 or args.n_boot < 1:
+        raise LevanteError("--min-n and --n-boot must be positive")
+    settings = Settings(min_n=args.min_n, n_boot=args.n_boot, seed=args.seed, plots=not args.no_plots)
+    summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings)
+    print(
+        f"compared {sum(len(t['models']) for t in summary['tasks'].values())} model x task pairs on "
+        f"{len(summary['tasks'])} task(s); outputs in {args.out}"
+    )
+    return 0

@@ -1,0 +1,33 @@
+"""Scientific conventions of the comparison, written into every output so no number is read without them."""
+
+from __future__ import annotations
+
+B_DEFINITION = "b = -d / a1 (mirt intercept d is easiness); higher b = harder for children"
+R_SIGN = "r(correct, b) < 0 = child-aligned (model fails the items children find hard)"
+KL_DEFINITION = (
+    "KL(human || model) = sum_k p_k ln(p_k / q_k), natural log; p_k = 0 terms contribute 0; "
+    "q = softmax(beta * option_scores); q_k == 0 replaced by epsilon"
+)
+KL_EPSILON = 1e-5
+BETA_BOUNDS = (0.025, 40.0)
+THETA_GRID = (-6.0, 6.0, 61)
+EAP_DEFINITION = (
+    "EAP on 61 equally spaced points in [-6, 6] with a normal prior (group MEAN_1, COV_11), "
+    "P = g + (u - g) / (1 + exp(-(a1 * theta + d))); SE = posterior SD"
+)
+BIN_DEFINITION = "ability bin 'k_k+1' holds children with floor(theta) = k (1-logit bins, calibration theta)"
+OPTION_ORDER = "canonical option order: [answer] + distractors as listed (index 0 = correct)"
+
+
+def conventions() -> dict[str, object]:
+    """All conventions as one JSON-ready mapping (embedded in comparison.json and the report)."""
+    return {
+        "difficulty": B_DEFINITION,
+        "correlation_sign": R_SIGN,
+        "kl": KL_DEFINITION,
+        "kl_epsilon": KL_EPSILON,
+        "beta_bounds": list(BETA_BOUNDS),
+        "eap": EAP_DEFINITION,
+        "ability_bins": BIN_DEFINITION,
+        "option_order": OPTION_ORDER,
+    }

@@ -1,0 +1,111 @@
+"""PNG plots (matplotlib, Agg): accuracy vs difficulty, KL by ability bin, model theta among children.
+
+Every title carries its sign convention (b higher = harder; negative r = child-aligned; KL(human || model)).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from levante_tasks.atomic import atomic_path  # noqa: E402
+
+if TYPE_CHECKING:
+    from levante_tasks.compare.pipeline import Results
+
+
+def slug(text: str) -> str:
+    """File-name-safe version of a model or task label."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+def _save(fig: plt.Figure, path: Path) -> None:
+    """Save a figure atomically as PNG and close it."""
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
+    """One scatter per task: item b (x) vs model correctness (y, jittered), a panel row per model."""
+    items, diff = results.table("model_items"), results.table("difficulty")
+    paths = []
+    for task, part in items.groupby("task") if len(items) else []:
+        models = sorted(part["model"].unique())
+        fig, axes = plt.subplots(len(models), 1, figsize=(6.5, 2.4 * len(models)), squeeze=False)
+        rng = np.random.default_rng(0)
+        for ax, unit in zip(axes[:, 0], models, strict=True):
+            rows = part[part["model"] == unit]
+            ax.scatter(rows["b"], rows["correct"] + rng.uniform(-0.06, 0.06, len(rows)), s=12, alpha=0.6)
+            stats = diff[(diff["model"] == unit) & (diff["task"] == task)].iloc[0]
+            ax.set_title(
+                f"{unit}: r_pb = {stats['pearson_r']:.3f} "
+                f"[{stats['pearson_ci_low']:.3f}, {stats['pearson_ci_high']:.3f}] (negative = child-aligned)",
+                fontsize=8,
+            )
+            ax.set_yticks([0, 1], ["wrong", "right"])
+        axes[-1, 0].set_xlabel("item difficulty b = -d/a1 (higher = harder for children)")
+        fig.suptitle(f"{task}: model correctness vs children's item difficulty", fontsize=10)
+        path = folder / f"accuracy_vs_difficulty_{slug(task)}.png"
+        _save(fig, path)
+        paths.append(path)
+    return paths
+
+
+def kl_by_bin(results: Results, folder: Path) -> list[Path]:
+    """One line plot per task: mean KL(human || model) per children's ability bin, a line per model."""
+    bins = results.table("kl_bins")
+    paths = []
+    for task, part in bins.groupby("task") if len(bins) else []:
+        fig, ax = plt.subplots(figsize=(6.5, 3.5))
+        for unit, rows in part.groupby("model"):
+            rows = rows.sort_values("bin_low")
+            label = f"{unit} (beta={rows['beta'].iloc[0]:.3g})"
+            ax.plot(rows["bin_low"] + 0.5, rows["mean_kl"], marker="o", label=label)
+        ax.set_xlabel("children's ability bin (theta, 1-logit bins; point at bin centre)")
+        ax.set_ylabel("mean KL(human || model), nats")
+        ax.set_title(f"{task}: response-distribution distance by ability (lower = closer)", fontsize=10)
+        ax.legend(fontsize=7)
+        path = folder / f"kl_by_bin_{slug(task)}.png"
+        _save(fig, path)
+        paths.append(path)
+    return paths
+
+
+def theta_on_children(results: Results, folder: Path) -> list[Path]:
+    """One histogram per task of children's theta with each model's theta (reference group) +- 1.96 SE."""
+    children, thetas = results.table("children_theta"), results.table("model_theta")
+    paths = []
+    for task, part in children.groupby("task") if len(children) else []:
+        fig, ax = plt.subplots(figsize=(6.5, 3.5))
+        ax.hist(part["theta"], bins=30, color="0.75", label="children (calibration theta)")
+        models = thetas[(thetas["task"] == task) & thetas["is_reference"]] if len(thetas) else thetas
+        for i, row in enumerate(models.itertuples()):
+            color = f"C{i % 10}"
+            ax.axvline(row.theta, color=color, label=f"{row.model}: {row.theta:.2f} (SE {row.se:.2f})")
+            ax.axvspan(row.theta - 1.96 * row.se, row.theta + 1.96 * row.se, color=color, alpha=0.12)
+        ax.set_xlabel("ability theta (children's IRT scale, reference-group prior)")
+        ax.set_ylabel("children")
+        ax.set_title(f"{task}: model ability on the children's distribution", fontsize=10)
+        ax.legend(fontsize=7)
+        path = folder / f"theta_on_children_{slug(task)}.png"
+        _save(fig, path)
+        paths.append(path)
+    return paths
+
+
+def write_all(results: Results, folder: Path) -> list[Path]:
+    """All plots; returns their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return (
+        accuracy_vs_difficulty(results, folder)
+        + kl_by_bin(results, folder)
+        + theta_on_children(results, folder)
+    )

@@ -1,0 +1,124 @@
+"""Model per-item records: lmms-eval `samples_<task>.jsonl` (key `levante_item`) or tidy CSV/JSONL records.
+
+Each record gives a model's 0/1 `correct` and, when the model exposes them, `option_scores` in canonical order
+(higher = preferred). One scoring unit ("model") is one samples file (`<model name>/<lmms-eval task>`) or one
+`model` value of a tidy file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from levante_tasks.errors import LevanteError
+
+RECORD_KEY = "levante_item"
+COLUMNS = ["model", "task", "item_uid", "correct", "option_scores"]
+_SAMPLES = re.compile(r"^(?P<date>.*?)_?samples_(?P<task>.+)\.jsonl$")
+
+
+def parse_scores(value: object) -> list[float] | None:
+    """Option scores from a list, a JSON list string or a ';'-separated string; None when absent or bad."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text or text.lower() in ("na", "nan", "none", "null"):
+            return None
+        value = json.loads(text) if text.startswith("[") else text.split(";")
+    try:
+        scores = [float(v) if v is not None else math.nan for v in value]  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return None
+    return scores or None
+
+
+def _model_name(path: Path) -> str:
+    """The model name lmms-eval recorded next to a samples file (`<date>_results.json`), else the folder."""
+    match = _SAMPLES.match(path.name)
+    date = match.group("date") if match else ""
+    for candidate in sorted(path.parent.glob(f"{date}*results.json")):
+        try:
+            name = json.loads(candidate.read_text(encoding="utf-8")).get("model_name")
+        except (OSError, ValueError):
+            continue
+        if name:
+            return str(name)
+    return path.parent.name
+
+
+def _record_row(record: dict, model: str, where: str) -> dict:
+    """One tidy row from a record dict; a record without item_uid/task is a user error naming the file."""
+    missing = [k for k in ("item_uid", "task") if record.get(k) in (None, "")]
+    if missing:
+        raise LevanteError(f"{where}: record lacks {missing}")
+    correct = record.get("correct")
+    return {
+        "model": str(record.get("model") or model),
+        "task": str(record["task"]),
+        "item_uid": str(record["item_uid"]),
+        "correct": float(correct) if correct is not None and correct == correct else math.nan,
+        "option_scores": parse_scores(record.get("option_scores")),
+    }
+
+
+def read_jsonl(path: Path, counts: Counter) -> list[dict]:
+    """Rows of one JSONL file: lmms-eval samples lines (record under `levante_item`) or bare records."""
+    match = _SAMPLES.match(path.name)
+    model = f"{_model_name(path)}/{match.group('task')}" if match else path.stem
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise LevanteError(f"{path.name}:{number}: invalid JSON ({exc})") from exc
+            record = obj.get(RECORD_KEY, obj) if isinstance(obj, dict) else None
+            if not isinstance(record, dict) or "item_uid" not in record:
+                counts["lines_without_levante_item"] += 1
+                continue
+            rows.append(_record_row(record, model, f"{path.name}:{number}"))
+    return rows
+
+
+def read_csv(path: Path) -> list[dict]:
+    """Rows of a tidy records CSV (model?, task, item_uid, correct, option_scores?)."""
+    table = pd.read_csv(path, dtype={"item_uid": str, "task": str, "model": str})
+    missing = [c for c in ("task", "item_uid", "correct") if c not in table.columns]
+    if missing:
+        raise LevanteError(f"{path.name}: records CSV lacks columns {missing}")
+    return [_record_row(rec, path.stem, path.name) for rec in table.to_dict("records")]
+
+
+def read_records(path: Path) -> tuple[pd.DataFrame, Counter]:
+    """All model records under `path` (folder: every `*samples_*.jsonl`), de-duplicated; drops counted."""
+    counts: Counter = Counter()
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.jsonl") if _SAMPLES.match(p.name))
+        if not files:
+            raise LevanteError(
+                f"{path}: no lmms-eval samples_<task>.jsonl files found (run with --log_samples)"
+            )
+    elif path.is_file():
+        files = [path]
+    else:
+        raise LevanteError(f"{path}: model records not found")
+    rows: list[dict] = []
+    for file in files:
+        rows.extend(read_csv(file) if file.suffix.lower() == ".csv" else read_jsonl(file, counts))
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    if table.empty:
+        raise LevanteError(f"{path.name}: no model records (no lines with '{RECORD_KEY}')")
+    unscored = table["correct"].isna()
+    counts["records_without_correct"] += int(unscored.sum())
+    table = table[~unscored]
+    duplicated = table.duplicated(["model", "task", "item_uid"])
+    counts["duplicate_records_dropped"] += int(duplicated.sum())
+    return table[~duplicated].reset_index(drop=True), counts
