@@ -44,10 +44,16 @@ def mirror_release(source: LocalSource | HttpSource, version: str, version_root:
     lock_file = version_root / "release.lock.json"
     old = read_lock(lock_file)["files"]
     remote_files = source.files(version)
-    todo = [f for f in remote_files
-            if not ((release / f.relpath).is_file() and old.get(f.relpath, {}).get("size") == f.size
-                    and (release / f.relpath).stat().st_size == f.size)]
-    files: dict[str, dict[str, Any]] = {f.relpath: old[f.relpath] for f in remote_files if f not in todo}
+    files: dict[str, dict[str, Any]] = {}
+    todo = []
+    for remote in remote_files:
+        local = release / remote.relpath
+        if not (local.is_file() and local.stat().st_size == remote.size):
+            todo.append(remote)
+        elif old.get(remote.relpath, {}).get("size") == remote.size:
+            files[remote.relpath] = old[remote.relpath]
+        else:  # complete (renamed into place) but unlocked: an earlier run was interrupted after it
+            files[remote.relpath] = {"sha256": sha256_file(local), "size": remote.size}
     with tqdm(total=sum(f.size for f in todo), unit="B", unit_scale=True, desc=f"fetch {version}",
               disable=not progress or not todo, leave=False) as bar:
         for remote in todo:

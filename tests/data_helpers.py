@@ -1,0 +1,52 @@
+"""Build tiny releases in the real layout for data-layer tests."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from PIL import Image
+
+from levante_tasks.data.manifest import MANIFEST_COLUMNS
+
+VOCAB_TEMPLATE = ('Choose the image that matches the text: "<prompt_phrase>". Answer with A, B, C, or D. '
+                  "A: <image1>; B: <image2>; C: <image3>; D: <image4>")
+MATH_TEMPLATE = ("Add the numbers and choose the correct answer: <prompt_phrase>. Answer with A, B, C, or D. "
+                 "A: <option1>; B: <option2>; C: <option3>; D: <option4>")
+
+
+def vocab_row(word: str, alternatives: str) -> dict[str, str]:
+    """A vocab manifest row in the real layout."""
+    return {"task": "vocab", "task_id": "vocab", "item_uid": f"vocab__{word}", "trial_type": "test",
+            "prompt": "NA", "item": word, "answer": word, "response_alternatives": alternatives,
+            "chance_level": "0.25", "prompt_phrase": word, "prompt_image": "NA", "full_prompt": VOCAB_TEMPLATE}
+
+
+def math_row(uid: str, item: str, answer: str, alternatives: str) -> dict[str, str]:
+    """An addition manifest row in the real layout (text options)."""
+    return {"task": "egma-math", "task_id": "math", "item_uid": uid, "trial_type": "Addition",
+            "prompt": "Add the numbers and choose the correct answer.", "item": item, "answer": answer,
+            "response_alternatives": alternatives, "chance_level": "0.25", "prompt_phrase": item,
+            "prompt_image": "NA", "full_prompt": MATH_TEMPLATE}
+
+
+def default_rows() -> list[dict[str, str]]:
+    """Two vocab items and two math items, all valid."""
+    return [vocab_row("cat", "dog,cup,sun"), vocab_row("dog", "cat,cup,sun"),
+            math_row("math_add_1_1", "1+1", "2", "0,1,3"), math_row("math_add_2_2", "2+2", "4", "3,5,6")]
+
+
+def write_release(base: Path, version: str = "2026-01-01", rows: list[dict[str, str]] | None = None,
+                  columns: tuple[str, ...] = MANIFEST_COLUMNS, words: tuple[str, ...] = ("cat", "dog", "cup", "sun")
+                  ) -> Path:
+    """Write `<base>/<version>/manifest.csv` and one PNG per vocab word; returns the version folder."""
+    root = base / version
+    (root / "visual" / "vocab").mkdir(parents=True, exist_ok=True)
+    with open(root / "manifest.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore", restval="NA")
+        writer.writeheader()
+        for row in rows if rows is not None else default_rows():
+            writer.writerow(row)
+    for index, word in enumerate(words):
+        Image.new("RGB", (8, 8), (40 * index, 0, 0)).save(root / "visual" / "vocab" / f"{word}.png")
+    return root

@@ -1,0 +1,157 @@
+"""Downloads from a bucket-like HTTP server on loopback: listing, retries, lock file, no partial files."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+from xml.sax.saxutils import escape
+
+import pytest
+from data_helpers import write_release
+
+from levante_tasks.data import sources
+from levante_tasks.data.mirror import sha256_file
+from levante_tasks.data.prepare import prepare
+from levante_tasks.errors import LevanteError
+
+NS = "http://doc.s3.amazonaws.com/2006-03-01"
+
+
+class FakeBucket(BaseHTTPRequestHandler):
+    """Serves `root` as bucket `bkt` with the GCS XML list API (2 keys per page) and object GETs."""
+
+    root: Path
+    truncate: dict[str, int]  # key -> how many more GETs of it send only half of the bytes
+    gets: Counter
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server API
+        parts = urlsplit(self.path)
+        if parts.path == "/bkt":
+            return self._list(parse_qs(parts.query))
+        key = unquote(parts.path.removeprefix("/bkt/"))
+        path = self.root / key
+        if not path.is_file():
+            self.send_error(404)
+            return
+        body = path.read_bytes()
+        self.gets[key] += 1
+        if self.truncate.get(key, 0) > 0:
+            self.truncate[key] -= 1
+            body = body[: len(body) // 2]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _list(self, query: dict[str, list[str]]) -> None:
+        prefix = query.get("prefix", [""])[0]
+        delimiter = query.get("delimiter", [None])[0]
+        keys = sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
+        keys = [k for k in keys if k.startswith(prefix)]
+        start = int(query.get("continuation-token", ["0"])[0])
+        body = [f'<ListBucketResult xmlns="{NS}">']
+        if delimiter:
+            for common in sorted({prefix + k[len(prefix):].split(delimiter)[0] + delimiter
+                                  for k in keys if delimiter in k[len(prefix):]}):
+                body.append(f"<CommonPrefixes><Prefix>{escape(common)}</Prefix></CommonPrefixes>")
+        else:
+            for key in keys[start:start + 2]:
+                size = (self.root / key).stat().st_size
+                body.append(f"<Contents><Key>{escape(key)}</Key><Size>{size}</Size></Contents>")
+            if start + 2 < len(keys):
+                body.append(f"<NextContinuationToken>{start + 2}</NextContinuationToken>")
+        body.append("</ListBucketResult>")
+        data = "".join(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def bucket(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "BACKOFF_SECONDS", 0.0)
+    root = tmp_path / "bucket"
+    write_release(root / "corpus_data", version="2026-01-01")
+    write_release(root / "corpus_data", version="2026-02-01")
+    handler = type("Handler", (FakeBucket,), {"root": root, "truncate": {}, "gets": Counter()})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield handler, f"http://127.0.0.1:{server.server_address[1]}/bkt/corpus_data"
+    server.shutdown()
+    server.server_close()
+
+
+def _partials(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.endswith(".part")]
+
+
+def test_http_release_resolves_newest_version_and_locks_hashes(bucket, tmp_path):
+    handler, url = bucket
+    result = prepare(url, None, str(tmp_path / "data"), strict=True, progress=False)
+    assert result.version == "2026-02-01" and result.fetched == 5
+    version_root = tmp_path / "data/2026-02-01"
+    lock = json.loads((version_root / "release.lock.json").read_text())
+    assert lock["source"] == url and set(lock["files"]) == {
+        "manifest.csv", "visual/vocab/cat.png", "visual/vocab/dog.png", "visual/vocab/cup.png", "visual/vocab/sun.png"}
+    for rel, entry in lock["files"].items():
+        assert entry["sha256"] == sha256_file(version_root / "release" / rel)
+    again = prepare(url, None, str(tmp_path / "data"), strict=True, progress=False)
+    assert again.fetched == 0 and not again.rebuilt
+    assert sum(handler.gets.values()) == 5  # nothing downloaded twice
+
+
+def test_truncated_download_is_retried(bucket, tmp_path):
+    handler, url = bucket
+    handler.truncate["corpus_data/2026-01-01/visual/vocab/cat.png"] = 2
+    prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    assert handler.gets["corpus_data/2026-01-01/visual/vocab/cat.png"] == 3
+    original = handler.root / "corpus_data/2026-01-01/visual/vocab/cat.png"
+    assert (tmp_path / "data/2026-01-01/release/visual/vocab/cat.png").read_bytes() == original.read_bytes()
+
+
+def test_persistent_truncation_fails_without_partial_files(bucket, tmp_path):
+    handler, url = bucket
+    handler.truncate["corpus_data/2026-01-01/visual/vocab/dog.png"] = 99
+    with pytest.raises(LevanteError, match=r"visual/vocab/dog.png: download failed after 3 attempts"):
+        prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    assert not (tmp_path / "data/2026-01-01/release/visual/vocab/dog.png").exists()
+    assert _partials(tmp_path / "data") == []
+    assert not (tmp_path / "data/2026-01-01/datasets").exists()
+
+
+def test_interrupt_mid_file_leaves_no_partial_file(tmp_path, monkeypatch):
+    write_release(tmp_path / "rel")
+    real_copy = sources.LocalSource.copy
+
+    def copy_then_interrupt(self, version, relpath, dest, on_bytes):
+        if relpath.endswith("dog.png"):
+            dest.write_bytes(b"half")
+            raise KeyboardInterrupt
+        return real_copy(self, version, relpath, dest, on_bytes)
+
+    monkeypatch.setattr(sources.LocalSource, "copy", copy_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        prepare(str(tmp_path / "rel"), "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    assert not (tmp_path / "data/2026-01-01/release/visual/vocab/dog.png").exists()
+    assert _partials(tmp_path / "data") == []
+    monkeypatch.setattr(sources.LocalSource, "copy", real_copy)
+    result = prepare(str(tmp_path / "rel"), "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    assert result.fetched == 2  # resume fetches the interrupted file and the one after it, nothing else
+
+
+def test_offline_rebuild_from_locked_mirror(bucket, tmp_path):
+    _, url = bucket
+    prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    dead = "http://127.0.0.1:9/bkt/corpus_data"  # nothing listens on the discard port
+    result = prepare(dead, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    assert result.version == "2026-01-01" and result.fetched == 0
