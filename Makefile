@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(PY) -m levante_tasks lmms-eval patch
 	touch $(STAMP)
 
 test: $(STAMP)
