@@ -83,7 +83,7 @@ class HttpSource:
         pages: list[ET.Element] = []
         while True:
             response = _with_retries(lambda: self.session.get(self.bucket_url, params=params, timeout=TIMEOUT_SECONDS),
-                                     f"listing {prefix or '/'}")
+                                     f"{self.bucket_url}: listing {prefix or '/'}")
             try:
                 page = ET.fromstring(response.content)
             except ET.ParseError as exc:
@@ -154,7 +154,7 @@ def _with_retries(call: Callable[[], requests.Response], what: str) -> requests.
         except requests.RequestException as exc:
             last = exc
         time.sleep(BACKOFF_SECONDS * 2**attempt)
-    raise LevanteError(f"{what}: failed after {RETRIES} attempts ({last})")
+    raise LevanteError(f"{what}: failed after {RETRIES} attempts ({type(last).__name__})")
 
 
 def open_source(base: str) -> LocalSource | HttpSource:
