@@ -115,7 +115,7 @@ class LevanteClip(lmms):
     def logit_scale(self) -> float:
         """exp(logit_scale) of the checkpoint: the temperature that turns similarities into option logits."""
         scale = getattr(self.model, "logit_scale", None)
-        return float(scale.exp()) if scale is not None else 100.0
+        return float(scale.detach().exp()) if scale is not None else 100.0
 
     # ---- planning -------------------------------------------------------------------------------------------
     def plan(self, doc: dict, visuals: Any, ctx: str = "") -> ItemPlan | None:
@@ -176,7 +176,8 @@ class LevanteClip(lmms):
         batch = self.processor.tokenizer(
             list(texts), padding=padding, truncation=True, max_length=self.max_text_length, return_tensors="pt"
         )
-        return {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask")}
+        names = set(getattr(self.processor.tokenizer, "model_input_names", ["input_ids", "attention_mask"]))
+        return {k: v for k, v in batch.items() if k in names & {"input_ids", "attention_mask"}}
 
     # ---- scoring --------------------------------------------------------------------------------------------
     def option_logprobs(self, plan: ItemPlan) -> list[float]:

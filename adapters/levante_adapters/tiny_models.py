@@ -115,12 +115,14 @@ def build_tiny_siglip(out_dir: str | Path, seed: int = 0, max_length: int = 16) 
     specials = ["<pad>", "</s>", "<unk>"]
     tok = _byte_level_tokenizer(specials, bos=None, eos="</s>")
     tokenizer = _fast_tokenizer(
-        tok, eos_token="</s>", pad_token="</s>", unk_token="<unk>", model_max_length=max_length
+        tok, eos_token="</s>", pad_token="</s>", unk_token="<unk>", model_max_length=max_length,
+        model_input_names=["input_ids"],  # like SiglipTokenizer: the text tower gets no attention mask
     )
     config = SiglipConfig(
         text_config=dict(vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=64,
                          num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=max_length,
-                         pad_token_id=tok.token_to_id("</s>"), eos_token_id=tok.token_to_id("</s>")),
+                         pad_token_id=tok.token_to_id("</s>"), eos_token_id=tok.token_to_id("</s>"),
+                         bos_token_id=tok.token_to_id("<unk>")),
         vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
                            image_size=32, patch_size=8),
     )
