@@ -1,0 +1,113 @@
+"""Parameter recovery on simulated data with known truth: theta, difficulty correlations, beta, age."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from levante_tasks.compare.age import age_equivalent
+from levante_tasks.compare.difficulty import correlate
+from levante_tasks.compare.distributions import compare_model, human_distributions
+from levante_tasks.compare.irt import GroupPrior, IrtModel, item_table
+from levante_tasks.compare.scoring import score_items
+
+
+def bank(n_items: int = 120, seed: int = 0) -> IrtModel:
+    """A synthetic 2PL bank with g at 4-AFC chance and a non-standard group prior N(0.3, 1.4)."""
+    rng = np.random.default_rng(seed)
+    table = pd.DataFrame({"irt_item": [f"item{i:03d}-1" for i in range(n_items)],
+                          "a1": rng.uniform(0.7, 2.0, n_items), "d": rng.normal(0, 1.5, n_items),
+                          "g": 0.25, "u": 1.0})
+    return IrtModel(name="sim", items=item_table(table), groups=[GroupPrior("ref", 0.3, 1.4)], task="sim")
+
+
+def answers(model: IrtModel, theta: float, rng: np.random.Generator) -> pd.Series:
+    """0/1 responses of a respondent of ability theta under the bank's item response functions."""
+    items = model.first_instances()
+    p = items["g"] + (1 - items["g"]) / (1 + np.exp(-(items["a1"] * theta + items["d"])))
+    return pd.Series((rng.random(len(p)) < p).astype(float), index=items.index)
+
+
+def test_childlike_model_scored_within_its_se() -> None:
+    model = bank()
+    rng = np.random.default_rng(1)
+    for true_theta in (-1.5, 0.0, 1.2):
+        theta, se, n = score_items(model, answers(model, true_theta, rng), model.reference)
+        assert n == 120
+        assert abs(theta - true_theta) < 2 * se, (true_theta, theta, se)
+    hits = []
+    for true_theta in rng.normal(0.3, 1.0, 80):
+        theta, se, _ = score_items(model, answers(model, true_theta, rng), model.reference)
+        hits.append(abs(theta - true_theta) < se)
+    assert 0.5 < np.mean(hits) < 0.9  # about 68% of |theta_hat - theta*| fall within one posterior SD
+
+
+def test_difficulty_following_model_has_clearly_negative_r() -> None:
+    b = bank().first_instances()["b"].to_numpy()
+    correct = (b < np.median(b)).astype(float)
+    res = correlate(correct, b, n_boot=500, seed=3)
+    assert res["pearson_r"] < -0.6 and res["spearman_rho"] < -0.6
+    assert res["pearson_ci_high"] < 0 and res["spearman_ci_high"] < 0
+    flipped = correlate(1 - correct, b, n_boot=200, seed=3)
+    assert flipped["pearson_r"] > 0.6  # the sign follows b: an anti-aligned model is positive
+
+
+def test_random_model_has_r_near_zero() -> None:
+    b = bank().first_instances()["b"].to_numpy()
+    correct = np.random.default_rng(7).integers(0, 2, len(b)).astype(float)
+    res = correlate(correct, b, n_boot=1000, seed=4)
+    assert res["pearson_ci_low"] < 0 < res["pearson_ci_high"]
+    assert res["spearman_ci_low"] < 0 < res["spearman_ci_high"]
+    assert abs(res["pearson_r"]) < 0.25
+
+
+def test_too_few_items_or_constant_correctness_gives_nan_with_note() -> None:
+    few = correlate(np.array([0, 1, 1.0]), np.array([0.1, 0.2, 0.3]), n_boot=10)
+    assert np.isnan(few["pearson_r"]) and "fewer than 10" in few["note"]
+    const = correlate(np.ones(20), np.linspace(-1, 1, 20), n_boot=10)
+    assert np.isnan(const["pearson_r"]) and "constant" in const["note"]
+
+
+def simulate_children(n_items: int, n_children: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Children whose choices follow softmax(1.0 * true_scores); returns trials, theta table, true scores."""
+    rng = np.random.default_rng(seed)
+    scores = {f"it{i}": list(rng.normal(0, 1.5, 4)) for i in range(n_items)}
+    children = pd.DataFrame({"run_id": [f"r{i}" for i in range(n_children)],
+                             "theta": rng.uniform(-2, 2, n_children)})
+    rows = []
+    for run in children["run_id"]:
+        for uid, s in scores.items():
+            q = np.exp(s) / np.exp(s).sum()
+            rows.append((run, uid, int(rng.choice(4, p=q))))
+    trials = pd.DataFrame(rows, columns=["run_id", "item_uid", "option_index"])
+    trials["n_options"] = 4
+    trials["options"] = [["a", "b", "c", "d"]] * len(trials)
+    return trials, children, scores
+
+
+def test_beta_recovered_and_true_scores_beat_random() -> None:
+    trials, children, scores = simulate_children(n_items=30, n_children=400, seed=5)
+    counts: Counter = Counter()
+    dist = human_distributions(trials, children, set(scores), min_n=10, exclusions=counts)
+    assert set(dist["ability_bin"]) == {"-2_-1", "-1_0", "0_1", "1_2"}
+    _, true_fit = compare_model(dist, scores, counts)
+    assert abs(true_fit["beta"] - 1.0) < 0.15 and not true_fit["beta_at_bound"]
+    scaled = {u: [3 * v for v in s] for u, s in scores.items()}
+    assert abs(compare_model(dist, scaled, counts)[1]["beta"] - 1 / 3) < 0.06  # beta absorbs the scale
+    rng = np.random.default_rng(9)
+    noise = {u: list(rng.normal(0, 1.5, 4)) for u in scores}
+    _, noise_fit = compare_model(dist, noise, counts)
+    assert true_fit["mean_kl"] < 0.5 * noise_fit["mean_kl"]
+
+
+def test_age_equivalent_recovers_the_generating_curve() -> None:
+    rng = np.random.default_rng(11)
+    age = rng.uniform(4, 12, 600)
+    theta = 0.5 * (age - 8) + rng.normal(0, 0.4, 600)
+    res = age_equivalent(0.5, 0.2, age, theta, n_boot=300, seed=2)
+    assert abs(res["age_equivalent"] - 9.0) < 0.6
+    assert res["age_ci_low"] < 9.0 < res["age_ci_high"] and res["age_flag"] == ""
+    assert age_equivalent(5.0, 0.2, age, theta, n_boot=50)["age_flag"] == "above_oldest"
+    assert age_equivalent(-5.0, 0.2, age, theta, n_boot=50)["age_flag"] == "below_youngest"
