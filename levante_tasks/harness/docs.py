@@ -1,0 +1,101 @@
+"""Turn the prepared item rows of a task into lmms-eval docs (docs/design.md §3b).
+
+Rows come from `<data_dir>/<version>/datasets/<internal_name>/test.parquet` (written by `levante-tasks
+prepare`); the version is $LEVANTE_DATA_VERSION, else the one named in `<data_dir>/default_version`.
+Each doc adds the option-order seed, the presented order, the letters, the target letter, the control
+variant and the image paths to show, in the order the model receives them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from levante_tasks.data import paths
+from levante_tasks.errors import LevanteError
+from levante_tasks.harness import controls
+from levante_tasks.harness.options import gold_positions, letters_for, presented_order
+
+VARIANTS = ("original", "blank", "shuffled")
+PREPARE_HINT = "run `levante-tasks prepare --release BASE --version VERSION` first"
+
+
+def data_version() -> str:
+    """The prepared data version to evaluate: $LEVANTE_DATA_VERSION, else `<data_dir>/default_version`."""
+    env = os.environ.get(paths.VERSION_ENV, "").strip()
+    if env:
+        return env
+    marker = paths.data_dir() / "default_version"
+    if marker.is_file():
+        version = marker.read_text(encoding="utf-8").strip()
+        if version:
+            return version
+    raise LevanteError(f"no prepared LEVANTE data (no {paths.VERSION_ENV}, no default_version): {PREPARE_HINT}")
+
+
+def load_rows(task: str, version: str) -> list[dict[str, Any]]:
+    """The item rows of one task, as plain Python values; a missing dataset names the command that builds it."""
+    parquet = paths.dataset_dir(version, task) / "test.parquet"
+    if not parquet.is_file():
+        hint = PREPARE_HINT.replace("VERSION", version)
+        raise LevanteError(f"{task}: no prepared dataset for version {version}: {hint}")
+    return pq.read_table(parquet).to_pylist()
+
+
+def _visual_paths(row: Mapping[str, Any], order: Sequence[int]) -> list[str]:
+    """Context image (if any) then option images in presented order: `<imageK>` is index K (K-1 without context)."""
+    context = [row["stimulus_image"]] if row.get("stimulus_image") else []
+    option_images = list(row.get("option_images") or [])
+    return context + ([option_images[i] for i in order] if option_images else [])
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
+    """Docs for one task variant: balanced presented orders for `seed`, images per `variant`."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+    rows = [dict(r) for r in rows]
+    choice_rows = [(r["item_uid"], int(r["n_options"])) for r in rows if r["response_format"] == "choice"]
+    positions = gold_positions(choice_rows, seed)
+    docs = []
+    for row in rows:
+        for key in ("range_min", "range_max", "chance_level"):
+            row[key] = None if _is_missing(row.get(key)) else float(row[key])
+        if row["response_format"] == "choice":
+            gold = positions[row["item_uid"]]
+            order = presented_order(int(row["n_options"]), gold)
+            letters = letters_for(int(row["n_options"]))
+            target = letters[gold]
+        else:
+            order, letters, target = [0], [], ""
+        docs.append(
+            {
+                **row,
+                "options": [str(o) for o in row["options"]],
+                "option_images": list(row.get("option_images") or []),
+                "seed": seed,
+                "presented_order": order,
+                "letters": letters,
+                "target_letter": target,
+                "variant": variant,
+                "data_version": version,
+                "visual_paths": _visual_paths(row, order),
+                "visual_donor": "",
+            }
+        )
+    if variant == "shuffled":
+        controls.shuffle_visuals(docs)
+    return docs
+
+
+def version_root(doc: Mapping[str, Any]) -> Path:
+    """`<data_dir>/<version>/` of a doc: image paths in docs are relative to it."""
+    return paths.version_dir(doc["data_version"])

@@ -1,0 +1,81 @@
+"""Per-item records (docs/design.md §4), written under `levante_item` in lmms-eval's samples files.
+
+Everything is stored in canonical option order (index 0 = the correct answer) next to the presented order,
+so records can be joined with children's responses without knowing how options were shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from levante_tasks.harness.parsing import CONFIDENCE, Parsed
+
+SLIDER_TOLERANCE = 0.15  # |value - target| < 0.15 * max (rlevante recode_slider), docs/design.md §5
+
+
+def _identity(doc: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "item_uid": doc["item_uid"],
+        "task": doc["task"],
+        "trial_type": doc["trial_type"],
+        "seed": int(doc["seed"]),
+        "variant": doc["variant"],
+        "presented_order": [int(i) for i in doc["presented_order"]],
+    }
+
+
+def to_canonical(doc: Mapping[str, Any], by_position: Sequence[float]) -> list[float]:
+    """Reorder per-position values (A, B, ...) into canonical order."""
+    canonical = [0.0] * len(by_position)
+    for position, index in enumerate(doc["presented_order"]):
+        canonical[index] = float(by_position[position])
+    return canonical
+
+
+def choice_record(doc: Mapping[str, Any], parsed: Parsed) -> dict[str, Any]:
+    """Record of a choice item answered by a parsed letter (optionally with per-letter scores)."""
+    letters = list(doc["letters"])
+    index = doc["presented_order"][letters.index(parsed.letter)] if parsed.letter else None
+    scores = None
+    if parsed.scores is not None:
+        scores = to_canonical(doc, [parsed.scores[letter] for letter in letters])
+    return {
+        **_identity(doc),
+        "choice_letter": parsed.letter,
+        "choice_index": None if index is None else int(index),
+        "correct": int(index == 0),
+        "parse_method": parsed.method,
+        "parse_confidence": parsed.confidence,
+        "option_scores": scores,
+        "option_scores_kind": parsed.scores_kind if scores is not None else None,
+    }
+
+
+def loss_record(doc: Mapping[str, Any], losses: Sequence[float]) -> dict[str, Any]:
+    """Record of a multiple_choice item: one loss per presented option, lower = better (argmin)."""
+    best = min(range(len(losses)), key=lambda p: (losses[p], p))
+    scores = {k: -float(v) for k, v in zip(doc["letters"], losses, strict=True)}
+    parsed = Parsed(doc["letters"][best], "scores", scores, "neg_loss")
+    return choice_record(doc, parsed)
+
+
+def slider_record(doc: Mapping[str, Any], position: float | None, method: str) -> dict[str, Any]:
+    """Record of a number-line slider item: position in [0, 1] (clamped) -> value; correct within tolerance."""
+    lo, hi, target = float(doc["range_min"]), float(doc["range_max"]), float(doc["answer"])
+    tolerance = SLIDER_TOLERANCE * hi
+    value = None if position is None else lo + min(max(position, 0.0), 1.0) * (hi - lo)
+    return {
+        **_identity(doc),
+        "choice_letter": None,
+        "choice_index": None,
+        "correct": int(value is not None and abs(value - target) < tolerance),
+        "parse_method": method,
+        "parse_confidence": CONFIDENCE.get(method, 0.0),
+        "option_scores": None,
+        "option_scores_kind": None,
+        "response_position": position,
+        "response_value": value,
+        "target_value": target,
+        "tolerance": tolerance,
+    }
