@@ -85,7 +85,9 @@ def test_bad_irt_inputs(tmp_path: Path) -> None:
     garbage.write_bytes(b"not an rds")
     with pytest.raises(LevanteError, match="not a readable"):
         read_irt(garbage)
-    long = pd.DataFrame({"group": ["g1"] * 2, "item": ["x-1", "x-1"], "name": ["a1", "d"], "value": [1.0, 0.0]})
+    long = pd.DataFrame(
+        {"group": ["g1"] * 2, "item": ["x-1", "x-1"], "name": ["a1", "d"], "value": [1.0, 0.0]}
+    )
     long.to_csv(tmp_path / "nogroup.csv", index=False)
     with pytest.raises(LevanteError, match="no GROUP MEAN_1/COV_11"):
         read_irt(tmp_path / "nogroup.csv")

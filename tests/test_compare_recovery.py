@@ -17,9 +17,15 @@ from levante_tasks.compare.scoring import score_items
 def bank(n_items: int = 120, seed: int = 0) -> IrtModel:
     """A synthetic 2PL bank with g at 4-AFC chance and a non-standard group prior N(0.3, 1.4)."""
     rng = np.random.default_rng(seed)
-    table = pd.DataFrame({"irt_item": [f"item{i:03d}-1" for i in range(n_items)],
-                          "a1": rng.uniform(0.7, 2.0, n_items), "d": rng.normal(0, 1.5, n_items),
-                          "g": 0.25, "u": 1.0})
+    table = pd.DataFrame(
+        {
+            "irt_item": [f"item{i:03d}-1" for i in range(n_items)],
+            "a1": rng.uniform(0.7, 2.0, n_items),
+            "d": rng.normal(0, 1.5, n_items),
+            "g": 0.25,
+            "u": 1.0,
+        }
+    )
     return IrtModel(name="sim", items=item_table(table), groups=[GroupPrior("ref", 0.3, 1.4)], task="sim")
 
 
@@ -74,8 +80,9 @@ def simulate_children(n_items: int, n_children: int, seed: int) -> tuple[pd.Data
     """Children whose choices follow softmax(1.0 * true_scores); returns trials, theta table, true scores."""
     rng = np.random.default_rng(seed)
     scores = {f"it{i}": list(rng.normal(0, 1.5, 4)) for i in range(n_items)}
-    children = pd.DataFrame({"run_id": [f"r{i}" for i in range(n_children)],
-                             "theta": rng.uniform(-2, 2, n_children)})
+    children = pd.DataFrame(
+        {"run_id": [f"r{i}" for i in range(n_children)], "theta": rng.uniform(-2, 2, n_children)}
+    )
     rows = []
     for run in children["run_id"]:
         for uid, s in scores.items():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 B_DEFINITION = "b = -d / a1 (mirt intercept d is easiness); higher b = harder for children"
-R_SIGN = "r(correct, b) < 0 = child-aligned (model fails the items children find hard)"
+R_SIGN = "a child-aligned model has a NEGATIVE r(correct, b): it fails the items children find hard"
 KL_DEFINITION = (
     "KL(human || model) = sum_k p_k ln(p_k / q_k), natural log; p_k = 0 terms contribute 0; "
     "q = softmax(beta * option_scores); q_k == 0 replaced by epsilon"

@@ -1,0 +1,186 @@
+"""`levante-tasks compare` end to end on the IRT fixture, model-record readers, and counted exclusions."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from levante_tasks.cli import main
+from levante_tasks.compare.humans import parse_distractors
+from levante_tasks.compare.records import read_records
+
+
+def fixture_dir() -> Path:
+    """The shared IRT fixture folder, or skip when shared/ is absent."""
+    shared = Path(os.environ.get("LEVANTE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+    folder = shared / "levante-sample" / "irt-fixture"
+    if not folder.is_dir():
+        pytest.skip(f"shared IRT fixture not found at {folder}")
+    return folder
+
+
+def trog_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    """A trog-only trials CSV (one response made unmatchable) and simulated model records."""
+    trials = pd.read_csv(fixture_dir() / "trials.csv", dtype=str)
+    trials = trials[trials["task_id"] == "trog"].copy()
+    trials.iloc[0, trials.columns.get_loc("response")] = "no-such-option"
+    trials_path = tmp_path / "trials.csv"
+    trials.to_csv(trials_path, index=False)
+    params = pd.read_csv(fixture_dir() / "true_item_params.csv")
+    trog = params[params["task"] == "trog"]
+    rng = np.random.default_rng(0)
+    rows = []
+    for uid, b in zip(trog["item_uid"], trog["b"], strict=True):
+        rows.append(
+            {
+                "model": "aligned",
+                "task": "trog",
+                "item_uid": uid,
+                "correct": int(b < 0),
+                "option_scores": json.dumps([2.0, 0.5, 0.0, -0.5]),
+            }
+        )
+        rows.append(
+            {
+                "model": "noise",
+                "task": "trog",
+                "item_uid": uid,
+                "correct": int(rng.random() < 0.5),
+                "option_scores": ";".join(str(v) for v in rng.normal(0, 1, 4)),
+            }
+        )
+    rows.append(
+        {
+            "model": "aligned",
+            "task": "trog",
+            "item_uid": "trog_not_an_item",
+            "correct": 1,
+            "option_scores": "",
+        }
+    )
+    rows.append(
+        {"model": "aligned", "task": "vocab", "item_uid": "vocab__acorn", "correct": 1, "option_scores": ""}
+    )
+    records = tmp_path / "records.csv"
+    pd.DataFrame(rows).to_csv(records, index=False)
+    return trials_path, records
+
+
+def run_cli(tmp_path: Path, trials: Path, records: Path, *extra: str) -> int:
+    """Run the compare subcommand on the trog fixture with a small bootstrap."""
+    folder = fixture_dir()
+    return main(
+        [
+            "compare",
+            "--irt",
+            str(folder / "trog_rasch_f1_scalar.rds"),
+            "--trials",
+            str(trials),
+            "--runs",
+            str(folder / "runs.csv"),
+            "--models",
+            str(records),
+            "--out",
+            str(tmp_path / "out"),
+            "--n-boot",
+            "100",
+            *extra,
+        ]
+    )
+
+
+def test_compare_end_to_end(tmp_path: Path) -> None:
+    trials, records = trog_inputs(tmp_path)
+    assert run_cli(tmp_path, trials, records) == 0
+    out = tmp_path / "out"
+    diff = pd.read_csv(out / "difficulty.csv").set_index("model")
+    assert diff.loc["aligned", "pearson_r"] < -0.5 and diff.loc["aligned", "pearson_ci_high"] < 0
+    assert diff["sign"].str.contains("NEGATIVE r").all()
+    assert diff["b_definition"].str.contains("higher b = harder").all()
+    theta = pd.read_csv(out / "model_theta.csv")
+    assert set(theta["group"]) == {"ca_pilot", "co_pilot"}
+    assert theta.loc[theta["is_reference"], "group"].unique().tolist() == ["ca_pilot"]
+    kl = pd.read_csv(out / "kl_summary.csv").set_index("model")
+    assert (kl["beta"].between(0.025, 40)).all() and kl["closest_bin"].notna().all()
+    bins = pd.read_csv(out / "kl_bins.csv")
+    assert {"mean_kl", "n_children", "mean_child_age"} <= set(bins.columns)
+    age = pd.read_csv(out / "age_equivalence.csv")
+    assert (age["age_ci_low"] <= age["age_ci_high"]).all()
+    summary = json.loads((out / "comparison.json").read_text())
+    assert "NEGATIVE" in summary["conventions"]["correlation_sign"].upper()
+    assert summary["tasks"]["trog"]["calibration_rescore_max_abs_diff"]["ability"] < 1e-6
+    excl = {(e["model"], e["reason"]): e["count"] for e in summary["exclusions"]}
+    assert excl[("aligned", "model_items_not_in_irt")] == 1
+    assert excl[("", "records_task_without_irt_model")] == 1
+    assert excl[("", "trials_response_unmatched")] == 1
+    pngs = sorted((out / "plots").glob("*.png"))
+    assert len(pngs) == 3 and all(p.stat().st_size > 1000 for p in pngs)
+    report = (out / "comparison.md").read_text()
+    assert "negative = child-aligned" in report and "| aligned |" in report
+    for path in out.rglob("*"):
+        if path.suffix in (".csv", ".json", ".md"):
+            assert str(tmp_path) not in path.read_text(), path.name
+
+
+def test_empty_bins_are_counted_not_fatal(tmp_path: Path) -> None:
+    trials, records = trog_inputs(tmp_path)
+    assert run_cli(tmp_path, trials, records, "--min-n", "100000", "--no-plots") == 0
+    summary = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    assert summary["tasks"]["trog"]["n_item_bins"] == 0
+    assert "no children's" in summary["tasks"]["trog"]["models"]["aligned"]["kl"]["note"]
+    assert any(e["reason"] == "item_bins_below_min_n" and e["count"] > 100 for e in summary["exclusions"])
+
+
+def test_bad_trials_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, records = trog_inputs(tmp_path)
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"run_id": ["r"], "item_uid": ["x"]}).to_csv(bad, index=False)
+    assert run_cli(tmp_path, bad, records) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "bad.csv" in err and "distractors" in err
+
+
+def test_lmms_eval_samples_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "org__model-x"
+    folder.mkdir()
+    (folder / "20260101_120000_results.json").write_text(json.dumps({"model_name": "org/model-x"}))
+    lines = [
+        {
+            "doc_id": 0,
+            "levante_item": {
+                "item_uid": "trog_a",
+                "task": "trog",
+                "correct": 1,
+                "option_scores": [0.1, -1.0],
+                "presented_order": [1, 0],
+            },
+        },
+        {
+            "doc_id": 1,
+            "levante_item": {"item_uid": "trog_b", "task": "trog", "correct": 0, "option_scores": None},
+        },
+        {"doc_id": 2, "other_metric": 1},
+    ]
+    (folder / "20260101_120000_samples_levante_trog.jsonl").write_text(
+        "\n".join(json.dumps(x) for x in lines)
+    )
+    table, counts = read_records(tmp_path)
+    assert table["model"].unique().tolist() == ["org/model-x/levante_trog"]
+    assert table.set_index("item_uid").loc["trog_a", "option_scores"] == [0.1, -1.0]
+    assert table.set_index("item_uid").loc["trog_b", "option_scores"] is None
+    assert counts["lines_without_levante_item"] == 1
+
+
+def test_parse_distractors_forms() -> None:
+    assert parse_distractors("{'0': 'coconut', '2': 'clothesline', '1': 'key'}") == [
+        "coconut",
+        "key",
+        "clothesline",
+    ]
+    assert parse_distractors("1-fork, 1-boy,1-tree") == ["1-fork", "1-boy", "1-tree"]
+    assert parse_distractors("NA") == [] and parse_distractors(float("nan")) == []
