@@ -150,13 +150,13 @@ def fit_beta(groups: list[tuple[pd.DataFrame, np.ndarray, np.ndarray]]) -> tuple
 
 
 def compare_model(
-    dist: pd.DataFrame, scores: dict[str, list[float] | None], exclusions: Counter
+    dist: pd.DataFrame, scores: dict[str, list[float] | None], exclusions: Counter, beta: float | None = None
 ) -> tuple[pd.DataFrame, dict[str, object]]:
-    """KL per (item, bin) at the fitted beta and a summary (beta, mean KL, closest bin); empty if unusable."""
+    """KL per (item, bin) at the fitted (or given) beta and a summary (beta, mean KL, closest bin)."""
     groups = pair_arrays(dist, scores, exclusions)
     if not groups:
         return pd.DataFrame(), {"note": "no (item, bin) pair with children's data and model option scores"}
-    beta, at_bound = fit_beta(groups)
+    beta, at_bound = fit_beta(groups) if beta is None else (beta, False)
     parts = [keys.assign(kl=kl_divergence(p, softmax(s, beta))) for keys, p, s in groups]
     pairs = pd.concat(parts, ignore_index=True).sort_values(["item_uid", "bin_low"]).reset_index(drop=True)
     bins = pairs.groupby(["bin_low", "ability_bin"], as_index=False).agg(

@@ -23,7 +23,9 @@ _SAMPLES = re.compile(r"^(?P<date>.*?)_?samples_(?P<task>.+)\.jsonl$")
 
 
 def parse_scores(value: object) -> list[float] | None:
-    """Option scores from a list, a JSON list string or a ';'-separated string; None when absent or bad."""
+    """Option scores from a list, a JSON list string or a ';'-separated string; None when absent.
+
+    Raises ValueError/TypeError on non-numeric entries (reported by the caller with the file name)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     if isinstance(value, str):
@@ -31,10 +33,7 @@ def parse_scores(value: object) -> list[float] | None:
         if not text or text.lower() in ("na", "nan", "none", "null"):
             return None
         value = json.loads(text) if text.startswith("[") else text.split(";")
-    try:
-        scores = [float(v) if v is not None else math.nan for v in value]  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        return None
+    scores = [float(v) if v is not None else math.nan for v in value]  # type: ignore[union-attr]
     return scores or None
 
 
@@ -58,12 +57,16 @@ def _record_row(record: dict, model: str, where: str) -> dict:
     if missing:
         raise LevanteError(f"{where}: record lacks {missing}")
     correct = record.get("correct")
+    try:
+        scores = parse_scores(record.get("option_scores"))
+    except (TypeError, ValueError) as exc:
+        raise LevanteError(f"{where}: option_scores are not numbers ({exc})") from exc
     return {
         "model": str(record.get("model") or model),
         "task": str(record["task"]),
         "item_uid": str(record["item_uid"]),
         "correct": float(correct) if correct is not None and correct == correct else math.nan,
-        "option_scores": parse_scores(record.get("option_scores")),
+        "option_scores": scores,
     }
 
 
