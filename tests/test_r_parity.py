@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
