@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 test: $(STAMP)
+	bash scripts/ensure_r.sh
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
