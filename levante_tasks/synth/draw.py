@@ -32,11 +32,6 @@ COLOURS: dict[str, tuple[int, int, int]] = {
     "black": INK,
 }
 
-SHAPES = (
-    "circle", "square", "triangle", "star", "diamond", "pentagon",
-    "hexagon", "cross", "trapezoid", "oval", "crescent", "arrow",
-)
-
 Point = tuple[float, float]
 
 

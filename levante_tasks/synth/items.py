@@ -50,11 +50,6 @@ class Item:
         """LEVANTE short task id (`math`, `tom`, ...)."""
         return TASK_IDS[self.task]
 
-    @property
-    def options(self) -> tuple[str, ...]:
-        """Canonical option order: the answer first, then the distractors as listed."""
-        return (self.answer or "",) + tuple(self.alternatives or ())
-
     def manifest_row(self) -> list[str]:
         """The 12 manifest fields as strings, `NA` for missing, comma-joined alternatives."""
         values = (

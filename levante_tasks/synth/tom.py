@@ -17,7 +17,6 @@ CORPUS_COLUMNS = (
     "orig_item_num", "answer", "response_alternatives", "chance_level", "item_id",
 )
 SOURCE = "levante-tasks-synthetic"
-SKIPPED_IN_STORY = ("ToM-intro", "ToM-transition")
 
 # Story steps: ("say", text) or (uid suffix, trial_type, question, answer, [distractors], b centre).
 STORIES: list[tuple[str, str, list[tuple]]] = [
