@@ -320,3 +320,16 @@ def test_cli_writes_and_replaces_only_synthetic_folders(tmp_path: Path, capsys: 
     assert "not a synthetic release folder" in capsys.readouterr().err
     assert (out / "real" / "manifest.csv").read_text() == "task\n"
     assert main(["synth", "--out", str(out), "--seed", "-1"]) == 2
+
+
+def test_release_passes_strict_prepare(release: tuple[Path, dict, float], tmp_path: Path) -> None:
+    from levante_tasks.data.prepare import prepare
+
+    result = prepare(str(release[0]), "synthetic", str(tmp_path / "data"), strict=True, progress=False)
+    built = {summary.task: summary for summary in result.tasks}
+    assert set(built) == set(TASK_IDS)
+    scored = release[1]["scored_items_per_task"]
+    for task, summary in built.items():
+        # Everything children answer is a dataset item (sliders are items too; HA / instruction rows are not).
+        assert summary.n_items >= scored[task], (task, summary)
+    assert sum(built["theory-of-mind"].excluded.values()) == 2  # the two hostile-attribution rows
