@@ -91,7 +91,7 @@ def theta_on_children(results: Results, folder: Path) -> list[Path]:
             color = f"C{i % 10}"
             ax.axvline(row.theta, color=color, label=f"{row.model}: {row.theta:.2f} (SE {row.se:.2f})")
             ax.axvspan(row.theta - 1.96 * row.se, row.theta + 1.96 * row.se, color=color, alpha=0.12)
-        ax.set_xlabel("ability theta (children's IRT scale, reference-group prior)")
+        ax.set_xlabel("ability theta (children's IRT scale, reference-group prior); bands = theta +- 1.96 SE")
         ax.set_ylabel("children")
         ax.set_title(f"{task}: model ability on the children's distribution", fontsize=10)
         ax.legend(fontsize=7)
