@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "levante_tasks.compare.cli",
     "levante_tasks.lmms_patch.cli",
     "levante_tasks.synth.cli",
+    "levante_tasks.demo",
 ]
 
 
