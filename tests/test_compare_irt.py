@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from levante_tasks.compare.eap import eap, theta_grid
-from levante_tasks.compare.irt import read_irt, strip_instance
+from levante_tasks.compare.irt import read_irt
 from levante_tasks.compare.scoring import rescore_calibration
+from levante_tasks.data.crosswalk import strip_instance
 from levante_tasks.errors import LevanteError
 
 
@@ -63,7 +64,8 @@ def test_strip_instance() -> None:
     assert strip_instance("trog_noun_shoe-1") == ("trog_noun_shoe", 1)
     assert strip_instance("mrot_3d_shape_320_bp15-320-2") == ("mrot_3d_shape_320_bp15-320", 2)
     assert strip_instance("counting-afc-2-1") == ("counting-afc-2", 1)
-    assert strip_instance("no_suffix") == ("no_suffix", 1)
+    with pytest.raises(ValueError, match="no '-<instance>' suffix"):
+        strip_instance("no_suffix")
 
 
 def test_eap_shrinks_and_skips_missing() -> None:
@@ -96,3 +98,13 @@ def test_bad_irt_inputs(tmp_path: Path) -> None:
         read_irt(tmp_path / "nog.csv")
     with pytest.raises(LevanteError, match="not found"):
         read_irt(tmp_path / "missing.rds")
+
+
+def test_wide_csv_item_uids_are_not_split(tmp_path) -> None:
+    """A plain item_uid column keeps uids that end in -digits whole, and Redivis spellings map to the manifest's."""
+    table = pd.DataFrame({"task": ["mrot", "math", "vocab"],
+                          "item_uid": ["Rn-000_Rn-000", "counting-afc-2", "vocab_word_acorn"],
+                          "a1": [1.2, 1.0, 1.0], "d": [0.4, -0.5, 1.0], "g": [0.5, 0.5, 0.25]})
+    table.to_csv(tmp_path / "params.csv", index=False)
+    uids = sorted(uid for model in read_irt(tmp_path / "params.csv") for uid in model.items["item_uid"])
+    assert uids == ["Rn-000_Rn-000", "counting-afc-2", "vocab__acorn"]

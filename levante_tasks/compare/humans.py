@@ -16,6 +16,7 @@ import pandas as pd
 
 from levante_tasks.compare.irt import IrtModel
 from levante_tasks.compare.scoring import score_matrix
+from levante_tasks.data.crosswalk import canonical_uid
 from levante_tasks.errors import LevanteError
 
 TRIAL_COLUMNS = ("run_id", "item_uid", "response", "answer", "distractors")
@@ -64,7 +65,8 @@ def read_trials(path: Path) -> pd.DataFrame:
         opts.index(r) if isinstance(r, str) and r in opts else -1
         for opts, r in zip(options, trials["response"], strict=True)
     ]
-    trials = trials.assign(option_index=index, n_options=[len(o) for o in options], options=options)
+    trials = trials.assign(option_index=index, n_options=[len(o) for o in options], options=options,
+                           item_uid=[canonical_uid(str(uid)) for uid in trials["item_uid"]])
     if "correct" in trials.columns:
         trials["correct"] = [
             1.0 if str(v).strip().lower() in TRUE_STRINGS else 0.0 for v in trials["correct"]

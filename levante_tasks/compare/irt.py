@@ -6,7 +6,6 @@ mirt's `mod2values` layout: one row per parameter (`group, item, name, value`), 
 
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from levante_tasks.data.crosswalk import canonical_uid, strip_instance
 from levante_tasks.errors import LevanteError
 
-_INSTANCE = re.compile(r"-(\d+)$")
 ITEM_PARAMS = ("a1", "d", "g", "u")
 LONG_COLUMNS = {"group", "item", "name", "value"}
 
@@ -67,22 +66,16 @@ class IrtModel:
         return ordered.drop_duplicates("item_uid").set_index("item_uid")
 
 
-def strip_instance(irt_item: str) -> tuple[str, int]:
-    """Split `<item_uid>-<instance>` into (item_uid, instance); a name without the suffix is instance 1.
+def item_table(rows: pd.DataFrame, names_have_instance: bool = True) -> pd.DataFrame:
+    """Wide item table from per-item parameter columns a1, d, g, u; adds item_uid, instance and b = -d/a1.
 
-    Plug-in point for the item-uid crosswalk (levante_tasks.data.crosswalk): uids are matched exactly here.
+    IRT item names are `<item_uid>-<instance>`; a plain `item_uid` column (`names_have_instance=False`) is
+    instance 1. Uids are mapped to the manifest spelling through `levante_tasks.data.crosswalk`.
     """
-    match = _INSTANCE.search(irt_item)
-    if not match:
-        return irt_item, 1
-    return irt_item[: match.start()], int(match.group(1))
-
-
-def item_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Wide item table from per-item parameter columns a1, d, g, u; adds item_uid, instance and b = -d/a1."""
     table = rows.copy()
-    split = [strip_instance(str(name)) for name in table["irt_item"]]
-    table["item_uid"] = [uid for uid, _ in split]
+    names = [str(name) for name in table["irt_item"]]
+    split = [strip_instance(n) for n in names] if names_have_instance else [(n, 1) for n in names]
+    table["item_uid"] = [canonical_uid(uid) for uid, _ in split]
     table["instance"] = [inst for _, inst in split]
     table["b"] = -table["d"] / table["a1"]
     return table[["irt_item", "item_uid", "instance", "a1", "d", "g", "u", "b"]].reset_index(drop=True)
@@ -205,7 +198,10 @@ def read_csv(path: Path) -> list[IrtModel]:
         part = table[tasks == task] if task is not None else table
         name = f"{path.stem}:{task}" if task is not None else path.stem
         model = IrtModel(
-            name=name, items=item_table(part), groups=[GroupPrior("assumed", 0.0, 1.0)], task=task
+            name=name,
+            items=item_table(part, names_have_instance=id_col == "item"),
+            groups=[GroupPrior("assumed", 0.0, 1.0)],
+            task=task,
         )
         model.prior_assumed = True
         models.append(model)

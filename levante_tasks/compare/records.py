@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from levante_tasks.data.crosswalk import canonical_uid
 from levante_tasks.errors import LevanteError
 
 RECORD_KEY = "levante_item"
@@ -64,7 +65,7 @@ def _record_row(record: dict, model: str, where: str) -> dict:
     return {
         "model": str(record.get("model") or model),
         "task": str(record["task"]),
-        "item_uid": str(record["item_uid"]),
+        "item_uid": canonical_uid(str(record["item_uid"])),
         "correct": float(correct) if correct is not None and correct == correct else math.nan,
         "option_scores": scores,
     }
