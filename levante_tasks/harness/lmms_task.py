@@ -34,6 +34,8 @@ def load_task_docs(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The docs of one task variant described by `metadata.levante` (task, seed, variant, trial_types)."""
     version = docs.data_version()
     rows = docs.load_rows(spec["task"], version)
+    if not rows:
+        raise LevanteError(f"{spec['task']}: version {version} has no prepared items (see its dataset.json)")
     wanted = spec.get("trial_types")
     if wanted:
         rows = [r for r in rows if r["trial_type"] in set(wanted)]
