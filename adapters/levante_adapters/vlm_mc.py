@@ -154,15 +154,19 @@ class LevanteVlmMc(lmms):
 
     def _items(self, requests: Sequence[Instance]) -> list[dict[str, Any]]:
         """Per request: doc, prompt text, images in prompt order, letters."""
-        items = []
+        items, seen = [], {}
         for request in requests:
             ctx, _, doc_to_visual, doc_id, task, split = request.args[:6]
+            if (task, split, doc_id, ctx) in seen:  # multiple_choice: one request per option, same item
+                items.append(seen[(task, split, doc_id, ctx)])
+                continue
             doc = get_doc(self.task_dict, task, split, doc_id)
             visuals = to_images(doc_to_visual(doc))
             prompt, order = self.build_prompt(ctx, len(visuals))
             n_options = len(doc.get("options") or []) or max(len(visuals) - int(bool(doc.get("stimulus_image"))), 2)
             items.append({"doc": doc, "prompt": prompt, "images": [visuals[i] for i in order],
                           "letters": doc_letters(doc, n_options), "key": (task, split, doc_id)})
+            seen[(task, split, doc_id, ctx)] = items[-1]
         return items
 
     def _batches(self, items: Sequence[dict[str, Any]]) -> list[list[int]]:
