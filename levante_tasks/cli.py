@@ -13,6 +13,7 @@ from levante_tasks.errors import LevanteError
 # Modules that define `register(subparsers)`; each adds one or more subcommands with `func` set.
 COMMAND_MODULES = [
     "levante_tasks.data.cli",
+    "levante_tasks.data.standins",
     "levante_tasks.compare.cli",
     "levante_tasks.lmms_patch.cli",
     "levante_tasks.synth.cli",

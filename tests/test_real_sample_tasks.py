@@ -1,0 +1,75 @@
+"""Every LEVANTE task runs in lmms-eval on the real sample (vocab's real images; stand-ins elsewhere)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from levante_tasks.data.prepare import prepare
+from levante_tasks.data.standins import TAG, write_standin_release
+from levante_tasks.harness import yamlgen
+from levante_tasks.harness.test_models import FixedLetterModel
+
+VERSION = "2026-03-24"
+TASKS_DIR = Path(yamlgen.__file__).resolve().parents[1] / "tasks"
+
+
+@pytest.fixture(scope="module")
+def real_data(sample_base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("standin-release")
+    made = write_standin_release(sample_base, VERSION, base)
+    assert not any(rel.startswith("visual/vocab/") for rel in made)  # vocab keeps its real pictures
+    with Image.open(base / VERSION / made[0]) as image:
+        assert image.text["Source"] == TAG
+    data = tmp_path_factory.mktemp("standin-data")
+    prepare(str(base), VERSION, str(data), strict=False, progress=False)
+    return data
+
+
+@pytest.fixture(autouse=True)
+def _env(real_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEVANTE_DATA_DIR", str(real_data))
+    monkeypatch.setenv("LEVANTE_DATA_VERSION", VERSION)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def evaluate(model: Any, tasks: list[str]) -> dict[str, Any]:
+    from lmms_eval import evaluator
+    from lmms_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
+    return evaluator.simple_evaluate(model=model, tasks=tasks, task_manager=manager, log_samples=True)
+
+
+@pytest.mark.parametrize("group", ["levante", "levante_mc"])
+def test_fixed_letter_runs_every_task_at_chance(real_data: Path, group: str) -> None:
+    out = evaluate(FixedLetterModel(letter="B"), [group])
+    leaves = {task: [s["levante_item"] for s in samples] for task, samples in out["samples"].items()}
+    prepared = {p.parent.name: json.loads(p.read_text())["n_items"]
+                for p in (real_data / VERSION / "datasets").glob("*/dataset.json")}
+    seen: dict[str, int] = {}
+    for task, records in leaves.items():
+        internal = records[0]["task"]
+        seen[internal] = seen.get(internal, 0) + len(records)
+        hits = sum(r["correct"] for r in records)
+        assert out["results"][task]["levante_acc,none"] == pytest.approx(hits / len(records))
+        if "slider" in task:
+            assert all(r["tolerance"] in (0.15, 1.5, 15.0, 150.0) for r in records)  # 0.15 x max of 1, 10, 100, 1000
+            continue  # no letters: a fixed letter parses as no position and scores 0
+        choice = records
+        # B is a real option on every item here (>= 2 options); MC picks B by the lowest loss as well
+        expected = sum(1 / len(r["presented_order"]) for r in choice)
+        assert abs(sum(r["correct"] for r in choice) - expected) <= 1, (task, hits, expected)
+        assert all(r["choice_letter"] == "B" for r in choice)
+    if group.endswith("_mc"):  # the slider has no multiple_choice form
+        math = pd.read_parquet(real_data / VERSION / "datasets/egma-math/test.parquet")
+        prepared["egma-math"] -= int((math["response_format"] == "slider").sum())
+    assert seen == prepared  # every prepared item of every task was evaluated exactly once
+    assert set(seen) == {"vocab", "trog", "egma-math", "theory-of-mind", "matrix-reasoning", "mental-rotation",
+                         "same-different-selection"}
