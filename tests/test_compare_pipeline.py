@@ -184,3 +184,26 @@ def test_parse_distractors_forms() -> None:
     ]
     assert parse_distractors("1-fork, 1-boy,1-tree") == ["1-fork", "1-boy", "1-tree"]
     assert parse_distractors("NA") == [] and parse_distractors(float("nan")) == []
+
+
+def test_samples_of_math_subtasks_pool_into_one_unit_without_paths(tmp_path) -> None:
+    """Records from several subtask files of one run form one scoring unit; a local model path is not a name."""
+    import json
+
+    from levante_tasks.compare.records import read_records
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "20260101_000000_results.json").write_text(json.dumps(
+        {"model_name": "/home/someone/ckpt/tiny-clip", "model_name_sanitized": "ckpt__tiny-clip"}))
+    for subtask, uid in (("addition", "math_add_1_1"), ("subtraction", "math_subtract_2_1")):
+        for output_type, suffix in (("generate_until", ""), ("multiple_choice", "_mc")):
+            record = {"item_uid": uid, "task": "egma-math", "seed": 0, "variant": "original",
+                      "output_type": output_type, "correct": 1, "option_scores": [0.5, 0.1]}
+            name = f"20260101_000000_samples_levante_egma_math_{subtask}{suffix}.jsonl"
+            (run / name).write_text(json.dumps({"doc_id": 0, "levante_item": record}) + "\n")
+    table, counts = read_records(run)
+    units = sorted(table["model"].unique())
+    assert units == ["ckpt__tiny-clip/original/gen/seed0", "ckpt__tiny-clip/original/mc/seed0"]
+    assert len(table) == 4 and counts["duplicate_records_dropped"] == 0
+    assert not any("/home/" in name for name in table["model"])

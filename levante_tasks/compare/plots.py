@@ -39,7 +39,7 @@ def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
     paths = []
     for task, part in items.groupby("task") if len(items) else []:
         models = sorted(part["model"].unique())
-        fig, axes = plt.subplots(len(models), 1, figsize=(6.5, 2.4 * len(models)), squeeze=False)
+        fig, axes = plt.subplots(len(models), 1, figsize=(6.5, 2.4 * len(models)), squeeze=False, layout="constrained")
         rng = np.random.default_rng(0)
         for ax, unit in zip(axes[:, 0], models, strict=True):
             rows = part[part["model"] == unit]

@@ -39,17 +39,36 @@ def parse_scores(value: object) -> list[float] | None:
 
 
 def _model_name(path: Path) -> str:
-    """The model name lmms-eval recorded next to a samples file (`<date>_results.json`), else the folder."""
+    """The model name lmms-eval recorded next to a samples file (`<date>_results.json`), else the folder.
+
+    A local checkpoint path is never used as a name (outputs carry no absolute paths): lmms-eval's
+    `model_name_sanitized` (last two path segments) stands in for it.
+    """
     match = _SAMPLES.match(path.name)
     date = match.group("date") if match else ""
     for candidate in sorted(path.parent.glob(f"{date}*results.json")):
         try:
-            name = json.loads(candidate.read_text(encoding="utf-8")).get("model_name")
+            results = json.loads(candidate.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        name = str(results.get("model_name") or "")
+        if name.startswith(("/", "~", ".")) or "\\" in name or Path(name).is_absolute():
+            name = str(results.get("model_name_sanitized") or Path(name).name)
         if name:
-            return str(name)
+            return name
     return path.parent.name
+
+
+def scoring_unit(model: str, record: dict, lmms_task: str) -> str:
+    """Which records are scored together: one model, one variant, one output type, one option-order seed.
+
+    Subtask files of one task (egma-math's 11) pool into one unit; records without these fields (older or
+    hand-made files) fall back to one unit per lmms-eval task.
+    """
+    if "seed" not in record or "variant" not in record:
+        return f"{model}/{lmms_task}"
+    kind = "mc" if record.get("output_type") == "multiple_choice" else "gen"
+    return f"{model}/{record['variant']}/{kind}/seed{record['seed']}"
 
 
 def _record_row(record: dict, model: str, where: str) -> dict:
@@ -74,7 +93,8 @@ def _record_row(record: dict, model: str, where: str) -> dict:
 def read_jsonl(path: Path, counts: Counter) -> list[dict]:
     """Rows of one JSONL file: lmms-eval samples lines (record under `levante_item`) or bare records."""
     match = _SAMPLES.match(path.name)
-    model = f"{_model_name(path)}/{match.group('task')}" if match else path.stem
+    model_name = _model_name(path) if match else path.stem
+    lmms_task = match.group("task") if match else path.stem
     rows = []
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
@@ -88,7 +108,8 @@ def read_jsonl(path: Path, counts: Counter) -> list[dict]:
             if not isinstance(record, dict) or "item_uid" not in record:
                 counts["lines_without_levante_item"] += 1
                 continue
-            rows.append(_record_row(record, model, f"{path.name}:{number}"))
+            unit = scoring_unit(model_name, record, lmms_task) if match else model_name
+            rows.append(_record_row(record, unit, f"{path.name}:{number}"))
     return rows
 
 

@@ -14,8 +14,9 @@ from levante_tasks.harness.parsing import CONFIDENCE, Parsed
 SLIDER_TOLERANCE = 0.15  # |value - target| < 0.15 * max (rlevante recode_slider), docs/design.md §5
 
 
-def _identity(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _identity(doc: Mapping[str, Any], output_type: str) -> dict[str, Any]:
     return {
+        "output_type": output_type,
         "item_uid": doc["item_uid"],
         "task": doc["task"],
         "trial_type": doc["trial_type"],
@@ -33,7 +34,7 @@ def to_canonical(doc: Mapping[str, Any], by_position: Sequence[float]) -> list[f
     return canonical
 
 
-def choice_record(doc: Mapping[str, Any], parsed: Parsed) -> dict[str, Any]:
+def choice_record(doc: Mapping[str, Any], parsed: Parsed, output_type: str = "generate_until") -> dict[str, Any]:
     """Record of a choice item answered by a parsed letter (optionally with per-letter scores)."""
     letters = list(doc["letters"])
     index = doc["presented_order"][letters.index(parsed.letter)] if parsed.letter else None
@@ -41,7 +42,7 @@ def choice_record(doc: Mapping[str, Any], parsed: Parsed) -> dict[str, Any]:
     if parsed.scores is not None:
         scores = to_canonical(doc, [parsed.scores[letter] for letter in letters])
     return {
-        **_identity(doc),
+        **_identity(doc, output_type),
         "choice_letter": parsed.letter,
         "choice_index": None if index is None else int(index),
         "correct": int(index == 0),
@@ -57,7 +58,7 @@ def loss_record(doc: Mapping[str, Any], losses: Sequence[float]) -> dict[str, An
     best = min(range(len(losses)), key=lambda p: (losses[p], p))
     scores = {k: -float(v) for k, v in zip(doc["letters"], losses, strict=True)}
     parsed = Parsed(doc["letters"][best], "scores", scores, "neg_loss")
-    return choice_record(doc, parsed)
+    return choice_record(doc, parsed, output_type="multiple_choice")
 
 
 def slider_record(doc: Mapping[str, Any], position: float | None, method: str) -> dict[str, Any]:
@@ -66,7 +67,7 @@ def slider_record(doc: Mapping[str, Any], position: float | None, method: str) -
     tolerance = SLIDER_TOLERANCE * hi
     value = None if position is None else lo + min(max(position, 0.0), 1.0) * (hi - lo)
     return {
-        **_identity(doc),
+        **_identity(doc, "generate_until"),
         "choice_letter": None,
         "choice_index": None,
         "correct": int(value is not None and abs(value - target) < tolerance),
