@@ -1,0 +1,408 @@
+"""Each lmms-eval patch fixes its bug and changes nothing else, shown on trees built from the installed package.
+
+For every patch a tree with all patches *but* that one shows the bug; the fully patched tree shows the fix. The
+same probes run on both, so untouched behaviour (inputs outside the bug) must give identical outputs. Each probe
+runs lmms_eval from its tree in a subprocess (PYTHONPATH first), so the venv's own copy is never imported here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from levante_tasks.lmms_patch.engine import revert_patch_set
+from levante_tasks.lmms_patch.patchset import PatchSet
+from levante_tasks.lmms_patch.target import installed_root, resolve_target
+from levante_tasks.lmms_patch.unidiff import FilePatch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PATCH_SET = PatchSet()
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+COMMIT = PATCH_SET.upstream["commit"]
+P_MC, P_PLUGIN, P_ENTRY, P_SKIP, P_HF, P_FILELOCK, P_EXIT = PATCH_SET.series
+
+
+# ---------------------------------------------------------------- building trees
+
+def _apply_with_offset(text: str, file_patch: FilePatch) -> str:
+    """Apply hunks where their old lines occur nearest the stated line (like `patch`'s offset search).
+
+    Leave-one-out trees need it: a later patch's line numbers assume the earlier patches are present.
+    """
+    lines = text.splitlines(keepends=True)
+    growth = 0
+    for hunk in file_patch.hunks:
+        size = len(hunk.old_lines)
+        hits = [i for i in range(len(lines) - size + 1) if lines[i : i + size] == hunk.old_lines]
+        assert hits, f"{file_patch.path}: hunk at {hunk.old_start + 1} not found"
+        start = min(hits, key=lambda i: abs(i - (hunk.old_start + growth)))
+        lines[start : start + size] = hunk.new_lines
+        growth += len(hunk.new_lines) - size
+    return "".join(lines)
+
+
+def _pristine_targets(tmp: Path) -> dict[str, str]:
+    """Upstream text of every target file: the installed copies, reverted if the venv is patched."""
+    src = installed_root()
+    for rel in ["lmms_eval/__init__.py", *PATCH_SET.targets]:
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / rel, tmp / rel)
+    revert_patch_set(resolve_target(tmp, "0.7.2", COMMIT), PATCH_SET)
+    return {rel: (tmp / rel).read_text(encoding="utf-8") for rel in PATCH_SET.targets}
+
+
+def _build_tree(root: Path, pristine: dict[str, str], patches: list[str]) -> Path:
+    """Mirror the installed lmms_eval with symlinks (byte-code caches included, so imports stay fast) and real
+    target files carrying exactly `patches`, applied in series order."""
+    src = installed_root() / "lmms_eval"
+    targets = set(PATCH_SET.targets)
+    for folder, _dirs, files in os.walk(src):
+        rel_dir = Path(folder).relative_to(src.parent)
+        (root / rel_dir).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if (rel_dir / name).as_posix() not in targets and name != ".levante_patches.json":
+                (root / rel_dir / name).symlink_to(Path(folder) / name)
+    for rel, text in pristine.items():
+        for name in PATCH_SET.series:
+            if name in patches and PATCH_SET.file_patch(name).path == rel:
+                text = _apply_with_offset(text, PATCH_SET.file_patch(name))
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`all` = every patch; `without-<patch>` = every patch but that one."""
+    base = tmp_path_factory.mktemp("lmms_trees")
+    pristine = _pristine_targets(base / "pristine")
+    built = {"all": _build_tree(base / "all", pristine, PATCH_SET.series)}
+    for name in PATCH_SET.series:
+        built[name] = _build_tree(base / name, pristine, [p for p in PATCH_SET.series if p != name])
+    return built
+
+
+# ---------------------------------------------------------------- tiny task packages
+
+UTILS = '''
+def doc_to_visual(doc):
+    return []
+
+
+def doc_to_text(doc):
+    return doc["question"]
+
+
+def doc_to_choice(doc):
+    return doc["choices"]
+
+
+def process_gen(doc, results):
+    return {"exact": float(results[0].strip() == doc["letter"])}
+'''
+DOCS = [
+    {"question": "q0", "choices": ["a", "b"], "answer": 0, "letter": "A"},
+    {"question": "q1", "choices": ["a", "b"], "answer": 1, "letter": "B"},
+    {"question": "q2", "choices": ["a", "b", "c"], "answer": 0, "letter": "A"},
+]
+MC_YAML = """task: {name}
+dataset_path: json
+dataset_kwargs: {{data_files: {{test: {docs}}}}}
+test_split: test
+output_type: multiple_choice
+doc_to_visual: !function utils.doc_to_visual
+doc_to_text: !function utils.doc_to_text
+doc_to_choice: !function utils.doc_to_choice
+doc_to_target: answer
+metric_list: [{{metric: acc, aggregation: mean, higher_is_better: true}}]
+metadata: {{version: 1.0}}
+"""
+GEN_YAML = """task: {name}
+dataset_path: json
+dataset_kwargs: {{data_files: {{test: {docs}}}}}
+test_split: test
+output_type: generate_until
+doc_to_visual: !function utils.doc_to_visual
+doc_to_text: !function utils.doc_to_text
+doc_to_target: letter
+process_results: !function utils.process_gen
+metric_list: [{{metric: exact, aggregation: mean, higher_is_better: true}}]
+metadata: {{version: 1.0}}
+"""
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`entry`: folder with task package `lptest_tasks` + a dist-info declaring it (and a broken entry point)
+    in `lmms_eval.tasks`; `plugin`: folder with `lpplug` (tasks/ + models.AVAILABLE_MODELS) for LMMS_EVAL_PLUGINS."""
+    base = tmp_path_factory.mktemp("lmms_pkgs")
+    docs = base / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    entry = base / "entry"
+    pkg = entry / "lptest_tasks"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(UTILS)
+    (pkg / "mc.yaml").write_text(MC_YAML.format(name="lptest_mc", docs=docs))
+    (pkg / "gen.yaml").write_text(GEN_YAML.format(name="lptest_gen", docs=docs))
+    dist = entry / "lptest_tasks-0.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lptest-tasks\nVersion: 0.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[lmms_eval.tasks]\nlptest = lptest_tasks\nbroken = lptest_no_such_module\n"
+    )
+    plugin = base / "plugin"
+    (plugin / "lpplug" / "tasks").mkdir(parents=True)
+    (plugin / "lpplug" / "models").mkdir()
+    (plugin / "lpplug" / "__init__.py").write_text("")
+    (plugin / "lpplug" / "models" / "__init__.py").write_text("AVAILABLE_MODELS = {}\n")
+    (plugin / "lpplug" / "tasks" / "utils.py").write_text(UTILS)
+    (plugin / "lpplug" / "tasks" / "gen.yaml").write_text(GEN_YAML.format(name="lpplug_gen", docs=docs))
+    return {"entry": entry, "plugin": plugin, "base": base}
+
+
+def _env(tree: Path, *extra: Path, plugins: str | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LMMS_EVAL_PLUGINS")}
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (tree, *extra))
+    env.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    if plugins:
+        env["LMMS_EVAL_PLUGINS"] = plugins
+    return env
+
+
+def run_lmms_eval(tree: Path, out: Path, *args: str, extra: tuple[Path, ...] = (), plugins: str | None = None):
+    """`python -m lmms_eval ARGS` with `tree`'s lmms_eval; returns the process and the parsed results (or None)."""
+    out.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lmms_eval", *args, "--output_path", str(out)],
+        capture_output=True, text=True, env=_env(tree, *extra, plugins=plugins), cwd=out, timeout=600,
+    )
+    found = sorted(out.rglob("*_results.json"))
+    proc.stdout = ANSI.sub("", proc.stdout) + ANSI.sub("", proc.stderr)  # one log to search, without colours
+    return proc, (json.loads(found[-1].read_text()) if found else None)
+
+
+# ---------------------------------------------------------------- in-process probes (run inside a tree)
+
+PROBE = r'''
+import json, sys
+checks = sys.argv[1].split(",")
+out = {}
+if "unwrap" in checks:
+    from lmms_eval.api.instance import GenerationResult, TokenCounts, unwrap_generation_output
+    inputs = ["text", GenerationResult("t", TokenCounts(1, 2, 3)), GenerationResult("t"), ("t", {"input_tokens": 3}),
+              ("t", TokenCounts(output_tokens=2)), ["a", "b"], (True, False), [-1.5, True], ("t", 5), None, 3.0,
+              (1.0, 2.0, 3.0), (-1.5, True), (2, False), (0.0, False)]
+    out["unwrap"] = [repr(unwrap_generation_output(x)) for x in inputs]
+if "select" in checks:
+    import transformers
+    import lmms_eval.models.chat.huggingface as hfm
+    class Picked(Exception):
+        pass
+    def fake(name, real):
+        def from_pretrained(*a, **k):
+            raise Picked(name)
+        attrs = {"_model_mapping": real._model_mapping, "from_pretrained": staticmethod(from_pretrained)}
+        return type(name, (), attrs)
+    autos = ("AutoModel", "AutoModelForCausalLM", "AutoModelForImageTextToText")
+    saved = {n: getattr(hfm, n) for n in ("AutoConfig", *autos)}
+    for name in autos:
+        setattr(hfm, name, fake(name, getattr(transformers, name)))
+    class RemoteConfig(transformers.PretrainedConfig):
+        model_type = "levante_remote_test"
+    picked = {}
+    for cls in (transformers.Idefics3Config, transformers.SmolVLMConfig, transformers.Qwen2VLConfig,
+                transformers.LlamaConfig, transformers.CLIPConfig, transformers.SiglipConfig, RemoteConfig):
+        hfm.AutoConfig = type("AC", (), {"from_pretrained": staticmethod(lambda *a, c=cls, **k: c())})
+        try:
+            hfm.Huggingface(pretrained="unused", device="cpu", device_map="cpu")
+        except Picked as exc:
+            picked[cls.__name__] = str(exc)
+    out["select"] = picked
+    for name, value in saved.items():
+        setattr(hfm, name, value)
+if "load" in checks:
+    from lmms_eval.models.chat.huggingface import Huggingface
+    lm = Huggingface(pretrained=sys.argv[2], device="cpu", device_map="cpu")
+    out["load"] = {"class": type(lm.model).__name__, "generate": callable(getattr(lm.model, "generate", None))}
+if "filelock" in checks:
+    import filelock._api
+    import lmms_eval.evaluator as ev
+    real = filelock._api
+    sys.modules["filelock._api"] = None  # what `import filelock._api` meets under filelock >= 4
+    try:
+        ev._enable_reentrant_filelocks()
+        out["filelock4"] = "returned"
+    except ImportError as exc:
+        out["filelock4"] = type(exc).__name__
+    out["filelock4_marked"] = getattr(ev._enable_reentrant_filelocks, "_patched", False)
+    sys.modules["filelock._api"] = real
+    original = real.FileLockMeta.__call__
+    ev._enable_reentrant_filelocks()
+    out["filelock3"] = {"marked": ev._enable_reentrant_filelocks._patched,
+                        "wrapped": real.FileLockMeta.__call__ is not original}
+if "index" in checks:
+    from loguru import logger
+    warnings = []
+    logger.add(lambda m: warnings.append(str(m)), level="WARNING")
+    from lmms_eval.tasks import TaskManager
+    try:
+        tm = TaskManager("WARNING")
+        out["index"] = {"n": len(tm.all_tasks), "lptest": sorted(t for t in tm.all_tasks if t.startswith("lptest")),
+                        "broken_reported": any("Skipping task entry point broken" in w for w in warnings)}
+    except Exception as exc:
+        out["index"] = {"error": type(exc).__name__}
+    local = TaskManager("WARNING", include_path=sys.argv[3], include_defaults=False)
+    out["local_index"] = {k: v for k, v in sorted(local.task_index.items())}
+print("PROBE " + json.dumps(out, default=str))
+'''
+
+
+def probe(tree: Path, checks: str, packages: dict[str, Path], checkpoint: Path | str = "-") -> dict:
+    """Run PROBE with `tree`'s lmms_eval (and the entry-point task package on the path); return its JSON."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, checks, str(checkpoint), str(packages["entry"] / "lptest_tasks")],
+        capture_output=True, text=True, env=_env(tree, packages["entry"]), cwd=packages["base"], timeout=600,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    return json.loads(lines[-1][6:])
+
+
+@pytest.fixture(scope="module")
+def full_probe(trees, packages, tiny_vlm) -> dict:
+    return probe(trees["all"], "unwrap,select,load,filelock,index", packages, tiny_vlm)
+
+
+@pytest.fixture(scope="module")
+def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random-init Idefics3 (SmolVLM v1 family) checkpoint with a working processor, built offline."""
+    from levante_adapters.tiny_models import build_tiny_vlm
+
+    return build_tiny_vlm(tmp_path_factory.mktemp("tiny_vlm") / "ckpt")
+
+
+# ---------------------------------------------------------------- P1: multiple_choice / loglikelihood
+
+BUG_CASES = {"(-1.5, True)": "((-1.5, True), None)", "(2, False)": "((2, False), None)",
+             "(0.0, False)": "((0.0, False), None)"}
+
+
+def test_unwrap_passes_loglikelihood_pairs_only_with_the_patch(trees, packages, full_probe) -> None:
+    before = probe(trees[P_MC], "unwrap", packages)["unwrap"]
+    after = full_probe["unwrap"]
+    n_bug = len(BUG_CASES)
+    assert after[-n_bug:] == list(BUG_CASES.values())
+    assert before[-n_bug:] == ["('(-1.5, True)', None)", "('(2, False)', None)", "('(0.0, False)', None)"]
+    assert after[:-n_bug] == before[:-n_bug]  # every other input: same output as upstream
+    assert "TokenCounts(input_tokens=3" in after[3] and after[5] == "(['a', 'b'], None)"
+
+
+def test_multiple_choice_and_generation_tasks_run_end_to_end(trees, packages, tmp_path) -> None:
+    proc, results = run_lmms_eval(
+        trees["all"], tmp_path / "out", "--model", "dummy", "--tasks", "lptest_mc,lptest_gen", "--log_samples",
+        extra=(packages["entry"],),
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    # dummy: loss 0.0 for every option -> argmin picks option 0; generation answers "A". Gold: 0,1,0 / A,B,A.
+    assert results["results"]["lptest_mc"]["acc,none"] == pytest.approx(2 / 3)
+    assert results["results"]["lptest_gen"]["exact,none"] == pytest.approx(2 / 3)
+    assert "Skipping task entry point broken = lptest_no_such_module" in proc.stdout
+    samples = [json.loads(ln) for ln in next((tmp_path / "out").rglob("*_samples_lptest_mc.jsonl")).open()]
+    assert [s["doc_id"] for s in samples] == [0, 1, 2]
+
+
+def test_multiple_choice_task_fails_without_p1(trees, packages, tmp_path) -> None:
+    proc, results = run_lmms_eval(
+        trees[P_MC], tmp_path / "out", "--model", "dummy", "--tasks", "lptest_mc", extra=(packages["entry"],),
+    )
+    assert results is None
+    assert proc.returncode == 1 and "Error during evaluation" in proc.stdout
+
+
+# ---------------------------------------------------------------- P2: plugin tasks, task entry points
+
+def test_plugin_tasks_found_with_p2(trees, packages, tmp_path) -> None:
+    proc, results = run_lmms_eval(
+        trees["all"], tmp_path / "out", "--model", "dummy", "--tasks", "lpplug_gen",
+        extra=(packages["plugin"],), plugins="lpplug,levante_tasks",
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert results["results"]["lpplug_gen"]["exact,none"] == pytest.approx(2 / 3)
+
+
+def test_plugin_tasks_not_found_without_p2(trees, packages, tmp_path) -> None:
+    proc, results = run_lmms_eval(
+        trees[P_PLUGIN], tmp_path / "out", "--model", "dummy", "--tasks", "lpplug_gen",
+        extra=(packages["plugin"],), plugins="lpplug",
+    )
+    assert results is None and "Tasks not found: lpplug_gen" in proc.stdout
+
+
+def test_entry_point_tasks_indexed_with_p2b(trees, packages, full_probe) -> None:
+    index = full_probe["index"]
+    assert index["lptest"] == ["lptest_gen", "lptest_mc"] and index["broken_reported"]
+    assert index["n"] > 500  # the built-ins (those the wheel can load) are still indexed
+    without = probe(trees[P_ENTRY], "index", packages)
+    assert without["index"]["lptest"] == [] and without["index"]["n"] > 500
+    # include_defaults=False indexes only the given path, exactly as upstream does.
+    assert full_probe["local_index"] == without["local_index"]
+    assert sorted(full_probe["local_index"]) == ["lptest_gen", "lptest_mc"]
+
+
+def test_wheel_tree_index_crashes_without_p0(trees, packages) -> None:
+    without = probe(trees[P_SKIP], "index", packages)
+    assert without["index"] == {"error": "FileNotFoundError"}
+
+
+def test_levante_tasks_listed_without_include_path(trees, tmp_path) -> None:
+    declared = {
+        m.group(1)
+        for path in (REPO_ROOT / "levante_tasks" / "tasks").rglob("*.yaml")
+        for m in [re.search(r"^task:\s*(\S+)\s*$", path.read_text(), re.M)]
+        if m
+    }
+    assert declared, "levante_tasks/tasks declares no task"
+    proc, _ = run_lmms_eval(trees["all"], tmp_path / "out", "--tasks", "list")
+    listed = set(re.findall(r"^ - (\S+)$", proc.stdout, re.M))
+    assert proc.returncode == 0 and declared <= listed, sorted(declared - listed)
+
+
+# ---------------------------------------------------------------- P3: chat huggingface model class
+
+def test_vlm_checkpoints_get_a_generation_head_only_with_p3(trees, packages, tiny_vlm, full_probe) -> None:
+    before = probe(trees[P_HF], "select,load", packages, tiny_vlm)
+    after = full_probe
+    assert before["load"] == {"class": "Idefics3Model", "generate": False}
+    assert after["load"] == {"class": "Idefics3ForConditionalGeneration", "generate": True}
+    for vlm in ("Idefics3Config", "SmolVLMConfig", "Qwen2VLConfig"):
+        assert (before["select"][vlm], after["select"][vlm]) == ("AutoModel", "AutoModelForImageTextToText")
+    assert after["select"]["LlamaConfig"] == "AutoModelForCausalLM"
+    for outside in ("CLIPConfig", "SiglipConfig", "RemoteConfig"):  # in neither mapping: unchanged
+        assert before["select"][outside] == after["select"][outside] == "AutoModel"
+
+
+# ---------------------------------------------------------------- P4: filelock >= 4
+
+def test_filelock4_fails_soft_only_with_p4(trees, packages, full_probe) -> None:
+    before = probe(trees[P_FILELOCK], "filelock", packages)
+    assert before["filelock4"] == "ModuleNotFoundError"
+    assert full_probe["filelock4"] == "returned" and full_probe["filelock4_marked"] is False
+    # With filelock 3 the deadlock workaround is installed exactly as upstream does it.
+    assert before["filelock3"] == full_probe["filelock3"] == {"marked": True, "wrapped": True}
+
+
+# ---------------------------------------------------------------- P5: exit status
+
+def test_failed_evaluation_exit_status(trees, tmp_path) -> None:
+    without, _ = run_lmms_eval(trees[P_EXIT], tmp_path / "a", "--model", "dummy", "--tasks", "no_such_task_x")
+    with_patch, _ = run_lmms_eval(trees["all"], tmp_path / "b", "--model", "dummy", "--tasks", "no_such_task_x")
+    assert "Tasks not found: no_such_task_x" in without.stdout
+    assert without.returncode == 0  # upstream: a failed evaluation looks like success
+    assert with_patch.returncode == 1
