@@ -273,3 +273,22 @@ def test_levante_tasks_cli_has_the_lmms_eval_command(tree: Path) -> None:
     assert main(["lmms-eval", "check", "--target", str(tree)]) == 1
     assert main(["lmms-eval", "patch", "--target", str(tree)]) == 0
     assert main(["lmms-eval", "check", "--target", str(tree)]) == 0
+
+
+def test_fetch_script_refuses_a_tag_that_names_another_commit(tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream"
+    (upstream / "lmms_eval").mkdir(parents=True)
+    (upstream / "lmms_eval" / "__init__.py").write_text("")
+    git = ["git", "-C", str(upstream), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    for cmd in (["init", "-q"], ["add", "."], ["commit", "-qm", "moved tag"], ["tag", "v0.7.2"]):
+        subprocess.run([*git, *cmd], check=True)
+    env = {**os.environ, "LMMS_EVAL_URL": upstream.as_uri(), "LMMS_EVAL_DEST": str(tmp_path / "dest")}
+    script = str(REPO_ROOT / "scripts" / "fetch_lmms_eval.sh")
+    run = subprocess.run(["bash", script], capture_output=True, text=True, env=env)
+    assert run.returncode == 1 and f"not the pinned commit {COMMIT}" in run.stderr
+    assert (tmp_path / "dest" / ".git").is_dir()  # cloned, then refused
+
+    (tmp_path / "plain").mkdir()
+    env["LMMS_EVAL_DEST"] = str(tmp_path / "plain")
+    run = subprocess.run(["bash", script], capture_output=True, text=True, env=env)
+    assert run.returncode == 1 and "is not a git checkout" in run.stderr
