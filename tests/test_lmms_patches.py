@@ -304,18 +304,30 @@ def test_unwrap_passes_loglikelihood_pairs_only_with_the_patch(trees, packages, 
     assert "TokenCounts(input_tokens=3" in after[3] and after[5] == "(['a', 'b'], None)"
 
 
-def test_multiple_choice_and_generation_tasks_run_end_to_end(trees, packages, tmp_path) -> None:
+@pytest.fixture(scope="module")
+def end_to_end(trees, packages, tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    """The fully patched tree runs an MC and a generation task found through the entry point (no --include_path)."""
+    out = tmp_path_factory.mktemp("e2e")
     proc, results = run_lmms_eval(
-        trees["all"], tmp_path / "out", "--model", "dummy", "--tasks", "lptest_mc,lptest_gen", "--log_samples",
+        trees["all"], out, "--model", "dummy", "--tasks", "lptest_mc,lptest_gen", "--log_samples",
         extra=(packages["entry"],),
     )
+    return proc, results, out
+
+
+def _samples(out: Path, task: str) -> list[dict]:
+    """The samples JSONL of `task` without the timestamped file name."""
+    return [json.loads(ln) for ln in next(out.rglob(f"*_samples_{task}.jsonl")).open()]
+
+
+def test_multiple_choice_and_generation_tasks_run_end_to_end(end_to_end) -> None:
+    proc, results, out = end_to_end
     assert proc.returncode == 0, proc.stdout[-6000:]
     # dummy: loss 0.0 for every option -> argmin picks option 0; generation answers "A". Gold: 0,1,0 / A,B,A.
     assert results["results"]["lptest_mc"]["acc,none"] == pytest.approx(2 / 3)
     assert results["results"]["lptest_gen"]["exact,none"] == pytest.approx(2 / 3)
     assert "Skipping task entry point broken = lptest_no_such_module" in proc.stdout
-    samples = [json.loads(ln) for ln in next((tmp_path / "out").rglob("*_samples_lptest_mc.jsonl")).open()]
-    assert [s["doc_id"] for s in samples] == [0, 1, 2]
+    assert [s["doc_id"] for s in _samples(out, "lptest_mc")] == [0, 1, 2]
 
 
 def test_multiple_choice_task_fails_without_p1(trees, packages, tmp_path) -> None:
@@ -337,6 +349,18 @@ def test_plugin_tasks_found_with_p2(trees, packages, tmp_path) -> None:
     assert results["results"]["lpplug_gen"]["exact,none"] == pytest.approx(2 / 3)
 
 
+def test_run_without_plugins_is_unchanged_by_p2(trees, packages, end_to_end, tmp_path) -> None:
+    """Outside the bug (no LMMS_EVAL_PLUGINS, plain --include_path) the moved block changes nothing."""
+    _, all_results, all_out = end_to_end
+    proc, results = run_lmms_eval(
+        trees[P_PLUGIN], tmp_path / "out", "--model", "dummy", "--tasks", "lptest_gen", "--log_samples",
+        "--include_path", str(packages["entry"] / "lptest_tasks"), extra=(packages["entry"],),
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    assert results["results"]["lptest_gen"] == all_results["results"]["lptest_gen"]
+    assert _samples(tmp_path / "out", "lptest_gen") == _samples(all_out, "lptest_gen")
+
+
 def test_plugin_tasks_not_found_without_p2(trees, packages, tmp_path) -> None:
     proc, results = run_lmms_eval(
         trees[P_PLUGIN], tmp_path / "out", "--model", "dummy", "--tasks", "lpplug_gen",
@@ -356,9 +380,14 @@ def test_entry_point_tasks_indexed_with_p2b(trees, packages, full_probe) -> None
     assert sorted(full_probe["local_index"]) == ["lptest_gen", "lptest_mc"]
 
 
-def test_wheel_tree_index_crashes_without_p0(trees, packages) -> None:
+def test_wheel_tree_index_crashes_without_p0(trees, packages, full_probe) -> None:
     without = probe(trees[P_SKIP], "index", packages)
     assert without["index"] == {"error": "FileNotFoundError"}
+    assert without["local_index"] == full_probe["local_index"]  # loadable YAMLs: indexed exactly as upstream
+
+
+def test_wheel_tree_index_skips_only_unloadable_yamls(full_probe) -> None:
+    assert sorted(full_probe["local_index"]) == ["lptest_gen", "lptest_mc"]
 
 
 def test_levante_tasks_listed_without_include_path(trees, tmp_path) -> None:
