@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from levante_tasks.atomic import write_json
 from levante_tasks.data import numberline
 from levante_tasks.data.items import SLIDER_TOLERANCE, ReleaseItems, read_release_items
+from levante_tasks.data.mirror import sha256_file
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.errors import LevanteError
 
@@ -77,14 +78,6 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def dataset_fingerprint(items: list[dict[str, Any]], resolve: Callable[[str], Path]) -> str:
     """sha256 over each item row (key-sorted JSON, in order) and the bytes of every image it references."""
     digest = hashlib.sha256()
@@ -95,7 +88,7 @@ def dataset_fingerprint(items: list[dict[str, Any]], resolve: Callable[[str], Pa
         for rel in [item["stimulus_image"], *item["option_images"]]:
             if rel:
                 if rel not in cache:
-                    cache[rel] = _sha256_file(resolve(rel))
+                    cache[rel] = sha256_file(resolve(rel))
                 digest.update(f"{rel}\0{cache[rel]}\0".encode())
     return digest.hexdigest()
 
