@@ -27,6 +27,11 @@ def test_valid_release_builds_datasets(tmp_path, capsys):
     math = pd.read_parquet(tmp_path / "data/2026-01-01/datasets/egma-math/test.parquet")
     assert math.iloc[0]["prompt_text"].startswith("Add the numbers and choose the correct answer: 1+1.")
     assert "vocab" in capsys.readouterr().out
+    import datasets
+
+    loaded = datasets.load_dataset("parquet", data_files=str(tmp_path / "data/2026-01-01/datasets/vocab/test.parquet"),
+                                   split="train", cache_dir=str(tmp_path / "hf-cache"))
+    assert loaded[0]["options"] == ["cat", "dog", "cup", "sun"] and loaded[0]["chance_level"] == 0.25
 
 
 def _assert_fails(tmp_path: Path, capsys, expected: str, *extra: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,27 @@ def test_fixed_letter_runs_every_task_at_chance(real_data: Path, group: str) -> 
     assert seen == prepared  # every prepared item of every task was evaluated exactly once
     assert set(seen) == {"vocab", "trog", "egma-math", "theory-of-mind", "matrix-reasoning", "mental-rotation",
                          "same-different-selection"}
+
+
+def test_tiny_clip_runs_every_task_with_option_scores(real_data: Path, tmp_path: Path) -> None:
+    """A random-init tiny CLIP (real classes, real processor) through levante_clip on all seven real-sample tasks."""
+    from levante_adapters.clip_scorer import LevanteClip
+    from levante_adapters.tiny_models import build_tiny_clip
+
+    model = LevanteClip(pretrained=str(build_tiny_clip(tmp_path / "tiny-clip")), device="cpu", batch_size=64)
+    out = evaluate(model, ["levante"])
+    internal = set()
+    for task, samples in out["samples"].items():
+        records = [s["levante_item"] for s in samples]
+        internal.update(r["task"] for r in records)
+        hits = sum(r["correct"] for r in records)
+        assert out["results"][task]["levante_acc,none"] == pytest.approx(hits / len(records))
+        if "slider" in task:
+            continue  # levante_clip gives no slider position: unparsed, counted in the parse rate
+        for record in records:
+            scores = record["option_scores"]
+            assert record["parse_method"] == "scores" and len(scores) == len(record["presented_order"])
+            assert record["option_scores_kind"] == "logprob"
+            assert sum(math.exp(s) for s in scores) == pytest.approx(1.0, abs=1e-4)  # a distribution over options
+            assert record["choice_index"] == max(range(len(scores)), key=scores.__getitem__)
+    assert len(internal) == 7
