@@ -9,6 +9,10 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# The suite never touches the network: hub lookups and dataset telemetry are off before anything imports them.
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 
 def shared_dir() -> Path | None:
     """The shared folder (fact sheets, LEVANTE sample), or None when this checkout has none beside it."""
