@@ -6,21 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from shared_paths import shared_dir
 
 # The suite never touches the network: hub lookups and dataset telemetry are off before anything imports them.
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-def shared_dir() -> Path | None:
-    """The shared folder (fact sheets, LEVANTE sample), or None when this checkout has none beside it."""
-    candidates = [os.environ.get("LEVANTE_SHARED"), REPO_ROOT.parent / "shared"]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "levante-sample").is_dir():
-            return Path(candidate)
-    return None
 
 
 @pytest.fixture(scope="session")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from shared_paths import irt_fixture_dir
 
 from levante_tasks.compare.eap import eap, theta_grid
 from levante_tasks.compare.irt import read_irt
@@ -16,18 +16,9 @@ from levante_tasks.data.crosswalk import strip_instance
 from levante_tasks.errors import LevanteError
 
 
-def fixture_dir() -> Path:
-    """The shared IRT fixture folder, or skip when shared/ is absent."""
-    shared = Path(os.environ.get("LEVANTE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-    folder = shared / "levante-sample" / "irt-fixture"
-    if not folder.is_dir():
-        pytest.skip(f"shared IRT fixture not found at {folder}")
-    return folder
-
-
 @pytest.mark.parametrize("name", ["trog_rasch_f1_scalar.rds", "mrot_2pl_f1.rds"])
 def test_fixture_scores_reproduced(name: str) -> None:
-    model = read_irt(fixture_dir() / name)[0]
+    model = read_irt(irt_fixture_dir() / name)[0]
     rescored = rescore_calibration(model)
     assert len(rescored) == len(model.scores) > 100
     np.testing.assert_allclose(rescored["ability"], model.scores["ability"], atol=1e-6, rtol=0)
@@ -35,7 +26,7 @@ def test_fixture_scores_reproduced(name: str) -> None:
 
 
 def test_b_is_minus_d_over_a1_and_matches_truth() -> None:
-    folder = fixture_dir()
+    folder = irt_fixture_dir()
     truth = pd.read_csv(folder / "true_item_params.csv").set_index("item_uid")
     for name in ["trog_rasch_f1_scalar.rds", "mrot_2pl_f1.rds"]:
         items = read_irt(folder / name)[0].first_instances()
@@ -45,7 +36,7 @@ def test_b_is_minus_d_over_a1_and_matches_truth() -> None:
 
 
 def test_groups_reference_first_and_priors_read() -> None:
-    model = read_irt(fixture_dir() / "trog_rasch_f1_scalar.rds")[0]
+    model = read_irt(irt_fixture_dir() / "trog_rasch_f1_scalar.rds")[0]
     assert [g.name for g in model.groups] == ["ca_pilot", "co_pilot"]
     assert model.reference.name == "ca_pilot"
     assert model.group("co_pilot").mean == pytest.approx(0.4)
@@ -55,7 +46,7 @@ def test_groups_reference_first_and_priors_read() -> None:
 
 
 def test_wide_csv_splits_tasks_and_flags_assumed_prior() -> None:
-    models = read_irt(fixture_dir() / "true_item_params.csv")
+    models = read_irt(irt_fixture_dir() / "true_item_params.csv")
     assert sorted(m.task for m in models) == ["mental-rotation", "trog"]
     assert all(m.prior_assumed and m.reference.var == 1.0 for m in models)
 

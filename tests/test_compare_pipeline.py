@@ -3,35 +3,26 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from shared_paths import irt_fixture_dir
 
 from levante_tasks.cli import main
 from levante_tasks.compare.humans import parse_distractors
 from levante_tasks.compare.records import read_records
 
 
-def fixture_dir() -> Path:
-    """The shared IRT fixture folder, or skip when shared/ is absent."""
-    shared = Path(os.environ.get("LEVANTE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-    folder = shared / "levante-sample" / "irt-fixture"
-    if not folder.is_dir():
-        pytest.skip(f"shared IRT fixture not found at {folder}")
-    return folder
-
-
 def trog_inputs(tmp_path: Path) -> tuple[Path, Path]:
     """A trog-only trials CSV (one response made unmatchable) and simulated model records."""
-    trials = pd.read_csv(fixture_dir() / "trials.csv", dtype=str)
+    trials = pd.read_csv(irt_fixture_dir() / "trials.csv", dtype=str)
     trials = trials[trials["task_id"] == "trog"].copy()
     trials.iloc[0, trials.columns.get_loc("response")] = "no-such-option"
     trials_path = tmp_path / "trials.csv"
     trials.to_csv(trials_path, index=False)
-    params = pd.read_csv(fixture_dir() / "true_item_params.csv")
+    params = pd.read_csv(irt_fixture_dir() / "true_item_params.csv")
     trog = params[params["task"] == "trog"]
     rng = np.random.default_rng(0)
     rows = []
@@ -73,7 +64,7 @@ def trog_inputs(tmp_path: Path) -> tuple[Path, Path]:
 
 def run_cli(tmp_path: Path, trials: Path, records: Path, *extra: str) -> int:
     """Run the compare subcommand on the trog fixture with a small bootstrap."""
-    folder = fixture_dir()
+    folder = irt_fixture_dir()
     return main(
         [
             "compare",

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shared_paths import irt_fixture_dir
 
 from levante_tasks.compare.distributions import compare_model
 from levante_tasks.compare.irt import read_irt
@@ -34,13 +35,6 @@ def rscript() -> str:
     pytest.skip("Rscript not installed (apt-get install r-base-core); R parity not checked")
 
 
-def fixture_dir() -> Path:
-    """The shared IRT fixture folder, or skip when shared/ is absent."""
-    shared = Path(os.environ.get("LEVANTE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-    folder = shared / "levante-sample" / "irt-fixture"
-    if not folder.is_dir():
-        pytest.skip(f"shared IRT fixture not found at {folder}")
-    return folder
 
 
 def run_r(script: str, *args: str) -> None:
@@ -51,7 +45,7 @@ def run_r(script: str, *args: str) -> None:
 
 @pytest.mark.parametrize("name", ["trog_rasch_f1_scalar.rds", "mrot_2pl_f1.rds"])
 def test_rds_reading_equals_r_export(name: str, tmp_path: Path) -> None:
-    rds = fixture_dir() / name
+    rds = irt_fixture_dir() / name
     run_r("export_irt_params.R", str(rds), str(tmp_path))
     py = read_irt(rds)[0]
     r = read_irt(tmp_path / "model_vals.csv")[0]
@@ -78,7 +72,7 @@ def test_r_export_rejects_record_without_model_vals(tmp_path: Path) -> None:
 
 def simulated_records(path: Path) -> None:
     """Three trog models: child-like with scores, random with scores, and one without option scores."""
-    params = pd.read_csv(fixture_dir() / "true_item_params.csv")
+    params = pd.read_csv(irt_fixture_dir() / "true_item_params.csv")
     trog = params[params["task"] == "trog"]
     rng = np.random.default_rng(42)
     rows = []
@@ -117,7 +111,7 @@ def simulated_records(path: Path) -> None:
 
 
 def test_comparisons_match_r_reference(tmp_path: Path) -> None:
-    folder = fixture_dir()
+    folder = irt_fixture_dir()
     records = tmp_path / "records.csv"
     simulated_records(records)
     py_out, r_out, export = tmp_path / "py", tmp_path / "r", tmp_path / "export"

@@ -9,20 +9,17 @@ from levante_tasks.compare.eap import eap
 from levante_tasks.compare.irt import GroupPrior, IrtModel
 
 
+def _eap(matrix: np.ndarray, params: pd.DataFrame, prior: GroupPrior) -> tuple[np.ndarray, np.ndarray]:
+    """EAP of response rows against the item parameter rows (same column order) under one group prior."""
+    columns = [params[name].to_numpy() for name in ("a1", "d", "g", "u")]
+    return eap(matrix, *columns, prior.mean, prior.var)
+
+
 def score_items(model: IrtModel, correct: pd.Series, prior: GroupPrior) -> tuple[float, float, int]:
     """EAP (theta, se, n_items) of one respondent: `correct` maps item_uid -> 0/1; unknown uids ignored."""
     items = model.first_instances()
     answered = correct[correct.index.isin(items.index)].astype(float)
-    params = items.loc[answered.index]
-    theta, se = eap(
-        answered.to_numpy()[None, :],
-        params["a1"].to_numpy(),
-        params["d"].to_numpy(),
-        params["g"].to_numpy(),
-        params["u"].to_numpy(),
-        prior.mean,
-        prior.var,
-    )
+    theta, se = _eap(answered.to_numpy()[None, :], items.loc[answered.index], prior)
     return float(theta[0]), float(se[0]), int(len(answered))
 
 
@@ -37,15 +34,7 @@ def score_matrix(
     for name in dict.fromkeys(groups):
         prior = model.group(str(name))
         rows = groups == name
-        theta[rows], se[rows] = eap(
-            matrix[rows],
-            params["a1"].to_numpy(),
-            params["d"].to_numpy(),
-            params["g"].to_numpy(),
-            params["u"].to_numpy(),
-            prior.mean,
-            prior.var,
-        )
+        theta[rows], se[rows] = _eap(matrix[rows], params, prior)
     return theta, se
 
 

@@ -64,7 +64,8 @@ def slider_chance(target: float, low: float, high: float, tolerance: float = SLI
     return (min(target + half, high) - max(target - half, low)) / (high - low)
 
 
-def _option_kind(row: ManifestRow) -> str:
+def option_kind(row: ManifestRow) -> str:
+    """`image` for picture options (and non-symbolic math cards), else `text`."""
     if row.task in IMAGE_OPTION_TASKS:
         return "image"
     if row.task == "egma-math" and row.get("trial_type").startswith("Non-symbolic"):
@@ -158,7 +159,7 @@ class _Builder:
         if len(options) < 2:
             return self.problem(row, "too_few_options", "fewer than two options")
         item = _base_item(row)
-        kind = _option_kind(row)
+        kind = option_kind(row)
         item.update(answer=options[0], options=options, option_kind=kind, n_options=len(options),
                     chance_level=1.0 / len(options))
         ok = True

@@ -17,7 +17,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont, PngImagePlugin
 
 from levante_tasks.atomic import write_text
-from levante_tasks.data.items import _option_kind
+from levante_tasks.data.items import option_kind
 from levante_tasks.data.manifest import read_manifest
 from levante_tasks.data.problems import ProblemLog
 from levante_tasks.data.visuals import VisualIndex
@@ -32,7 +32,7 @@ def referenced_images(release_root: Path) -> set[tuple[str, str]]:
     log = ProblemLog()
     needed: set[tuple[str, str]] = set()
     for row in read_manifest(release_root / "manifest.csv", log):
-        if _option_kind(row) == "image":
+        if option_kind(row) == "image":
             needed.update((row.task, key) for key in row.options())
         prompt_image = row.get("prompt_image")
         if prompt_image and prompt_image != "TODO":
