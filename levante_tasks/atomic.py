@@ -1,25 +1,62 @@
-"""Write files so that readers never see a half-written file: write to a temp sibling, then rename."""
+"""Write files and folders so that readers never see half of them, and a killed run loses nothing good.
+
+Files: write to a temp sibling `.<name>.<pid>.<random>.part`, then rename onto the target.
+Folders: build in a staging sibling `.<name>.staging-<pid>.<random>`, then swap it in with renames
+(`swap_dir`), so the old tree stays whole until the new one is complete. Temp names carry the writer's pid:
+`clean_stale` removes the leftovers of writers that are no longer alive (kill -9), never a live writer's.
+Everything created here gets the mode the umask allows (0666/0777 & ~umask), like a plain `open`/`mkdir`,
+so a shared data dir or results folder stays group-readable when the umask says so.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+# `.<name>.<pid>.<random>.part` (files) and `.<name>.staging-<pid>.<random>` / `.<name>.old-<pid>.<random>`
+_TEMP_NAME = re.compile(r"^\..+\.(?:(?P<pid>\d+)\.[^.]+\.part|(?:staging|old)-(?P<dpid>\d+)\.[^.]+)$")
+
+
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it; there is no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
 
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temp path next to `target`; rename it onto `target` only if the block succeeds."""
+    """Yield a temp path next to `target`; rename it onto `target` only if the block succeeds.
+
+    The temp file gets mode 0666 & ~umask (mkstemp alone would leave 0600); callers may chmod it in the block.
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".part", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
+        os.chmod(tmp_path, 0o666 & ~current_umask())
         yield tmp_path
         os.replace(tmp_path, target)
     finally:
@@ -45,3 +82,75 @@ def write_text(target: str | os.PathLike[str], text: str) -> None:
     """Write text atomically (UTF-8, newline translation off so bytes are identical across platforms)."""
     with atomic_open(target, "w", encoding="utf-8", newline="") as handle:
         handle.write(text)
+
+
+def make_staging_dir(target: str | os.PathLike[str]) -> Path:
+    """An empty folder next to `target` (same file system, so renames are atomic), mode 0777 & ~umask."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-{os.getpid()}.", dir=target.parent))
+    os.chmod(staging, 0o777 & ~current_umask())
+    return staging
+
+
+def swap_dir(new: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Replace folder `target` by folder `new` with renames only: readers see the old tree or the new one.
+
+    The old tree is renamed aside first and deleted only after the new one is in place; if the second
+    rename fails, the old tree is renamed back.
+    """
+    new, target = Path(new), Path(target)
+    old = None
+    if target.exists() or target.is_symlink():
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-{os.getpid()}.", dir=target.parent))
+        old.rmdir()
+        target.rename(old)
+    try:
+        new.rename(target)
+    except OSError:
+        if old is not None:
+            old.rename(target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty staging folder; when the block succeeds it replaces `target` whole, else it is deleted."""
+    staging = make_staging_dir(target)
+    try:
+        yield staging
+        swap_dir(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def clean_stale(folder: str | os.PathLike[str], recursive: bool = False) -> list[str]:
+    """Delete temp files and staging folders left by writers that died (their pid is gone); return their names."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    removed: list[str] = []
+    candidates = folder.rglob(".*") if recursive else folder.glob(".*")
+    for path in sorted(candidates, key=lambda p: len(p.parts), reverse=True):
+        match = _TEMP_NAME.match(path.name)
+        if not match:
+            continue
+        pid = int(match.group("pid") or match.group("dpid"))
+        if _pid_alive(pid):
+            continue
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            continue
+        removed.append(path.relative_to(folder).as_posix())
+    return removed

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from levante_tasks import __version__
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, describe_os_error
 
 # Modules that define `register(subparsers)`; each adds one or more subcommands with `func` set.
 COMMAND_MODULES = [
@@ -31,15 +31,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _report(message: str) -> int:
+    """Print an error message (one line per problem) and return the exit status for user-facing failures."""
+    for line in message.splitlines() or ["unknown error"]:
+        print(f"levante-tasks: error: {line}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand; a LevanteError becomes one line on stderr and exit status 2."""
+    """Run one subcommand; user-facing failures become one line on stderr and exit status 2.
+
+    The one error path: LevanteError (bad input, named by the code that read it), and OSError from any file
+    operation (disk full, read-only, permission denied, not a directory), which names its file.
+    """
     args = build_parser().parse_args(argv)
     try:
         status = args.func(args)
     except LevanteError as exc:
-        for line in str(exc).splitlines() or [exc.__class__.__name__]:
-            print(f"levante-tasks: error: {line}", file=sys.stderr)
-        return 2
+        return _report(str(exc) or exc.__class__.__name__)
+    except OSError as exc:
+        return _report(describe_os_error(exc))
     except KeyboardInterrupt:
         print("levante-tasks: interrupted", file=sys.stderr)
         return 130

@@ -1,5 +1,48 @@
-"""One exception type for user-facing failures: the CLI prints its message as one line and exits non-zero."""
+"""One exception type for user-facing failures, and the one-line wording of file-system errors."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+_HINTS = {
+    errno.ENOSPC: "no space left on the device (nothing was replaced; free space and rerun)",
+    errno.EDQUOT: "disk quota exceeded (nothing was replaced; free space and rerun)",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a path component is not a folder",
+    errno.EISDIR: "is a folder, expected a file",
+    errno.ENOENT: "no such file or folder",
+}
 
 
 class LevanteError(Exception):
     """A problem with the user's input or environment, reported as one line naming the file and the problem."""
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """A path for messages: relative to the working folder when under it, else as given."""
+    text = os.fspath(path)
+    try:
+        return Path(text).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return text
+
+
+def describe_os_error(exc: OSError) -> str:
+    """`<file>: <problem>` for an OSError, e.g. `out/comparison.json: no space left on the device (...)`."""
+    problem = _HINTS.get(exc.errno or -1) or exc.strerror or exc.__class__.__name__
+    if exc.filename is None:
+        return problem
+    where = display_path(exc.filename)
+    if exc.filename2 is not None:
+        where = f"{where} -> {display_path(exc.filename2)}"
+    return f"{where}: {problem}"
+
+
+def os_error(exc: OSError, what: str = "") -> LevanteError:
+    """A LevanteError for an OSError, optionally saying what was being done (`writing the datasets`)."""
+    message = describe_os_error(exc)
+    return LevanteError(f"{message} ({what})" if what else message)
