@@ -6,7 +6,6 @@ import hashlib
 import json
 import math
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from levante_tasks.atomic import write_json
+from levante_tasks.atomic import make_staging_dir, swap_dir, write_json
 from levante_tasks.data import numberline
 from levante_tasks.data.items import SLIDER_TOLERANCE, ReleaseItems, read_release_items
 from levante_tasks.data.mirror import sha256_file
@@ -119,52 +118,59 @@ def _write_task(items: list[dict[str, Any]], task: str, version: str, out_dir: P
     })
 
 
-def build_datasets(version_root: Path, version: str, strict: bool, build_key: str) -> list[TaskSummary]:
-    """Validate `<version_root>/release/` and (re)write `datasets/` and `generated/` atomically."""
+def stage_datasets(release_root: Path, version: str, strict: bool, build_key: str, staging: Path,
+                   allow_empty_tasks: bool = False) -> list[TaskSummary]:
+    """Validate the release at `release_root` and write `datasets/` and `generated/` under `staging` only.
+
+    Image references stay `release/...` (relative to the version dir). Raises ValidationError/LevanteError
+    before anything is written when the release is not usable.
+    """
     log = ProblemLog()
-    result = read_release_items(version_root / "release", log)
+    result = read_release_items(release_root, log)
     if log.file_problems():
         raise ValidationError(log.file_problems(), "fix the release files named above")
     if strict and log.item_problems():
         raise ValidationError(log.item_problems(), "rerun with --lenient to drop these items (counted)")
     dropped = log.dropped_rows_by_task()
-    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=version_root))
+
+    def resolve(rel: str) -> Path:  # generated images exist only in staging; release files under release_root
+        if rel.startswith("generated/"):
+            return staging / rel
+        return release_root / Path(rel).relative_to("release")
+
+    (staging / "generated").mkdir(parents=True, exist_ok=True)
+    _draw_generated(result, staging)
     summaries: list[TaskSummary] = []
-
-    def resolve(rel: str) -> Path:  # generated images exist only in staging until the swap
-        return (staging if rel.startswith("generated/") else version_root) / rel
-
-    try:
-        _draw_generated(result, staging)
-        tasks = sorted(set(result.items) | set(result.excluded) | set(dropped))
-        for task in tasks:
-            items = result.items.get(task, [])
-            excluded = {**{f"excluded:{k}": v for k, v in result.excluded.get(task, {}).items()},
-                        **{f"dropped:{k}": v for k, v in dropped.get(task, {}).items()}}
-            fingerprint = dataset_fingerprint(items, resolve)
-            summaries.append(TaskSummary(task, len(items), fingerprint, dict(sorted(excluded.items()))))
-            if items:
-                _write_task(items, task, version, staging / "datasets" / task, fingerprint, excluded)
-        write_json(staging / "datasets" / "build.json", {
-            "build_key": build_key,
-            "tasks": {s.task: {"n_items": s.n_items, "fingerprint": s.fingerprint, "excluded": s.excluded}
-                      for s in summaries},
-        })
-        for name in ("datasets", "generated"):
-            _swap_in(staging / name, version_root / name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    for task in sorted(set(result.items) | set(result.excluded) | set(dropped)):
+        items = result.items.get(task, [])
+        excluded = {**{f"excluded:{k}": v for k, v in result.excluded.get(task, {}).items()},
+                    **{f"dropped:{k}": v for k, v in dropped.get(task, {}).items()}}
+        fingerprint = dataset_fingerprint(items, resolve)
+        summaries.append(TaskSummary(task, len(items), fingerprint, dict(sorted(excluded.items()))))
+        if items:
+            _write_task(items, task, version, staging / "datasets" / task, fingerprint, excluded)
+    write_json(staging / "datasets" / "build.json", {
+        "build_key": build_key,
+        "tasks": {s.task: {"n_items": s.n_items, "fingerprint": s.fingerprint, "excluded": s.excluded}
+                  for s in summaries},
+    })
     return summaries
 
 
-def _swap_in(new: Path, target: Path) -> None:
-    """Replace `target` by `new` with renames only, so readers see the old or the new tree, never a mix."""
-    old = target.with_name(f".{target.name}.old")
-    if old.exists():
-        shutil.rmtree(old)
-    if target.exists():
-        target.rename(old)
-    if new.exists():
-        new.rename(target)
-    if old.exists():
-        shutil.rmtree(old)
+def build_datasets(version_root: Path, version: str, strict: bool, build_key: str,
+                   allow_empty_tasks: bool = False) -> list[TaskSummary]:
+    """Validate `<version_root>/release/` and replace `datasets/` and `generated/` whole, or change nothing.
+
+    The new trees are built in an `atomic.make_staging_dir` folder (its pid-tagged name lets
+    `atomic.clean_stale` remove it after a kill -9) and swapped in by renames; `generated/` goes first, so
+    `datasets/build.json` names the new build only once both are in place.
+    """
+    staging = make_staging_dir(version_root / "datasets")
+    try:
+        summaries = stage_datasets(version_root / "release", version, strict, build_key, staging,
+                                   allow_empty_tasks=allow_empty_tasks)
+        for name in ("generated", "datasets"):
+            swap_dir(staging / name, version_root / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return summaries
