@@ -5,26 +5,33 @@ image the manifest references but the release lacks: option images of picture ta
 stimuli. Each stand-in shows its key as text on a colour derived from the key, so options stay distinct and a
 model can in principle tell them apart; results on stand-ins test the pipeline, not the model's vision.
 Every stand-in carries the PNG text tag `levante-tasks stand-in`, and `STAND-INS.md` lists them.
+
+Nothing good is lost: the copy is built in a hidden staging folder next to `<out>/<version>/` and swapped in
+only when complete (a killed run's leftovers are cleaned by the next run); `--out` may not overlap the release,
+the version must be one plain folder name, and an existing `<out>/<version>/` is replaced only if it is itself
+a stand-in release (holds STAND-INS.md). Symlinks leaving the release and unreadable folders stop the run.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import shutil
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont, PngImagePlugin
 
-from levante_tasks.atomic import write_text
+from levante_tasks.atomic import clean_stale, staged_dir, write_text
 from levante_tasks.data.items import option_kind
 from levante_tasks.data.manifest import read_manifest
 from levante_tasks.data.problems import ProblemLog
 from levante_tasks.data.visuals import VisualIndex
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, display_path, os_error
 
 TAG = "levante-tasks stand-in"
 SIZE = 224
+MARKER = "STAND-INS.md"
 
 
 def referenced_images(release_root: Path) -> set[tuple[str, str]]:
@@ -55,28 +62,105 @@ def draw_standin(key: str) -> Image.Image:
     return image
 
 
-def write_standin_release(base: Path, version: str, out: Path) -> list[str]:
-    """Copy the release and add stand-ins for missing images; returns the stand-in paths (release-relative)."""
+def check_version_name(version: str) -> None:
+    """Refuse version names that are not one plain folder level (`..`, `.`, `a/b`, hidden names, empty)."""
+    if not version or version.startswith(".") or any(c in version for c in "/\\\0"):
+        raise LevanteError(f"--version {version!r}: not a usable version folder name (one plain folder name, "
+                           "not starting with '.')")
+
+
+def check_folders(base: Path, version: str, out: Path) -> Path:
+    """The source release folder, after refusing an `--out` that overlaps the release (either way round)."""
     source = base / version
-    if not (source / "manifest.csv").is_file():
-        raise LevanteError(f"{version}/manifest.csv: not found under the release base")
+    try:
+        (source / "manifest.csv").stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise LevanteError(f"{version}/manifest.csv: not found under the release base") from None
+    except OSError as exc:
+        raise os_error(exc, "reading the release") from None
+    real_base, real_source, real_out = base.resolve(), source.resolve(), out.resolve()
+    real_target = real_out / version
+    if real_out.is_relative_to(real_base) or real_out.is_relative_to(real_source):
+        raise LevanteError(f"--out {display_path(out)}: inside the release base; choose a folder outside it")
+    if real_target.is_relative_to(real_source) or real_source.is_relative_to(real_target):
+        raise LevanteError(f"--out {display_path(out)}: {version}/ there would overlap the source release; "
+                           "choose another folder")
     target = out / version
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(source, target)
-    index = VisualIndex(target)
+    if target.is_symlink() or (target.exists() and not (target / MARKER).is_file()):
+        raise LevanteError(f"{display_path(target)}: exists and is not a stand-in release (no {MARKER}); "
+                           "not replaced")
+    return source
+
+
+def copy_release(source: Path, dest: Path, version: str) -> None:
+    """Copy the files and folders of `source` into the existing folder `dest` (contents; modes per umask).
+
+    A symlink is copied as the file it points to if that file is inside the release; one that leaves the
+    release, points at a folder or at nothing stops the copy, as does any special file or unreadable entry.
+    """
+    real_root = source.resolve()
+    pending = [Path()]
+    while pending:
+        rel = pending.pop()
+        (dest / rel).mkdir(exist_ok=True)
+        with os.scandir(source / rel) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                item = rel / entry.name
+                where = f"{version}/{item.as_posix()}"
+                if entry.is_symlink():
+                    real = Path(os.path.realpath(entry.path))
+                    if not real.is_relative_to(real_root):
+                        raise LevanteError(f"{where}: symlink points outside the release; not copied "
+                                           "(put the file itself in the release)")
+                    if not real.exists():
+                        raise LevanteError(f"{where}: symlink points at nothing")
+                    if real.is_dir():
+                        raise LevanteError(f"{where}: symlink to a folder; not copied (put the folder itself "
+                                           "in the release)")
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(item)
+                elif entry.is_file():
+                    shutil.copyfile(entry.path, dest / item)
+                else:
+                    raise LevanteError(f"{where}: not a regular file or folder")
+
+
+def draw_missing(release_root: Path) -> list[str]:
+    """Draw a stand-in for every referenced image the release lacks; returns their release-relative paths."""
+    index = VisualIndex(release_root)
     made: list[str] = []
     info = PngImagePlugin.PngInfo()
     info.add_text("Source", TAG)
-    for task, key in sorted(referenced_images(target)):
-        if index.find(task, key) is None:
-            rel = f"visual/{task}/{key}.png"
-            (target / rel).parent.mkdir(parents=True, exist_ok=True)
-            draw_standin(key).save(target / rel, format="PNG", pnginfo=info)
-            made.append(rel)
-    listing = "\n".join(f"- {rel}" for rel in made)
-    write_text(target / "STAND-INS.md", f"# Stand-in images ({TAG})\n\nDrawn by `levante-tasks standins` for "
-               f"images the release lacks; not LEVANTE's pictures.\n\n{listing}\n")
+    for task, key in sorted(referenced_images(release_root)):
+        if index.find(task, key) is not None:
+            continue
+        if not key or key.startswith(".") or any(c in key for c in "/\\\0"):
+            raise LevanteError(f"manifest.csv: image key {key!r} of task {task} is not a plain file name")
+        rel = f"visual/{task}/{key}.png"
+        (release_root / rel).parent.mkdir(parents=True, exist_ok=True)
+        draw_standin(key).save(release_root / rel, format="PNG", pnginfo=info)
+        made.append(rel)
+    return made
+
+
+def write_standin_release(base: Path, version: str, out: Path) -> list[str]:
+    """Copy the release and add stand-ins for missing images; returns the stand-in paths (release-relative).
+
+    Built in a staging folder and swapped in whole: on any failure the earlier `<out>/<version>/` is untouched.
+    """
+    check_version_name(version)
+    base, out = Path(base), Path(out)
+    source = check_folders(base, version, out)
+    clean_stale(out)
+    with staged_dir(out / version) as staging:
+        try:
+            copy_release(source, staging, version)
+        except OSError as exc:
+            raise os_error(exc, "copying the release; nothing was replaced") from None
+        made = draw_missing(staging)
+        listing = "\n".join(f"- {rel}" for rel in made)
+        write_text(staging / MARKER, f"# Stand-in images ({TAG})\n\nDrawn by `levante-tasks standins` for "
+                   f"images the release lacks; not LEVANTE's pictures.\n\n{listing}\n")
     return made
 
 
