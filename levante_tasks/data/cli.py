@@ -24,6 +24,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="any bad item is fatal (default)")
     mode.add_argument("--lenient", dest="strict", action="store_false",
                       help="drop bad items and count them in dataset.json")
+    parser.add_argument("--allow-empty-tasks", action="store_true",
+                        help="with --lenient: keep going when every item of a task was dropped (the task gets no "
+                             "dataset); without it that is an error")
+    parser.add_argument("--verify", action="store_true",
+                        help="re-hash every mirror, dataset (and local release) file instead of trusting size and "
+                             "modification time; rebuild what does not match")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
@@ -41,6 +47,7 @@ def format_result(result: PrepareResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run `prepare` and print what was built."""
-    result = prepare(args.release, args.version, args.data_dir, args.strict, progress=not args.quiet)
+    result = prepare(args.release, args.version, args.data_dir, args.strict, progress=not args.quiet,
+                     verify=args.verify, allow_empty_tasks=args.allow_empty_tasks)
     print(format_result(result))
     return 0

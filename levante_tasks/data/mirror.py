@@ -1,22 +1,36 @@
-"""Mirror one release version into the data dir and record a sha256 per file in `release.lock.json`.
+"""Compare a release source with the local mirror and stage the new mirror next to it, never touching the old.
 
-Files already present with the locked size are not fetched again; every new file is written to a temp name
-and renamed only when complete, so an interrupted run leaves no partial file.
+`release.lock.json` records, per release file, its sha256, size and the mirror copy's mtime_ns (plus the
+source's change stamp), so an unchanged file costs one `stat` and a changed one is re-hashed; `verify`
+re-hashes everything. Files to fetch are downloaded into `<version>/.fetch/` (each renamed into place only
+when complete, so an interrupted run resumes with what is missing); the new mirror is then assembled in a
+staging folder from hard links to the current mirror and the fetched files, for the caller to validate and
+swap in.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import shutil
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from levante_tasks.atomic import atomic_path, write_json
-from levante_tasks.data.sources import HttpSource, LocalSource, copy_file_with_retries
+from levante_tasks.atomic import atomic_path, make_staging_dir
+from levante_tasks.data.sources import HttpSource, LocalSource, RemoteFile, check_relpath, copy_file_with_retries
+from levante_tasks.errors import LevanteError
 
-LOCK_SCHEMA = 1
+LOCK_SCHEMA = 2
+FETCH_DIR = ".fetch"
+MANIFEST = "manifest.csv"
+_NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOTSUP}
 
 
 def sha256_file(path: Path) -> str:
@@ -32,39 +46,170 @@ def read_lock(lock_file: Path) -> dict[str, Any]:
     """The lock file's content, or an empty lock when absent or unreadable (then everything is re-checked)."""
     try:
         lock = json.loads(lock_file.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
+    except (FileNotFoundError, UnicodeDecodeError, json.JSONDecodeError):
         return {"files": {}}
-    return lock if isinstance(lock.get("files"), dict) else {"files": {}}
+    return lock if isinstance(lock, dict) and isinstance(lock.get("files"), dict) else {"files": {}}
 
 
-def mirror_release(source: LocalSource | HttpSource, version: str, version_root: Path, progress: bool = True
-                   ) -> tuple[dict[str, Any], int]:
-    """Bring `<version_root>/release/` in line with the source; return (lock, number of files fetched)."""
-    release = version_root / "release"
-    lock_file = version_root / "release.lock.json"
-    old = read_lock(lock_file)["files"]
-    remote_files = source.files(version)
+def file_entry(path: Path, sha256: str) -> dict[str, Any]:
+    """A lock entry for a file whose content hashes to `sha256`: the hash plus the stat that caches it."""
+    info = path.stat()
+    return {"sha256": sha256, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+
+
+def scan_files(root: Path) -> dict[str, os.stat_result | None]:
+    """Every non-hidden entry below `root` (relpath -> lstat, None for anything but a plain file); raises on
+    an unreadable folder instead of skipping it."""
+    found: dict[str, os.stat_result | None] = {}
+    if not root.is_dir():
+        return found
+
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    for folder, dirs, names in os.walk(root, onerror=fail):
+        here = Path(folder)
+        for name in [d for d in dirs if not d.startswith(".") and (here / d).is_symlink()]:
+            found[(here / name).relative_to(root).as_posix()] = None
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if not name.startswith("."):
+                info = os.lstat(here / name)
+                found[(here / name).relative_to(root).as_posix()] = info if stat.S_ISREG(info.st_mode) else None
+    return found
+
+
+def intact(path: Path, info: os.stat_result | None, entry: dict[str, Any], verify: bool) -> bool:
+    """Whether a local file still holds the content `entry` records: same size and mtime (or same hash)."""
+    if info is None or info.st_size != entry.get("size"):
+        return False
+    if not verify and info.st_mtime_ns == entry.get("mtime_ns"):
+        return True
+    return sha256_file(path) == entry.get("sha256")
+
+
+@dataclass
+class MirrorPlan:
+    """What it takes to bring the mirror in line with the source.
+
+    `files`: lock entries of the listed files that the mirror holds intact (stat cache refreshed);
+    `fetch`: listed files to download; `changed`: the mirror tree differs from the listing.
+    """
+
+    files: dict[str, dict[str, Any]]
+    fetch: list[RemoteFile]
+    changed: bool
+
+
+def listing_from_lock(locked: dict[str, dict[str, Any]]) -> list[RemoteFile]:
+    """The release as the lock recorded it: what an offline run checks the mirror against."""
+    return [RemoteFile(rel, int(entry.get("size", -1)), entry.get("source_stamp"))
+            for rel, entry in sorted(locked.items())]
+
+
+def _source_unchanged(source: LocalSource | HttpSource | None, version: str, remote: RemoteFile,
+                      entry: dict[str, Any], verify: bool) -> bool:
+    """Whether the source still holds the content the lock records for `remote` (re-hashing a local file
+    whose stamp moved, or every local file with `verify`)."""
+    if entry.get("size") != remote.size or "sha256" not in entry:
+        return False
+    local = isinstance(source, LocalSource)
+    if local and verify:
+        return source.sha256(version, remote.relpath) == entry["sha256"]
+    if remote.stamp is None or entry.get("source_stamp") == remote.stamp:
+        return True
+    if local:
+        return source.sha256(version, remote.relpath) == entry["sha256"]
+    return "source_stamp" not in entry  # a lock from before stamps: trust the size once, record the stamp
+
+
+def plan_mirror(source: LocalSource | HttpSource | None, version: str, release: Path, listing: list[RemoteFile],
+                locked: dict[str, dict[str, Any]], verify: bool) -> MirrorPlan:
+    """Compare the listing with the lock and the mirror on disk (`source` None: offline, the lock is the
+    listing). Reads only; hashes a file only when its stat moved, or all with `verify`."""
+    for remote in listing:
+        check_relpath(remote.relpath)
+    if MANIFEST not in {remote.relpath for remote in listing}:
+        raise LevanteError(f"{version}/{MANIFEST}: missing from the release")
+    present = scan_files(release)
     files: dict[str, dict[str, Any]] = {}
-    todo = []
-    for remote in remote_files:
-        local = release / remote.relpath
-        if not (local.is_file() and local.stat().st_size == remote.size):
-            todo.append(remote)
-        elif old.get(remote.relpath, {}).get("size") == remote.size:
-            files[remote.relpath] = old[remote.relpath]
-        else:  # complete (renamed into place) but unlocked: an earlier run was interrupted after it
-            files[remote.relpath] = {"sha256": sha256_file(local), "size": remote.size}
-    with tqdm(total=sum(f.size for f in todo), unit="B", unit_scale=True, desc=f"fetch {version}",
-              disable=not progress or not todo, leave=False) as bar:
-        for remote in todo:
-            target = release / remote.relpath
-            with atomic_path(target) as tmp:
+    fetch: list[RemoteFile] = []
+    for remote in listing:
+        entry = locked.get(remote.relpath)
+        if (entry is not None and _source_unchanged(source, version, remote, entry, verify)
+                and intact(release / remote.relpath, present.get(remote.relpath), entry, verify)):
+            info = present[remote.relpath]
+            files[remote.relpath] = {"sha256": entry["sha256"], "size": info.st_size, "mtime_ns": info.st_mtime_ns,
+                                     **({"source_stamp": remote.stamp} if remote.stamp else {})}
+        else:
+            fetch.append(remote)
+    changed = bool(fetch) or set(present) != {remote.relpath for remote in listing}
+    return MirrorPlan(files, fetch, changed)
+
+
+def _cache_name(remote: RemoteFile) -> str:
+    """Name of a fetched file in `.fetch/`: changes with the path, size or stamp, so a stale copy is never reused."""
+    return hashlib.sha256(f"{remote.relpath}\0{remote.size}\0{remote.stamp}".encode()).hexdigest()[:40]
+
+
+def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Path, todo: list[RemoteFile],
+                progress: bool) -> tuple[dict[str, Path], int]:
+    """Download `todo` into `<version_root>/.fetch/`, reusing complete files an interrupted run left there.
+
+    Returns (relpath -> fetched file, number of files actually downloaded).
+    """
+    cache = version_root / FETCH_DIR
+    fetched: dict[str, Path] = {}
+    missing = []
+    for remote in todo:
+        path = cache / _cache_name(remote)
+        fetched[remote.relpath] = path
+        if not (path.is_file() and path.stat().st_size == remote.size):
+            missing.append(remote)
+    with tqdm(total=sum(f.size for f in missing), unit="B", unit_scale=True, desc=f"fetch {version}",
+              disable=not progress or not missing, leave=False) as bar:
+        for remote in missing:
+            with atomic_path(fetched[remote.relpath]) as tmp:
                 copy_file_with_retries(source, version, remote, tmp, bar.update)
-                digest = sha256_file(tmp)
-            files[remote.relpath] = {"sha256": digest, "size": remote.size}
-    for stale in sorted(set(old) - {f.relpath for f in remote_files}):
-        (release / stale).unlink(missing_ok=True)
-    lock = {"schema": LOCK_SCHEMA, "version": version, "source": source.label, "files": dict(sorted(files.items()))}
-    if lock != read_lock(lock_file):
-        write_json(lock_file, lock)
-    return lock, len(todo)
+    return fetched, len(missing)
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    """Hard-link `src` at `dest` (no bytes copied); copy with times kept where the file system has no links."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError as exc:
+        if exc.errno not in _NO_LINK:
+            raise
+        shutil.copy2(src, dest)
+
+
+def stage_release(release: Path, plan: MirrorPlan, fetched: dict[str, Path], listing: Iterable[RemoteFile]
+                  ) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """Assemble the new mirror in a staging folder next to `release`; return it with its lock entries.
+
+    Kept files are hard links to the current mirror, so the old tree stays whole until the caller swaps.
+    """
+    staging = make_staging_dir(release)
+    files: dict[str, dict[str, Any]] = {}
+    stamps = {remote.relpath: remote.stamp for remote in listing}
+    try:
+        for rel, entry in plan.files.items():
+            _link_or_copy(release / rel, staging / rel)
+            files[rel] = {**entry, **file_entry(staging / rel, entry["sha256"])}
+        for rel, path in fetched.items():
+            _link_or_copy(path, staging / rel)
+            stamp = stamps.get(rel)
+            files[rel] = {**file_entry(staging / rel, sha256_file(staging / rel)),
+                          **({"source_stamp": stamp} if stamp else {})}
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging, dict(sorted(files.items()))
+
+
+def build_lock(version: str, label: str, files: dict[str, dict[str, Any]], build: dict[str, Any]) -> dict[str, Any]:
+    """The content of `release.lock.json` (docs/design.md §2)."""
+    return {"schema": LOCK_SCHEMA, "version": version, "source": label, "files": dict(sorted(files.items())),
+            "build": build}

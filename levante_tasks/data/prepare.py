@@ -1,21 +1,55 @@
-"""`prepare`: mirror a release version, validate it, and build the per-task datasets (no work when current)."""
+"""`prepare`: mirror a release version, validate it, and build the per-task datasets (no work when current).
+
+Nothing good is lost: the new mirror and the new datasets are built in staging folders next to the old
+ones and validated there; only when everything succeeded are `release/`, `generated/` and `datasets/`
+swapped in by renames, then `release.lock.json` is replaced, then `default_version`. A failed, interrupted
+or killed run leaves the prepared version as it was; the next run removes its leftovers. One run at a time
+holds a version (`runlock`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
+import re
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from levante_tasks.atomic import write_text
-from levante_tasks.data import paths
-from levante_tasks.data.build import BUILDER_VERSION, SCHEMA_VERSION, TaskSummary, build_datasets
-from levante_tasks.data.mirror import mirror_release, read_lock
-from levante_tasks.data.sources import open_source, resolve_version
-from levante_tasks.errors import LevanteError
+from levante_tasks.atomic import atomic_path, clean_stale, make_staging_dir, swap_dir, write_json, write_text
+from levante_tasks.data import paths, runlock
+from levante_tasks.data.build import BUILDER_VERSION, SCHEMA_VERSION, TaskSummary, stage_datasets
+from levante_tasks.data.mirror import (
+    FETCH_DIR,
+    build_lock,
+    fetch_files,
+    file_entry,
+    intact,
+    listing_from_lock,
+    plan_mirror,
+    read_lock,
+    scan_files,
+    sha256_file,
+    stage_release,
+)
+from levante_tasks.data.sources import (
+    HttpSource,
+    LocalSource,
+    SourceUnreachable,
+    open_source,
+    problem_text,
+    resolve_version,
+)
+from levante_tasks.errors import LevanteError, display_path
 
 DEFAULT_VERSION_FILE = "default_version"
+OUTPUT_DIRS = ("generated", "datasets")  # swapped in this order: build.json names a build once both are in place
+_LEGACY = re.compile(r"^\.(?:build-.+|datasets\.old|generated\.old)$")  # temp folders of earlier builders
 
 
 @dataclass
@@ -28,47 +62,167 @@ class PrepareResult:
     tasks: list[TaskSummary]
 
 
-def build_key(lock: dict, strict: bool) -> str:
+def build_key(files: dict[str, dict[str, Any]], strict: bool, allow_empty_tasks: bool) -> str:
     """Identity of a build: the release files' hashes, the builder and schema versions, and the mode."""
-    payload = {"files": lock["files"], "builder": BUILDER_VERSION, "schema": SCHEMA_VERSION, "strict": strict}
+    payload = {"files": {rel: entry["sha256"] for rel, entry in files.items()}, "builder": BUILDER_VERSION,
+               "schema": SCHEMA_VERSION, "strict": strict, "allow_empty_tasks": allow_empty_tasks}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def _current_build(version_root: Path) -> dict | None:
+@contextlib.contextmanager
+def _step(version_root: Path, doing: str) -> Iterator[None]:
+    """Report an OSError of one step as one line naming the version folder and the step.
+
+    On a full disk the download cache goes too: this run gives back the space it took.
+    """
     try:
-        return json.loads((version_root / "datasets" / "build.json").read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
+        yield
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            shutil.rmtree(version_root / FETCH_DIR, ignore_errors=True)
+        raise LevanteError(f"{display_path(version_root)}: {doing}: {problem_text(exc)}") from exc
 
 
-def prepare(release: str, version: str | None, data_dir: str | None, strict: bool, progress: bool = True
-            ) -> PrepareResult:
-    """Mirror, validate and build; returns what was done. Raises LevanteError with one line per problem."""
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _tidy(version_root: Path, data_root: Path) -> None:
+    """Undo what a killed run left (lock held): put back a tree a swap had moved aside, then delete temp
+    files, staging folders and earlier builders' temp folders."""
+    for name in ("release", *OUTPUT_DIRS):
+        target = version_root / name
+        pattern = re.compile(rf"^\.{re.escape(name)}\.old-(\d+)\.[^.]+$")
+        aside = [p for p in version_root.iterdir() if (m := pattern.match(p.name)) and not _alive(int(m.group(1)))]
+        if not target.exists() and aside:
+            max(aside, key=lambda p: p.stat().st_mtime_ns).rename(target)
+    clean_stale(version_root, recursive=True)
+    clean_stale(data_root)
+    for path in version_root.iterdir():
+        if _LEGACY.match(path.name) and path.is_dir():
+            shutil.rmtree(path)
+
+
+def _outputs_intact(version_root: Path, outputs: dict[str, dict[str, Any]], verify: bool) -> bool:
+    """Whether `generated/` and `datasets/` hold exactly the files the lock records, unchanged."""
+    present = {f"{name}/{rel}": info for name in OUTPUT_DIRS for rel, info in scan_files(version_root / name).items()}
+    if not outputs or set(present) != set(outputs):
+        return False
+    return all(intact(version_root / rel, present[rel], entry, verify) for rel, entry in outputs.items())
+
+
+def _record_outputs(staging: Path) -> dict[str, dict[str, Any]]:
+    """Lock entries (sha256 + stat) of every file a build wrote."""
+    recorded = {}
+    for name in OUTPUT_DIRS:
+        for rel in scan_files(staging / name):
+            path = staging / name / rel
+            recorded[f"{name}/{rel}"] = file_entry(path, sha256_file(path))
+    return dict(sorted(recorded.items()))
+
+
+def _current_tasks(version_root: Path) -> list[TaskSummary]:
+    build = json.loads((version_root / "datasets" / "build.json").read_text(encoding="utf-8"))
+    return [TaskSummary(task, info["n_items"], info["fingerprint"], info["excluded"])
+            for task, info in sorted(build["tasks"].items())]
+
+
+def _commit(version_root: Path, data_root: Path, version: str, staged_release: Path | None,
+            staged_build: Path | None, lock: dict[str, Any] | None) -> None:
+    """Swap in the staged trees, then replace the lock, then `default_version` (each written to a temp file
+    first, so a full disk fails before anything is swapped)."""
+    default_file = data_root / DEFAULT_VERSION_FILE
+    try:
+        new_default = default_file.read_text(encoding="utf-8") != version + "\n"
+    except (FileNotFoundError, UnicodeDecodeError):
+        new_default = True
+    with (atomic_path(default_file) if new_default else contextlib.nullcontext()) as default_tmp, \
+            (atomic_path(version_root / "release.lock.json") if lock else contextlib.nullcontext()) as lock_tmp:
+        if default_tmp:
+            write_text(default_tmp, version + "\n")
+        if lock_tmp:
+            write_json(lock_tmp, lock)
+        if staged_release:
+            swap_dir(staged_release, version_root / "release")
+        if staged_build:
+            for name in OUTPUT_DIRS:
+                swap_dir(staged_build / name, version_root / name)
+
+
+def _prepare_locked(source: LocalSource | HttpSource | None, version: str, version_root: Path, data_root: Path,
+                    strict: bool, progress: bool, verify: bool, allow_empty_tasks: bool) -> PrepareResult:
+    release = version_root / "release"
+    with _step(version_root, "checking the local mirror"):
+        locked = read_lock(version_root / "release.lock.json")
+        listing = source.files(version) if source else listing_from_lock(locked["files"])
+        plan = plan_mirror(source, version, release, listing, locked["files"], verify)
+    if source is None and plan.fetch:
+        raise LevanteError(f"{version}/{plan.fetch[0].relpath}: missing or changed in the local mirror, and the "
+                           "release source is unreachable")
+    staged_release = staged_build = None
+    fetched = 0
+    try:
+        files = plan.files
+        if plan.changed:
+            with _step(version_root, "fetching release files"):
+                downloads, fetched = fetch_files(source, version, version_root, plan.fetch, progress)
+            with _step(version_root, "staging the release"):
+                staged_release, files = stage_release(release, plan, downloads, listing)
+        key = build_key(files, strict, allow_empty_tasks)
+        build = locked.get("build") or {}
+        rebuilt = build.get("key") != key or not _outputs_intact(version_root, build.get("outputs") or {}, verify)
+        if rebuilt:
+            with _step(version_root, "building the datasets"):
+                staged_build = make_staging_dir(version_root / "datasets")
+                tasks = stage_datasets(staged_release or release, version, strict, key, staged_build,
+                                       allow_empty_tasks=allow_empty_tasks)
+                build = {"key": key, "outputs": _record_outputs(staged_build)}
+        else:
+            tasks = _current_tasks(version_root)
+        label = source.label if source else locked.get("source", "unknown")
+        lock = build_lock(version, label, files, build)
+        with _step(version_root, "replacing the prepared data"):
+            _commit(version_root, data_root, version, staged_release, staged_build, lock if lock != locked else None)
+        shutil.rmtree(version_root / FETCH_DIR, ignore_errors=True)
+    finally:
+        for staging in (staged_release, staged_build):
+            if staging is not None and staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    return PrepareResult(version, fetched, rebuilt, tasks)
+
+
+def _open(release: str, version: str | None, data_dir: str | None) -> tuple[LocalSource | HttpSource | None, str]:
+    """The source and the version to prepare; (None, version) when the source is unreachable but a locked
+    mirror of the requested version exists (offline rebuild)."""
     source = open_source(release)
     try:
-        resolved = resolve_version(source, version)
-    except LevanteError:
+        return source, resolve_version(source, version)
+    except SourceUnreachable:
         if version and read_lock(paths.lock_path(version, data_dir))["files"]:
-            resolved = version  # offline: the locked local mirror of this version is complete enough to rebuild
-            source = None
-        else:
-            raise
+            return None, version
+        raise
+
+
+def prepare(release: str, version: str | None, data_dir: str | None, strict: bool, progress: bool = True,
+            verify: bool = False, allow_empty_tasks: bool = False) -> PrepareResult:
+    """Mirror, validate and build; returns what was done. Raises LevanteError with one line per problem.
+
+    `verify` re-hashes every mirror file, dataset file (and local source file) instead of trusting
+    size + mtime; `allow_empty_tasks` lets a lenient build keep a task whose items were all dropped.
+    """
+    source, resolved = _open(release, version, data_dir)
+    data_root = paths.data_dir(data_dir)
     version_root = paths.version_dir(resolved, data_dir)
-    if source is None:
-        lock, fetched = read_lock(paths.lock_path(resolved, data_dir)), 0
-    else:
-        lock, fetched = mirror_release(source, resolved, version_root, progress=progress)
-    key = build_key(lock, strict)
-    current = _current_build(version_root)
-    if current and current.get("build_key") == key:
-        tasks = [TaskSummary(task, info["n_items"], info["fingerprint"], info["excluded"])
-                 for task, info in sorted(current["tasks"].items())]
-        rebuilt = False
-    else:
-        tasks = build_datasets(version_root, resolved, strict, key)
-        rebuilt = True
-    write_text(paths.data_dir(data_dir) / DEFAULT_VERSION_FILE, resolved + "\n")
-    return PrepareResult(resolved, fetched, rebuilt, tasks)
+    with runlock.hold(version_root):
+        with _step(version_root, "removing leftovers of an interrupted run"):
+            _tidy(version_root, data_root)
+        return _prepare_locked(source, resolved, version_root, data_root, strict, progress, verify, allow_empty_tasks)
 
 
 def default_version(data_dir: str | None = None) -> str:

@@ -1,12 +1,18 @@
 """Where a release comes from: a local folder or the public bucket over HTTP(S) (GCS XML listing API).
 
-Both kinds answer the same three questions: which versions exist, which files a version holds (with sizes),
-and how to copy one file to a local path.
+Both kinds answer the same three questions: which versions exist, which files a version holds (with sizes
+and a change stamp), and how to copy one file to a local path. A local source can also hash a file in place,
+so a changed stamp costs a read, not a copy. Listing raises on anything it cannot read (an unreadable
+folder must never look like an empty one) and refuses symlinked folders and symlinks that leave the release.
+Hidden names (`.x`) are never part of a release.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import stat
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -16,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 import requests
 
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, describe_os_error
 
 DATED_VERSION = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 RETRIES = 3
@@ -27,14 +33,45 @@ _CHUNK = 1 << 16
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """One file of a release version: path relative to `<base>/<version>/`, and its size in bytes."""
+    """One file of a release version: path relative to `<base>/<version>/`, its size, and a change stamp.
+
+    The stamp changes whenever the content may have changed (local: mtime_ns; bucket: the ETag), or is None
+    when the source offers none (then only the size is compared, unless `prepare --verify` re-hashes).
+    """
 
     relpath: str
     size: int
+    stamp: str | None = None
+
+
+class SourceUnreachable(LevanteError):
+    """The release source did not answer (network down, server errors): a complete local mirror may stand in."""
+
+
+class _ShortRead(Exception):
+    """A copy delivered fewer bytes than listed (a dropped connection): worth a retry."""
+
+
+def check_relpath(relpath: str) -> None:
+    """Refuse a listed path that could land outside the mirror (`..`, absolute, empty parts, backslashes)."""
+    parts = relpath.split("/")
+    if not relpath or relpath.startswith("/") or "\\" in relpath or any(p in ("", ".", "..") for p in parts):
+        raise LevanteError(f"{relpath}: unsafe path in the release listing (refused)")
+
+
+def problem_text(exc: OSError) -> str:
+    """The problem of an OSError in words, without its (absolute) file name."""
+    if exc.errno is None:  # e.g. pyarrow's IO errors: their first line is the message
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return describe_os_error(OSError(exc.errno, exc.strerror))
 
 
 class LocalSource:
-    """A release mirror on disk: `<base>/<version>/...`."""
+    """A release on disk: `<base>/<version>/...`.
+
+    Symlinks: a symlink to a file inside `<base>/<version>/` is read as that file (the mirror gets a plain
+    copy); a symlink that resolves outside it, and any symlinked folder, are refused with one line.
+    """
 
     def __init__(self, base: Path) -> None:
         if not base.is_dir():
@@ -45,16 +82,71 @@ class LocalSource:
     def versions(self) -> list[str]:
         return sorted(p.name for p in self.base.iterdir() if p.is_dir() and (p / "manifest.csv").exists())
 
+    def has_folder(self, version: str) -> bool:
+        """Whether `<base>/<version>/` exists (with or without a manifest)."""
+        return not version.startswith(".") and (self.base / version).is_dir()
+
+    def _show(self, version: str, path: Path) -> str:
+        rel = path.relative_to(self.base / version).as_posix()
+        return version if rel == "." else f"{version}/{rel}"
+
     def files(self, version: str) -> list[RemoteFile]:
         root = self.base / version
         if not root.is_dir():
             raise LevanteError(f"{version}: no such version in the release base (found: {', '.join(self.versions())})")
-        return [RemoteFile(p.relative_to(root).as_posix(), p.stat().st_size)
-                for p in sorted(root.rglob("*")) if p.is_file() and not p.name.startswith(".")]
+        real_root = root.resolve()
+
+        def unlistable(exc: OSError) -> None:
+            where = self._show(version, Path(exc.filename)) if exc.filename else version
+            raise LevanteError(f"{where}: {problem_text(exc)} (cannot list this release folder)") from exc
+
+        found = []
+        for folder, dirs, names in os.walk(root, onerror=unlistable):
+            here = Path(folder)
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in dirs:
+                if (here / name).is_symlink():
+                    raise LevanteError(f"{self._show(version, here / name)}: symlinked folder (refused)")
+            for name in sorted(n for n in names if not n.startswith(".")):
+                path = here / name
+                if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(real_root):
+                    raise LevanteError(f"{self._show(version, path)}: symlink to outside the release (refused)")
+                try:
+                    info = path.stat()
+                except OSError as exc:
+                    raise self._read_error(version, path.relative_to(root).as_posix(), exc) from exc
+                if stat.S_ISREG(info.st_mode):
+                    found.append(RemoteFile(path.relative_to(root).as_posix(), info.st_size, str(info.st_mtime_ns)))
+        return sorted(found, key=lambda f: f.relpath)
+
+    def _read_error(self, version: str, relpath: str, exc: OSError) -> LevanteError:
+        return LevanteError(f"{version}/{relpath}: {problem_text(exc)} (reading the release)")
+
+    def sha256(self, version: str, relpath: str) -> str:
+        """Hex sha256 of a release file, read in place (one line naming the file when it cannot be read)."""
+        digest = hashlib.sha256()
+        try:
+            with open(self.base / version / relpath, "rb") as src:
+                while chunk := src.read(1 << 20):
+                    digest.update(chunk)
+        except OSError as exc:
+            raise self._read_error(version, relpath, exc) from exc
+        return digest.hexdigest()
 
     def copy(self, version: str, relpath: str, dest: Path, on_bytes: Callable[[int], None]) -> None:
-        with open(self.base / version / relpath, "rb") as src, open(dest, "wb") as out:
-            while chunk := src.read(_CHUNK):
+        """Copy one release file to `dest`; read failures name the release file, write failures stay OSError."""
+        try:
+            src = open(self.base / version / relpath, "rb")  # closed by the `with` below
+        except OSError as exc:
+            raise self._read_error(version, relpath, exc) from exc
+        with src, open(dest, "wb") as out:
+            while True:
+                try:
+                    chunk = src.read(_CHUNK)
+                except OSError as exc:
+                    raise self._read_error(version, relpath, exc) from exc
+                if not chunk:
+                    break
                 out.write(chunk)
                 on_bytes(len(chunk))
 
@@ -98,6 +190,10 @@ class HttpSource:
             merged.extend(list(page))
         return merged
 
+    def has_folder(self, version: str) -> bool:
+        """Bucket prefixes exist only through their files, so every listed version is a folder; nothing more."""
+        return False
+
     def versions(self) -> list[str]:
         listing = self._list(self._key("") + "/" if self.prefix else "", "/")
         names = []
@@ -114,7 +210,12 @@ class HttpSource:
             key = _find_text(content, "Key") or ""
             if key.endswith("/"):
                 continue
-            files.append(RemoteFile(key[len(root):], int(_find_text(content, "Size") or 0)))
+            relpath = key[len(root):]
+            check_relpath(relpath)
+            if any(part.startswith(".") for part in relpath.split("/")):
+                continue
+            etag = (_find_text(content, "ETag") or "").strip('"') or None
+            files.append(RemoteFile(relpath, int(_find_text(content, "Size") or 0), etag))
         if not files:
             raise LevanteError(f"{self.url}/{version}: no files listed for this version")
         return sorted(files, key=lambda f: f.relpath)
@@ -141,7 +242,10 @@ def _find_text(element: ET.Element, local_name: str) -> str | None:
 
 
 def _with_retries(call: Callable[[], requests.Response], what: str) -> requests.Response:
-    """Call with retries on connection errors and 5xx/429; 4xx other than 429 fail at once."""
+    """Call with retries on connection errors and 5xx/429; 4xx other than 429 fail at once.
+
+    Running out of retries raises SourceUnreachable (the source may be down); a 4xx is a definite answer.
+    """
     last: Exception | None = None
     for attempt in range(RETRIES):
         try:
@@ -154,7 +258,7 @@ def _with_retries(call: Callable[[], requests.Response], what: str) -> requests.
         except requests.RequestException as exc:
             last = exc
         time.sleep(BACKOFF_SECONDS * 2**attempt)
-    raise LevanteError(f"{what}: failed after {RETRIES} attempts ({type(last).__name__})")
+    raise SourceUnreachable(f"{what}: failed after {RETRIES} attempts ({type(last).__name__})")
 
 
 def open_source(base: str) -> LocalSource | HttpSource:
@@ -169,6 +273,8 @@ def resolve_version(source: LocalSource | HttpSource, requested: str | None) -> 
     available = source.versions()
     if requested:
         if requested not in available:
+            if source.has_folder(requested):
+                raise LevanteError(f"{requested}/manifest.csv: missing from the release")
             found = ", ".join(available) or "none"
             raise LevanteError(f"version {requested!r} not found in the release (found: {found})")
         return requested
@@ -180,7 +286,11 @@ def resolve_version(source: LocalSource | HttpSource, requested: str | None) -> 
 
 def copy_file_with_retries(source: LocalSource | HttpSource, version: str, remote: RemoteFile, dest: Path,
                            on_bytes: Callable[[int], None]) -> None:
-    """Copy one file to `dest` (a temp path), retrying transient failures; a short file counts as a failure."""
+    """Copy one file to `dest` (a temp path), retrying transient failures; a short file counts as a failure.
+
+    Only network errors and short reads are retried: a local read error (LevanteError) or a failed write
+    (OSError: disk full, read-only) will not go away by trying again.
+    """
     last: Exception | None = None
     for attempt in range(RETRIES):
         written = 0
@@ -193,9 +303,9 @@ def copy_file_with_retries(source: LocalSource | HttpSource, version: str, remot
         try:
             source.copy(version, remote.relpath, dest, count)
             if written != remote.size:
-                raise OSError(f"got {written} of {remote.size} bytes")
+                raise _ShortRead(f"got {written} of {remote.size} bytes")
             return
-        except (OSError, requests.RequestException) as exc:
+        except (_ShortRead, requests.RequestException) as exc:
             last = exc
             on_bytes(-written)
             time.sleep(BACKOFF_SECONDS * 2**attempt)
