@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -22,7 +23,8 @@ VERSION = "2026-03-24"
 @pytest.fixture(scope="module")
 def prepared(sample_base: Path, tmp_path_factory) -> Path:
     data = tmp_path_factory.mktemp("data")
-    prepare(str(sample_base), VERSION, str(data), strict=False, progress=False)
+    # the sample ships vocab pictures only: trog, matrix-reasoning, mental-rotation and sds end with no items
+    prepare(str(sample_base), VERSION, str(data), strict=False, progress=False, allow_empty_tasks=True)
     return data / VERSION
 
 
@@ -48,6 +50,27 @@ def test_strict_prepare_reports_real_defects(sample_base, tmp_path):
     assert any("not found in visual/trog/" in line for line in every)  # the sample ships vocab images only
     assert not any("visual/vocab/" in line for line in every)
     assert not (tmp_path / VERSION / "datasets").exists()
+
+
+def test_lenient_prepare_refuses_to_empty_the_tasks_without_pictures(sample_base, tmp_path):
+    with pytest.raises(LevanteError) as failure:
+        prepare(str(sample_base), VERSION, str(tmp_path), strict=False, progress=False)
+    hint = "pass --allow-empty-tasks to build the other tasks anyway"
+    assert str(failure.value).splitlines() == [
+        f"matrix-reasoning: all 80 rows dropped (dropped:image_missing=80); {hint}",
+        f"mental-rotation: all 70 rows dropped (dropped:image_missing=70); {hint}",
+        "same-different-selection: all 129 rows dropped (dropped:image_missing=29, "
+        f"excluded:instruction_or_multi_select_trial=100); {hint}",
+        f"trog: all 99 rows dropped (dropped:image_missing=99); {hint}"]
+    assert not (tmp_path / VERSION / "datasets").exists()
+    assert not (tmp_path / "default_version").exists()
+
+
+def test_prepared_tasks_and_counts(prepared):
+    built = json.loads((prepared / "datasets/build.json").read_text(encoding="utf-8"))["tasks"]
+    assert {task: info["n_items"] for task, info in built.items()} == {
+        "egma-math": 224, "matrix-reasoning": 0, "mental-rotation": 0, "same-different-selection": 0,
+        "theory-of-mind": 31, "trog": 0, "vocab": 170}
 
 
 def test_vocab_items_and_images(prepared):

@@ -17,13 +17,15 @@ import pyarrow.parquet as pq
 from levante_tasks.atomic import make_staging_dir, swap_dir, write_json
 from levante_tasks.data import numberline
 from levante_tasks.data.items import SLIDER_TOLERANCE, ReleaseItems, read_release_items
+from levante_tasks.data.manifest import TASK_IDS
 from levante_tasks.data.mirror import sha256_file
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.errors import LevanteError
 
 SCHEMA_VERSION = 1
-BUILDER_VERSION = 1  # bump whenever item construction changes, so `prepare` rebuilds
+BUILDER_VERSION = 2  # bump whenever item construction changes, so `prepare` rebuilds (2: full decode)
 MAX_PROBLEM_LINES = 50
+EMPTY_TASK_HINT = "pass --allow-empty-tasks to build the other tasks anyway"
 
 ITEM_SCHEMA = pa.schema([
     ("item_uid", pa.string()),
@@ -118,6 +120,28 @@ def _write_task(items: list[dict[str, Any]], task: str, version: str, out_dir: P
     })
 
 
+def _excluded_counts(result: ReleaseItems, dropped: dict[str, dict[str, int]], task: str) -> dict[str, int]:
+    """`excluded:<reason>` (by design) and `dropped:<problem>` (lenient) row counts of one task, sorted."""
+    counts = {**{f"excluded:{k}": v for k, v in result.excluded.get(task, {}).items()},
+              **{f"dropped:{k}": v for k, v in dropped.get(task, {}).items()}}
+    return dict(sorted(counts.items()))
+
+
+def _check_nothing_emptied(result: ReleaseItems, accounts: dict[str, dict[str, int]],
+                           allow_empty_tasks: bool) -> None:
+    """Refuse a build with no items at all, or (unless allowed) one where a task's manifest rows all fell away."""
+    if not any(result.items.values()):
+        raise LevanteError("manifest.csv: no items left to build (every row was dropped or excluded)")
+    if allow_empty_tasks:
+        return
+    emptied = [task for task in sorted(result.rows_by_task) if task in TASK_IDS and not result.items.get(task)]
+    if emptied:
+        raise LevanteError("\n".join(
+            f"{task}: all {result.rows_by_task[task]} rows dropped "
+            f"({', '.join(f'{k}={v}' for k, v in accounts.get(task, {}).items())}); {EMPTY_TASK_HINT}"
+            for task in emptied))
+
+
 def stage_datasets(release_root: Path, version: str, strict: bool, build_key: str, staging: Path,
                    allow_empty_tasks: bool = False) -> list[TaskSummary]:
     """Validate the release at `release_root` and write `datasets/` and `generated/` under `staging` only.
@@ -138,17 +162,18 @@ def stage_datasets(release_root: Path, version: str, strict: bool, build_key: st
             return staging / rel
         return release_root / Path(rel).relative_to("release")
 
+    tasks = sorted(set(result.items) | set(result.excluded) | set(dropped))
+    accounts = {task: _excluded_counts(result, dropped, task) for task in tasks}
+    _check_nothing_emptied(result, accounts, allow_empty_tasks)
     (staging / "generated").mkdir(parents=True, exist_ok=True)
     _draw_generated(result, staging)
     summaries: list[TaskSummary] = []
-    for task in sorted(set(result.items) | set(result.excluded) | set(dropped)):
+    for task in tasks:
         items = result.items.get(task, [])
-        excluded = {**{f"excluded:{k}": v for k, v in result.excluded.get(task, {}).items()},
-                    **{f"dropped:{k}": v for k, v in dropped.get(task, {}).items()}}
         fingerprint = dataset_fingerprint(items, resolve)
-        summaries.append(TaskSummary(task, len(items), fingerprint, dict(sorted(excluded.items()))))
+        summaries.append(TaskSummary(task, len(items), fingerprint, accounts[task]))
         if items:
-            _write_task(items, task, version, staging / "datasets" / task, fingerprint, excluded)
+            _write_task(items, task, version, staging / "datasets" / task, fingerprint, accounts[task])
     write_json(staging / "datasets" / "build.json", {
         "build_key": build_key,
         "tasks": {s.task: {"n_items": s.n_items, "fingerprint": s.fingerprint, "excluded": s.excluded}

@@ -12,22 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
 from levante_tasks.data import numberline, prompts, tom
-from levante_tasks.data.manifest import (
-    REPEATED_UID_TASKS,
-    TASK_IDS,
-    ManifestRow,
-    count_exact_duplicates,
-    read_manifest,
-)
+from levante_tasks.data.csvfile import os_problem
+from levante_tasks.data.manifest import REPEATED_UID_TASKS, TASK_IDS, ManifestRow, load_manifest
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.data.visuals import VisualIndex
 
 IMAGE_OPTION_TASKS = {"vocab", "trog", "matrix-reasoning", "mental-rotation", "same-different-selection"}
 SLIDER_TOLERANCE = 0.15  # |value - target| < 0.15 * (max - min): rlevante recode_slider, used to calibrate IRT
 MANIFEST = "manifest.csv"
+_CANNOT_OPEN = "cannot be opened"  # cached for an image file that raised OSError (already a file-level problem)
 
 
 @dataclass
@@ -38,6 +32,7 @@ class ReleaseItems:
     excluded: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     generated: dict[str, tuple[float, float, float | None]] = field(default_factory=dict)
     exact_duplicates: int = 0
+    rows_by_task: Counter = field(default_factory=Counter)  # manifest rows per task (exact duplicates once)
 
 
 def _float(text: str) -> float | None:
@@ -53,7 +48,7 @@ def _parse_range(text: str) -> tuple[float, float] | None:
     if len(parts) != 2:
         return None
     low, high = _float(parts[0]), _float(parts[1])
-    if low is None or high is None or high <= low:
+    if low is None or high is None or high <= low or not math.isfinite(high - low):
         return None
     return low, high
 
@@ -104,12 +99,14 @@ class _Builder:
     def __init__(self, root: Path, rows: list[ManifestRow], log: ProblemLog, result: ReleaseItems) -> None:
         self.root, self.log, self.result = root, log, result
         self.visuals = VisualIndex(root)
+        for folder, why in self.visuals.unreadable:
+            log.add(Problem(folder, "unreadable_folder", f"folder not readable ({why})"))
         self.tom_pairs: dict[str, tom.TomQuestion] = {}
         tom_rows = [r for r in rows if r.task == "theory-of-mind"]
         if tom_rows:
             self.tom_pairs = tom.align_with_manifest(tom.read_tom_corpus(root / tom.CORPUS_RELPATH), tom_rows)
         self.sds_context = ""
-        self._checked_images: dict[str, bool] = {}
+        self._image_problems: dict[str, str | None] = {}  # each distinct file is decoded once
 
     def problem(self, row: ManifestRow, kind: str, message: str) -> None:
         self.log.add(Problem(MANIFEST, kind, f"{row.item_uid}: {message}", row=row.row, item_uid=row.item_uid,
@@ -124,15 +121,18 @@ class _Builder:
         if rel is None:
             self.problem(row, "image_missing", f"{role} image {key!r} not found in visual/{row.task}/")
             return None
-        if rel not in self._checked_images:
+        shown = rel.removeprefix("release/")
+        if rel not in self._image_problems:
             try:
-                with Image.open(self.visuals.absolute(rel)) as handle:
-                    handle.verify()
-                self._checked_images[rel] = True
-            except Exception:  # noqa: BLE001 - any decoder failure means the file is unusable
-                self._checked_images[rel] = False
-        if not self._checked_images[rel]:
-            self.problem(row, "image_unreadable", f"{role} image {rel.removeprefix('release/')} is unreadable")
+                self._image_problems[rel] = self.visuals.decode_problem(rel)
+            except OSError as exc:  # the file cannot be opened: a file-level problem, fatal in every mode
+                self._image_problems[rel] = _CANNOT_OPEN
+                self.log.add(Problem(shown, "unreadable_file", os_problem(exc)))
+        why = self._image_problems[rel]
+        if why == _CANNOT_OPEN:
+            return None
+        if why is not None:
+            self.problem(row, "image_unreadable", f"{role} image {shown} is unreadable ({why})")
             return None
         return rel
 
@@ -174,7 +174,7 @@ class _Builder:
         if trial_type == "Number Line 4afc":
             span = _parse_range(row.get("item"))
             target = _float(options[0])
-            if span is None or target is None:
+            if span is None or target is None or not span[0] <= target <= span[1]:
                 return self.problem(row, "bad_number_line", f"range {row.get('item')!r} / answer {options[0]!r}")
             item.update(range_min=span[0], range_max=span[1])
             item["stimulus_image"] = self.generated(span[0], span[1], target)
@@ -259,9 +259,9 @@ def _number_repeated_uids(items: list[dict[str, Any]]) -> None:
 def read_release_items(release_root: Path, log: ProblemLog) -> ReleaseItems:
     """Read a release folder into items per task; problems go to `log` (rows with problems yield no item)."""
     result = ReleaseItems()
-    rows = read_manifest(release_root / MANIFEST, log)
-    result.exact_duplicates = count_exact_duplicates(release_root / MANIFEST) if rows else 0
-    rows = _drop_conflicting_duplicates(rows, log)
+    manifest = load_manifest(release_root / MANIFEST, log)
+    result.exact_duplicates, result.rows_by_task = manifest.exact_duplicates, manifest.rows_by_task
+    rows = _drop_conflicting_duplicates(manifest.rows, log)
     builder = _Builder(release_root, rows, log, result)
     for row in rows:
         item = builder.convert(row)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+NO_TASK = "(no task)"  # task of a dropped row whose task cell is unusable (malformed row, invisible characters)
+
 
 @dataclass(frozen=True)
 class Problem:

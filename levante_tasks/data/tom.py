@@ -9,11 +9,11 @@ normative answer and are kept out of the scored task.
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from levante_tasks.data.csvfile import read_csv_rows
 from levante_tasks.errors import LevanteError
 
 CORPUS_RELPATH = "corpus/theory-of-mind/theory-of-mind-item-bank.csv"
@@ -47,17 +47,21 @@ def clean_text(text: str) -> str:
 
 
 def read_tom_corpus(path: Path) -> list[TomQuestion]:
-    """All questions of the ToM corpus in file order, each with the story text that precedes it in its block."""
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            rows = list(reader)
-            header = reader.fieldnames or []
-    except FileNotFoundError as exc:
-        raise LevanteError(f"{CORPUS_RELPATH}: missing from the release (needed for theory-of-mind)") from exc
+    """All questions of the ToM corpus in file order, each with the story text that precedes it in its block.
+
+    Raises LevanteError with one line naming the corpus file when it is missing, unreadable, not UTF-8, not a
+    CSV, empty, lacks columns, or has a row whose cell count differs from the header.
+    """
+    header, cells = read_csv_rows(path, CORPUS_RELPATH,
+                                  f"{CORPUS_RELPATH}: missing from the release (needed for theory-of-mind)")
     missing = [c for c in CORPUS_COLUMNS if c not in header]
     if missing:
         raise LevanteError(f"{CORPUS_RELPATH}: missing columns: {', '.join(missing)}")
+    for index, row_cells in enumerate(cells, start=1):
+        if len(row_cells) != len(header):
+            raise LevanteError(f"{CORPUS_RELPATH}:{index}: row has {len(row_cells)} cells, the header has "
+                               f"{len(header)}")
+    rows = [dict(zip(header, row_cells, strict=True)) for row_cells in cells]
     questions: list[TomQuestion] = []
     story: list[str] = []
     block = None

@@ -1,9 +1,17 @@
-"""Index a release's `visual/<task>/` folders so option keys and prompt images resolve to files."""
+"""Index a release's `visual/<task>/` folders so option keys and prompt images resolve to files.
+
+A folder that cannot be listed is recorded (`unreadable`), never mistaken for one without images.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+from levante_tasks.data.csvfile import os_problem
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
 
@@ -23,18 +31,36 @@ class VisualIndex:
         self._by_task: dict[str, dict[str, str]] = {}
         self._root = release_root
         self._prefix = prefix
+        self.unreadable: list[tuple[str, str]] = []  # (folder relative to the release, why), e.g. permission denied
         visual = release_root / "visual"
         if not visual.is_dir():
             return
-        for task_dir in sorted(p for p in visual.iterdir() if p.is_dir()):
+        files: dict[str, list[Path]] = {}
+        for folder, subfolders, names in os.walk(visual, onerror=self._note_unreadable):
+            subfolders.sort()
+            parts = Path(folder).relative_to(visual).parts
+            if parts:
+                files.setdefault(parts[0], []).extend(self._images_in(Path(folder), names))
+        for task, paths in sorted(files.items()):
             table: dict[str, str] = {}
-            for path in sorted(task_dir.rglob("*")):
-                if path.suffix.lower() not in IMAGE_SUFFIXES or not path.is_file():
-                    continue
+            for path in sorted(paths):
                 rel = f"{prefix}/{path.relative_to(release_root).as_posix()}"
                 for key in (path.name, path.stem, path.stem.lower()):
                     table.setdefault(key, rel)
-            self._by_task[task_dir.name] = table
+            self._by_task[task] = table
+
+    def _images_in(self, folder: Path, names: list[str]) -> list[Path]:
+        """The image files among a folder's `names`; a folder whose entries cannot be examined is noted."""
+        try:
+            return [folder / name for name in names
+                    if Path(name).suffix.lower() in IMAGE_SUFFIXES and (folder / name).is_file()]
+        except OSError as exc:  # listable but not enterable (mode r--): is_file() cannot stat the entries
+            self._note_unreadable(OSError(exc.errno, exc.strerror, str(folder)))
+            return []
+
+    def _note_unreadable(self, exc: OSError) -> None:
+        folder = Path(exc.filename).relative_to(self._root).as_posix()
+        self.unreadable.append((folder, os_problem(exc)))
 
     def find(self, task: str, key: str) -> str | None:
         """The image for `key` in `visual/<task>/`, trying the normalised spellings; None if absent."""
@@ -47,6 +73,21 @@ class VisualIndex:
     def absolute(self, rel: str) -> Path:
         """The file behind a relative reference returned by `find`."""
         return self._root / Path(rel).relative_to(self._prefix)
+
+    def decode_problem(self, rel: str) -> str | None:
+        """None when the image behind `rel` decodes fully, else why not (`verify()` alone skips the pixel data).
+
+        Opening the file is not decoding it: an OSError from `open` (permission denied...) propagates.
+        """
+        with open(self.absolute(rel), "rb") as handle:
+            try:
+                with Image.open(handle) as image:
+                    image.load()
+            except UnidentifiedImageError:
+                return "not an image format Pillow can read"
+            except Exception:  # noqa: BLE001 - any decoder failure (OSError, SyntaxError, ...) means unusable
+                return "the image data does not decode"
+        return None
 
     def count(self, task: str) -> int:
         """Number of distinct image files under `visual/<task>/`."""
