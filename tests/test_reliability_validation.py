@@ -431,3 +431,13 @@ def test_build_datasets_swaps_in_whole_trees_or_keeps_the_old_ones(tmp_path):
         build_datasets(version_root, VERSION, True, "other-key")
     assert tree_snapshot(version_root) == {**before, "release/visual/vocab/cup.png": truncated_jpeg()}
     assert sorted(p.name for p in version_root.iterdir()) == ["datasets", "generated", "release"]
+
+
+def test_theory_of_mind_option_pictures_are_decoded_too(tmp_path, capsys):
+    root = write_tom_release(tmp_path / "rel")
+    (root / "visual/theory-of-mind").mkdir()
+    (root / "visual/theory-of-mind/box.jpg").write_bytes(truncated_jpeg())
+    Image.new("RGB", (4, 4)).save(root / "visual/theory-of-mind/bag.png")
+    lines = error_lines(capsys, prepare_args(tmp_path / "rel", tmp_path / "data"))
+    assert lines[0] == ("manifest.csv:5: tom_q1: option 1 image visual/theory-of-mind/box.jpg is unreadable "
+                        "(the image data does not decode)")

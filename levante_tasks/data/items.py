@@ -121,6 +121,10 @@ class _Builder:
         if rel is None:
             self.problem(row, "image_missing", f"{role} image {key!r} not found in visual/{row.task}/")
             return None
+        return rel if self.decodes(row, rel, role) else None
+
+    def decodes(self, row: ManifestRow, rel: str, role: str) -> bool:
+        """Whether the image file decodes fully; records an item problem (or a file problem) when not."""
         shown = rel.removeprefix("release/")
         if rel not in self._image_problems:
             try:
@@ -129,12 +133,9 @@ class _Builder:
                 self._image_problems[rel] = _CANNOT_OPEN
                 self.log.add(Problem(shown, "unreadable_file", os_problem(exc)))
         why = self._image_problems[rel]
-        if why == _CANNOT_OPEN:
-            return None
-        if why is not None:
+        if why is not None and why != _CANNOT_OPEN:
             self.problem(row, "image_unreadable", f"{role} image {shown} is unreadable ({why})")
-            return None
-        return rel
+        return why is None
 
     def convert(self, row: ManifestRow) -> dict[str, Any] | None:
         """One manifest row -> item dict, or None (excluded or problem, already recorded)."""
@@ -167,9 +168,11 @@ class _Builder:
             images = [self.image(row, key, f"option {k + 1}") for k, key in enumerate(options)]
             ok = all(images)
             item["option_images"] = [i or "" for i in images]
-        elif task == "theory-of-mind":
+        elif task == "theory-of-mind":  # pictures are optional here: used only when every option has one
             found = [self.visuals.find(task, key) for key in options]
-            item["option_images"] = [f for f in found] if all(found) else []
+            if all(found):
+                ok = all([self.decodes(row, rel, f"option {k + 1}") for k, rel in enumerate(found)])
+                item["option_images"] = found
         prompt_image = row.get("prompt_image")
         if trial_type == "Number Line 4afc":
             span = _parse_range(row.get("item"))
