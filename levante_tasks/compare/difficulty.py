@@ -29,7 +29,7 @@ def _bootstrap(correct: np.ndarray, b: np.ndarray, n_boot: int, seed: int, label
     """(n_boot, 2) Pearson and Spearman values over item resamples (NaN rows for degenerate resamples)."""
     rng = np.random.default_rng(seed)
     out = np.full((n_boot, 2), np.nan)
-    for i in tqdm(range(n_boot), desc=f"bootstrap {label}", leave=False, disable=n_boot < 500):
+    for i in tqdm(range(n_boot), desc=f"bootstrap {label}", leave=False, disable=True if n_boot < 500 else None):
         idx = rng.integers(0, len(b), len(b))
         out[i] = _pearson(correct[idx], b[idx]), _spearman(correct[idx], b[idx])
     return out

@@ -2,7 +2,8 @@
 
 Human p: counts of canonical options / n in (item, bin); bins with n < min_n are dropped (counted).
 Model q = softmax(beta * option_scores) over canonical options; KL uses the natural log, p = 0 terms add 0,
-q == 0 is replaced by epsilon = 1e-5 (philentropy's rule). beta (one per model x task) minimises the mean KL
+q == 0 is replaced by epsilon = 1e-5 (philentropy's rule). Items whose scores give no softmax (NaN, +inf, all
+-inf, overflow) are excluded and counted, never fitted. beta (one per model x task) minimises the mean KL
 over all (item, bin) pairs in [0.025, 40]: a log-spaced grid of 201 points, then Brent on log(beta) between
 the grid neighbours of the best point (xatol 1e-10). DevBench fits beta per age bin instead; we do not.
 """
@@ -90,6 +91,18 @@ def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return terms.sum(axis=-1)
 
 
+def softmax_defined(scores: list[float]) -> bool:
+    """Whether softmax(beta * scores) is a distribution for every beta in the fitted range.
+
+    It is not for a +inf score, for scores with no finite value (all -inf), or for finite scores so large that
+    beta * score overflows; such items are excluded (counted), so no NaN KL ever reaches beta or the closest bin.
+    A -inf score alone is fine: that option gets probability 0 (epsilon in the KL).
+    """
+    s = np.asarray(scores, dtype=float)[None, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return all(bool(np.isfinite(softmax(s, beta)).all()) for beta in BETA_BOUNDS)
+
+
 def pair_arrays(
     dist: pd.DataFrame, scores: dict[str, list[float] | None], exclusions: Counter
 ) -> list[tuple[pd.DataFrame, np.ndarray, np.ndarray]]:
@@ -108,6 +121,8 @@ def pair_arrays(
             exclusions["items_option_count_mismatch"] += 1
         elif np.isnan(s).any():
             exclusions["items_with_nan_scores"] += 1
+        elif not softmax_defined(s):
+            exclusions["items_with_infinite_scores"] += 1
         else:
             usable.append(uid)
     keys = keys[keys["item_uid"].isin(usable)]

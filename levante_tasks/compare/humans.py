@@ -16,11 +16,12 @@ import pandas as pd
 
 from levante_tasks.compare.irt import IrtModel
 from levante_tasks.compare.scoring import score_matrix
+from levante_tasks.compare.tables import correct_column, numeric, read_table
 from levante_tasks.data.crosswalk import canonical_uid
 from levante_tasks.errors import LevanteError
 
 TRIAL_COLUMNS = ("run_id", "item_uid", "response", "answer", "distractors")
-TRUE_STRINGS = {"true", "t", "1", "1.0", "yes"}
+AGE_RANGE = (0.0, 25.0)  # years; outside it an age is impossible for a LEVANTE child (months, typos, -1 codes)
 
 
 def parse_distractors(value: object) -> list[str]:
@@ -43,12 +44,7 @@ def parse_distractors(value: object) -> list[str]:
 
 def _read_table(path: Path, required: tuple[str, ...], what: str) -> pd.DataFrame:
     """Read a CSV as strings-where-possible and check its required columns (user error if absent)."""
-    if not path.is_file():
-        raise LevanteError(f"{path}: {what} file not found")
-    try:
-        table = pd.read_csv(path, dtype={"run_id": str, "item_uid": str, "response": str, "answer": str})
-    except Exception as exc:
-        raise LevanteError(f"{path.name}: not a readable CSV ({exc})") from exc
+    table = read_table(path, what, dtype={"run_id": str, "item_uid": str, "response": str, "answer": str})
     missing = [c for c in required if c not in table.columns]
     if missing:
         raise LevanteError(f"{path.name}: {what} table lacks columns {missing}")
@@ -56,7 +52,10 @@ def _read_table(path: Path, required: tuple[str, ...], what: str) -> pd.DataFram
 
 
 def read_trials(path: Path) -> pd.DataFrame:
-    """Trials with `options` (canonical), `option_index` (-1 = unmatched), `n_options` and 0/1 `correct`."""
+    """Trials with `options` (canonical), `option_index` (-1 = unmatched), `n_options` and 0/1 `correct`.
+
+    `correct` must be true/false-like or 0/1 (an empty cell counts as 0, as before); anything else is an error.
+    """
     trials = _read_table(path, TRIAL_COLUMNS, "trials")
     options = [
         [str(a)] + parse_distractors(d) for a, d in zip(trials["answer"], trials["distractors"], strict=True)
@@ -68,19 +67,26 @@ def read_trials(path: Path) -> pd.DataFrame:
     trials = trials.assign(option_index=index, n_options=[len(o) for o in options], options=options,
                            item_uid=[canonical_uid(str(uid)) for uid in trials["item_uid"]])
     if "correct" in trials.columns:
-        trials["correct"] = [
-            1.0 if str(v).strip().lower() in TRUE_STRINGS else 0.0 for v in trials["correct"]
-        ]
+        trials["correct"] = correct_column(trials, path, missing=0.0)
     else:
         trials["correct"] = (trials["option_index"] == 0).astype(float)
     return trials
 
 
-def read_runs(path: Path) -> pd.DataFrame:
-    """Runs table (run_id, age in years); rows without a numeric age are kept with age NaN (counted later)."""
-    runs = _read_table(path, ("run_id", "age"), "runs")
-    runs = runs.assign(age=pd.to_numeric(runs["age"], errors="coerce"))
-    return runs.drop_duplicates("run_id")
+def read_runs(path: Path, exclusions: Counter) -> pd.DataFrame:
+    """Runs table (run_id, age in years). Empty ages stay NaN; impossible ones (outside 0-25) become NaN and
+    are counted (`runs_impossible_age`); text is an error, and so is a file whose every age is impossible."""
+    table = _read_table(path, ("run_id", "age"), "runs")
+    runs = table.assign(age=numeric(table, "age", path, key="run_id")).drop_duplicates("run_id")
+    age = runs["age"]
+    impossible = age.notna() & ~age.between(*AGE_RANGE)
+    if impossible.any() and not (age.notna() & ~impossible).any():
+        raise LevanteError(
+            f"{path.name}: no age is within {AGE_RANGE[0]:g}-{AGE_RANGE[1]:g} years "
+            f"(e.g. {age[impossible].iloc[0]:g}); give ages in years"
+        )
+    exclusions["runs_impossible_age"] += int(impossible.sum())
+    return runs.assign(age=age.mask(impossible))
 
 
 def children_theta(model: IrtModel, trials: pd.DataFrame, exclusions: Counter) -> pd.DataFrame:

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from levante_tasks.compare.tables import numeric, read_table
 from levante_tasks.data.crosswalk import canonical_uid, strip_instance
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, os_error
 
 ITEM_PARAMS = ("a1", "d", "g", "u")
 LONG_COLUMNS = {"group", "item", "name", "value"}
@@ -125,6 +126,10 @@ def read_rds(path: Path) -> IrtModel:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             obj = rdata.read_rds(path)
+    except OSError as exc:
+        if exc.errno is None:  # gzip.BadGzipFile and friends: not an rds, not a file-system problem
+            raise LevanteError(f"{path.name}: not a readable .rds file ({type(exc).__name__}: {exc})") from None
+        raise os_error(exc, "reading the IRT model") from None
     except Exception as exc:  # rdata raises many types for non-rds input
         raise LevanteError(f"{path.name}: not a readable .rds file ({type(exc).__name__}: {exc})") from exc
     if isinstance(obj, pd.DataFrame):
@@ -175,11 +180,9 @@ def read_csv(path: Path) -> list[IrtModel]:
     A wide CSV carries no group prior: N(0, 1) is assumed and flagged (`prior_assumed`). g must be present
     (LEVANTE fixes it at chance; Redivis item_parameters omit it, so they cannot be used alone).
     """
-    try:
-        table = pd.read_csv(path)
-    except Exception as exc:
-        raise LevanteError(f"{path.name}: not a readable CSV ({exc})") from exc
+    table = read_table(path, "IRT model")
     if LONG_COLUMNS <= set(table.columns):
+        table["value"] = numeric(table, "value", path, key="item")
         items, groups = from_model_vals(table, path.name)
         return [IrtModel(name=path.stem, items=items, groups=groups)]
     id_col = "item_uid" if "item_uid" in table.columns else "item" if "item" in table.columns else None
@@ -189,6 +192,9 @@ def read_csv(path: Path) -> list[IrtModel]:
         raise LevanteError(
             f"{path.name}: item-parameter CSV lacks columns {need} (or the mod2values columns)"
         )
+    for column in ITEM_PARAMS:
+        if column in table.columns:
+            table[column] = numeric(table, column, path, key=id_col)
     table = table.rename(columns={id_col: "irt_item"})
     if "u" not in table.columns:
         table["u"] = 1.0
@@ -208,19 +214,33 @@ def read_csv(path: Path) -> list[IrtModel]:
     return models
 
 
+def check_model(model: IrtModel, source: str) -> None:
+    """Refuse impossible parameters: missing or zero a1/d, asymptotes outside 0 <= g < u <= 1, COV_11 <= 0."""
+    items = model.items
+    bad = items[~np.isfinite(items[list(ITEM_PARAMS)]).all(axis=1) | (items["a1"] == 0)]
+    if not bad.empty:
+        raise LevanteError(f"{source}: items with missing or zero parameters: {list(bad['irt_item'][:5])}")
+    asymptotes = items[~((items["g"] >= 0) & (items["g"] < items["u"]) & (items["u"] <= 1))]
+    if not asymptotes.empty:
+        row = asymptotes.iloc[0]
+        more = f" (and {len(asymptotes) - 1} more)" if len(asymptotes) > 1 else ""
+        raise LevanteError(
+            f"{source}: item {row['irt_item']} has g = {row['g']:g}, u = {row['u']:g}; "
+            f"probabilities need 0 <= g < u <= 1{more}"
+        )
+    for group in model.groups:
+        if not (np.isfinite(group.mean) and np.isfinite(group.var) and group.var > 0):
+            raise LevanteError(
+                f"{source}: group {group.name!r} prior MEAN_1 = {group.mean:g}, COV_11 = {group.var:g}; "
+                "non-positive COV_11 or a non-finite value"
+            )
+
+
 def read_irt(path: Path) -> list[IrtModel]:
     """Read one IRT input (`.rds` ModelRecord or `.csv`); one model per task it holds."""
     if not path.is_file():
         raise LevanteError(f"{path}: IRT model file not found")
     models = [read_rds(path)] if path.suffix.lower() == ".rds" else read_csv(path)
     for model in models:
-        bad = model.items[
-            ~np.isfinite(model.items[["a1", "d", "g", "u"]]).all(axis=1) | (model.items["a1"] == 0)
-        ]
-        if not bad.empty:
-            raise LevanteError(
-                f"{path.name}: items with missing or zero parameters: {list(bad['irt_item'][:5])}"
-            )
-        if any(g.var <= 0 for g in model.groups):
-            raise LevanteError(f"{path.name}: non-positive COV_11 in a group prior")
+        check_model(model, path.name)
     return models

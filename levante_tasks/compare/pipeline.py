@@ -2,11 +2,20 @@
 
 Tasks are tied to IRT models by `--irt TASK=PATH`, a `task` column of an item CSV, or the task most of the
 model's records (else children's trials) name for the IRT items. Every exclusion is counted in the outputs.
+
+The output folder is built in a staging folder next to `--out` and swapped in whole only when everything was
+written, so a failure, a full disk or kill -9 leaves the earlier output as it was (the next run removes the
+dead run's staging folder). `--out` must be absent, empty, or an earlier output (it holds comparison.json).
+Impossible inputs never become published numbers: ages outside 0-25 years are counted exclusions, g/u outside
+0 <= g < u <= 1 and runs sharing no run_id with the trials are errors, option scores without a softmax are
+counted exclusions, and a model with no item in the IRT model gets no theta or age (NaN, counted).
 """
 
 from __future__ import annotations
 
+import errno
 import importlib.metadata
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +24,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from levante_tasks.atomic import atomic_open, write_json, write_text
+from levante_tasks.atomic import atomic_open, clean_stale, staged_dir, write_json, write_text
 from levante_tasks.compare import age as age_mod
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.difficulty import correlate
@@ -24,7 +33,10 @@ from levante_tasks.compare.humans import children_theta, read_runs, read_trials
 from levante_tasks.compare.irt import IrtModel, read_irt
 from levante_tasks.compare.records import read_records
 from levante_tasks.compare.scoring import rescore_calibration, score_items
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, describe_os_error, display_path, os_error
+
+OUTPUT_MARKER = "comparison.json"  # an `--out` folder holding it is an earlier output and may be replaced
+NO_ITEMS = "no items matched the IRT model"
 
 
 @dataclass
@@ -157,7 +169,8 @@ def compare_task(
     )
     task_records = records[records["task"] == task]
     info["models"] = {}
-    for unit, recs in tqdm(task_records.groupby("model", sort=True), desc=f"models on {task}", leave=False):
+    units = task_records.groupby("model", sort=True)
+    for unit, recs in tqdm(units, desc=f"models on {task}", leave=False, disable=None):
         info["models"][unit] = compare_unit(
             task, unit, model, recs, items, children, with_age, dist, child_bins, settings, results
         )
@@ -202,12 +215,15 @@ def compare_unit(
         )
     results.add("model_theta", pd.DataFrame(thetas).assign(convention=conv.EAP_DEFINITION))
     ref = thetas[0]
-    share = float(np.mean(children["theta"].to_numpy() < ref["theta"])) if len(children) else np.nan
+    scored = bool(np.isfinite(ref["theta"]))
+    counts["models_without_matched_items"] += int(not scored)
+    share = float(np.mean(children["theta"].to_numpy() < ref["theta"])) if len(children) and scored else np.nan
     summary: dict[str, object] = {
         "theta": ref["theta"],
         "se": ref["se"],
         "n_items": ref["n_items"],
         "children_below_theta": share,
+        "note": "" if scored else NO_ITEMS,
     }
     b = items.loc[correct.index, "b"].to_numpy()
     results.add(
@@ -253,7 +269,9 @@ def compare_unit(
         "kl_summary", pd.DataFrame([{"model": unit, "task": task, **kl, "kl_definition": conv.KL_DEFINITION}])
     )
     summary["kl"] = kl
-    if len(with_age) >= 2:
+    if not scored:
+        age = {"age_equivalent": np.nan, "age_ci_low": np.nan, "age_ci_high": np.nan, "age_flag": NO_ITEMS}
+    elif len(with_age) >= 2:
         age = age_mod.age_equivalent(
             ref["theta"],
             ref["se"],
@@ -280,34 +298,32 @@ def _write_csv(path: Path, table: pd.DataFrame) -> None:
         table.to_csv(handle, index=False, float_format="%.17g")
 
 
-def run_compare(
-    irt: list[tuple[str | None, Path]],
-    trials_path: Path,
-    runs_path: Path,
-    models_path: Path,
-    out: Path,
-    settings: Settings,
-) -> dict[str, object]:
-    """The whole `levante-tasks compare` run; returns the JSON summary it wrote."""
+def check_out(out: Path) -> Path:
+    """The folder to write (symlinks resolved); refuse a file, or a folder that is not an earlier compare output.
+
+    The output folder is replaced whole, so a non-empty folder without comparison.json (a user's own folder)
+    is never touched.
+    """
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out
+    if target.exists() and not target.is_dir():
+        raise LevanteError(f"{display_path(out)}: exists and is not a folder; choose another --out")
+    if target.is_dir():
+        try:
+            entries = next(target.iterdir(), None)
+        except OSError as exc:
+            raise os_error(exc, "checking --out") from None
+        if entries is not None and not (target / OUTPUT_MARKER).is_file():
+            raise LevanteError(
+                f"{display_path(out)}: not empty and holds no {OUTPUT_MARKER} (not an earlier compare output); "
+                "it is not replaced: choose another --out"
+            )
+    return target
+
+
+def write_outputs(folder: Path, results: Results, summary: dict[str, object], settings: Settings) -> None:
+    """Every output file into `folder` (the staging folder): tidy CSVs, comparison.json, plots, comparison.md."""
     from levante_tasks.compare import plots, report
 
-    records, record_counts = read_records(models_path)
-    trials = read_trials(trials_path)
-    runs = read_runs(runs_path)
-    loaded = [(task, m) for task, path in irt for m in read_irt(path)]
-    by_task = assign_tasks(loaded, records, trials)
-    results = Results()
-    results.count(record_counts)
-    known_uids = set().union(*(set(m.items["item_uid"]) for m in by_task.values()))
-    results.count(
-        Counter(
-            trials_item_not_in_irt=int((~trials["item_uid"].isin(known_uids)).sum()),
-            records_task_without_irt_model=int((~records["task"].isin(by_task)).sum()),
-        )
-    )
-    for task in sorted(by_task):
-        compare_task(task, by_task[task], records, trials, runs, settings, results)
-    out.mkdir(parents=True, exist_ok=True)
     names = [
         "items",
         "model_theta",
@@ -321,10 +337,47 @@ def run_compare(
         "children_theta",
     ]
     for name in names:
-        _write_csv(out / f"{name}.csv", results.table(name))
+        _write_csv(folder / f"{name}.csv", results.table(name))
     _write_csv(
-        out / "exclusions.csv", pd.DataFrame(results.exclusions, columns=["task", "model", "reason", "count"])
+        folder / "exclusions.csv", pd.DataFrame(results.exclusions, columns=["task", "model", "reason", "count"])
     )
+    write_json(folder / OUTPUT_MARKER, _jsonable(summary))
+    figures = plots.write_all(results, folder / "plots") if settings.plots else []
+    write_text(folder / "comparison.md", report.section(summary, figures))
+
+
+def run_compare(
+    irt: list[tuple[str | None, Path]],
+    trials_path: Path,
+    runs_path: Path,
+    models_path: Path,
+    out: Path,
+    settings: Settings,
+) -> dict[str, object]:
+    """The whole `levante-tasks compare` run; returns the JSON summary it wrote."""
+    target = check_out(out)
+    clean_stale(target.parent)
+    records, record_counts = read_records(models_path)
+    trials = read_trials(trials_path)
+    run_counts: Counter = Counter()
+    runs = read_runs(runs_path, run_counts)
+    if not set(runs["run_id"]) & set(trials["run_id"]):
+        raise LevanteError(
+            f"{runs_path.name}: shares no run_id with {trials_path.name} (children's ages cannot be joined)"
+        )
+    loaded = [(task, m) for task, path in irt for m in read_irt(path)]
+    by_task = assign_tasks(loaded, records, trials)
+    results = Results()
+    results.count(record_counts + run_counts)
+    known_uids = set().union(*(set(m.items["item_uid"]) for m in by_task.values()))
+    results.count(
+        Counter(
+            trials_item_not_in_irt=int((~trials["item_uid"].isin(known_uids)).sum()),
+            records_task_without_irt_model=int((~records["task"].isin(by_task)).sum()),
+        )
+    )
+    for task in sorted(by_task):
+        compare_task(task, by_task[task], records, trials, runs, settings, results)
     summary = {
         "conventions": conv.conventions(),
         "settings": {
@@ -345,9 +398,13 @@ def run_compare(
         "tasks": results.tasks,
         "exclusions": results.exclusions,
     }
-    write_json(out / "comparison.json", _jsonable(summary))
-    figures = plots.write_all(results, out / "plots") if settings.plots else []
-    write_text(out / "comparison.md", report.section(summary, figures))
+    try:
+        with staged_dir(target) as staging:
+            write_outputs(staging, results, summary, settings)
+    except OSError as exc:
+        problem = describe_os_error(OSError(exc.errno, exc.strerror))
+        kept = "" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else " (nothing was replaced)"
+        raise LevanteError(f"{display_path(out)}: {problem}{kept}") from None
     return summary
 
 

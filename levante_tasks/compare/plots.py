@@ -87,6 +87,7 @@ def theta_on_children(results: Results, folder: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(6.5, 3.5))
         ax.hist(part["theta"], bins=30, color="0.75", label="children (calibration theta)")
         models = thetas[(thetas["task"] == task) & thetas["is_reference"]] if len(thetas) else thetas
+        models = models[np.isfinite(models["theta"].astype(float))] if len(models) else models  # unscored: no line
         for i, row in enumerate(models.itertuples()):
             color = f"C{i % 10}"
             ax.axvline(row.theta, color=color, label=f"{row.model}: {row.theta:.2f} (SE {row.se:.2f})")

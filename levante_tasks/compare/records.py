@@ -7,6 +7,7 @@ Each record gives a model's 0/1 `correct` and, when the model exposes them, `opt
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import re
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from levante_tasks.compare.tables import parse_correct, read_table, text_problem
 from levante_tasks.data.crosswalk import canonical_uid
 from levante_tasks.errors import LevanteError
 
@@ -51,6 +53,8 @@ def _model_name(path: Path) -> str:
             results = json.loads(candidate.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        if not isinstance(results, dict):
+            continue
         name = str(results.get("model_name") or "")
         if name.startswith(("/", "~", ".")) or "\\" in name or Path(name).is_absolute():
             name = str(results.get("model_name_sanitized") or Path(name).name)
@@ -76,7 +80,10 @@ def _record_row(record: dict, model: str, where: str) -> dict:
     missing = [k for k in ("item_uid", "task") if record.get(k) in (None, "")]
     if missing:
         raise LevanteError(f"{where}: record lacks {missing}")
-    correct = record.get("correct")
+    try:
+        correct = parse_correct(record.get("correct"))
+    except ValueError as exc:
+        raise LevanteError(f"{where}: {exc}") from None
     try:
         scores = parse_scores(record.get("option_scores"))
     except (TypeError, ValueError) as exc:
@@ -85,19 +92,28 @@ def _record_row(record: dict, model: str, where: str) -> dict:
         "model": str(record.get("model") or model),
         "task": str(record["task"]),
         "item_uid": canonical_uid(str(record["item_uid"])),
-        "correct": float(correct) if correct is not None and correct == correct else math.nan,
+        "correct": correct,
         "option_scores": scores,
     }
 
 
 def read_jsonl(path: Path, counts: Counter) -> list[dict]:
-    """Rows of one JSONL file: lmms-eval samples lines (record under `levante_item`) or bare records."""
+    """Rows of one JSONL file: lmms-eval samples lines (record under `levante_item`) or bare records.
+
+    Lines are decoded one by one so that a NUL or non-UTF-8 byte is reported with its line; a BOM is accepted.
+    """
     match = _SAMPLES.match(path.name)
     model_name = _model_name(path) if match else path.stem
     lmms_task = match.group("task") if match else path.stem
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8) :]
+            problem = text_problem(raw)
+            if problem:
+                raise LevanteError(f"{path.name}:{number}: {problem}")
+            line = raw.decode("utf-8")
             if not line.strip():
                 continue
             try:
@@ -114,12 +130,15 @@ def read_jsonl(path: Path, counts: Counter) -> list[dict]:
 
 
 def read_csv(path: Path) -> list[dict]:
-    """Rows of a tidy records CSV (model?, task, item_uid, correct, option_scores?)."""
-    table = pd.read_csv(path, dtype={"item_uid": str, "task": str, "model": str})
+    """Rows of a tidy records CSV (model?, task, item_uid, correct, option_scores?); errors name the row."""
+    table = read_table(path, "model records", dtype={"item_uid": str, "task": str, "model": str})
     missing = [c for c in ("task", "item_uid", "correct") if c not in table.columns]
     if missing:
         raise LevanteError(f"{path.name}: records CSV lacks columns {missing}")
-    return [_record_row(rec, path.stem, path.name) for rec in table.to_dict("records")]
+    return [
+        _record_row(rec, path.stem, f"{path.name}: row {pos}")
+        for pos, rec in enumerate(table.to_dict("records"), start=1)
+    ]
 
 
 def read_records(path: Path) -> tuple[pd.DataFrame, Counter]:

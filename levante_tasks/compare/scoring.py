@@ -16,9 +16,14 @@ def _eap(matrix: np.ndarray, params: pd.DataFrame, prior: GroupPrior) -> tuple[n
 
 
 def score_items(model: IrtModel, correct: pd.Series, prior: GroupPrior) -> tuple[float, float, int]:
-    """EAP (theta, se, n_items) of one respondent: `correct` maps item_uid -> 0/1; unknown uids ignored."""
+    """EAP (theta, se, n_items) of one respondent: `correct` maps item_uid -> 0/1; unknown uids ignored.
+
+    With no matched item the EAP would be the prior itself, not a measurement: theta and se are NaN then.
+    """
     items = model.first_instances()
     answered = correct[correct.index.isin(items.index)].astype(float)
+    if answered.empty:
+        return float("nan"), float("nan"), 0
     theta, se = _eap(answered.to_numpy()[None, :], items.loc[answered.index], prior)
     return float(theta[0]), float(se[0]), int(len(answered))
 

@@ -1,0 +1,130 @@
+"""Read the user's input files so that every problem is one line naming the file (and its line or row).
+
+Text is checked before pandas sees it (UTF-8; a leading BOM is accepted; a NUL byte is refused, since pandas
+would silently drop it); then empty files, malformed rows and text in numeric columns are user errors
+naming the file, never tracebacks. Rows are data rows counted from 1 after the header.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from levante_tasks.errors import LevanteError, os_error
+
+CHUNK = 1 << 20
+NEWLINE = b"\n"
+NUL = b"\0"
+TRUE_STRINGS = {"true", "t", "1", "1.0", "yes"}
+FALSE_STRINGS = {"false", "f", "0", "0.0", "no"}
+
+
+def text_problem(data: bytes) -> str | None:
+    """Why one line of bytes is not usable text (NUL byte, not UTF-8), or None; a leading BOM is fine."""
+    if NUL in data:
+        return "NUL byte (a binary or damaged file?)"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {data[exc.start]:#04x}); save the file as UTF-8"
+    return None
+
+
+def check_text(path: Path) -> None:
+    """Fail with `<file>:<line>: ...` at the first NUL byte or non-UTF-8 byte (read in chunks, any size)."""
+    line, carry = 1, b""
+    with open(path, "rb") as handle:
+        while True:
+            chunk = handle.read(CHUNK)
+            data = carry + chunk
+            nul = data.find(NUL)
+            if nul >= 0:
+                raise LevanteError(f"{path.name}:{line + data.count(NEWLINE, 0, nul)}: {text_problem(NUL)}")
+            try:
+                _, used = codecs.utf_8_decode(data, "strict", not chunk)
+            except UnicodeDecodeError as exc:
+                where = line + data.count(NEWLINE, 0, exc.start)
+                raise LevanteError(f"{path.name}:{where}: {text_problem(data[exc.start:exc.end])}") from None
+            line += data.count(NEWLINE, 0, used)
+            carry = data[used:]
+            if not chunk:
+                return
+
+
+def _first_line(exc: Exception) -> str:
+    """The first non-empty line of an exception message (pandas messages may span lines)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def read_table(path: Path, what: str, dtype: dict[str, type] | None = None) -> pd.DataFrame:
+    """A CSV file as a DataFrame; missing, unreadable, empty, non-UTF-8 or malformed files are user errors."""
+    if not path.exists():
+        raise LevanteError(f"{path}: {what} file not found")
+    if path.is_dir():
+        raise LevanteError(f"{path}: is a folder, expected a {what} CSV file")
+    try:
+        check_text(path)
+        return pd.read_csv(path, dtype=dtype, encoding="utf-8-sig")
+    except OSError as exc:
+        raise os_error(exc, f"reading the {what} file") from None
+    except pd.errors.EmptyDataError:
+        raise LevanteError(f"{path.name}: empty file (no header line)") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise LevanteError(f"{path.name}: malformed CSV ({_first_line(exc)})") from None
+
+
+def _cell(value: object) -> str:
+    """A cell value for a message, shortened."""
+    text = str(value)
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def numeric(table: pd.DataFrame, column: str, path: Path, key: str | None = None) -> pd.Series:
+    """`column` as floats: empty/NA cells stay NaN, any other text is an error naming the row and value."""
+    values = pd.to_numeric(table[column], errors="coerce")
+    bad = values.isna() & table[column].notna()
+    if bad.any():
+        pos = int(bad.to_numpy().nonzero()[0][0])
+        label = f" ({key} {table[key].iloc[pos]})" if key and key in table.columns else ""
+        raise LevanteError(
+            f"{path.name}: row {pos + 1}{label}: column {column} is not a number ({_cell(table[column].iloc[pos])})"
+        )
+    return values.astype(float)
+
+
+def parse_correct(value: object) -> float:
+    """1.0 / 0.0 from a bool, 0/1 number or true/false-like string; NaN when empty; ValueError otherwise."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return math.nan
+    if isinstance(value, bool):
+        return float(value)
+    text = str(value).strip().lower()
+    if text in TRUE_STRINGS:
+        return 1.0
+    if text in FALSE_STRINGS:
+        return 0.0
+    if text in ("", "na", "nan", "none", "null"):
+        return math.nan
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"correct is not 0/1 or true/false ({_cell(value)})") from None
+    if number not in (0.0, 1.0):
+        raise ValueError(f"correct must be 0 or 1, not {_cell(value)}")
+    return number
+
+
+def correct_column(table: pd.DataFrame, path: Path, missing: float = math.nan) -> list[float]:
+    """The `correct` column as 1.0/0.0 (`missing` for empty cells); other values name the file and row."""
+    out = []
+    for pos, value in enumerate(table["correct"]):
+        try:
+            parsed = parse_correct(value)
+        except ValueError as exc:
+            raise LevanteError(f"{path.name}: row {pos + 1}: {exc}") from None
+        out.append(missing if math.isnan(parsed) else parsed)
+    return out
