@@ -361,6 +361,18 @@ def test_tom_corpus_that_is_a_folder_is_one_line(tmp_path):
     assert staged_error(root, tmp_path) == [f"{CORPUS_RELPATH}: is a folder, expected a file"]
 
 
+@pytest.mark.parametrize(("content", "problem"), [
+    (b"", "empty file"),
+    (b"\xef\xbb\xbf\n\n", "empty file"),
+    (",".join(MANIFEST_COLUMNS).encode() + b'\nvocab,"' + b"a" * 200_000 + b'"\n',
+     "not a readable CSV (field larger than field limit (131072))"),
+])
+def test_bad_manifest_file_is_one_line(tmp_path, content, problem):
+    root = write_release(tmp_path / "rel")
+    (root / "manifest.csv").write_bytes(content)
+    assert staged_error(root, tmp_path) == [f"manifest.csv: {problem}"]
+
+
 def test_manifest_that_is_a_folder_is_one_line(tmp_path):
     root = write_release(tmp_path / "rel")
     (root / "manifest.csv").unlink()
