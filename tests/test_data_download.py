@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import shutil
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +15,7 @@ from xml.sax.saxutils import escape
 
 import pytest
 from data_helpers import write_release
+from PIL import Image
 
 from levante_tasks.data import sources
 from levante_tasks.data.mirror import sha256_file
@@ -22,9 +26,10 @@ NS = "http://doc.s3.amazonaws.com/2006-03-01"
 
 
 class FakeBucket(BaseHTTPRequestHandler):
-    """Serves `root` as bucket `bkt` with the GCS XML list API (2 keys per page) and object GETs."""
+    """Serves `root` as bucket `bkt` with the GCS XML list API (2 keys per page, with ETags) and object GETs."""
 
     root: Path
+    extra_keys: dict[str, int]  # keys listed (with a size) that have no file behind them
     truncate: dict[str, int]  # key -> how many more GETs of it send only half of the bytes
     gets: Counter
 
@@ -54,7 +59,7 @@ class FakeBucket(BaseHTTPRequestHandler):
         prefix = query.get("prefix", [""])[0]
         delimiter = query.get("delimiter", [None])[0]
         keys = sorted(p.relative_to(self.root).as_posix() for p in self.root.rglob("*") if p.is_file())
-        keys = [k for k in keys if k.startswith(prefix)]
+        keys = [k for k in sorted([*keys, *self.extra_keys]) if k.startswith(prefix)]
         start = int(query.get("continuation-token", ["0"])[0])
         body = [f'<ListBucketResult xmlns="{NS}">']
         if delimiter:
@@ -63,8 +68,12 @@ class FakeBucket(BaseHTTPRequestHandler):
                 body.append(f"<CommonPrefixes><Prefix>{escape(common)}</Prefix></CommonPrefixes>")
         else:
             for key in keys[start:start + 2]:
-                size = (self.root / key).stat().st_size
-                body.append(f"<Contents><Key>{escape(key)}</Key><Size>{size}</Size></Contents>")
+                if key in self.extra_keys:
+                    size, etag = self.extra_keys[key], "0"
+                else:
+                    size = (self.root / key).stat().st_size
+                    etag = hashlib.md5((self.root / key).read_bytes()).hexdigest()
+                body.append(f'<Contents><Key>{escape(key)}</Key><Size>{size}</Size><ETag>"{etag}"</ETag></Contents>')
             if start + 2 < len(keys):
                 body.append(f"<NextContinuationToken>{start + 2}</NextContinuationToken>")
         body.append("</ListBucketResult>")
@@ -82,13 +91,19 @@ def bucket(tmp_path, monkeypatch):
     root = tmp_path / "bucket"
     write_release(root / "corpus_data", version="2026-01-01")
     write_release(root / "corpus_data", version="2026-02-01")
-    handler = type("Handler", (FakeBucket,), {"root": root, "truncate": {}, "gets": Counter()})
+    handler = type("Handler", (FakeBucket,), {"root": root, "truncate": {}, "gets": Counter(), "extra_keys": {}})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield handler, f"http://127.0.0.1:{server.server_address[1]}/bkt/corpus_data"
     server.shutdown()
     server.server_close()
+
+
+def _png(red: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), (red, 0, 0)).save(buffer, format="PNG")
+    return buffer.getvalue()
 
 
 def _partials(root: Path) -> list[Path]:
@@ -155,3 +170,42 @@ def test_offline_rebuild_from_locked_mirror(bucket, tmp_path):
     dead = "http://127.0.0.1:9/bkt/corpus_data"  # nothing listens on the discard port
     result = prepare(dead, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
     assert result.version == "2026-01-01" and result.fetched == 0
+
+
+def test_same_size_change_in_the_bucket_is_refetched(bucket, tmp_path):
+    handler, url = bucket
+    prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    source = handler.root / "corpus_data/2026-01-01/visual/vocab/dog.png"
+    old = source.read_bytes()
+    new = next(body for body in map(_png, range(256)) if len(body) == len(old) and body != old)
+    source.write_bytes(new)  # same size, new bytes: only the ETag tells
+    result = prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    assert result.fetched == 1 and result.rebuilt
+    assert handler.gets["corpus_data/2026-01-01/visual/vocab/dog.png"] == 2
+    assert (tmp_path / "data/2026-01-01/release/visual/vocab/dog.png").read_bytes() == new
+
+
+def test_unsafe_key_in_the_listing_is_refused(bucket, tmp_path):
+    handler, url = bucket
+    handler.extra_keys["corpus_data/2026-01-01/../../escape.txt"] = 3
+    with pytest.raises(LevanteError, match=r"^\.\./\.\./escape\.txt: unsafe path in the release listing \(refused\)$"):
+        prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    assert not list(tmp_path.rglob("escape.txt"))
+
+
+def test_offline_with_a_damaged_mirror_is_one_line(bucket, tmp_path):
+    _, url = bucket
+    prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    (tmp_path / "data/2026-01-01/release/visual/vocab/cat.png").write_bytes(b"damaged")
+    dead = "http://127.0.0.1:9/bkt/corpus_data"
+    with pytest.raises(LevanteError, match=r"^2026-01-01/visual/vocab/cat.png: missing or changed in the local mirror, "
+                                           r"and the release source is unreachable$"):
+        prepare(dead, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+
+
+def test_version_gone_from_a_reachable_bucket_is_an_error_not_offline(bucket, tmp_path):
+    handler, url = bucket
+    prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+    shutil.rmtree(handler.root / "corpus_data/2026-01-01")
+    with pytest.raises(LevanteError, match=r"version '2026-01-01' not found in the release \(found: 2026-02-01\)"):
+        prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)

@@ -33,7 +33,7 @@ MANIFEST = "manifest.csv"
 _NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOTSUP}
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: str | os.PathLike[str]) -> str:
     """Hex sha256 of a file's bytes."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -59,27 +59,27 @@ def file_entry(path: Path, sha256: str) -> dict[str, Any]:
 
 def scan_files(root: Path) -> dict[str, os.stat_result | None]:
     """Every non-hidden entry below `root` (relpath -> lstat, None for anything but a plain file); raises on
-    an unreadable folder instead of skipping it."""
+    an unreadable folder instead of skipping it. String paths and scandir: this runs on every `prepare`."""
     found: dict[str, os.stat_result | None] = {}
     if not root.is_dir():
         return found
-
-    def fail(exc: OSError) -> None:
-        raise exc
-
-    for folder, dirs, names in os.walk(root, onerror=fail):
-        here = Path(folder)
-        for name in [d for d in dirs if not d.startswith(".") and (here / d).is_symlink()]:
-            found[(here / name).relative_to(root).as_posix()] = None
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in names:
-            if not name.startswith("."):
-                info = os.lstat(here / name)
-                found[(here / name).relative_to(root).as_posix()] = info if stat.S_ISREG(info.st_mode) else None
+    pending = [(os.fspath(root), "")]
+    while pending:
+        folder, prefix = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                rel = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, rel + "/"))
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                found[rel] = info if stat.S_ISREG(info.st_mode) else None
     return found
 
 
-def intact(path: Path, info: os.stat_result | None, entry: dict[str, Any], verify: bool) -> bool:
+def intact(path: str | os.PathLike[str], info: os.stat_result | None, entry: dict[str, Any], verify: bool) -> bool:
     """Whether a local file still holds the content `entry` records: same size and mtime (or same hash)."""
     if info is None or info.st_size != entry.get("size"):
         return False
@@ -132,12 +132,13 @@ def plan_mirror(source: LocalSource | HttpSource | None, version: str, release: 
     if MANIFEST not in {remote.relpath for remote in listing}:
         raise LevanteError(f"{version}/{MANIFEST}: missing from the release")
     present = scan_files(release)
+    release_text = os.fspath(release)
     files: dict[str, dict[str, Any]] = {}
     fetch: list[RemoteFile] = []
     for remote in listing:
         entry = locked.get(remote.relpath)
         if (entry is not None and _source_unchanged(source, version, remote, entry, verify)
-                and intact(release / remote.relpath, present.get(remote.relpath), entry, verify)):
+                and intact(os.path.join(release_text, remote.relpath), present.get(remote.relpath), entry, verify)):
             info = present[remote.relpath]
             files[remote.relpath] = {"sha256": entry["sha256"], "size": info.st_size, "mtime_ns": info.st_mtime_ns,
                                      **({"source_stamp": remote.stamp} if remote.stamp else {})}

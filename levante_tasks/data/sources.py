@@ -86,37 +86,40 @@ class LocalSource:
         """Whether `<base>/<version>/` exists (with or without a manifest)."""
         return not version.startswith(".") and (self.base / version).is_dir()
 
-    def _show(self, version: str, path: Path) -> str:
-        rel = path.relative_to(self.base / version).as_posix()
-        return version if rel == "." else f"{version}/{rel}"
-
     def files(self, version: str) -> list[RemoteFile]:
         root = self.base / version
         if not root.is_dir():
             raise LevanteError(f"{version}: no such version in the release base (found: {', '.join(self.versions())})")
-        real_root = root.resolve()
-
-        def unlistable(exc: OSError) -> None:
-            where = self._show(version, Path(exc.filename)) if exc.filename else version
-            raise LevanteError(f"{where}: {problem_text(exc)} (cannot list this release folder)") from exc
-
+        real_root = os.path.realpath(root)
         found = []
-        for folder, dirs, names in os.walk(root, onerror=unlistable):
-            here = Path(folder)
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for name in dirs:
-                if (here / name).is_symlink():
-                    raise LevanteError(f"{self._show(version, here / name)}: symlinked folder (refused)")
-            for name in sorted(n for n in names if not n.startswith(".")):
-                path = here / name
-                if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(real_root):
-                    raise LevanteError(f"{self._show(version, path)}: symlink to outside the release (refused)")
+        pending = [(os.fspath(root), "")]
+        while pending:
+            folder, prefix = pending.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
+            except OSError as exc:
+                where = f"{version}/{prefix.rstrip('/')}" if prefix else version
+                raise LevanteError(f"{where}: {problem_text(exc)} (cannot list this release folder)") from exc
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                rel = prefix + entry.name
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if os.path.isdir(target):
+                        raise LevanteError(f"{version}/{rel}: symlinked folder (refused)")
+                    if os.path.commonpath([real_root, target]) != real_root:
+                        raise LevanteError(f"{version}/{rel}: symlink to outside the release (refused)")
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, rel + "/"))
+                    continue
                 try:
-                    info = path.stat()
+                    info = entry.stat()
                 except OSError as exc:
-                    raise self._read_error(version, path.relative_to(root).as_posix(), exc) from exc
+                    raise self._read_error(version, rel, exc) from exc
                 if stat.S_ISREG(info.st_mode):
-                    found.append(RemoteFile(path.relative_to(root).as_posix(), info.st_size, str(info.st_mtime_ns)))
+                    found.append(RemoteFile(rel, info.st_size, str(info.st_mtime_ns)))
         return sorted(found, key=lambda f: f.relpath)
 
     def _read_error(self, version: str, relpath: str, exc: OSError) -> LevanteError:
