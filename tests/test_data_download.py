@@ -209,3 +209,10 @@ def test_version_gone_from_a_reachable_bucket_is_an_error_not_offline(bucket, tm
     shutil.rmtree(handler.root / "corpus_data/2026-01-01")
     with pytest.raises(LevanteError, match=r"version '2026-01-01' not found in the release \(found: 2026-02-01\)"):
         prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)
+
+
+def test_bucket_version_without_manifest(bucket, tmp_path):
+    handler, url = bucket
+    (handler.root / "corpus_data/2026-01-01/manifest.csv").unlink()
+    with pytest.raises(LevanteError, match=r"^2026-01-01/manifest.csv: missing from the release$"):
+        prepare(url, "2026-01-01", str(tmp_path / "data"), strict=True, progress=False)

@@ -25,8 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument("--lenient", dest="strict", action="store_false",
                       help="drop bad items and count them in dataset.json")
     parser.add_argument("--allow-empty-tasks", action="store_true",
-                        help="with --lenient: keep going when every item of a task was dropped (the task gets no "
-                             "dataset); without it that is an error")
+                        help="keep going when all manifest rows of a task were dropped or excluded (that task gets "
+                             "no dataset); without it that is an error")
     parser.add_argument("--verify", action="store_true",
                         help="re-hash every mirror, dataset (and local release) file instead of trusting size and "
                              "modification time; rebuild what does not match")

@@ -194,7 +194,7 @@ class HttpSource:
         return merged
 
     def has_folder(self, version: str) -> bool:
-        """Bucket prefixes exist only through their files, so every listed version is a folder; nothing more."""
+        """Always False: `versions()` already lists every prefix; one without manifest.csv fails when listed."""
         return False
 
     def versions(self) -> list[str]:
