@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "levante_tasks.lmms_patch.cli",
     "levante_tasks.synth.cli",
     "levante_tasks.demo",
+    "levante_tasks.l0.cli",
 ]
 
 

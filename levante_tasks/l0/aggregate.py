@@ -1,0 +1,99 @@
+"""Across-document metrics: majority vote over k voters and the unbiased pass@k (Chen et al. 2021).
+
+Each document returns a vote record `{item_id, voter, key, correct, steps, total}` (see `vote_record`).
+Majority@k: the records of voters 0..k-1 of a program vote by `key`; the key with most votes wins, a tie goes to
+the key whose first vote comes from the lowest voter id; the winner scores as the lowest-id voter holding it.
+Programs missing any of those k voters are skipped (as in L0-Bench). pass@k uses all n voters of a program with
+c correct: 1 - C(n-c, k) / C(n, k); programs with n < k are skipped. Means are over programs; NaN if none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from levante_tasks.l0.scoring import Score
+
+
+def vote_record(item_id: str, voter: int, score: Score) -> dict[str, Any]:
+    """The per-document record the aggregations read (the key is a short hash of the vote string)."""
+    key = hashlib.sha256(score.vote_key.encode("utf-8")).hexdigest()[:16]
+    return {"item_id": item_id, "voter": voter, "key": key, "correct": int(score.correct), "steps": score.steps,
+            "total": score.total}
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n attempts with c correct: 1 - C(n-c, k) / C(n, k) (1.0 when n - c < k)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def by_item(records: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Records grouped by program, each group sorted by voter id (a repeated voter keeps its first record)."""
+    groups: dict[str, dict[int, Mapping[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(record["item_id"], {}).setdefault(int(record["voter"]), record)
+    return {item: [voters[v] for v in sorted(voters)] for item, voters in groups.items()}
+
+
+def majority(records: Sequence[Mapping[str, Any]], k: int) -> Mapping[str, Any] | None:
+    """The winning record among voters 0..k-1 of one program (records sorted by voter), or None if any is missing."""
+    voters = [r for r in records if int(r["voter"]) < k]
+    if len(voters) != k:
+        return None
+    counts: dict[str, int] = {}
+    first: dict[str, Mapping[str, Any]] = {}
+    for record in voters:
+        counts[record["key"]] = counts.get(record["key"], 0) + 1
+        first.setdefault(record["key"], record)
+    best = max(counts.values())
+    winner = next(key for key in first if counts[key] == best)  # dict order = order of first votes
+    return first[winner]
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def majority_accuracy(records: Iterable[Mapping[str, Any]], k: int) -> float:
+    """Share of programs whose majority@k answer is a correct trace."""
+    winners = [majority(group, k) for group in by_item(records).values()]
+    return _mean([float(w["correct"]) for w in winners if w is not None])
+
+
+def majority_steps(records: Iterable[Mapping[str, Any]], k: int) -> float:
+    """Mean steps to first error of the majority@k answers."""
+    winners = [majority(group, k) for group in by_item(records).values()]
+    return _mean([float(w["steps"]) for w in winners if w is not None])
+
+
+def mean_pass_at_k(records: Iterable[Mapping[str, Any]], k: int) -> float:
+    """pass@k averaged over programs with at least k voters."""
+    groups = [g for g in by_item(records).values() if len(g) >= k]
+    return _mean([pass_at_k(len(g), sum(int(r["correct"]) for r in g), k) for g in groups])
+
+
+# lmms-eval aggregations (a YAML names a zero-argument-k callable); add a k by adding three lines.
+def maj_at_5_acc(records: list[Mapping[str, Any]]) -> float:
+    """Majority@5 whole-trace accuracy."""
+    return majority_accuracy(records, 5)
+
+
+def maj_at_5_steps(records: list[Mapping[str, Any]]) -> float:
+    """Majority@5 steps to first error."""
+    return majority_steps(records, 5)
+
+
+def pass_at_5(records: list[Mapping[str, Any]]) -> float:
+    """Mean unbiased pass@5."""
+    return mean_pass_at_k(records, 5)
+
+
+def total(values: list[float]) -> int:
+    """Sum of per-document 0/1 flags: how many documents had the property (parse failures)."""
+    return int(sum(values))

@@ -1,0 +1,132 @@
+"""A generated L0 dataset on disk: `manifest.json`, `programs.jsonl` (generate) and `fewshots.jsonl` (augment).
+
+Both steps build the folder in a staging sibling and swap it in whole, so a failed or killed run leaves the old
+folder as it was. The manifest records the config, its sha256, the grammar text, the Python version and the
+sha256 of each data file; reading checks those hashes, so an edited or truncated file is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import shutil
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.atomic import clean_stale, staged_dir
+from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.l0.config import ConfigError, GenConfig, from_mapping
+from levante_tasks.l0.dataset import Generated
+from levante_tasks.l0.grammar import GRAMMAR
+
+SCHEMA = 1
+MANIFEST = "manifest.json"
+PROGRAMS = "programs.jsonl"
+FEWSHOTS = "fewshots.jsonl"
+
+
+def jsonl_text(rows: list[dict[str, Any]]) -> str:
+    """One compact JSON object per line (stable bytes: key order as built, ASCII escapes off)."""
+    return "".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in rows)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write(folder: Path, name: str, text: str) -> str:
+    data = text.encode("utf-8")
+    (folder / name).write_bytes(data)
+    return _sha256(data)
+
+
+def _manifest_text(manifest: dict[str, Any]) -> str:
+    return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_generated(out_dir: Path, config: GenConfig, generated: Generated) -> None:
+    """Replace `out_dir` by a folder holding the manifest and the test programs (no demonstrations yet)."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(out_dir.parent)
+    with staged_dir(out_dir) as staging:
+        digest = _write(staging, PROGRAMS, jsonl_text(generated.items))
+        manifest = {
+            "schema": SCHEMA,
+            "generator": "levante-tasks l0 generate",
+            "python": platform.python_version(),
+            "config": config.to_dict(),
+            "config_sha256": config.sha256(),
+            "grammar": GRAMMAR,
+            "stats": generated.stats,
+            "files": {PROGRAMS: digest},
+        }
+        _write(staging, MANIFEST, _manifest_text(manifest))
+
+
+def write_augmented(data_dir: Path, manifest: dict[str, Any], pools: list[dict[str, Any]], dropped: list[str]) -> None:
+    """Replace `data_dir` by a copy with `fewshots.jsonl` and the manifest's `augment` section added."""
+    clean_stale(data_dir.parent)
+    with staged_dir(data_dir) as staging:
+        shutil.copyfile(data_dir / PROGRAMS, staging / PROGRAMS)
+        digest = _write(staging, FEWSHOTS, jsonl_text(pools))
+        manifest = {**manifest, "files": {**manifest["files"], FEWSHOTS: digest},
+                    "augment": {"python": platform.python_version(), "programs": len(pools), "dropped": dropped}}
+        _write(staging, MANIFEST, _manifest_text(manifest))
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        hint = "run `levante-tasks l0 augment`" if path.name == FEWSHOTS else "run `levante-tasks l0 generate`"
+        raise LevanteError(f"{display_path(path)}: no such file ({hint})") from None
+    except OSError as exc:
+        raise os_error(exc) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LevanteError(f"{display_path(path)}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_manifest(data_dir: Path) -> dict[str, Any]:
+    """The manifest, checked for the fields readers rely on."""
+    path = data_dir / MANIFEST
+    try:
+        manifest = json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise LevanteError(f"{display_path(path)}: invalid JSON ({exc.msg}, line {exc.lineno})") from None
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or manifest.get("schema") != SCHEMA:
+        raise LevanteError(f"{display_path(path)}: not an L0 dataset manifest (schema {SCHEMA})")
+    return manifest
+
+
+def manifest_config(data_dir: Path, manifest: dict[str, Any]) -> GenConfig:
+    """The generator config recorded in the manifest."""
+    try:
+        return from_mapping(manifest.get("config"))
+    except ConfigError as exc:
+        raise LevanteError(f"{display_path(data_dir / MANIFEST)}: config: {exc}") from None
+
+
+def read_rows(data_dir: Path, manifest: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The rows of one data file, after checking its sha256 against the manifest."""
+    path = data_dir / name
+    expected = manifest["files"].get(name)
+    if expected is None:
+        hint = "run `levante-tasks l0 augment`" if name == FEWSHOTS else "regenerate it"
+        raise LevanteError(f"{display_path(data_dir / MANIFEST)}: lists no {name} ({hint})")
+    text = _read_text(path)
+    if _sha256(text.encode("utf-8")) != expected:
+        raise LevanteError(f"{display_path(path)}: does not match its sha256 in {MANIFEST} (edited or damaged)")
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise LevanteError(f"{display_path(path)}: line {number}: invalid JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or "id" not in row:
+            raise LevanteError(f"{display_path(path)}: line {number}: expected an object with an id")
+        rows.append(row)
+    return rows

@@ -1,0 +1,125 @@
+"""The lmms-eval side of the `l0_trace` tasks: a task class that builds its documents, and the doc hooks.
+
+Documents come from `$LEVANTE_L0_DATA` (a folder written by `levante-tasks l0 generate` + `augment`), else they
+are generated in memory from `configs/default.yaml` (deterministic, a few seconds, once per process). The task
+YAML says which bin it holds (`metadata.l0.bin`). Chat models get a chat-style task, as for the LEVANTE tasks.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import datasets
+from lmms_eval.api.task import ConfigurableMessagesTask, ConfigurableTask
+
+from levante_tasks.errors import LevanteError
+from levante_tasks.harness.lmms_task import _requested_task_class
+from levante_tasks.l0 import aggregate, dataset, prompt, store
+from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
+from levante_tasks.l0.scoring import score_response
+
+DATA_ENV = "LEVANTE_L0_DATA"
+
+
+class DataUnavailable(SystemExit):
+    """Stops an lmms-eval run with one line (lmms-eval turns other exceptions into a traceback and exit 0)."""
+
+
+@functools.lru_cache(maxsize=2)
+def _all_docs(data_dir: str | None) -> tuple[str, tuple[dict[str, Any], ...]]:
+    """(where the documents came from, every document) for a data folder, or for the default config."""
+    if data_dir is None:
+        config = load_config(DEFAULT_CONFIG)
+        items = dataset.generate(config).items
+        pools, _ = dataset.augment(items, config)
+        return "the default config", tuple(prompt.build_docs(items, pools, config))
+    folder = Path(data_dir)
+    manifest = store.read_manifest(folder)
+    config = store.manifest_config(folder, manifest)
+    items = store.read_rows(folder, manifest, store.PROGRAMS)
+    pools = store.read_rows(folder, manifest, store.FEWSHOTS)
+    return f"${DATA_ENV}", tuple(prompt.build_docs(items, pools, config))
+
+
+def load_bin_docs(bin_number: int) -> list[dict[str, Any]]:
+    """The documents of one bin, in (program, voter) order."""
+    source, docs = _all_docs(os.environ.get(DATA_ENV) or None)
+    selected = [dict(doc) for doc in docs if doc["bin"] == bin_number]
+    if not selected:
+        raise LevanteError(f"bin {bin_number} has no programs in {source} (see the bin counts in its manifest)")
+    return selected
+
+
+class _L0Data:
+    """Mixin: replace lmms-eval's dataset download with the L0 documents of the YAML's bin."""
+
+    config: Any
+
+    def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
+        config = {k: v for k, v in (config or {}).items() if k != "class"}
+        super().__init__(config=config, **kwargs)  # type: ignore[call-arg]
+
+    def download(self, dataset_kwargs: dict | None = None) -> None:
+        spec = (self.config.metadata or {}).get("l0") or {}
+        try:
+            docs = load_bin_docs(int(spec["bin"]))
+        except (LevanteError, KeyError, TypeError, ValueError) as exc:
+            raise DataUnavailable(f"{self.config.task}: {exc}") from None
+        self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(docs)})
+        self.dataset_no_image = self.dataset
+
+
+class L0TraceMessagesTask(_L0Data, ConfigurableMessagesTask):
+    """The task as lmms-eval builds it for chat models."""
+
+
+class L0TraceTask(_L0Data, ConfigurableTask):
+    """The task for simple models; builds an `L0TraceMessagesTask` when lmms-eval asked for a chat task."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        requested = _requested_task_class()
+        if cls is L0TraceTask and requested is not None and issubclass(requested, ConfigurableMessagesTask):
+            return L0TraceMessagesTask(*args, **kwargs)
+        return super().__new__(cls)
+
+
+def doc_to_visual(doc: Mapping[str, Any]) -> list[Any]:
+    """Text-only task: no images."""
+    return []
+
+
+def doc_to_text(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> str:
+    """The rendered L0 prompt."""
+    return doc["prompt"]
+
+
+def doc_to_target(doc: Mapping[str, Any]) -> str:
+    """The target trace, one line per step."""
+    return doc["target"]
+
+
+def _text(result: Any) -> str:
+    """The generated text, whatever wrapper lmms-eval used (str, GenerationResult, (str, dict))."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, (tuple, list)) and result and isinstance(result[0], str):
+        return result[0]
+    return str(getattr(result, "text", result))
+
+
+def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
+    """Per-document metrics and the vote record that the majority / pass@k aggregations read."""
+    score = score_response(_text(results[0]), doc["target"])
+    record = aggregate.vote_record(doc["item_id"], int(doc["voter"]), score)
+    return {
+        "l0_trace_acc": float(score.correct),
+        "l0_steps": float(score.steps),
+        "l0_parse_failures": float(score.parse_failed),
+        "l0_maj_at_5_acc": record,
+        "l0_maj_at_5_steps": record,
+        "l0_pass_at_5": record,
+    }

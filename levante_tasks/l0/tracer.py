@@ -1,0 +1,161 @@
+"""Execution traces of L0 programs, recorded by calls the tracer inserts into the program's syntax tree.
+
+Why not `sys.settrace`: line events and the bytecode that tells which variable a line stores differ between
+CPython versions (see docs/l0.md). Instrumenting the AST records the same events on every Python >= 3.10: after
+each assignment the assigned variable, after each `.append`/`.pop` the list, and a bare event for `if`, each
+`while` test and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces removed) or `L<line>,`.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+FUNCTION_NAME = "function"
+LIST_METHODS = ("append", "pop")
+_EVENT = "_l0_event"  # _l0_event(line) or _l0_event(line, name, value)
+_TEST = "_l0_test"  # _l0_test(line, condition) -> condition: one event per evaluation of a `while` test
+_RESERVED_PREFIX = "_l0"
+_RESERVED = re.compile(rf"\b{_RESERVED_PREFIX}\w*")
+
+
+class ProgramError(ValueError):
+    """The source is not an L0 program: one `def function(...)` made of the supported statements only."""
+
+
+class _StepLimit(BaseException):
+    """Raised inside the traced program when the trace is full (a BaseException: program code cannot catch it)."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The target lines of one run; `truncated` when the run was stopped after `max_steps` lines."""
+
+    lines: tuple[str, ...]
+    truncated: bool
+
+
+def render_value(value: object) -> str:
+    """A value as trace lines show it: `str` with every space removed (`[1, 2]` -> `[1,2]`)."""
+    return str(value).replace(" ", "")
+
+
+def _at(line: int) -> dict[str, int]:
+    """Source position keywords for a node the tracer adds (it belongs to `line`)."""
+    return {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
+
+
+def _call(name: str, line: int, *args: ast.expr) -> ast.Call:
+    func = ast.Name(id=name, ctx=ast.Load(), **_at(line))
+    return ast.Call(func=func, args=[ast.Constant(line, **_at(line)), *args], keywords=[], **_at(line))
+
+
+def _event(line: int, *named: ast.expr) -> ast.stmt:
+    return ast.Expr(value=_call(_EVENT, line, *named), **_at(line))
+
+
+def _named_event(line: int, name: str) -> ast.stmt:
+    return _event(line, ast.Constant(name, **_at(line)), ast.Name(id=name, ctx=ast.Load(), **_at(line)))
+
+
+def _list_call(node: ast.stmt) -> str | None:
+    """The list name of a `<name>.append(...)` / `<name>.pop(...)` statement, else None."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return None
+    func = node.value.func
+    if isinstance(func, ast.Attribute) and func.attr in LIST_METHODS and isinstance(func.value, ast.Name):
+        return func.value.id
+    return None
+
+
+def _instrument_block(body: list[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for node in body:
+        line = node.lineno
+        if isinstance(node, ast.Assign):
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                raise ProgramError(f"line {line}: only `<name> = <expression>` assignments are supported")
+            out += [node, _named_event(line, node.targets[0].id)]
+        elif _list_call(node) is not None:
+            out += [node, _named_event(line, _list_call(node))]
+        elif isinstance(node, ast.If) and not node.orelse:
+            block = ast.If(test=node.test, body=_instrument_block(node.body), orelse=[])
+            out += [_event(line), ast.copy_location(block, node)]
+        elif isinstance(node, ast.While) and not node.orelse:
+            test = _call(_TEST, line, node.test)
+            out.append(ast.copy_location(ast.While(test=test, body=_instrument_block(node.body), orelse=[]), node))
+        elif isinstance(node, ast.Return):
+            out += [_event(line), node]
+        else:
+            raise ProgramError(f"line {line}: unsupported statement `{type(node).__name__}`")
+    return out
+
+
+def parse_program(source: str) -> tuple[ast.Module, list[str]]:
+    """Parse and check an L0 program; returns the instrumented module and the parameter names in order."""
+    reserved = _RESERVED.search(source)
+    if reserved:
+        raise ProgramError(f"`{reserved.group()}`: names starting with {_RESERVED_PREFIX} are reserved for the tracer")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ProgramError(f"line {exc.lineno}: {exc.msg}") from None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or tree.body[0].name != FUNCTION_NAME:
+        raise ProgramError(f"expected exactly one `def {FUNCTION_NAME}(...)`")
+    func = tree.body[0]
+    args = func.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults or func.decorator_list:
+        raise ProgramError(f"line {func.lineno}: parameters must be plain names")
+    func.body = _instrument_block(func.body)
+    return tree, [a.arg for a in args.args]
+
+
+class _Recorder:
+    """Collects trace lines for one run and stops the run once `max_steps` lines are recorded."""
+
+    def __init__(self, max_steps: int) -> None:
+        self.lines: list[str] = []
+        self.max_steps = max_steps
+
+    def event(self, line: int, *named: Any) -> None:
+        if len(self.lines) >= self.max_steps:
+            raise _StepLimit
+        self.lines.append(f"L{line}," + (f"{named[0]}:{render_value(named[1])}" if named else ""))
+
+    def test(self, line: int, condition: Any) -> Any:
+        self.event(line)
+        return condition
+
+
+class TracedProgram:
+    """An L0 program compiled once with its trace calls, run on any number of inputs."""
+
+    def __init__(self, source: str) -> None:
+        tree, self.params = parse_program(source)
+        self.source = source
+        self._code = compile(tree, "<l0-program>", "exec")
+
+    def run(self, inputs: Mapping[str, Any], max_steps: int) -> Trace | None:
+        """The trace on `inputs` (copied: the caller's lists are not changed), or None if the program raises."""
+        if sorted(inputs) != sorted(self.params):
+            raise ProgramError(f"inputs {list(inputs)} do not match the parameters {self.params}")
+        recorder = _Recorder(max_steps)
+        namespace: dict[str, Any] = {"__builtins__": {}, _EVENT: recorder.event, _TEST: recorder.test}
+        exec(self._code, namespace)
+        function: Callable[..., Any] = namespace[FUNCTION_NAME]
+        try:
+            function(**copy.deepcopy(dict(inputs)))
+        except _StepLimit:
+            return Trace(tuple(recorder.lines), truncated=True)
+        except Exception:
+            return None
+        return Trace(tuple(recorder.lines), truncated=False)
+
+
+def trace_program(source: str, inputs: Mapping[str, Any], max_steps: int) -> Trace | None:
+    """One-shot convenience: compile `source` and trace it on `inputs`."""
+    return TracedProgram(source).run(inputs, max_steps)
