@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,6 +196,17 @@ def test_empty_out_folder_is_used(inputs: Inputs, tmp_path: Path) -> None:
     out = tmp_path / "empty"
     out.mkdir()
     assert "comparison.json" in good_output(inputs, out, "--no-plots")
+
+
+def test_symlinked_out_is_replaced_at_its_target(inputs: Inputs, tmp_path: Path) -> None:
+    """A link to an earlier output stays a link; the folder it points to is the one swapped."""
+    real, link = tmp_path / "real", tmp_path / "link"
+    before = good_output(inputs, real, "--no-plots")
+    link.symlink_to(real, target_is_directory=True)
+    change_inputs(inputs)
+    after = good_output(inputs, link, "--no-plots")
+    assert link.is_symlink() and tree_snapshot(real) == after and after["items.csv"] != before["items.csv"]
+    assert leftovers(tmp_path) == []
 
 
 # ---------------------------------------------------------------- 9. impossible values
@@ -414,6 +427,20 @@ def test_text_in_mod2values_value_column_is_one_line(inputs: Inputs, tmp_path: P
     long.to_csv(inputs.irt, index=False)
     done = run_cli(inputs.args(tmp_path / "out"))
     assert_one_error(done, "item_params.csv", "value", "oops")
+
+
+def test_text_in_rds_model_vals_is_one_line(inputs: Inputs, tmp_path: Path) -> None:
+    """An rds whose model_vals `value` column holds text (written by R itself)."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        pytest.skip("Rscript not installed: cannot write an rds with a text value column")
+    rds = tmp_path / "record.rds"
+    code = ('saveRDS(list(model_vals = data.frame(group = "all", item = c("x-1", "x-1", "GROUP", "GROUP"), '
+            'name = c("a1", "d", "MEAN_1", "COV_11"), value = c("1", "oops", "0", "1"))), commandArgs(TRUE)[1])')
+    subprocess.run([rscript, "-e", code, str(rds)], check=True, capture_output=True)
+    inputs.irt = rds
+    done = run_cli(inputs.args(tmp_path / "out"))
+    assert_one_error(done, "record.rds", "value", "oops")
 
 
 def test_samples_line_with_text_correct_is_one_line(inputs: Inputs, tmp_path: Path) -> None:

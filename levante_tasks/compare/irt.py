@@ -141,6 +141,8 @@ def read_rds(path: Path) -> IrtModel:
     model_vals = slots.get("model_vals")
     if not isinstance(model_vals, pd.DataFrame):
         raise LevanteError(f"{path.name}: no model_vals slot (not a LEVANTE ModelRecord)")
+    if "value" in model_vals.columns:
+        model_vals = model_vals.assign(value=numeric(model_vals, "value", path, key="item"))
     group_names = slots.get("group_names")
     names = [str(g) for g in np.atleast_1d(group_names)] if group_names is not None else None
     items, groups = from_model_vals(model_vals, path.name, names)

@@ -309,10 +309,10 @@ def check_out(out: Path) -> Path:
         raise LevanteError(f"{display_path(out)}: exists and is not a folder; choose another --out")
     if target.is_dir():
         try:
-            entries = next(target.iterdir(), None)
+            first = next(target.iterdir(), None)
         except OSError as exc:
             raise os_error(exc, "checking --out") from None
-        if entries is not None and not (target / OUTPUT_MARKER).is_file():
+        if first is not None and not (target / OUTPUT_MARKER).is_file():
             raise LevanteError(
                 f"{display_path(out)}: not empty and holds no {OUTPUT_MARKER} (not an earlier compare output); "
                 "it is not replaced: choose another --out"
