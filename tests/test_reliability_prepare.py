@@ -122,6 +122,20 @@ def test_unreadable_source_folder_is_one_line_and_keeps_the_mirror(good):
     assert tree_snapshot(data) == before
 
 
+def test_unreadable_version_folder_is_one_line(good):
+    base, root, data = good
+    before = tree_snapshot(data)
+    os.chmod(root, 0)
+    try:
+        result = run_cli(cli_args(base, data), drop_dac=True)
+    finally:
+        os.chmod(root, 0o755)
+    assert result.returncode == 2
+    assert error_lines(result.stderr) == [
+        f"levante-tasks: error: {VERSION}/manifest.csv: permission denied (reading the release)"]
+    assert tree_snapshot(data) == before
+
+
 def test_unreadable_source_file_is_one_line(tmp_path):
     root = write_release(tmp_path / "rel")
     os.chmod(root / "visual/vocab/dog.png", 0)

@@ -80,11 +80,20 @@ class LocalSource:
         self.label = "local"
 
     def versions(self) -> list[str]:
-        return sorted(p.name for p in self.base.iterdir() if p.is_dir() and (p / "manifest.csv").exists())
+        return sorted(p.name for p in self.base.iterdir()
+                      if not p.name.startswith(".") and p.is_dir() and os.path.isfile(p / "manifest.csv"))
 
-    def has_folder(self, version: str) -> bool:
-        """Whether `<base>/<version>/` exists (with or without a manifest)."""
-        return not version.startswith(".") and (self.base / version).is_dir()
+    def manifest_problem(self, version: str) -> str | None:
+        """Why `<base>/<version>/` is no usable version though the folder exists; None when there is no folder."""
+        if version.startswith(".") or "/" in version or not (self.base / version).is_dir():
+            return None
+        try:
+            os.stat(self.base / version / "manifest.csv")
+        except FileNotFoundError:
+            return f"{version}/manifest.csv: missing from the release"
+        except OSError as exc:
+            return f"{version}/manifest.csv: {problem_text(exc)} (reading the release)"
+        return f"{version}/manifest.csv: not a file"
 
     def files(self, version: str) -> list[RemoteFile]:
         root = self.base / version
@@ -193,9 +202,9 @@ class HttpSource:
             merged.extend(list(page))
         return merged
 
-    def has_folder(self, version: str) -> bool:
-        """Always False: `versions()` already lists every prefix; one without manifest.csv fails when listed."""
-        return False
+    def manifest_problem(self, version: str) -> str | None:
+        """Always None: `versions()` lists every prefix; one without manifest.csv fails when its files are listed."""
+        return None
 
     def versions(self) -> list[str]:
         listing = self._list(self._key("") + "/" if self.prefix else "", "/")
@@ -276,8 +285,9 @@ def resolve_version(source: LocalSource | HttpSource, requested: str | None) -> 
     available = source.versions()
     if requested:
         if requested not in available:
-            if source.has_folder(requested):
-                raise LevanteError(f"{requested}/manifest.csv: missing from the release")
+            problem = source.manifest_problem(requested)
+            if problem:
+                raise LevanteError(problem)
             found = ", ".join(available) or "none"
             raise LevanteError(f"version {requested!r} not found in the release (found: {found})")
         return requested
