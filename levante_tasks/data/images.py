@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -19,10 +20,21 @@ def resolve_image(version_root: str | os.PathLike[str], relpath: str) -> Path:
 
 
 def open_image(version_root: str | os.PathLike[str], relpath: str) -> Image.Image:
-    """Open one referenced image as RGB (decoded now, so a corrupt file fails here, naming itself)."""
+    """Open one referenced image as RGB, decoded now, so a damaged file fails here, naming itself.
+
+    `verify()` first: lmms-eval sets `ImageFile.LOAD_TRUNCATED_IMAGES`, which makes a truncated file decode
+    silently as grey; verify still rejects it (and checks PNG chunk checksums). Pillow reports damage as
+    OSError, SyntaxError ("broken PNG file"), ValueError or EOFError.
+    """
     path = resolve_image(version_root, relpath)
     try:
-        with Image.open(path) as image:
+        data = path.read_bytes()
+        with Image.open(io.BytesIO(data)) as image:
+            image.verify()
+        with Image.open(io.BytesIO(data)) as image:
             return image.convert("RGB")
     except OSError as exc:
-        raise LevanteError(f"{relpath}: unreadable image ({exc.__class__.__name__})") from exc
+        problem = "permission denied" if isinstance(exc, PermissionError) else exc.__class__.__name__
+        raise LevanteError(f"{relpath}: unreadable image ({problem})") from None
+    except (SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
+        raise LevanteError(f"{relpath}: unreadable image ({exc.__class__.__name__})") from None

@@ -14,10 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from levante_tasks.data import paths
-from levante_tasks.errors import LevanteError
+from levante_tasks.data.build import ITEM_SCHEMA
+from levante_tasks.errors import LevanteError, describe_os_error
 from levante_tasks.harness import controls
 from levante_tasks.harness.options import gold_positions, letters_for, presented_order
 
@@ -25,26 +27,64 @@ VARIANTS = ("original", "blank", "shuffled")
 PREPARE_HINT = "run `levante-tasks prepare --release BASE --version VERSION` first"
 
 
+def repair_hint(version: str) -> str:
+    """What to run when a prepared file of `version` is missing or damaged (re-hashes and rebuilds it)."""
+    return f"rerun `levante-tasks prepare --verify --release BASE --version {version}`"
+
+
+def os_problem(exc: OSError) -> str:
+    """The problem of an OSError in a few words, without its file name (messages name files relative)."""
+    if exc.errno is None:
+        return exc.__class__.__name__
+    return describe_os_error(OSError(exc.errno, exc.strerror))
+
+
+def _plain_name(version: str) -> bool:
+    return bool(version) and not version.startswith(".") and not any(c in version for c in "/\\\0\n\r")
+
+
 def data_version() -> str:
     """The prepared data version to evaluate: $LEVANTE_DATA_VERSION, else `<data_dir>/default_version`."""
     env = os.environ.get(paths.VERSION_ENV, "").strip()
     if env:
+        if not _plain_name(env):
+            raise LevanteError(f"{paths.VERSION_ENV}={env!r}: not a version folder name")
         return env
     marker = paths.data_dir() / "default_version"
-    if marker.is_file():
+    try:
         version = marker.read_text(encoding="utf-8").strip()
-        if version:
-            return version
+    except FileNotFoundError:
+        version = ""
+    except OSError as exc:
+        raise LevanteError(f"default_version: {os_problem(exc)} (in the data dir): {PREPARE_HINT}") from None
+    except UnicodeDecodeError:
+        raise LevanteError(f"default_version: not UTF-8 text (in the data dir): {PREPARE_HINT}") from None
+    if version and not _plain_name(version):
+        raise LevanteError(f"default_version: {version[:40]!r} is not a version folder name: {PREPARE_HINT}")
+    if version:
+        return version
     raise LevanteError(f"no prepared LEVANTE data (no {paths.VERSION_ENV}, no default_version): {PREPARE_HINT}")
 
 
 def load_rows(task: str, version: str) -> list[dict[str, Any]]:
-    """The item rows of one task, as plain Python values; a missing dataset names the command that builds it."""
+    """The item rows of one task, as plain Python values; a missing or damaged dataset is one line naming it."""
     parquet = paths.dataset_dir(version, task) / "test.parquet"
+    where = f"{version}/datasets/{task}/test.parquet"
     if not parquet.is_file():
         hint = PREPARE_HINT.replace("VERSION", version)
         raise LevanteError(f"{task}: no prepared dataset for version {version}: {hint}")
-    return pq.read_table(parquet).to_pylist()
+    try:
+        table = pq.read_table(parquet)
+        missing = [name for name in ITEM_SCHEMA.names if name not in table.column_names]
+        if missing:
+            raise LevanteError(f"{where}: missing columns {', '.join(missing)} (not a dataset written by "
+                               f"levante-tasks prepare): {repair_hint(version)}")
+        return table.to_pylist()
+    except OSError as exc:
+        raise LevanteError(f"{where}: {os_problem(exc)}: {repair_hint(version)}") from None
+    except pa.ArrowException as exc:
+        raise LevanteError(f"{where}: not a readable parquet file, corrupt or truncated "
+                           f"({exc.__class__.__name__}): {repair_hint(version)}") from None
 
 
 def _visual_paths(row: Mapping[str, Any], order: Sequence[int]) -> list[str]:

@@ -26,7 +26,8 @@ from levante_tasks.harness import controls, docs, metrics, parsing, prompts, rec
 class DataNotPrepared(SystemExit):
     """Stops an lmms-eval run with one line naming the missing data and the command that prepares it.
 
-    A SystemExit, because lmms-eval's CLI turns any Exception into a traceback and exit status 0.
+    A SystemExit, because lmms-eval's CLI turns any Exception into a traceback (and, unpatched, exit status 0);
+    Python prints a SystemExit's message as one line on stderr and exits with status 1.
     """
 
 
@@ -63,6 +64,14 @@ class _LevanteData:
             raise DataNotPrepared(f"{self.config.task}: {exc}") from None
         self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(task_docs)})
         self.dataset_no_image = self.dataset
+
+    def doc_to_visual(self, doc: dict) -> Any:
+        """The doc's images; a missing or damaged image (met inside the model's loop) stops the run in one line."""
+        try:
+            return super().doc_to_visual(doc)  # type: ignore[misc]
+        except LevanteError as exc:
+            hint = docs.repair_hint(doc.get("data_version", "VERSION"))
+            raise DataNotPrepared(f"{self.config.task}: {exc}: {hint}") from None
 
 
 class LevanteMessagesTask(_LevanteData, ConfigurableMessagesTask):
