@@ -1,0 +1,156 @@
+"""`levante-tasks l0 generate|augment`: the dataset folder, and one-line errors that leave good data alone."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from faults import kill9_when, one_error_line, run_cli, small_tmpfs, tree_snapshot
+
+from levante_tasks.cli import main
+from levante_tasks.l0 import store
+
+TINY = """\
+seed: 3
+num_programs: 40
+min_code_lines: 5
+max_code_lines: 14
+max_while_loop: 8
+max_trace_steps: 40
+num_bins: 3
+per_bin: 3
+fewshot_pool_size: 4
+num_fewshot: 2
+num_voters: 2
+"""
+
+
+def write_config(folder: Path, text: str = TINY, name: str = "tiny.yaml") -> Path:
+    path = folder / name
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    return path
+
+
+def generate(config: Path, out: Path) -> int:
+    return main(["l0", "generate", "--config", str(config), "--out", str(out)])
+
+
+def test_generate_then_augment_writes_a_checked_dataset(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "data"
+    assert generate(write_config(tmp_path), out) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "programs.jsonl"]
+    assert main(["l0", "augment", "--data", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["fewshots.jsonl", "manifest.json", "programs.jsonl"]
+    printed = capsys.readouterr().out
+    assert "wrote 9 programs to" in printed and "bin 1: 3, bin 2: 3, bin 3: 3" in printed
+    manifest = store.read_manifest(out)
+    config = store.manifest_config(out, manifest)
+    assert config.per_bin == 3 and manifest["config_sha256"] == config.sha256()
+    assert "<while_block>" in manifest["grammar"] and manifest["python"].count(".") == 2
+    assert manifest["augment"]["programs"] + len(manifest["augment"]["dropped"]) == 9
+    items = store.read_rows(out, manifest, store.PROGRAMS)
+    pools = store.read_rows(out, manifest, store.FEWSHOTS)
+    assert [i["bin"] for i in items] == [1, 1, 1, 2, 2, 2, 3, 3, 3] and len(pools) == manifest["augment"]["programs"]
+    for path in out.iterdir():  # no absolute paths, user or host names in what we write
+        assert str(tmp_path) not in path.read_text(encoding="utf-8")
+    again = tmp_path / "again"
+    assert generate(write_config(tmp_path), again) == 0
+    assert (again / "programs.jsonl").read_bytes() == (out / "programs.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (TINY + "colour: red\n", "tiny.yaml: colour: unknown setting"),
+        ("seed: [\n", "tiny.yaml: invalid YAML at line 2"),
+        (b"seed: 3\n\xff\xfe\n", "tiny.yaml: not UTF-8 text (byte 8)"),
+        (b"seed: 3\x00\n", "tiny.yaml: invalid YAML"),
+        ("- 1\n- 2\n", "tiny.yaml: expected a mapping of settings, got list"),
+        ("per_bin: 0\n", "tiny.yaml: per_bin: must be >= 1"),
+    ],
+    ids=["unknown-key", "yaml-syntax", "not-utf8", "nul-byte", "not-a-mapping", "out-of-range"],
+)
+def test_bad_config_is_one_line_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                   monkeypatch: pytest.MonkeyPatch, content: str | bytes,
+                                                   problem: str) -> None:
+    monkeypatch.chdir(tmp_path)  # messages show paths relative to the working folder
+    out = tmp_path / "data"
+    assert generate(write_config(tmp_path, content), out) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert line.startswith(f"levante-tasks: error: {problem}"), line
+    assert not out.exists()
+
+
+def test_a_bom_is_accepted_and_a_missing_config_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert generate(write_config(tmp_path, "\ufeff" + TINY, "bom.yaml"), tmp_path / "bom") == 0
+    assert generate(write_config(tmp_path), tmp_path / "plain") == 0
+    assert (tmp_path / "bom/programs.jsonl").read_bytes() == (tmp_path / "plain/programs.jsonl").read_bytes()
+    capsys.readouterr()
+    assert generate(tmp_path / "absent.yaml", tmp_path / "x") == 2
+    assert "absent.yaml: no such file or folder" in one_error_line(capsys.readouterr().err)
+
+
+def test_augment_refuses_missing_or_edited_data_and_keeps_the_folder(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    assert main(["l0", "augment", "--data", str(tmp_path / "none")]) == 2
+    assert "none/manifest.json: no such file (run `levante-tasks l0 generate`)" in one_error_line(
+        capsys.readouterr().err)
+    out = tmp_path / "data"
+    assert generate(write_config(tmp_path), out) == 0
+    programs = out / "programs.jsonl"
+    data = bytearray(programs.read_bytes())
+    data[data.index(b'"steps":') + 8] ^= 1  # same size, one digit changed
+    programs.write_bytes(bytes(data))
+    before = tree_snapshot(out)
+    capsys.readouterr()
+    assert main(["l0", "augment", "--data", str(out)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "data/programs.jsonl: does not match its sha256 in manifest.json" in line
+    assert tree_snapshot(out) == before
+    (out / "manifest.json").write_text("{", encoding="utf-8")
+    assert main(["l0", "augment", "--data", str(out)]) == 2
+    assert "data/manifest.json: invalid JSON" in one_error_line(capsys.readouterr().err)
+
+
+def test_read_only_output_folder_is_one_line_and_nothing_changes(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    parent = tmp_path / "ro"
+    assert run_cli(["l0", "generate", "--config", config, "--out", parent / "data"]).returncode == 0
+    before = tree_snapshot(parent)
+    parent.chmod(0o555)
+    try:
+        result = run_cli(["l0", "generate", "--config", config, "--out", parent / "data"], drop_dac=True)
+    finally:
+        parent.chmod(0o755)
+    assert result.returncode == 2
+    assert "permission denied" in one_error_line(result.stderr)
+    assert tree_snapshot(parent) == before
+
+
+def test_disk_full_keeps_the_old_dataset(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # ~70 kB of programs: does not fit next to the old ~8 kB dataset on a 40 kB file system.
+    big = write_config(tmp_path, TINY.replace("per_bin: 3", "per_bin: 40").replace("num_programs: 40",
+                                                                                   "num_programs: 400"), "big.yaml")
+    with small_tmpfs("40k") as mount:
+        out = mount / "data"
+        assert generate(write_config(tmp_path), out) == 0
+        before = tree_snapshot(mount)
+        capsys.readouterr()
+        assert generate(big, out) == 2
+        assert "no space left on the device" in one_error_line(capsys.readouterr().err)
+        assert tree_snapshot(mount) == before  # no staging folder or temp file left behind
+
+
+def test_kill_9_while_generating_keeps_the_old_dataset(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    assert generate(write_config(tmp_path), out) == 0
+    before = tree_snapshot(tmp_path)
+    start = time.monotonic()
+    # The shipped default config takes several seconds to draw: kill it in the middle.
+    status = kill9_when(["l0", "generate", "--out", out], lambda: time.monotonic() - start > 3.0)
+    assert status == -9
+    assert tree_snapshot(tmp_path) == before
+    assert generate(write_config(tmp_path), out) == 0
+    assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["config"]["seed"] == 3
