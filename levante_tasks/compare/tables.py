@@ -98,7 +98,7 @@ def numeric(table: pd.DataFrame, column: str, path: Path, key: str | None = None
 
 def parse_correct(value: object) -> float:
     """1.0 / 0.0 from a bool, 0/1 number or true/false-like string; NaN when empty; ValueError otherwise."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return math.nan
     if isinstance(value, bool):
         return float(value)
