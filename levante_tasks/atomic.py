@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import IO, Any
 
 # `.<name>.<pid>.<random>.part` (files) and `.<name>.staging-<pid>.<random>` / `.<name>.old-<pid>.<random>`
-_TEMP_NAME = re.compile(r"^\..+\.(?:(?P<pid>\d+)\.[^.]+\.part|(?:staging|old)-(?P<dpid>\d+)\.[^.]+)$")
+_TEMP_NAME = re.compile(
+    r"^\.(?P<name>.+)\.(?:(?P<pid>\d+)\.[^.]+\.part|(?P<kind>staging|old)-(?P<dpid>\d+)\.[^.]+)$")
 
 
 def current_umask() -> int:
@@ -32,7 +33,8 @@ def current_umask() -> int:
     return mask
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (ours included), as far as this process can tell."""
     if pid == os.getpid():
         return True
     try:
@@ -128,19 +130,28 @@ def staged_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def clean_stale(folder: str | os.PathLike[str], recursive: bool = False) -> list[str]:
-    """Delete temp files and staging folders left by writers that died (their pid is gone); return their names."""
+    """Undo what writers that died (their pid is gone) left in `folder`; return the names handled.
+
+    A tree that `swap_dir` had renamed aside (`.<name>.old-<pid>.*`) while `<name>` is missing is renamed
+    back (the newest one): a kill between the two renames of a swap loses nothing. Every other leftover temp
+    file or staging folder is deleted.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    removed: list[str] = []
+    handled: list[str] = []
     candidates = folder.rglob(".*") if recursive else folder.glob(".*")
-    for path in sorted(candidates, key=lambda p: len(p.parts), reverse=True):
+    stale = []
+    for path in candidates:
         match = _TEMP_NAME.match(path.name)
-        if not match:
-            continue
-        pid = int(match.group("pid") or match.group("dpid"))
-        if _pid_alive(pid):
-            continue
+        if match and not pid_alive(int(match.group("pid") or match.group("dpid"))):
+            stale.append((path, match))
+    for path, match in sorted(stale, key=lambda pm: pm[0].stat().st_mtime_ns, reverse=True):
+        target = path.with_name(match.group("name"))
+        if match.group("kind") == "old" and path.is_dir() and not (target.exists() or target.is_symlink()):
+            path.rename(target)
+            handled.append(target.relative_to(folder).as_posix())
+    for path, _match in sorted(stale, key=lambda pm: len(pm[0].parts), reverse=True):
         try:
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
@@ -152,5 +163,5 @@ def clean_stale(folder: str | os.PathLike[str], recursive: bool = False) -> list
             if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
                 raise
             continue
-        removed.append(path.relative_to(folder).as_posix())
-    return removed
+        handled.append(path.relative_to(folder).as_posix())
+    return handled

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -50,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = args.func(args)
     except LevanteError as exc:
         return _report(str(exc) or exc.__class__.__name__)
+    except BrokenPipeError:  # stdout closed early (`| head`): stop quietly, as the Python docs recommend
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except OSError as exc:
         return _report(describe_os_error(exc))
     except KeyboardInterrupt:

@@ -23,12 +23,18 @@ class LevanteError(Exception):
 
 
 def display_path(path: str | os.PathLike[str]) -> str:
-    """A path for messages: relative to the working folder when under it, else as given."""
+    """A path for messages that never shows an absolute path (nor, through it, a user name).
+
+    Relative to the working folder when under it; else its last two parts behind `.../`.
+    """
     text = os.fspath(path)
+    if not os.path.isabs(text):
+        return Path(text).as_posix()
     try:
-        return Path(text).resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return Path(text).resolve().relative_to(Path.cwd().resolve()).as_posix() or "."
     except (ValueError, OSError):
-        return text
+        parts = Path(text).parts[1:]
+        return ".../" + "/".join(parts[-2:]) if parts else "/"
 
 
 def describe_os_error(exc: OSError) -> str:

@@ -83,25 +83,9 @@ def _step(version_root: Path, doing: str) -> Iterator[None]:
         raise LevanteError(f"{display_path(version_root)}: {doing}: {problem_text(exc)}") from exc
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _tidy(version_root: Path, data_root: Path) -> None:
-    """Undo what a killed run left (lock held): put back a tree a swap had moved aside, then delete temp
-    files, staging folders and earlier builders' temp folders."""
-    for name in ("release", *OUTPUT_DIRS):
-        target = version_root / name
-        pattern = re.compile(rf"^\.{re.escape(name)}\.old-(\d+)\.[^.]+$")
-        aside = [p for p in version_root.iterdir() if (m := pattern.match(p.name)) and not _alive(int(m.group(1)))]
-        if not target.exists() and aside:
-            max(aside, key=lambda p: p.stat().st_mtime_ns).rename(target)
+    """Undo what a killed run left (lock held): trees a swap had moved aside go back (`clean_stale`), temp
+    files and staging folders go, and so do earlier builders' temp folders."""
     clean_stale(version_root, recursive=True)
     clean_stale(data_root)
     for path in version_root.iterdir():
