@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -146,6 +147,27 @@ def test_programs_outside_the_grammar_are_refused(source: str, problem: str) -> 
     with pytest.raises(ProgramError) as info:
         TracedProgram(source)
     assert str(info.value).startswith(problem)
+
+
+@pytest.mark.parametrize(
+    ("statement", "node"),
+    [
+        ("a = ().__class__", "Attribute"),
+        ("a = f(x)", "Call"),
+        ("a = x * 2", "Mult"),
+        ("a = x < 2", "Lt"),
+        ("a = 1 == x == 1", "chained comparison"),
+        ("a = 'text'", "Constant 'text'"),
+        ("a = [x]", "List"),
+        ("lst_x.append(x.real)", "Attribute"),
+        ("lst_x.pop(0)", "arguments to pop"),
+        ("if x.bit_length():\n\t\ta = 1", "Call"),
+    ],
+)
+def test_expressions_outside_the_grammar_are_refused(statement: str, node: str) -> None:
+    # Programs from a dataset folder are executed by `augment`: only the grammar's expressions may run.
+    with pytest.raises(ProgramError, match=re.escape(f"line 2: unsupported expression `{node}`")):
+        TracedProgram(f"def function(x, lst_x):\n\t{statement}\n\treturn")
 
 
 def test_inputs_must_match_the_parameters() -> None:

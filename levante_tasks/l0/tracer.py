@@ -4,6 +4,8 @@ Why not `sys.settrace`: line events and the bytecode that tells which variable a
 CPython versions (see docs/l0.md). Instrumenting the AST records the same events on every Python >= 3.10: after
 each assignment the assigned variable, after each `.append`/`.pop` the list, and a bare event for `if`, each
 `while` test and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces removed) or `L<line>,`.
+Programs are checked against the grammar's statements and expressions before they run (`augment` executes
+programs read from a dataset folder), and run without builtins.
 """
 
 from __future__ import annotations
@@ -72,6 +74,46 @@ def _list_call(node: ast.stmt) -> str | None:
     return None
 
 
+def _check_expr(node: ast.expr, line: int) -> None:
+    """Refuse any expression the grammar cannot produce (datasets are executed: nothing else may run)."""
+    children: list[ast.expr] = []
+    problem = None
+    if isinstance(node, ast.Name):
+        pass
+    elif isinstance(node, ast.Constant):
+        problem = None if isinstance(node.value, int) else f"Constant {node.value!r}"
+    elif isinstance(node, ast.BinOp):
+        problem = None if isinstance(node.op, (ast.Add, ast.Sub)) else type(node.op).__name__
+        children = [node.left, node.right]
+    elif isinstance(node, ast.UnaryOp):
+        problem = None if isinstance(node.op, ast.USub) else type(node.op).__name__
+        children = [node.operand]
+    elif isinstance(node, ast.Compare):
+        if len(node.ops) != 1:
+            problem = "chained comparison"
+        elif not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            problem = type(node.ops[0]).__name__
+        children = [node.left, *node.comparators]
+    elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        children = [node.slice]
+    else:
+        problem = type(node).__name__
+    if problem is not None:
+        raise ProgramError(f"line {line}: unsupported expression `{problem}`")
+    for child in children:
+        _check_expr(child, line)
+
+
+def _check_list_call(node: ast.Expr, line: int) -> None:
+    call = node.value
+    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+    wanted = 1 if call.func.attr == "append" else 0
+    if len(call.args) != wanted or call.keywords:
+        raise ProgramError(f"line {line}: unsupported expression `arguments to {call.func.attr}`")
+    for arg in call.args:
+        _check_expr(arg, line)
+
+
 def _instrument_block(body: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for node in body:
@@ -79,16 +121,22 @@ def _instrument_block(body: list[ast.stmt]) -> list[ast.stmt]:
         if isinstance(node, ast.Assign):
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 raise ProgramError(f"line {line}: only `<name> = <expression>` assignments are supported")
+            _check_expr(node.value, line)
             out += [node, _named_event(line, node.targets[0].id)]
         elif _list_call(node) is not None:
+            _check_list_call(node, line)
             out += [node, _named_event(line, _list_call(node))]
         elif isinstance(node, ast.If) and not node.orelse:
+            _check_expr(node.test, line)
             block = ast.If(test=node.test, body=_instrument_block(node.body), orelse=[])
             out += [_event(line), ast.copy_location(block, node)]
         elif isinstance(node, ast.While) and not node.orelse:
+            _check_expr(node.test, line)
             test = _call(_TEST, line, node.test)
             out.append(ast.copy_location(ast.While(test=test, body=_instrument_block(node.body), orelse=[]), node))
         elif isinstance(node, ast.Return):
+            if node.value is not None:
+                _check_expr(node.value, line)
             out += [_event(line), node]
         else:
             raise ProgramError(f"line {line}: unsupported statement `{type(node).__name__}`")
