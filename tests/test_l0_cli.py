@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -154,3 +155,21 @@ def test_kill_9_while_generating_keeps_the_old_dataset(tmp_path: Path) -> None:
     assert tree_snapshot(tmp_path) == before
     assert generate(write_config(tmp_path), out) == 0
     assert json.loads((out / "manifest.json").read_text(encoding="utf-8"))["config"]["seed"] == 3
+
+
+def test_augment_refuses_a_program_outside_the_grammar(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "data"
+    assert generate(write_config(tmp_path), out) == 0
+    rows = [json.loads(line) for line in (out / "programs.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows[1]["program"] = rows[1]["program"].replace("\n", "\n\tlst = ().__class__\n", 1)
+    text = store.jsonl_text(rows)
+    (out / "programs.jsonl").write_text(text, encoding="utf-8")
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"]["programs.jsonl"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    before = tree_snapshot(out)
+    capsys.readouterr()
+    assert main(["l0", "augment", "--data", str(out)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert f"data/programs.jsonl: program {rows[1]['id']}: line 2: unsupported expression `Attribute`" in line
+    assert tree_snapshot(out) == before

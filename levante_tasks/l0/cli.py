@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from levante_tasks.errors import display_path
+from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.l0 import dataset, store
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
+from levante_tasks.l0.tracer import ProgramError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +46,10 @@ def run_augment(args: argparse.Namespace) -> int:
     manifest = store.read_manifest(args.data)
     config = store.manifest_config(args.data, manifest)
     items = store.read_rows(args.data, manifest, store.PROGRAMS)
-    pools, dropped = dataset.augment(items, config)
+    try:
+        pools, dropped = dataset.augment(items, config)
+    except ProgramError as exc:
+        raise LevanteError(f"{display_path(args.data / store.PROGRAMS)}: {exc}") from None
     store.write_augmented(args.data, manifest, pools, dropped)
     print(f"wrote demonstrations for {len(pools)} programs to {display_path(args.data)} "
           f"({len(dropped)} dropped: fewer than {config.fewshot_pool_size} executable inputs found)")

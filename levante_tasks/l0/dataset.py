@@ -14,7 +14,7 @@ from typing import Any
 from levante_tasks.l0 import bins
 from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.generator import ProgramGenerator, draw_inputs
-from levante_tasks.l0.tracer import TracedProgram
+from levante_tasks.l0.tracer import ProgramError, TracedProgram
 
 REJECTIONS = ("long", "no_inputs", "short", "duplicate", "exec_error")
 
@@ -125,10 +125,16 @@ def augment_item(item: dict[str, Any], config: GenConfig) -> dict[str, Any] | No
 
 
 def augment(items: list[dict[str, Any]], config: GenConfig) -> tuple[list[dict[str, Any]], list[str]]:
-    """Demonstration pools for `items` (same order) and the ids of the programs dropped for lack of them."""
+    """Demonstration pools for `items` (same order) and the ids of the programs dropped for lack of them.
+
+    A program outside the grammar raises ProgramError naming its id.
+    """
     pools, dropped = [], []
     for item in items:
-        pool = augment_item(item, config)
+        try:
+            pool = augment_item(item, config)
+        except ProgramError as exc:
+            raise ProgramError(f"program {item['id']}: {exc}") from None
         if pool is None:
             dropped.append(item["id"])
         else:
