@@ -3,7 +3,8 @@
 Layout under `out_dir`: `<version>/{manifest.csv, SYNTHETIC.md, corpus/theory-of-mind/..., visual/<task>/...}`,
 `children/{trials.csv, runs.csv}`, `irt/{item_params.csv, groups.csv}`. Everything is built in a staging folder
 next to the targets and renamed into place, so readers never see half a release; a folder is replaced only if
-it is itself synthetic (holds SYNTHETIC.md).
+it is itself synthetic (holds SYNTHETIC.md). The staging folder's name carries the writer's pid, so a killed
+run's leftovers are removed by the next run; file-system errors (read-only, disk full) are one line.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 import csv
 import io
 import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from levante_tasks import __version__
-from levante_tasks.atomic import write_text
-from levante_tasks.errors import LevanteError
+from levante_tasks.atomic import clean_stale, make_staging_dir, write_text
+from levante_tasks.errors import LevanteError, os_error
 from levante_tasks.synth import children as kids
 from levante_tasks.synth import draw, items_language, items_math, items_reasoning, tom
 from levante_tasks.synth.items import MANIFEST_COLUMNS, TaskItems, stream
@@ -175,17 +175,22 @@ def write_synthetic_release(out_dir: Path, seed: int, version: str = "synthetic"
     out_dir = Path(out_dir)
     tasks = build_tasks(seed)
     _check(tasks)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".synth-", dir=out_dir))
     try:
-        _write_release(staging, version, tasks, seed, n_children)
-        n_runs, n_trials = _write_children(staging, tasks, seed, n_children)
-        names = (version, "children", "irt")
-        files = sorted(p.relative_to(staging).as_posix() for name in names for p in (staging / name).rglob("*")
-                       if p.is_file())
-        _swap_in(staging, out_dir, names)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        clean_stale(out_dir)
+        staging = make_staging_dir(out_dir / version)
+        try:
+            _write_release(staging, version, tasks, seed, n_children)
+            n_runs, n_trials = _write_children(staging, tasks, seed, n_children)
+            names = (version, "children", "irt")
+            files = sorted(p.relative_to(staging).as_posix() for name in names
+                           for p in (staging / name).rglob("*") if p.is_file())
+            _swap_in(staging, out_dir, names)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    except OSError as exc:
+        if exc.filename is None:  # e.g. ENOSPC from an image encoder: name the folder being written
+            exc.filename = str(out_dir)
+        raise os_error(exc, "writing the synthetic release") from None
     return {
         "version": version, "seed": seed, "generator_version": GENERATOR_VERSION, "n_children": n_children,
         "items_per_task": {t.task: len(t.items) for t in tasks},
