@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from data_helpers import write_release
-from faults import kill9_when, one_error_line, run_cli, tree_snapshot
+from faults import fill_disk, kill9_when, one_error_line, run_cli, small_tmpfs, tree_snapshot
 
 VERSION = "2026-01-01"
 
@@ -159,3 +159,16 @@ def test_kill9_midway_keeps_the_earlier_output_and_the_next_run_cleans_up(releas
     assert again.returncode == 0, again.stderr
     assert [p.name for p in out.iterdir()] == [VERSION]
     assert tree_snapshot(out / VERSION) == before
+
+
+def test_full_disk_is_one_line_and_keeps_the_earlier_output(release: Path) -> None:
+    (release / VERSION / "visual" / "vocab" / "pad.bin").write_bytes(os.urandom(200_000))
+    with small_tmpfs("1m") as mount:
+        out = mount / "out"
+        assert standins(release, out).returncode == 0
+        before = tree_snapshot(out)
+        fill_disk(mount, keep_free=64 * 1024)
+        line = assert_refused(standins(release, out), "no space left")
+        assert "pad.bin" in line and "nothing was replaced" in line, line
+        assert tree_snapshot(out) == before
+        assert [p.name for p in out.iterdir()] == [VERSION]

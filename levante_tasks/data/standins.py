@@ -151,16 +151,18 @@ def write_standin_release(base: Path, version: str, out: Path) -> list[str]:
     check_version_name(version)
     base, out = Path(base), Path(out)
     source = check_folders(base, version, out)
-    clean_stale(out)
-    with staged_dir(out / version) as staging:
-        try:
+    try:
+        clean_stale(out)
+        with staged_dir(out / version) as staging:
             copy_release(source, staging, version)
-        except OSError as exc:
-            raise os_error(exc, "copying the release; nothing was replaced") from None
-        made = draw_missing(staging)
-        listing = "\n".join(f"- {rel}" for rel in made)
-        write_text(staging / MARKER, f"# Stand-in images ({TAG})\n\nDrawn by `levante-tasks standins` for "
-                   f"images the release lacks; not LEVANTE's pictures.\n\n{listing}\n")
+            made = draw_missing(staging)
+            listing = "\n".join(f"- {rel}" for rel in made)
+            write_text(staging / MARKER, f"# Stand-in images ({TAG})\n\nDrawn by `levante-tasks standins` for "
+                       f"images the release lacks; not LEVANTE's pictures.\n\n{listing}\n")
+    except OSError as exc:
+        if exc.filename is None:  # e.g. ENOSPC from the PNG encoder: name the folder being written
+            exc.filename = str(out)
+        raise os_error(exc, "writing the stand-in release") from None
     return made
 
 
