@@ -71,6 +71,33 @@ def test_programs_follow_the_config(small: tuple[GenConfig, dataset.Generated]) 
     assert len({item["id"] for item in generated.items}) == len(generated.items)
 
 
+def _reads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _undefined_reads(body: list[ast.stmt], defined: set[str]) -> list[str]:
+    """Names read where they are not assigned on every path before (an `if` body may not run; a loop body
+    runs at least once), as `line: name`."""
+    problems = []
+    for node in body:
+        reads = _reads(node.test if isinstance(node, (ast.If, ast.While)) else node)
+        problems += [f"{node.lineno}: {name}" for name in sorted(reads - defined - {"True"})]
+        if isinstance(node, ast.Assign):
+            defined.add(node.targets[0].id)
+        elif isinstance(node, ast.If):
+            problems += _undefined_reads(node.body, set(defined))
+        elif isinstance(node, ast.While):
+            problems += _undefined_reads(node.body, defined)
+    return problems
+
+
+def test_programs_read_only_variables_defined_on_every_path(small: tuple[GenConfig, dataset.Generated]) -> None:
+    _, generated = small
+    for item in generated.items:
+        function = ast.parse(item["program"]).body[0]
+        assert _undefined_reads(function.body, {a.arg for a in function.args.args}) == [], item["program"]
+
+
 def test_every_statement_kind_appears_and_operations_can_be_restricted(
         small: tuple[GenConfig, dataset.Generated]) -> None:
     _, generated = small
