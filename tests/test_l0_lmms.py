@@ -138,6 +138,17 @@ def test_unavailable_data_stops_lmms_eval_with_one_line(tmp_path: Path, monkeypa
     assert message.endswith("nothing/manifest.json: no such file (run `levante-tasks l0 generate`)")
 
 
+def test_a_task_yaml_without_a_bin_is_named(tmp_path: Path) -> None:
+    from lmms_eval import evaluator
+    from lmms_eval.tasks import TaskManager
+
+    template = (TASKS_DIR / "l0_trace" / "_l0_trace_template_yaml").read_text(encoding="utf-8")
+    (tmp_path / "l0_trace_nobin.yaml").write_text(f"task: l0_trace_nobin\n{template}", encoding="utf-8")
+    manager = TaskManager(include_path=str(tmp_path), include_defaults=False)
+    with pytest.raises(SystemExit, match=r"^l0_trace_nobin: the task YAML needs `metadata: \{l0: \{bin: <number>"):
+        evaluator.simple_evaluate(model="dummy", tasks=["l0_trace_nobin"], task_manager=manager)
+
+
 def build_tiny_causal_lm(out_dir: Path) -> Path:
     """A random-init 2-layer Llama with a character-level tokenizer (offline; saved like a hub snapshot)."""
     import torch

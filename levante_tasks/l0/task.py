@@ -64,10 +64,12 @@ class _L0Data:
         super().__init__(config=config, **kwargs)  # type: ignore[call-arg]
 
     def download(self, dataset_kwargs: dict | None = None) -> None:
-        spec = (self.config.metadata or {}).get("l0") or {}
+        number = ((self.config.metadata or {}).get("l0") or {}).get("bin")
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise DataUnavailable(f"{self.config.task}: the task YAML needs `metadata: {{l0: {{bin: <number>}}}}`")
         try:
-            docs = load_bin_docs(int(spec["bin"]))
-        except (LevanteError, KeyError, TypeError, ValueError) as exc:
+            docs = load_bin_docs(number)
+        except LevanteError as exc:
             raise DataUnavailable(f"{self.config.task}: {exc}") from None
         self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(docs)})
         self.dataset_no_image = self.dataset
