@@ -130,6 +130,20 @@ def test_read_only_output_folder_is_one_line_and_nothing_changes(tmp_path: Path)
     assert tree_snapshot(parent) == before
 
 
+def test_unreadable_data_folder_is_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    assert generate(write_config(tmp_path), out) == 0
+    before = tree_snapshot(tmp_path)
+    out.chmod(0)
+    try:
+        result = run_cli(["l0", "augment", "--data", out], drop_dac=True)
+    finally:
+        out.chmod(0o755)
+    assert result.returncode == 2
+    assert "data/manifest.json: permission denied" in one_error_line(result.stderr)
+    assert tree_snapshot(tmp_path) == before
+
+
 def test_disk_full_keeps_the_old_dataset(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     # ~70 kB of programs: does not fit next to the old ~8 kB dataset on a 40 kB file system.
     big = write_config(tmp_path, TINY.replace("per_bin: 3", "per_bin: 40").replace("num_programs: 40",
