@@ -6,6 +6,7 @@ Folders: build in a staging sibling `.<name>.staging-<pid>.<random>`, then swap 
 `clean_stale` removes the leftovers of writers that are no longer alive (kill -9), never a live writer's.
 Everything created here gets the mode the umask allows (0666/0777 & ~umask), like a plain `open`/`mkdir`,
 so a shared data dir or results folder stays group-readable when the umask says so.
+Liveness is judged on this host: do not share one data dir between hosts (e.g. over NFS) while writers run.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ _TEMP_NAME = re.compile(
 
 
 def current_umask() -> int:
-    """The process umask (read by setting and restoring it; there is no getter)."""
+    """The process umask: read from /proc on Linux (thread-safe), else by setting and restoring it."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -114,7 +121,10 @@ def swap_dir(new: str | os.PathLike[str], target: str | os.PathLike[str]) -> Non
             old.rename(target)
         raise
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        if old.is_symlink():
+            old.unlink()
+        else:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 @contextlib.contextmanager

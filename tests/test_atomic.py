@@ -170,3 +170,59 @@ def test_clean_stale_recursive_reaches_nested_leftovers(tmp_path: Path) -> None:
     assert atomic.clean_stale(tmp_path) == []
     (removed,) = atomic.clean_stale(tmp_path, recursive=True)
     assert removed.startswith("a/b/.out.txt.") and not any(nested.iterdir())
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
+def test_clean_stale_renames_back_a_tree_a_killed_swap_moved_aside(tmp_path: Path) -> None:
+    # A kill between swap_dir's two renames leaves the good tree only as `.<name>.old-<pid>.*`: it must come back.
+    pid = _dead_pid()
+    aside = tmp_path / f".datasets.old-{pid}.k3y"
+    aside.mkdir()
+    (aside / "test.parquet").write_bytes(b"good")
+    staging = tmp_path / f".datasets.staging-{pid}.n3w"
+    staging.mkdir()
+    (staging / "test.parquet").write_bytes(b"half")
+    handled = atomic.clean_stale(tmp_path)
+    assert (tmp_path / "datasets" / "test.parquet").read_bytes() == b"good"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["datasets"]
+    assert "datasets" in handled
+
+
+def test_clean_stale_deletes_an_old_tree_when_the_swap_had_finished(tmp_path: Path) -> None:
+    pid = _dead_pid()
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "test.parquet").write_bytes(b"new")
+    aside = tmp_path / f".datasets.old-{pid}.k3y"
+    aside.mkdir()
+    (aside / "test.parquet").write_bytes(b"old")
+    atomic.clean_stale(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["datasets"]
+    assert (tmp_path / "datasets" / "test.parquet").read_bytes() == b"new"
+
+
+def test_swap_dir_over_a_symlink_leaves_no_old_link_and_keeps_its_target(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "f").write_text("kept")
+    link = tmp_path / "out"
+    link.symlink_to(real)
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "f").write_text("new")
+    atomic.swap_dir(new, link)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "real"]
+    assert (link / "f").read_text() == "new" and not link.is_symlink()
+    assert (real / "f").read_text() == "kept"
+
+
+def test_current_umask_reads_the_process_umask_without_changing_it() -> None:
+    previous = os.umask(0o027)
+    try:
+        assert atomic.current_umask() == 0o027
+        assert os.umask(0o027) == 0o027
+    finally:
+        os.umask(previous)
