@@ -3,6 +3,8 @@
 For every patch a tree with all patches *but* that one shows the bug; the fully patched tree shows the fix. The
 same probes run on both, so untouched behaviour (inputs outside the bug) must give identical outputs. Each probe
 runs lmms_eval from its tree in a subprocess (PYTHONPATH first), so the venv's own copy is never imported here.
+The patch set is the one for the installed version: 0.7.2 in .venv; `make test` runs this file again in a
+throwaway venv holding 0.7.3 (scripts/test_lmms_eval_version.sh).
 """
 
 from __future__ import annotations
@@ -18,15 +20,18 @@ from pathlib import Path
 import pytest
 
 from levante_tasks.lmms_patch.engine import revert_patch_set
-from levante_tasks.lmms_patch.patchset import PatchSet
 from levante_tasks.lmms_patch.target import installed_root, resolve_target
 from levante_tasks.lmms_patch.unidiff import FilePatch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PATCH_SET = PatchSet()
+PATCH_SET = resolve_target(installed_root())[1]  # the set for the installed version
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-COMMIT = PATCH_SET.upstream["commit"]
-P_MC, P_PLUGIN, P_ENTRY, P_SKIP, P_HF, P_FILELOCK, P_EXIT = PATCH_SET.series
+# Series entries by number (the same number fixes the same bug in every version's set).
+BY_NUMBER = {name[:4]: name for name in PATCH_SET.series}
+P_MC, P_PLUGIN, P_ENTRY, P_HF, P_FILELOCK, P_EXIT, P_MC_CACHED = (
+    BY_NUMBER[n] for n in ("0001", "0002", "0003", "0005", "0006", "0007", "0008")
+)
+P_SKIP = BY_NUMBER.get("0004")  # 0.7.2 only: the 0.7.3 wheel ships the include templates
 
 
 # ---------------------------------------------------------------- building trees
@@ -54,7 +59,9 @@ def _pristine_targets(tmp: Path) -> dict[str, str]:
     for rel in ["lmms_eval/__init__.py", *PATCH_SET.targets]:
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src / rel, tmp / rel)
-    revert_patch_set(resolve_target(tmp, "0.7.2", COMMIT), PATCH_SET)
+    target, patch_set = resolve_target(tmp)  # a bare copy: recognised by its files
+    assert patch_set.version == PATCH_SET.version
+    revert_patch_set(target, patch_set)
     return {rel: (tmp / rel).read_text(encoding="utf-8") for rel in PATCH_SET.targets}
 
 
@@ -77,14 +84,19 @@ def _build_tree(root: Path, pristine: dict[str, str], patches: list[str]) -> Pat
     return root
 
 
+# A patch written on top of another one's lines cannot apply without it: leaving the base out drops both.
+BUILDS_ON = {P_MC_CACHED: P_MC}
+
+
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """`all` = every patch; `without-<patch>` = every patch but that one."""
+    """`all` = every patch; `<patch>` = every patch but that one (and those that build on it)."""
     base = tmp_path_factory.mktemp("lmms_trees")
     pristine = _pristine_targets(base / "pristine")
     built = {"all": _build_tree(base / "all", pristine, PATCH_SET.series)}
     for name in PATCH_SET.series:
-        built[name] = _build_tree(base / name, pristine, [p for p in PATCH_SET.series if p != name])
+        kept = [p for p in PATCH_SET.series if p != name and BUILDS_ON.get(p) != name]
+        built[name] = _build_tree(base / name, pristine, kept)
     return built
 
 
@@ -197,8 +209,8 @@ out = {}
 if "unwrap" in checks:
     from lmms_eval.api.instance import GenerationResult, TokenCounts, unwrap_generation_output
     inputs = ["text", GenerationResult("t", TokenCounts(1, 2, 3)), GenerationResult("t"), ("t", {"input_tokens": 3}),
-              ("t", TokenCounts(output_tokens=2)), ["a", "b"], (True, False), [-1.5, True], ("t", 5), None, 3.0,
-              (1.0, 2.0, 3.0), (-1.5, True), (2, False), (0.0, False)]
+              ("t", TokenCounts(output_tokens=2)), ["a", "b"], (True, False), [True, -1.5], ("t", 5), None, 3.0,
+              (1.0, 2.0, 3.0), [1.0, 2.0, 3.0], (-1.5, True), (2, False), (0.0, False), [-1.5, True], [0.0, False]]
     out["unwrap"] = [repr(unwrap_generation_output(x)) for x in inputs]
 if "select" in checks:
     import transformers
@@ -255,6 +267,7 @@ if "index" in checks:
     try:
         tm = TaskManager("WARNING")
         out["index"] = {"n": len(tm.all_tasks), "lptest": sorted(t for t in tm.all_tasks if t.startswith("lptest")),
+                        "templated": sorted(t for t in ("blink_art_style", "mmstar") if t in tm.all_tasks),
                         "broken_reported": any("Skipping task entry point broken" in w for w in warnings)}
     except Exception as exc:
         out["index"] = {"error": type(exc).__name__}
@@ -290,18 +303,27 @@ def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # ---------------------------------------------------------------- P1: multiple_choice / loglikelihood
 
-BUG_CASES = {"(-1.5, True)": "((-1.5, True), None)", "(2, False)": "((2, False), None)",
-             "(0.0, False)": "((0.0, False), None)"}
+# The last five probe inputs: (loss, is_greedy) pairs as a model returns them (tuples), then as the response
+# cache returns them (lists, JSON-decoded). Upstream stringifies all five.
+FIXED = ["((-1.5, True), None)", "((2, False), None)", "((0.0, False), None)", "((-1.5, True), None)",
+         "((0.0, False), None)"]
+STRINGIFIED = ["('(-1.5, True)', None)", "('(2, False)', None)", "('(0.0, False)', None)", "('[-1.5, True]', None)",
+               "('[0.0, False]', None)"]
 
 
 def test_unwrap_passes_loglikelihood_pairs_only_with_the_patch(trees, packages, full_probe) -> None:
-    before = probe(trees[P_MC], "unwrap", packages)["unwrap"]
+    before = probe(trees[P_MC], "unwrap", packages)["unwrap"]  # neither P1 nor P1b
     after = full_probe["unwrap"]
-    n_bug = len(BUG_CASES)
-    assert after[-n_bug:] == list(BUG_CASES.values())
-    assert before[-n_bug:] == ["('(-1.5, True)', None)", "('(2, False)', None)", "('(0.0, False)', None)"]
-    assert after[:-n_bug] == before[:-n_bug]  # every other input: same output as upstream
+    assert after[-5:] == FIXED and before[-5:] == STRINGIFIED
+    assert after[:-5] == before[:-5]  # every other input: same output as upstream
     assert "TokenCounts(input_tokens=3" in after[3] and after[5] == "(['a', 'b'], None)"
+    assert after[7] == "('[True, -1.5]', None)" and after[12] == "('[1.0, 2.0, 3.0]', None)"
+
+
+def test_cached_pairs_as_lists_need_p1b(trees, packages, full_probe) -> None:
+    before = probe(trees[P_MC_CACHED], "unwrap", packages)["unwrap"]  # P1 only: tuples pass, lists do not
+    assert before[-5:] == FIXED[:3] + STRINGIFIED[3:]
+    assert before[:-5] == full_probe["unwrap"][:-5]
 
 
 @pytest.fixture(scope="module")
@@ -310,7 +332,7 @@ def end_to_end(trees, packages, tmp_path_factory) -> tuple[subprocess.CompletedP
     out = tmp_path_factory.mktemp("e2e")
     proc, results = run_lmms_eval(
         trees["all"], out, "--model", "dummy", "--tasks", "lptest_mc,lptest_gen", "--log_samples",
-        extra=(packages["entry"],),
+        "--use_cache", str(out / "response-cache"), extra=(packages["entry"],),
     )
     return proc, results, out
 
@@ -328,6 +350,18 @@ def test_multiple_choice_and_generation_tasks_run_end_to_end(end_to_end) -> None
     assert results["results"]["lptest_gen"]["exact,none"] == pytest.approx(2 / 3)
     assert "Skipping task entry point broken = lptest_no_such_module" in proc.stdout
     assert [s["doc_id"] for s in _samples(out, "lptest_mc")] == [0, 1, 2]
+
+
+def test_cached_multiple_choice_results_need_p1b(trees, packages, end_to_end, tmp_path) -> None:
+    """A second run with the response cache on reads the MC results the first run stored (as JSON lists)."""
+    _, first, first_out = end_to_end
+    args = ("--model", "dummy", "--tasks", "lptest_mc", "--use_cache", str(first_out / "response-cache"))
+    again, results = run_lmms_eval(trees["all"], tmp_path / "all", *args, extra=(packages["entry"],))
+    assert again.returncode == 0, again.stdout[-6000:]
+    assert results["results"]["lptest_mc"] == first["results"]["lptest_mc"]
+    without, results = run_lmms_eval(trees[P_MC_CACHED], tmp_path / "without", *args, extra=(packages["entry"],))
+    assert results is None
+    assert without.returncode == 1 and "Error during evaluation" in without.stdout
 
 
 def test_multiple_choice_task_fails_without_p1(trees, packages, tmp_path) -> None:
@@ -380,10 +414,15 @@ def test_entry_point_tasks_indexed_with_p2b(trees, packages, full_probe) -> None
     assert sorted(full_probe["local_index"]) == ["lptest_gen", "lptest_mc"]
 
 
-def test_wheel_tree_index_crashes_without_p0(trees, packages, full_probe) -> None:
-    without = probe(trees[P_SKIP], "index", packages)
-    assert without["index"] == {"error": "FileNotFoundError"}
-    assert without["local_index"] == full_probe["local_index"]  # loadable YAMLs: indexed exactly as upstream
+def test_wheel_tree_index_crashes_without_p0_where_the_wheel_lacks_templates(trees, packages, full_probe) -> None:
+    """0.7.2's wheel lacks the include templates: P0 skips what cannot load. 0.7.3's ships them: no P0 there."""
+    if PATCH_SET.version == "0.7.2":
+        without = probe(trees[P_SKIP], "index", packages)
+        assert without["index"] == {"error": "FileNotFoundError"}
+        assert without["local_index"] == full_probe["local_index"]  # loadable YAMLs: indexed exactly as upstream
+        assert full_probe["index"]["templated"] == []  # built-ins that need a template are skipped, not run
+    else:
+        assert P_SKIP is None and full_probe["index"]["templated"] == ["blink_art_style", "mmstar"]
 
 
 def test_wheel_tree_index_skips_only_unloadable_yamls(full_probe) -> None:

@@ -1,16 +1,22 @@
-"""The lmms-eval patcher on fresh copies of the installed tree: apply, re-apply, check, revert, audit, refusals."""
+"""The lmms-eval patcher on fresh copies of the installed tree: apply, re-apply, check, revert, audit, refusals.
+
+The tree tests run against whichever lmms-eval version this Python has installed (0.7.2 in .venv; `make test`
+also runs them in a throwaway venv holding 0.7.3); the checks of the shipped patch sets cover every version.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.lmms_patch import applied_patch_record
@@ -23,12 +29,15 @@ from levante_tasks.lmms_patch.engine import (
     read_record,
     revert_patch_set,
 )
-from levante_tasks.lmms_patch.patchset import PatchSet
+from levante_tasks.lmms_patch.patchset import DEFAULT_VERSION, PatchSet, patch_sets
 from levante_tasks.lmms_patch.target import installed_root, resolve_target
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-COMMIT = "cb45ac4d4a667ea5ef89c7a148bff69b3489b981"
-PATCH_SET = PatchSet()
+COMMIT = "cb45ac4d4a667ea5ef89c7a148bff69b3489b981"  # v0.7.2
+PATCH_SET = resolve_target(installed_root())[1]  # the set for the installed version
+VERSION = PATCH_SET.version
+DIST_INFO = f"lmms_eval-{VERSION}.dist-info"
+ALL_SETS = patch_sets()
 
 
 def sha(path: Path) -> str:
@@ -41,8 +50,8 @@ def pristine_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = installed_root()
     root = tmp_path_factory.mktemp("template")
     shutil.copytree(src / "lmms_eval", root / "lmms_eval", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(src / "lmms_eval-0.7.2.dist-info", root / "lmms_eval-0.7.2.dist-info")
-    revert_patch_set(resolve_target(root, "0.7.2", COMMIT), PATCH_SET)
+    shutil.copytree(src / DIST_INFO, root / DIST_INFO)
+    revert_patch_set(*resolve_target(root))
     return root
 
 
@@ -61,12 +70,14 @@ def tree(pristine_template: Path, tmp_path: Path) -> Path:
     for rel in ["lmms_eval/__init__.py", *PATCH_SET.targets]:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(pristine_template / rel, root / rel)
-    shutil.copytree(pristine_template / "lmms_eval-0.7.2.dist-info", root / "lmms_eval-0.7.2.dist-info")
+    shutil.copytree(pristine_template / DIST_INFO, root / DIST_INFO)
     return root
 
 
 def target_of(root: Path):
-    return resolve_target(root, "0.7.2", COMMIT)
+    target, patch_set = resolve_target(root)
+    assert patch_set == PATCH_SET
+    return target
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -90,7 +101,7 @@ def test_patch_reapply_check_revert_roundtrip(full_tree: Path, capsys: pytest.Ca
         assert sha(full_tree / path) == patched != pinned
     record = read_record(target_of(full_tree))
     assert record["patch_set_sha256"] == PATCH_SET.patch_set_sha256
-    assert record["upstream"]["commit"] == COMMIT
+    assert record["upstream"]["identity"] == PATCH_SET.identity and record["upstream"]["version"] == VERSION
     assert [entry["name"] for entry in record["series"]] == PATCH_SET.series
     after = snapshot(full_tree)
     changed = {p for p in after if after[p] != before.get(p)}
@@ -143,7 +154,8 @@ def test_modified_target_is_refused_by_name(tree: Path, patched_first: bool, cap
     victim.write_bytes(victim.read_bytes() + b"# local edit\n")
     before = snapshot(tree)
     for action in (apply_patch_set, revert_patch_set):
-        with pytest.raises(LevanteError, match=r"models/chat/huggingface\.py: sha256 .* matches neither"):
+        refused = rf"models/chat/huggingface\.py: sha256 .* matches neither the pinned lmms-eval {VERSION} file"
+        with pytest.raises(LevanteError, match=refused):
             action(target_of(tree), PATCH_SET)
     assert snapshot(tree) == before  # refused before any file was written
     capsys.readouterr()
@@ -188,31 +200,87 @@ def test_applied_patch_record_tracks_the_tree(tree: Path) -> None:
 
 
 def test_patch_set_hash_is_the_sha256sum_listing() -> None:
-    listing = "".join(f"{sha(PATCH_SET.folder / n)}  {n}\n" for n in PATCH_SET.series)
-    assert PATCH_SET.patch_set_sha256 == hashlib.sha256(listing.encode()).hexdigest()
-    assert len(PATCH_SET.series) == len(set(PATCH_SET.series)) == len(PATCH_SET.pins)
+    for patch_set in ALL_SETS.values():
+        listing = "".join(f"{sha(patch_set.folder / n)}  {n}\n" for n in patch_set.series)
+        assert patch_set.patch_set_sha256 == hashlib.sha256(listing.encode()).hexdigest()
+        assert len(patch_set.series) == len(set(patch_set.series)) == len(patch_set.pins)
 
 
-def test_pins_start_from_the_upstream_file_hashes() -> None:
-    seen: set[str] = set()
-    for pin in PATCH_SET.pins:
+@pytest.mark.parametrize("version", sorted(ALL_SETS))
+def test_pins_chain_from_the_upstream_file_hashes(version: str) -> None:
+    """Each patch starts where the previous one on its file ended; the first from the upstream file's hash."""
+    patch_set = ALL_SETS[version]
+    reached: dict[str, str] = {}
+    for pin in patch_set.pins:
         assert pin.before != pin.after
-        if pin.path not in seen:
-            assert pin.before == PATCH_SET.tree_pins[pin.path], pin.name
-            seen.add(pin.path)
-    assert PATCH_SET.upstream == {"repo": "EvolvingLMMs-Lab/lmms-eval", "tag": "v0.7.2", "commit": COMMIT}
+        assert pin.before == reached.get(pin.path, patch_set.tree_pins[pin.path]), pin.name
+        assert patch_set.file_patch(pin.name).path == pin.path, pin.name
+        reached[pin.path] = pin.after
+    assert {p: c[-1] for p, c in patch_set.chains.items()} == reached
+
+
+def test_shipped_patch_sets_and_their_pins() -> None:
+    assert sorted(ALL_SETS) == ["0.7.2", "0.7.3"]
+    v072, v073 = ALL_SETS["0.7.2"], ALL_SETS["0.7.3"]
+    assert v072.upstream == {
+        "repo": "EvolvingLMMs-Lab/lmms-eval", "tag": "v0.7.2", "commit": COMMIT, "version": "0.7.2",
+        "wheel": "lmms_eval-0.7.2-py3-none-any.whl",
+        "wheel_sha256": "fb437fc40064f92e20f752d4d298bf77d72cb30ac9c841f78b6c5126c9bc8bc8",
+    }
+    assert v072.identity == COMMIT and v072.tree_pins_name == f"lmms-eval-{COMMIT}.sha256"
+    wheel_073 = "5709f9f9f56a8f5f22bf379571bd1c5e7702af5ae2bbb9637001c5dd91168895"
+    assert v073.upstream["tag"] is None and v073.upstream["commit"] is None
+    assert v073.upstream["wheel"] == "lmms_eval-0.7.3-py3-none-any.whl"
+    assert v073.identity == f"wheel-sha256:{wheel_073}" and v073.tree_pins_name == "lmms-eval-0.7.3-wheel.sha256"
+    assert not v073.wheel_omits and len(v072.wheel_omits) == 258
+    # Same number = same bug in both sets; 0.7.3's wheel ships the templates, so P0 (0004) is not needed there.
+    assert [n for n in v072.series if not n.startswith("0004-")] == v073.series
+    assert len(v073.tree_pins) == 3181 and len(v072.tree_pins) == 2943
+
+
+def test_a_patch_set_in_the_wrong_folder_is_refused(tmp_path: Path) -> None:
+    shutil.copytree(ALL_SETS["0.7.3"].folder, tmp_path / "v0.7.4")
+    with pytest.raises(LevanteError, match=r"says version 0\.7\.3 but lies in v0\.7\.4/"):
+        patch_sets(tmp_path)
+    with pytest.raises(LevanteError, match="no lmms-eval patch sets here"):
+        patch_sets(tmp_path / "v0.7.4")
+
+
+def test_installed_files_match_the_pinned_wheel_record() -> None:
+    """The installed RECORD (the wheel's own per-file sha256) agrees with the shipped pins of that version."""
+    import base64
+    import csv
+
+    root = installed_root()
+    with (root / DIST_INFO / "RECORD").open(newline="") as handle:
+        record = {
+            row[0]: base64.urlsafe_b64decode(row[1].split("=", 1)[1] + "==").hex()
+            for row in csv.reader(handle)
+            if row[0].startswith("lmms_eval/") and row[1]
+        }
+    assert set(record) == set(PATCH_SET.tree_pins) - PATCH_SET.wheel_omits
+    assert {p: PATCH_SET.tree_pins[p] for p in record} == record
+
+
+def test_default_version_is_the_constraints_pin_and_pyproject_caps_at_shipped_sets() -> None:
+    pins = (REPO_ROOT / "constraints.txt").read_text().splitlines()
+    assert f"lmms_eval=={DEFAULT_VERSION}" in pins and DEFAULT_VERSION in ALL_SETS
+    (requirement,) = re.findall(r'^\s*"(lmms-eval[^"]*)",', (REPO_ROOT / "pyproject.toml").read_text(), re.M)
+    spec = Requirement(requirement).specifier
+    assert all(spec.contains(v) for v in ALL_SETS)
+    assert not any(spec.contains(v) for v in ("0.7.1", "0.7.4", "0.8.0"))
 
 
 def test_shipped_tree_pins_equal_the_shared_pin_list(shared: Path) -> None:
     shared_list = shared / "pins" / f"lmms-eval-{COMMIT}.sha256"
-    assert (PATCH_SET.folder / shared_list.name).read_bytes() == shared_list.read_bytes()
+    assert (ALL_SETS["0.7.2"].folder / shared_list.name).read_bytes() == shared_list.read_bytes()
 
 
 def test_audit_of_the_wheel_copy(full_tree: Path) -> None:
     target = target_of(full_tree)
     report = audit_tree(target, PATCH_SET)
     assert report.ok and not report.differ and not report.missing and not report.extra
-    assert len(report.missing_expected) == len(PATCH_SET.wheel_omits) > 100
+    assert len(report.missing_expected) == len(PATCH_SET.wheel_omits)
     assert len(report.identical) + len(report.missing_expected) == len(PATCH_SET.tree_pins)
 
     apply_patch_set(target, PATCH_SET)
@@ -230,29 +298,108 @@ def test_audit_of_the_wheel_copy(full_tree: Path) -> None:
     assert patch_main(["audit", "--target", str(full_tree)]) == 1
 
 
-def test_checkout_must_be_at_the_pinned_commit(tree: Path) -> None:
+def test_checkout_must_be_at_a_pinned_commit(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.org"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "lmms_eval"], check=True)
     subprocess.run([*git, "commit", "-qm", "copy"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    with pytest.raises(LevanteError, match=f"checkout is at {head}, not the pinned commit {COMMIT}"):
-        resolve_target(tree, "0.7.2", COMMIT)
-    checkout = resolve_target(tree, "0.7.2", head)
-    assert checkout.kind == "checkout"
-    apply_patch_set(checkout, PATCH_SET)
-    assert audit_tree(checkout, PATCH_SET).missing  # a checkout must hold every file: nothing is "expected"
+    with pytest.raises(LevanteError, match=f"checkout is at {head}, not a pinned commit \\(v0.7.2 = {COMMIT}\\)"):
+        resolve_target(tree)
+    # A patch set pinned to this very commit accepts the checkout.
+    folder = tmp_path / "sets" / f"v{VERSION}"
+    shutil.copytree(PATCH_SET.folder, folder)
+    pins = (folder / "pins.txt").read_text().splitlines()
+    up = next(i for i, ln in enumerate(pins) if ln.startswith("upstream "))
+    pins[up] = f"upstream EvolvingLMMs-Lab/lmms-eval v{VERSION} {head}"
+    (folder / "pins.txt").write_text("\n".join(pins) + "\n")
+    shutil.copy(PATCH_SET.folder / PATCH_SET.tree_pins_name, folder / f"lmms-eval-{head}.sha256")
+    (folder / "wheel-omits.txt").write_text("")
+    monkeypatch.setattr("levante_tasks.lmms_patch.target.patch_sets", lambda: {VERSION: PatchSet(folder)})
+    checkout, patch_set = resolve_target(tree)
+    assert checkout.kind == "checkout" and patch_set.identity == head
+    apply_patch_set(checkout, patch_set)
+    assert audit_tree(checkout, patch_set).missing  # a checkout must hold every file: nothing is "expected"
 
 
-def test_other_installed_version_is_refused(tree: Path) -> None:
-    (tree / "lmms_eval-0.7.2.dist-info").rename(tree / "lmms_eval-0.7.3.dist-info")
-    with pytest.raises(LevanteError, match="lmms-eval 0.7.3 is installed; patches exist for 0.7.2"):
-        target_of(tree)
+def test_version_without_patches_is_refused(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / DIST_INFO).rename(tree / "lmms_eval-0.7.9.dist-info")
+    before = snapshot(tree)
+    with pytest.raises(LevanteError, match="lmms-eval 0.7.9 is installed; patches exist for 0.7.2, 0.7.3$"):
+        resolve_target(tree)
+    assert patch_main(["patch", "--target", str(tree)]) == 2
+    assert "lmms-eval 0.7.9 is installed" in capsys.readouterr().err
+    assert snapshot(tree) == before
+
+
+@pytest.mark.parametrize("other", sorted(set(ALL_SETS) - {VERSION}))
+def test_patch_set_follows_the_dist_info_version(tree: Path, other: str) -> None:
+    """Files of one version under another version's dist-info are refused by name, before anything is written."""
+    (tree / DIST_INFO).rename(tree / f"lmms_eval-{other}.dist-info")
+    target, patch_set = resolve_target(tree)
+    assert patch_set is ALL_SETS[other] or patch_set.folder == ALL_SETS[other].folder
+    before = snapshot(tree)
+    with pytest.raises(LevanteError, match=rf"lmms_eval/\S+\.py: sha256 .* the pinned lmms-eval {other} file"):
+        apply_patch_set(target, patch_set)
+    assert snapshot(tree) == before
+
+
+def test_copy_without_dist_info_is_recognised_by_its_files(tree: Path) -> None:
+    shutil.rmtree(tree / DIST_INFO)
+    assert resolve_target(tree)[1].version == VERSION
+    apply_patch_set(*resolve_target(tree))
+    assert resolve_target(tree)[1].version == VERSION  # patched files are recognised too
+    main_py = tree / "lmms_eval/__main__.py"
+    main_py.write_bytes(main_py.read_bytes() + b"# local edit\n")
+    with pytest.raises(LevanteError, match="no lmms_eval dist-info, and its files match no patch set"):
+        resolve_target(tree)
+
+
+def test_two_dist_infos_are_refused(tree: Path) -> None:
+    shutil.copytree(tree / DIST_INFO, tree / "lmms_eval-0.7.9.dist-info")
+    with pytest.raises(LevanteError, match=rf"several lmms_eval dist-info folders \({VERSION}, 0\.7\.9\)"):
+        resolve_target(tree)
 
 
 def test_folder_without_lmms_eval_is_refused(tmp_path: Path) -> None:
     with pytest.raises(LevanteError, match="no lmms_eval package here"):
-        resolve_target(tmp_path, "0.7.2", COMMIT)
+        resolve_target(tmp_path)
+
+
+def _older_patch_set(tmp_path: Path) -> PatchSet:
+    """The shipped set without its last patch (what a tree patched before that patch existed carries)."""
+    folder = tmp_path / "older" / f"v{VERSION}"
+    shutil.copytree(PATCH_SET.folder, folder)
+    last = PATCH_SET.series[-1]
+    for name in ("series", "pins.txt"):
+        lines = (folder / name).read_text().splitlines(keepends=True)
+        (folder / name).write_text("".join(ln for ln in lines if not ln.startswith(last)))
+    older = PatchSet(folder)
+    assert older.series == PATCH_SET.series[:-1] and len(older.chains[PATCH_SET.pins[-1].path]) >= 2
+    return older
+
+
+def test_tree_patched_by_an_older_set_is_upgraded_and_reverted(tree: Path, tmp_path: Path, capsys) -> None:
+    pristine = snapshot(tree)
+    older = _older_patch_set(tmp_path)
+    apply_patch_set(target_of(tree), older)
+    upgraded_file = PATCH_SET.pins[-1].path
+    states = file_states(target_of(tree), PATCH_SET)
+    assert states.pop(upgraded_file) == "outdated" and set(states.values()) == {"patched"}
+    capsys.readouterr()
+    assert patch_main(["check", "--target", str(tree)]) == 1
+    assert f"{upgraded_file}: outdated" in capsys.readouterr().out
+
+    outcome = apply_patch_set(target_of(tree), PATCH_SET)
+    assert outcome.changed == [upgraded_file]
+    assert set(file_states(target_of(tree), PATCH_SET).values()) == {"patched"}
+    assert read_record(target_of(tree))["patch_set_sha256"] == PATCH_SET.patch_set_sha256
+    assert patch_main(["check", "--target", str(tree)]) == 0
+
+    revert_patch_set(target_of(tree), PATCH_SET)
+    apply_patch_set(target_of(tree), older)
+    revert_patch_set(target_of(tree), PATCH_SET)  # from the older state straight back to upstream bytes
+    assert snapshot(tree) == pristine
 
 
 def test_plain_script_runs_without_the_package_installed(tree: Path) -> None:

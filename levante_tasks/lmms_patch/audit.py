@@ -1,7 +1,8 @@
-"""Compare a whole lmms-eval tree with the file hashes of the pinned upstream commit.
+"""Compare a whole lmms-eval tree with the pinned upstream file hashes (of the commit, else of the PyPI wheel).
 
-Files our series patched count as such (not as differences); files the PyPI wheel never ships are reported as
-expected-missing, since the wheel lacks the commit's extensionless templates, most READMEs and UI assets.
+Files our series patched count as such (not as differences); for a commit pin, files the PyPI wheel never ships
+are reported as expected-missing, since the 0.7.2 wheel lacks the commit's extensionless templates, most READMEs
+and UI assets.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def audit_tree(target: Target, patch_set: PatchSet) -> AuditReport:
         actual = sha256_bytes(file.read_bytes())
         if actual == digest:
             report.identical.append(path)
-        elif path in patch_set.targets and actual == patch_set.targets[path][1]:
+        elif actual in patch_set.chains.get(path, [])[1:]:  # fully or partly patched by our series
             report.patched.append(path)
         else:
             report.differ.append(path)

@@ -10,9 +10,8 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.lmms_patch.audit import audit_tree
 from levante_tasks.lmms_patch.engine import (
     PATCHED,
@@ -25,28 +24,20 @@ from levante_tasks.lmms_patch.engine import (
     record_path,
     revert_patch_set,
 )
-from levante_tasks.lmms_patch.patchset import UPSTREAM_VERSION, PatchSet
+from levante_tasks.lmms_patch.patchset import PatchSet
 from levante_tasks.lmms_patch.target import Target, resolve_target
 
 
 def _load(args: argparse.Namespace) -> tuple[Target, PatchSet]:
-    """The patch set and the tree named by --target (default: the lmms_eval this Python imports)."""
-    patch_set = PatchSet()
-    target = resolve_target(args.target, UPSTREAM_VERSION, patch_set.upstream["commit"])
-    return target, patch_set
-
-
-def _shown(path: Path) -> str:
-    """`path` relative to the working directory when it lies below it (keeps output free of home paths)."""
-    try:
-        return Path(path).relative_to(Path.cwd()).as_posix() or "."
-    except ValueError:
-        return str(path)
+    """The tree named by --target (default: the lmms_eval this Python imports) and the patch set its version needs."""
+    return resolve_target(args.target)
 
 
 def _header(target: Target, patch_set: PatchSet) -> str:
-    up = patch_set.upstream
-    return f"lmms-eval {target.kind} at {_shown(target.root)} (pinned: {up['repo']} {up['tag']} {up['commit'][:12]})"
+    return (
+        f"lmms-eval {patch_set.version} {target.kind} at {target.shown()} "
+        f"(pinned: {patch_set.upstream['repo']} {patch_set.label})"
+    )
 
 
 def _report(outcome: Outcome, verb: str, dry_run: bool) -> None:
@@ -65,7 +56,7 @@ def cmd_patch(args: argparse.Namespace) -> int:
     outcome = apply_patch_set(target, patch_set, dry_run=args.dry_run)
     _report(outcome, "patched", args.dry_run)
     if not args.dry_run:
-        print(f"patch set sha256 {patch_set.patch_set_sha256} recorded in {_shown(record_path(target))}")
+        print(f"patch set sha256 {patch_set.patch_set_sha256} recorded in {display_path(record_path(target))}")
     return 0
 
 
@@ -96,21 +87,21 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    """Compare the whole tree with the pinned commit's file hashes; exit 1 on differing or unexpected missing."""
+    """Compare the whole tree with the pinned upstream file hashes; exit 1 on differing or unexpected missing."""
     target, patch_set = _load(args)
     print(_header(target, patch_set))
     report = audit_tree(target, patch_set)
     print(f"  {len(patch_set.tree_pins)} files pinned; identical: {len(report.identical)}")
     print(f"  patched by our series: {len(report.patched)}")
     for title, paths, listed in (
-        ("differ from the pinned commit", report.differ, True),
+        ("differ from the pinned upstream files", report.differ, True),
         ("missing", report.missing, True),
         (
             "missing but never shipped in the PyPI wheel (templates, READMEs, UI assets)",
             report.missing_expected,
             args.list_missing,
         ),
-        ("extra (not in the pinned commit)", report.extra, True),
+        ("extra (not in the pinned upstream files)", report.extra, True),
     ):
         print(f"  {title}: {len(paths)}")
         for path in paths if listed else ():
@@ -125,7 +116,7 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
         ("patch", cmd_patch, "apply the patch series (idempotent) and write the applied-patch record"),
         ("check", cmd_check, "report each target file's state; exit 0 only if fully patched"),
         ("revert", cmd_revert, "restore every patched file to its exact upstream bytes"),
-        ("audit", cmd_audit, "compare every file with the pinned commit's hashes"),
+        ("audit", cmd_audit, "compare every file with the pinned upstream hashes (commit or wheel)"),
     ):
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument(

@@ -1,8 +1,9 @@
-"""Apply, check and revert the pinned patch set on one lmms-eval tree, and keep the record of what is applied.
+"""Apply, check and revert a pinned patch set on one lmms-eval tree, and keep the record of what is applied.
 
-Every target file must hash to its pinned (upstream) or fully patched value; anything else is refused by name.
-Files are rewritten atomically with their mode kept, so an interrupted run leaves each file whole and a re-run
-finishes the job. The record `lmms_eval/.levante_patches.json` is written last and removed first.
+Every target file must hash to a state of its patch chain: pinned (upstream), fully patched, or `outdated` (only
+the first patches of its chain applied, as an older patch set with fewer patches left it); anything else is
+refused by name. Files are rewritten atomically with their mode kept, so an interrupted run leaves each file whole
+and a re-run finishes the job. The record `lmms_eval/.levante_patches.json` is written last and removed first.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import atomic_path
-from levante_tasks.errors import LevanteError
-from levante_tasks.lmms_patch.patchset import UPSTREAM_VERSION, PatchSet, sha256_bytes
+from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.lmms_patch.patchset import PatchSet, sha256_bytes
 from levante_tasks.lmms_patch.target import Target, package_root
 from levante_tasks.lmms_patch.unidiff import PatchError, apply_hunks
 
 RECORD_NAME = ".levante_patches.json"
-RECORD_SCHEMA_VERSION = 1
-PINNED, PATCHED = "pinned", "patched"
+RECORD_SCHEMA_VERSION = 2
+PINNED, PATCHED, OUTDATED = "pinned", "patched", "outdated"
 
 
 @dataclass
@@ -34,42 +35,50 @@ class Outcome:
     record: dict[str, Any] | None = None
 
 
+def _step(target: Target, patch_set: PatchSet, path: str) -> int:
+    """How many patches of `path`'s chain the file carries (0 = upstream); refuse a missing or foreign file."""
+    file = target.root / path
+    try:
+        digest = sha256_bytes(file.read_bytes())
+    except OSError as exc:
+        raise LevanteError(f"{target.shown(path)}: cannot read patch target ({exc.strerror})") from exc
+    chain = patch_set.chains[path]
+    if digest not in chain:
+        restore = (
+            "git checkout -- lmms_eval"
+            if target.kind == "checkout"
+            else f"pip install --force-reinstall --no-deps lmms-eval=={patch_set.version}"
+        )
+        raise LevanteError(
+            f"{target.shown(path)}: sha256 {digest[:16]} matches neither the pinned lmms-eval {patch_set.version} "
+            f"file nor its patched form; refusing to touch it (restore it, e.g. {restore})"
+        )
+    return chain.index(digest)
+
+
 def file_states(target: Target, patch_set: PatchSet) -> dict[str, str]:
-    """`{path: "pinned" | "patched"}` for every target file; refuse a missing or foreign file by name."""
+    """`{path: "pinned" | "patched" | "outdated"}` for every target file; refuse a missing or foreign file by name."""
     states = {}
-    for path, (pinned, patched) in patch_set.targets.items():
-        file = target.root / path
-        try:
-            digest = sha256_bytes(file.read_bytes())
-        except OSError as exc:
-            raise LevanteError(f"{file}: cannot read patch target ({exc.strerror})") from exc
-        if digest == pinned:
-            states[path] = PINNED
-        elif digest == patched:
-            states[path] = PATCHED
-        else:
-            raise LevanteError(
-                f"{file}: sha256 {digest[:16]} matches neither the pinned lmms-eval {UPSTREAM_VERSION} file nor "
-                f"its patched form; refusing to touch it (restore it, e.g. pip install --force-reinstall "
-                f"--no-deps lmms-eval=={UPSTREAM_VERSION})"
-            )
+    for path, chain in patch_set.chains.items():
+        step = _step(target, patch_set, path)
+        states[path] = PINNED if step == 0 else PATCHED if step == len(chain) - 1 else OUTDATED
     return states
 
 
-def _transform(patch_set: PatchSet, path: str, data: bytes, reverse: bool) -> bytes:
-    """Run the series (or its reverse) over one file's bytes, checking the pinned hash at every step."""
+def _transform(target: Target, patch_set: PatchSet, path: str, reverse: bool) -> bytes:
+    """Run the rest of `path`'s series (or undo what it carries) over its bytes, checking every step's hash."""
     pins = [pin for pin in patch_set.pins if pin.path == path]
-    text = data.decode("utf-8")
-    for pin in reversed(pins) if reverse else pins:
-        start, goal = (pin.after, pin.before) if reverse else (pin.before, pin.after)
-        if sha256_bytes(text.encode("utf-8")) != start:
-            raise LevanteError(f"{patch_set.folder / pin.name}: {path} is not at the hash this patch starts from")
+    step = _step(target, patch_set, path)
+    text = (target.root / path).read_bytes().decode("utf-8")
+    for pin in reversed(pins[:step]) if reverse else pins[step:]:
+        goal = pin.before if reverse else pin.after
+        where = display_path(patch_set.folder / pin.name)
         try:
             text = apply_hunks(text, patch_set.file_patch(pin.name), reverse=reverse)
         except PatchError as exc:
-            raise LevanteError(f"{patch_set.folder / pin.name}: {exc}") from exc
+            raise LevanteError(f"{where}: {exc}") from exc
         if sha256_bytes(text.encode("utf-8")) != goal:
-            raise LevanteError(f"{patch_set.folder / pin.name}: {path} does not reach its pinned hash")
+            raise LevanteError(f"{where}: {path} does not reach its pinned hash")
     return text.encode("utf-8")
 
 
@@ -82,11 +91,11 @@ def _replace_file(file: Path, data: bytes) -> None:
 
 
 def expected_record(target: Target, patch_set: PatchSet) -> dict[str, Any]:
-    """The record a fully patched tree carries: upstream commit, patch set hash, series and per-file hashes."""
+    """The record a fully patched tree carries: upstream pin, patch set hash, series and per-file hashes."""
     return {
         "schema_version": RECORD_SCHEMA_VERSION,
         "tool": "levante-tasks lmms-eval patch",
-        "upstream": {**patch_set.upstream, "version": UPSTREAM_VERSION},
+        "upstream": {**patch_set.upstream, "identity": patch_set.identity},
         "target_kind": target.kind,
         "patch_set_sha256": patch_set.patch_set_sha256,
         "series": [{"name": n, "sha256": sha256_bytes((patch_set.folder / n).read_bytes())} for n in patch_set.series],
@@ -115,12 +124,12 @@ def _write_record(target: Target, record: dict[str, Any]) -> None:
 
 
 def apply_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) -> Outcome:
-    """Patch every pinned file still at its upstream hash and (re)write the record; a no-op when done."""
+    """Bring every target file to its fully patched hash and (re)write the record; a no-op when done."""
     outcome = Outcome(target, file_states(target, patch_set))
     new_contents = {
-        path: _transform(patch_set, path, (target.root / path).read_bytes(), reverse=False)
+        path: _transform(target, patch_set, path, reverse=False)
         for path, state in outcome.before.items()
-        if state == PINNED
+        if state != PATCHED
     }
     outcome.changed = sorted(new_contents)
     outcome.record = expected_record(target, patch_set)
@@ -134,12 +143,12 @@ def apply_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) 
 
 
 def revert_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) -> Outcome:
-    """Restore every patched file to its exact upstream bytes and remove the record; a no-op when pristine."""
+    """Restore every (fully or partly) patched file to its exact upstream bytes and remove the record."""
     outcome = Outcome(target, file_states(target, patch_set))
     old_contents = {
-        path: _transform(patch_set, path, (target.root / path).read_bytes(), reverse=True)
+        path: _transform(target, patch_set, path, reverse=True)
         for path, state in outcome.before.items()
-        if state == PATCHED
+        if state != PINNED
     }
     outcome.changed = sorted(old_contents)
     if dry_run:
@@ -151,7 +160,7 @@ def revert_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False)
 
 
 def overall_state(states: dict[str, str]) -> str:
-    """`patched` when every target file is patched, `unpatched` when none is, else `partial`."""
+    """`patched` when every target file is fully patched, `unpatched` when none is touched, else `partial`."""
     kinds = set(states.values())
     return PATCHED if kinds == {PATCHED} else "unpatched" if kinds <= {PINNED} else "partial"
 
