@@ -12,6 +12,7 @@ import pytest
 from levante_tasks.harness import docs, lmms_task, prompts, yamlgen
 from levante_tasks.harness.fixture_data import decode_colour, write_fixture
 from levante_tasks.harness.test_models import FixedLetterModel, ImageIndexOracle
+from levante_tasks.schema import layout
 
 TASKS_DIR = Path(yamlgen.__file__).resolve().parents[1] / "tasks"
 SEED_GROUPS = ["levante", "levante_seed1", "levante_seed2", "levante_mc", "levante_mc_seed1", "levante_mc_seed2"]
@@ -163,7 +164,7 @@ def test_missing_data_fails_with_one_line(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert "\n" not in message and "levante-tasks prepare" in message and "levante_trog" in message
     monkeypatch.setenv("LEVANTE_DATA_VERSION", "v9")
     with pytest.raises(Exception, match="version v9"):
-        docs.load_rows("trog", docs.data_version())
+        docs.load_rows("trog", layout.data_version())
 
 
 def test_cli_run_writes_results_and_samples_and_lists_tasks(fixture_dir: Path, tmp_path: Path) -> None:

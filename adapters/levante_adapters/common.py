@@ -12,7 +12,8 @@ from typing import Any
 import torch
 from PIL import Image
 
-DEFAULT_LETTERS = "ABCDEFGH"
+from levante_tasks.schema.items import LETTERS
+
 _PLACEHOLDER = re.compile(r"<(?:image|option)\d+>")
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
            "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
@@ -59,7 +60,7 @@ def doc_letters(doc: Mapping[str, Any], n_options: int) -> list[str]:
     letters = doc.get("letters")
     if letters is not None and len(letters) > 0:
         return [str(x) for x in letters]
-    return list(DEFAULT_LETTERS[:n_options])
+    return list(LETTERS[:n_options])
 
 
 def presented_options(doc: Mapping[str, Any]) -> list[str]:

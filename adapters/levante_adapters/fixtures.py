@@ -13,7 +13,7 @@ from typing import Any
 from lmms_eval.api.instance import Instance
 from PIL import Image, ImageDraw
 
-LETTERS = "ABCDEFGH"
+from levante_tasks.schema.items import LETTERS
 
 
 def draw_image(index: int, size: int = 64) -> Image.Image:

@@ -13,8 +13,8 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 from tokenizers.pre_tokenizers import ByteLevel
 
-# Single tokens for option letters with and without a leading space (byte-level "Ġ" marks the space).
-LETTERS = "ABCDEFGH"
+from levante_tasks.schema.items import LETTERS  # single tokens, with and without a leading space
+
 # SmolVLM's chat template (Idefics3 family): "User:<image>text<end_of_utterance>\nAssistant:".
 SMOLVLM_CHAT_TEMPLATE = (
     "<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}"

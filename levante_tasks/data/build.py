@@ -16,39 +16,17 @@ import pyarrow.parquet as pq
 
 from levante_tasks.atomic import make_staging_dir, swap_dir, write_json
 from levante_tasks.data import numberline
-from levante_tasks.data.items import SLIDER_TOLERANCE, ReleaseItems, read_release_items
-from levante_tasks.data.manifest import TASK_IDS
+from levante_tasks.data.items import ReleaseItems, read_release_items
 from levante_tasks.data.mirror import sha256_file
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema.items import ITEM_SCHEMA, SLIDER_TOLERANCE
+from levante_tasks.schema.tasks import BY_NAME
 
 SCHEMA_VERSION = 1
 BUILDER_VERSION = 2  # bump whenever item construction changes, so `prepare` rebuilds (2: full decode)
 MAX_PROBLEM_LINES = 50
 EMPTY_TASK_HINT = "pass --allow-empty-tasks to build the other tasks anyway"
-
-ITEM_SCHEMA = pa.schema([
-    ("item_uid", pa.string()),
-    ("source_item_uid", pa.string()),
-    ("task", pa.string()),
-    ("task_id", pa.string()),
-    ("trial_type", pa.string()),
-    ("prompt", pa.string()),
-    ("prompt_phrase", pa.string()),
-    ("prompt_text", pa.string()),
-    ("story", pa.string()),
-    ("answer", pa.string()),
-    ("options", pa.list_(pa.string())),
-    ("option_kind", pa.string()),
-    ("option_images", pa.list_(pa.string())),
-    ("stimulus_image", pa.string()),
-    ("chance_level", pa.float64()),
-    ("n_options", pa.int64()),
-    ("response_format", pa.string()),
-    ("range_min", pa.float64()),
-    ("range_max", pa.float64()),
-    ("manifest_row", pa.int64()),
-])
 
 
 class ValidationError(LevanteError):
@@ -134,7 +112,7 @@ def _check_nothing_emptied(result: ReleaseItems, accounts: dict[str, dict[str, i
         raise LevanteError("manifest.csv: no items left to build (every row was dropped or excluded)")
     if allow_empty_tasks:
         return
-    emptied = [task for task in sorted(result.rows_by_task) if task in TASK_IDS and not result.items.get(task)]
+    emptied = [task for task in sorted(result.rows_by_task) if task in BY_NAME and not result.items.get(task)]
     if emptied:
         raise LevanteError("\n".join(
             f"{task}: all {result.rows_by_task[task]} rows dropped "

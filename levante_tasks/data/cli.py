@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from levante_tasks.data import paths
 from levante_tasks.data.prepare import PrepareResult, prepare
+from levante_tasks.schema import layout
 
 PUBLIC_BUCKET = "https://storage.googleapis.com/levante-bench/corpus_data"
 
@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="release base: a local folder holding <version>/ or the bucket URL (default: public)")
     parser.add_argument("--version", default=None,
                         help="release version (default: the newest dated YYYY-MM-DD version)")
-    parser.add_argument("--data-dir", default=None, help=f"output root (default: ${paths.DATA_DIR_ENV} or cache)")
+    parser.add_argument("--data-dir", default=None, help=f"output root (default: ${layout.DATA_DIR_ENV} or cache)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--strict", dest="strict", action="store_true", default=True,
                       help="any bad item is fatal (default)")

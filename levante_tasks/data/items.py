@@ -14,12 +14,12 @@ from typing import Any
 
 from levante_tasks.data import numberline, prompts, tom
 from levante_tasks.data.csvfile import os_problem
-from levante_tasks.data.manifest import REPEATED_UID_TASKS, TASK_IDS, ManifestRow, load_manifest
+from levante_tasks.data.manifest import ManifestRow, load_manifest
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.data.visuals import VisualIndex
+from levante_tasks.schema.items import LETTERS, ItemRow, slider_chance
+from levante_tasks.schema.tasks import TASKS, task_info
 
-IMAGE_OPTION_TASKS = {"vocab", "trog", "matrix-reasoning", "mental-rotation", "same-different-selection"}
-SLIDER_TOLERANCE = 0.15  # |value - target| < 0.15 * (max - min): rlevante recode_slider, used to calibrate IRT
 MANIFEST = "manifest.csv"
 _CANNOT_OPEN = "cannot be opened"  # cached for an image file that raised OSError (already a file-level problem)
 
@@ -53,15 +53,9 @@ def _parse_range(text: str) -> tuple[float, float] | None:
     return low, high
 
 
-def slider_chance(target: float, low: float, high: float, tolerance: float = SLIDER_TOLERANCE) -> float:
-    """P(correct) for a uniformly random slider position: the tolerance window clipped to the line."""
-    half = tolerance * (high - low)
-    return (min(target + half, high) - max(target - half, low)) / (high - low)
-
-
 def option_kind(row: ManifestRow) -> str:
     """`image` for picture options (and non-symbolic math cards), else `text`."""
-    if row.task in IMAGE_OPTION_TASKS:
+    if task_info(row.task).image_options:
         return "image"
     if row.task == "egma-math" and row.get("trial_type").startswith("Non-symbolic"):
         return "image"
@@ -69,28 +63,9 @@ def option_kind(row: ManifestRow) -> str:
 
 
 def _base_item(row: ManifestRow) -> dict[str, Any]:
-    return {
-        "item_uid": row.item_uid,
-        "source_item_uid": row.item_uid,
-        "task": row.task,
-        "task_id": TASK_IDS[row.task],
-        "trial_type": row.get("trial_type"),
-        "prompt": row.get("prompt"),
-        "prompt_phrase": row.get("prompt_phrase"),
-        "prompt_text": "",
-        "story": "",
-        "answer": "",
-        "options": [],
-        "option_kind": "text",
-        "option_images": [],
-        "stimulus_image": "",
-        "chance_level": float("nan"),
-        "n_options": 0,
-        "response_format": "choice",
-        "range_min": float("nan"),
-        "range_max": float("nan"),
-        "manifest_row": row.row,
-    }
+    return ItemRow(item_uid=row.item_uid, source_item_uid=row.item_uid, task=row.task,
+                   task_id=task_info(row.task).task_id, trial_type=row.get("trial_type"), prompt=row.get("prompt"),
+                   prompt_phrase=row.get("prompt_phrase"), manifest_row=row.row).as_dict()
 
 
 class _Builder:
@@ -159,6 +134,8 @@ class _Builder:
             return self.problem(row, "duplicate_option", f"repeated distractor in {options}")
         if len(options) < 2:
             return self.problem(row, "too_few_options", "fewer than two options")
+        if len(options) > len(LETTERS):
+            return self.problem(row, "too_many_options", f"{len(options)} options, more than the letters {LETTERS}")
         item = _base_item(row)
         kind = option_kind(row)
         item.update(answer=options[0], options=options, option_kind=kind, n_options=len(options),
@@ -236,7 +213,7 @@ def _drop_conflicting_duplicates(rows: list[ManifestRow], log: ProblemLog) -> li
     kept: list[ManifestRow] = []
     for row in rows:
         key = (row.task, row.item_uid)
-        if row.task in REPEATED_UID_TASKS or key not in first:
+        if task_info(row.task).repeated_uids or key not in first:
             first.setdefault(key, row)
             kept.append(row)
             continue
@@ -270,8 +247,9 @@ def read_release_items(release_root: Path, log: ProblemLog) -> ReleaseItems:
         item = builder.convert(row)
         if item is not None:
             result.items[row.task].append(item)
-    for task in REPEATED_UID_TASKS & set(result.items):
-        _number_repeated_uids(result.items[task])
+    for info in TASKS:
+        if info.repeated_uids and info.name in result.items:
+            _number_repeated_uids(result.items[info.name])
     return result
 
 

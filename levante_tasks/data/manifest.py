@@ -9,6 +9,7 @@ from pathlib import Path
 
 from levante_tasks.data.csvfile import read_csv_rows, shown
 from levante_tasks.data.problems import NO_TASK, Problem, ProblemLog
+from levante_tasks.schema.tasks import BY_NAME
 
 MANIFEST_COLUMNS = (
     "task",
@@ -24,20 +25,6 @@ MANIFEST_COLUMNS = (
     "prompt_image",
     "full_prompt",
 )
-
-# internal_name -> LEVANTE task_id
-TASK_IDS = {
-    "vocab": "vocab",
-    "trog": "trog",
-    "egma-math": "math",
-    "theory-of-mind": "tom",
-    "matrix-reasoning": "matrix",
-    "mental-rotation": "mrot",
-    "same-different-selection": "sds",
-}
-
-# Tasks whose manifest repeats one item_uid for distinct trials by design (rlevante rebuilds their uids).
-REPEATED_UID_TASKS = {"same-different-selection"}
 
 MISSING = {"", "NA"}
 
@@ -110,7 +97,7 @@ def _header_problems(header: list[str], display_name: str) -> list[Problem]:
 def _row_problem(display_name: str, index: int, task: str, kind: str, message: str) -> Problem:
     """A problem of a row whose item_uid cannot be trusted: the row is named by its number."""
     return Problem(display_name, kind, message, row=index, item_uid=f"row{index}",
-                   task=task if task in TASK_IDS else NO_TASK)
+                   task=task if task in BY_NAME else NO_TASK)
 
 
 def load_manifest(path: Path, log: ProblemLog, display_name: str = "manifest.csv") -> Manifest:
@@ -150,7 +137,7 @@ def load_manifest(path: Path, log: ProblemLog, display_name: str = "manifest.csv
                                  f"column {column} contains an invisible or control character ({code})"))
         if bad_cells:
             continue
-        if row.task not in TASK_IDS:
+        if row.task not in BY_NAME:
             log.add(Problem(display_name, "unknown_task", f"{row.item_uid}: unknown task {row.task!r}", row=index,
                             item_uid=row.item_uid or f"row{index}", task=row.task))
             continue

@@ -13,7 +13,6 @@ import contextlib
 import errno
 import hashlib
 import json
-import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import atomic_path, clean_stale, make_staging_dir, swap_dir, write_json, write_text
-from levante_tasks.data import paths, runlock
+from levante_tasks.data import runlock
 from levante_tasks.data.build import BUILDER_VERSION, SCHEMA_VERSION, TaskSummary, stage_datasets
 from levante_tasks.data.mirror import (
     FETCH_DIR,
@@ -46,8 +45,8 @@ from levante_tasks.data.sources import (
     resolve_version,
 )
 from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.schema import layout
 
-DEFAULT_VERSION_FILE = "default_version"
 OUTPUT_DIRS = ("generated", "datasets")  # swapped in this order: build.json names a build once both are in place
 _LEGACY = re.compile(r"^\.(?:build-.+|datasets\.old|generated\.old)$")  # temp folders of earlier builders
 
@@ -121,7 +120,7 @@ def _commit(version_root: Path, data_root: Path, version: str, staged_release: P
             staged_build: Path | None, lock: dict[str, Any] | None) -> None:
     """Swap in the staged trees, then replace the lock, then `default_version` (each written to a temp file
     first, so a full disk fails before anything is swapped)."""
-    default_file = data_root / DEFAULT_VERSION_FILE
+    default_file = data_root / layout.DEFAULT_VERSION_FILE
     try:
         new_default = default_file.read_text(encoding="utf-8") != version + "\n"
     except (FileNotFoundError, UnicodeDecodeError):
@@ -188,7 +187,7 @@ def _open(release: str, version: str | None, data_dir: str | None) -> tuple[Loca
     try:
         return source, resolve_version(source, version)
     except SourceUnreachable:
-        if version and read_lock(paths.lock_path(version, data_dir))["files"]:
+        if version and read_lock(layout.lock_path(version, data_dir))["files"]:
             return None, version
         raise
 
@@ -201,20 +200,10 @@ def prepare(release: str, version: str | None, data_dir: str | None, strict: boo
     size + mtime; `allow_empty_tasks` lets a lenient build keep a task whose items were all dropped.
     """
     source, resolved = _open(release, version, data_dir)
-    data_root = paths.data_dir(data_dir)
-    version_root = paths.version_dir(resolved, data_dir)
+    data_root = layout.data_dir(data_dir)
+    version_root = layout.version_dir(resolved, data_dir)
     with runlock.hold(version_root):
         with _step(version_root, "removing leftovers of an interrupted run"):
             _tidy(version_root, data_root)
         return _prepare_locked(source, resolved, version_root, data_root, strict, progress, verify, allow_empty_tasks)
 
-
-def default_version(data_dir: str | None = None) -> str:
-    """$LEVANTE_DATA_VERSION, else the version the last `prepare` wrote into `<data_dir>/default_version`."""
-    env = os.environ.get(paths.VERSION_ENV)
-    if env:
-        return env
-    marker = paths.data_dir(data_dir) / DEFAULT_VERSION_FILE
-    if marker.is_file():
-        return marker.read_text(encoding="utf-8").strip()
-    raise LevanteError("no prepared LEVANTE data: run `levante-tasks prepare --release BASE --version V` first")

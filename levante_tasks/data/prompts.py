@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-LETTERS = "ABCDEFGH"
+from levante_tasks.schema.items import LETTERS
+
 _ANSWER_CLAUSE = re.compile(r"\s*Answer (?:with )?(?:only )?(?:[A-H]\b|a numeral).*$", re.DOTALL)
 
 

@@ -28,6 +28,7 @@ from levante_tasks.data.manifest import read_manifest
 from levante_tasks.data.problems import ProblemLog
 from levante_tasks.data.visuals import VisualIndex
 from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.schema import layout
 
 TAG = "levante-tasks stand-in"
 SIZE = 224
@@ -64,7 +65,7 @@ def draw_standin(key: str) -> Image.Image:
 
 def check_version_name(version: str) -> None:
     """Refuse version names that are not one plain folder level (`..`, `.`, `a/b`, hidden names, empty)."""
-    if not version or version.startswith(".") or any(c in version for c in "/\\\0"):
+    if not layout.is_version_name(version):
         raise LevanteError(f"--version {version!r}: not a usable version folder name (one plain folder name, "
                            "not starting with '.')")
 

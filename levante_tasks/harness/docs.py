@@ -9,7 +9,6 @@ variant and the image paths to show, in the order the model receives them.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,14 +16,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from levante_tasks.data import paths
-from levante_tasks.data.build import ITEM_SCHEMA
 from levante_tasks.errors import LevanteError, describe_os_error
 from levante_tasks.harness import controls
-from levante_tasks.harness.options import gold_positions, letters_for, presented_order
-
-VARIANTS = ("original", "blank", "shuffled")
-PREPARE_HINT = "run `levante-tasks prepare --release BASE --version VERSION` first"
+from levante_tasks.harness.options import gold_positions, presented_order
+from levante_tasks.schema import layout
+from levante_tasks.schema.items import ITEM_SCHEMA, letters_for
+from levante_tasks.schema.records import VARIANTS
 
 
 def repair_hint(version: str) -> str:
@@ -39,39 +36,12 @@ def os_problem(exc: OSError) -> str:
     return describe_os_error(OSError(exc.errno, exc.strerror))
 
 
-def _plain_name(version: str) -> bool:
-    return bool(version) and not version.startswith(".") and not any(c in version for c in "/\\\0\n\r")
-
-
-def data_version() -> str:
-    """The prepared data version to evaluate: $LEVANTE_DATA_VERSION, else `<data_dir>/default_version`."""
-    env = os.environ.get(paths.VERSION_ENV, "").strip()
-    if env:
-        if not _plain_name(env):
-            raise LevanteError(f"{paths.VERSION_ENV}={env!r}: not a version folder name")
-        return env
-    marker = paths.data_dir() / "default_version"
-    try:
-        version = marker.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        version = ""
-    except OSError as exc:
-        raise LevanteError(f"default_version: {os_problem(exc)} (in the data dir): {PREPARE_HINT}") from None
-    except UnicodeDecodeError:
-        raise LevanteError(f"default_version: not UTF-8 text (in the data dir): {PREPARE_HINT}") from None
-    if version and not _plain_name(version):
-        raise LevanteError(f"default_version: {version[:40]!r} is not a version folder name: {PREPARE_HINT}")
-    if version:
-        return version
-    raise LevanteError(f"no prepared LEVANTE data (no {paths.VERSION_ENV}, no default_version): {PREPARE_HINT}")
-
-
 def load_rows(task: str, version: str) -> list[dict[str, Any]]:
     """The item rows of one task, as plain Python values; a missing or damaged dataset is one line naming it."""
-    parquet = paths.dataset_dir(version, task) / "test.parquet"
+    parquet = layout.dataset_dir(version, task) / layout.DATASET_FILE
     where = f"{version}/datasets/{task}/test.parquet"
     if not parquet.is_file():
-        hint = PREPARE_HINT.replace("VERSION", version)
+        hint = layout.PREPARE_HINT.replace("VERSION", version)
         raise LevanteError(f"{task}: no prepared dataset for version {version}: {hint}")
     try:
         table = pq.read_table(parquet)
@@ -138,4 +108,4 @@ def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, ve
 
 def version_root(doc: Mapping[str, Any]) -> Path:
     """`<data_dir>/<version>/` of a doc: image paths in docs are relative to it."""
-    return paths.version_dir(doc["data_version"])
+    return layout.version_dir(doc["data_version"])

@@ -15,13 +15,14 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from levante_tasks.atomic import atomic_path, write_json, write_text
+from levante_tasks.schema.items import LETTERS
 
 CONTEXT_COLOUR = (0, 0, 255)
 IMAGE_SIZE = (32, 24)
 
 
 def option_colour(index: int) -> tuple[int, int, int]:
-    """Colour of the option image with canonical index `index` (0..9)."""
+    """Colour of the option image with canonical index `index` (0 .. len(LETTERS) - 1)."""
     return (25 * index + 5, 255 - 25 * index, 0)
 
 
@@ -30,7 +31,7 @@ def decode_colour(image: Image.Image) -> int | None:
     pixel = image.convert("RGB").getpixel((image.width // 2, image.height // 2))
     if pixel == CONTEXT_COLOUR:
         return -1
-    for index in range(10):
+    for index in range(len(LETTERS)):
         if all(abs(a - b) <= 2 for a, b in zip(pixel, option_colour(index), strict=True)):
             return index
     return None
@@ -74,7 +75,7 @@ def _image(root: Path, rel: str, colour: tuple[int, int, int]) -> str:
 def _row(
     root: Path, task: str, task_id: str, uid: str, trial_type: str, n: int, kind: str, context: bool, number: int
 ) -> dict[str, Any]:
-    letters = "ABCDEFGHIJ"[:n]
+    letters = LETTERS[:n]
     listing = "; ".join(f"{letters[k - 1]}: {LISTING[kind].format(k=k)}" for k in range(1, n + 1))
     options = [str(number + i) for i in range(n)] if kind == "text" else [f"{uid}-opt{i}" for i in range(n)]
     images = (

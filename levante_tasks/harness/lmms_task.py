@@ -21,6 +21,7 @@ from PIL import Image
 from levante_tasks.data.images import open_image
 from levante_tasks.errors import LevanteError
 from levante_tasks.harness import controls, docs, metrics, parsing, prompts, records
+from levante_tasks.schema import layout
 
 
 class DataNotPrepared(SystemExit):
@@ -33,7 +34,7 @@ class DataNotPrepared(SystemExit):
 
 def load_task_docs(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The docs of one task variant described by `metadata.levante` (task, seed, variant, trial_types)."""
-    version = docs.data_version()
+    version = layout.data_version()
     rows = docs.load_rows(spec["task"], version)
     if not rows:
         raise LevanteError(f"{spec['task']}: version {version} has no prepared items (see its dataset.json)")

@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from levante_tasks.schema.records import RECORD_KEY
+
 
 def item_metrics(record: Mapping[str, Any]) -> dict[str, Any]:
     """Per-doc metric values: accuracy, parse success, and the full record (kept in the samples file)."""
     return {
         "levante_acc": float(record["correct"]),
         "levante_parse_rate": float(record["parse_method"] != "none"),
-        "levante_item": dict(record),
+        RECORD_KEY: dict(record),
     }
 
 

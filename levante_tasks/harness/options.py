@@ -14,7 +14,6 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
 
-LETTERS = "ABCDEFGHIJ"
 DEFAULT_SEEDS = (0, 1, 2)
 
 
@@ -63,9 +62,3 @@ def presented_order(n_options: int, gold_position: int) -> list[int]:
     """Canonical index shown at each position: the rotation of [0..n-1] that puts index 0 at gold_position."""
     return [(p - gold_position) % n_options for p in range(n_options)]
 
-
-def letters_for(n_options: int) -> list[str]:
-    """The answer letters of an n-option item (A, B, ...)."""
-    if n_options > len(LETTERS):
-        raise ValueError(f"{n_options} options: at most {len(LETTERS)} are supported")
-    return list(LETTERS[:n_options])

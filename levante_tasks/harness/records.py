@@ -1,4 +1,4 @@
-"""Per-item records (docs/design.md §4), written under `levante_item` in lmms-eval's samples files.
+"""Per-item records (`levante_tasks.schema.records`), written under `levante_item` in lmms-eval's samples files.
 
 Everything is stored in canonical option order (index 0 = the correct answer) next to the presented order,
 so records can be joined with children's responses without knowing how options were shown.
@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from levante_tasks.harness.parsing import CONFIDENCE, Parsed
-
-SLIDER_TOLERANCE = 0.15  # |value - target| < 0.15 * max (rlevante recode_slider), docs/design.md §5
+from levante_tasks.schema.items import slider_tolerance
+from levante_tasks.schema.records import ItemRecord, SliderRecord
 
 
 def _identity(doc: Mapping[str, Any], output_type: str) -> dict[str, Any]:
@@ -41,16 +41,16 @@ def choice_record(doc: Mapping[str, Any], parsed: Parsed, output_type: str = "ge
     scores = None
     if parsed.scores is not None:
         scores = to_canonical(doc, [parsed.scores[letter] for letter in letters])
-    return {
+    return ItemRecord(
         **_identity(doc, output_type),
-        "choice_letter": parsed.letter,
-        "choice_index": None if index is None else int(index),
-        "correct": int(index == 0),
-        "parse_method": parsed.method,
-        "parse_confidence": parsed.confidence,
-        "option_scores": scores,
-        "option_scores_kind": parsed.scores_kind if scores is not None else None,
-    }
+        choice_letter=parsed.letter,
+        choice_index=None if index is None else int(index),
+        correct=int(index == 0),
+        parse_method=parsed.method,
+        parse_confidence=parsed.confidence,
+        option_scores=scores,
+        option_scores_kind=parsed.scores_kind if scores is not None else None,
+    ).as_dict()
 
 
 def loss_record(doc: Mapping[str, Any], losses: Sequence[float]) -> dict[str, Any]:
@@ -64,19 +64,19 @@ def loss_record(doc: Mapping[str, Any], losses: Sequence[float]) -> dict[str, An
 def slider_record(doc: Mapping[str, Any], position: float | None, method: str) -> dict[str, Any]:
     """Record of a number-line slider item: position in [0, 1] (clamped) -> value; correct within tolerance."""
     lo, hi, target = float(doc["range_min"]), float(doc["range_max"]), float(doc["answer"])
-    tolerance = SLIDER_TOLERANCE * hi
+    tolerance = slider_tolerance(hi)
     value = None if position is None else lo + min(max(position, 0.0), 1.0) * (hi - lo)
-    return {
+    return SliderRecord(
         **_identity(doc, "generate_until"),
-        "choice_letter": None,
-        "choice_index": None,
-        "correct": int(value is not None and abs(value - target) < tolerance),
-        "parse_method": method,
-        "parse_confidence": CONFIDENCE.get(method, 0.0),
-        "option_scores": None,
-        "option_scores_kind": None,
-        "response_position": position,
-        "response_value": value,
-        "target_value": target,
-        "tolerance": tolerance,
-    }
+        choice_letter=None,
+        choice_index=None,
+        correct=int(value is not None and abs(value - target) < tolerance),
+        parse_method=method,
+        parse_confidence=CONFIDENCE.get(method, 0.0),
+        option_scores=None,
+        option_scores_kind=None,
+        response_position=position,
+        response_value=value,
+        target_value=target,
+        tolerance=tolerance,
+    ).as_dict()

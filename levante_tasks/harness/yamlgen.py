@@ -13,6 +13,8 @@ from pathlib import Path
 
 from levante_tasks.atomic import write_text
 from levante_tasks.harness.options import DEFAULT_SEEDS
+from levante_tasks.schema.tasks import MATH_SUBTYPES
+from levante_tasks.schema.tasks import TASKS as CATALOGUE
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
 VERSION = 1.0
@@ -30,30 +32,8 @@ class Leaf:
     slider: bool = False
 
 
-MATH_SUBTASKS = {
-    "number_identification": ("Number Identification",),
-    "number_comparison": ("Number Comparison",),
-    "addition": ("Addition",),
-    "subtraction": ("Subtraction",),
-    "multiplication": ("Multiplication",),
-    "fraction": ("Fraction",),
-    "missing_number": ("Missing Number",),
-    "counting": ("Counting", "Counting AFC"),
-    "non_symbolic": ("Non-symbolic Number Identification", "Non-symbolic Number Comparison"),
-    "number_line": ("Number Line 4afc",),
-    "number_line_slider": ("Number Line Slider",),
-}
-
-# (group name, folder, internal task name); egma-math is a group of MATH_SUBTASKS.
-TASKS = (
-    ("levante_vocab", "vocab", "vocab"),
-    ("levante_trog", "trog", "trog"),
-    ("levante_egma_math", "egma_math", "egma-math"),
-    ("levante_theory_of_mind", "theory_of_mind", "theory-of-mind"),
-    ("levante_matrix_reasoning", "matrix_reasoning", "matrix-reasoning"),
-    ("levante_mental_rotation", "mental_rotation", "mental-rotation"),
-    ("levante_same_different", "same_different", "same-different-selection"),
-)
+MATH_SUBTASKS = dict(MATH_SUBTYPES)
+TASKS = tuple((t.lmms_name, t.folder, t.name) for t in CATALOGUE)
 
 
 def variant_suffixes(slider: bool = False) -> list[tuple[str, str, int, str]]:

@@ -12,20 +12,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
+from levante_tasks.schema.items import LETTERS
+from levante_tasks.schema.tasks import task_info
+
 MANIFEST_COLUMNS = (
     "task", "task_id", "item_uid", "trial_type", "prompt", "item", "answer", "response_alternatives",
     "chance_level", "prompt_phrase", "prompt_image", "full_prompt",
 )
-TASK_IDS = {
-    "egma-math": "math",
-    "matrix-reasoning": "matrix",
-    "mental-rotation": "mrot",
-    "same-different-selection": "sds",
-    "theory-of-mind": "tom",
-    "trog": "trog",
-    "vocab": "vocab",
-}
-LETTERS = "ABCDE"
 
 
 @dataclass(frozen=True)
@@ -48,7 +41,7 @@ class Item:
     @property
     def task_id(self) -> str:
         """LEVANTE short task id (`math`, `tom`, ...)."""
-        return TASK_IDS[self.task]
+        return task_info(self.task).task_id
 
     def manifest_row(self) -> list[str]:
         """The 12 manifest fields as strings, `NA` for missing, comma-joined alternatives."""

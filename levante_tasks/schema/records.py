@@ -1,0 +1,49 @@
+"""The per-item record (docs/design.md §4): written by the task layer, read by summaries and the comparison.
+
+Each line of lmms-eval's `samples_<task>.jsonl` holds one record under `RECORD_KEY`, with the keys of
+`ItemRecord` (choice items) or `SliderRecord` (number-line slider items) in field order. Option indices and
+scores are in canonical order (index 0 = the correct answer), next to the presented order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+RECORD_KEY = "levante_item"
+OUTPUT_TYPES = ("generate_until", "multiple_choice")
+VARIANTS = ("original", "blank", "shuffled")  # images as released, all black, or another item's
+
+
+@dataclass
+class ItemRecord:
+    """One model answer to one item of one task variant."""
+
+    output_type: str  # generate_until or multiple_choice
+    item_uid: str
+    task: str  # internal name
+    trial_type: str
+    seed: int  # option-order seed of the variant
+    variant: str  # one of VARIANTS
+    presented_order: list[int]  # letter position p showed canonical option presented_order[p]
+    choice_letter: str | None  # parsed letter as presented; None when unparsed
+    choice_index: int | None  # canonical index of the choice (0 = correct); None when unparsed
+    correct: int  # 0/1 (unparsed = 0)
+    parse_method: str  # scores, json, answer_is, lone_letter, lone_number, option_text or none
+    parse_confidence: float
+    option_scores: list[float] | None  # canonical order, higher = preferred; None when the model gives none
+    option_scores_kind: str | None  # logprob, neg_loss, similarity or None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as written under RECORD_KEY (keys in field order)."""
+        return asdict(self)
+
+
+@dataclass
+class SliderRecord(ItemRecord):
+    """A number-line slider answer: a position on the line, scored against the target within `tolerance`."""
+
+    response_position: float | None  # the position as answered; None when unparsed
+    response_value: float | None  # min + p * (max - min), p = the position clamped to [0, 1]
+    target_value: float
+    tolerance: float  # absolute: levante_tasks.schema.items.slider_tolerance(max)
