@@ -3,19 +3,27 @@
 # KL) from exported CSVs; used to check the Python implementation (tests/test_r_parity.py) to 1e-8.
 #
 # Usage: Rscript R/compare_levante.R --model-vals model_vals.csv --scores scores.csv --trials trials.csv \
-#          --records records.csv --task TASK --out DIR [--min-n 10] [--group NAME]
+#          --records records.csv --task TASK --out DIR [--min-n 10] [--items items.csv]
 # Inputs: model_vals.csv / scores.csv from R/export_irt_params.R; trials in the Redivis layout;
 #         records.csv = model records (model, task, item_uid, correct, option_scores as "[s0, s1, ...]"
-#         or "s0;s1;..." in canonical order, higher = preferred).
+#         or "s0;s1;..." in canonical order, higher = preferred); items.csv = canonical options per item
+#         (item_uid + options as a JSON list of strings, or a manifest's answer + response_alternatives).
 # Conventions: b = -d / a1 (higher = harder); a child-aligned model has NEGATIVE r(correct, b).
+#   Reference group: the one group whose MEAN_1 is fixed (est FALSE); ambiguous flags are an error.
+#   Canonical options: [answer] + distractors as listed, from --items, else from the trials when every trial of
+#   an item lists the same order. A response is mapped to an option by its text (exact, else case/space-
+#   insensitive with image paths reduced to their stem), never by its position in the trial's list; trials
+#   listing another option set are dropped.
 #   KL(human || model) = sum_k p_k log(p_k / q_k) (natural log), p_k = 0 terms are 0, q_k == 0 -> 1e-5,
-#   q = softmax(beta * scores); beta minimises the mean KL over all (item, bin) pairs in [0.025, 40]:
-#   201-point log grid, then optimize() on log(beta) between the best point's neighbours (tol 1e-10).
+#   q = softmax(beta * scores). Cells (item, bin) are weighted by their children's count n; beta minimises the
+#   weighted mean KL in [0.025, 40]: 201-point log grid, then optimize() on log(beta) between the best point's
+#   neighbours (tol 1e-10). Baseline: a uniform model, KL = log K + sum p log p.
 #   Bins: floor(theta) of the calibration score; (item, bin) cells need n >= min-n children.
-# Outputs (DIR): difficulty.csv, human_distributions.csv, kl_items.csv, kl_summary.csv.
+# Outputs (DIR): difficulty.csv, human_distributions.csv, kl_items.csv, kl_summary.csv, kl_bins.csv,
+#   alignment.csv (counts of unmatched responses and dropped trials).
 
 parse_args <- function(args) {
-  opts <- list(min_n = 10, group = NA_character_)
+  opts <- list(min_n = 10, items = NA_character_)
   i <- 1
   while (i <= length(args)) {
     key <- gsub("-", "_", sub("^--", "", args[[i]]))
@@ -32,10 +40,20 @@ parse_args <- function(args) {
 opts <- parse_args(commandArgs(trailingOnly = TRUE))
 EPS <- 1e-5
 BOUNDS <- c(0.025, 40)
+IMAGE_SUFFIX <- "\\.(webp|png|jpg|jpeg|gif|svg|bmp)$"
 
-# --- IRT items (reference group) --------------------------------------------------------------------------
+# --- IRT items (reference group from the est flags) ------------------------------------------------------
 mv <- utils::read.csv(opts$model_vals, stringsAsFactors = FALSE)
-group <- if (is.na(opts$group)) unique(mv$group)[1] else opts$group
+groups <- unique(mv$group)
+if (length(groups) == 1) {
+  group <- groups[1]
+} else {
+  if (!"est" %in% names(mv)) stop("several groups and no est column: reference group unknown", call. = FALSE)
+  means <- mv[mv$item == "GROUP" & mv$name == "MEAN_1", ]
+  fixed <- means$group[!as.logical(means$est)]
+  if (length(fixed) != 1) stop("est flags do not name exactly one reference group", call. = FALSE)
+  group <- fixed
+}
 item_rows <- mv[mv$group == group & mv$item != "GROUP", ]
 if (nrow(item_rows) == 0) stop(sprintf("no item rows for group %s", group), call. = FALSE)
 item_names <- unique(item_rows$item)
@@ -79,7 +97,7 @@ difficulty <- do.call(rbind, lapply(sort(unique(records$model)), function(m) {
 }))
 write_out(difficulty, "difficulty.csv")
 
-# --- Comparison 3: children's distributions per (item, ability bin) ------------------------------------
+# --- Canonical options and the children's responses mapped by text ------------------------------------
 parse_distractors <- function(text) {
   text <- trimws(text)
   if (is.na(text) || text %in% c("", "NA")) return(character(0))
@@ -90,36 +108,86 @@ parse_distractors <- function(text) {
     num <- suppressWarnings(as.numeric(keys))
     return(vals[order(is.na(num), num, keys)])
   }
-  trimws(strsplit(text, ",", fixed = TRUE)[[1]])
+  parts <- trimws(strsplit(text, ",", fixed = TRUE)[[1]])
+  parts[nzchar(parts)]
+}
+parse_json_strings <- function(text) {
+  hits <- regmatches(text, gregexpr('"((\\\\.|[^"\\\\])*)"', text))[[1]]
+  trimws(gsub('\\\\(.)', "\\1", substr(hits, 2, nchar(hits) - 1)))
+}
+loose_key <- function(x) {
+  x <- tolower(gsub("\\s+", " ", trimws(x)))
+  image <- grepl(IMAGE_SUFFIX, x)
+  x[image] <- sub(IMAGE_SUFFIX, "", basename(gsub("\\\\", "/", x[image])))
+  x
 }
 trials <- utils::read.csv(opts$trials, stringsAsFactors = FALSE,
                           colClasses = c(run_id = "character", item_uid = "character", response = "character",
                                          answer = "character", distractors = "character"))
 trials <- trials[trials$item_uid %in% items$item_uid, ]
-options_of <- lapply(seq_len(nrow(trials)), function(i) c(trials$answer[i], parse_distractors(trials$distractors[i])))
-trials$n_options <- vapply(options_of, length, integer(1))
-trials$option_index <- vapply(seq_len(nrow(trials)), function(i) {
-  hit <- match(trials$response[i], options_of[[i]])
-  if (is.na(hit)) -1L else hit - 1L
-}, integer(1))
+listed <- lapply(seq_len(nrow(trials)), function(i) {
+  c(trimws(trials$answer[i]), parse_distractors(trials$distractors[i]))
+})
+canonical <- list()
+if (!is.na(opts$items)) {
+  it <- utils::read.csv(opts$items, stringsAsFactors = FALSE, colClasses = "character")
+  for (i in seq_len(nrow(it))) {
+    opt <- if ("options" %in% names(it)) parse_json_strings(it$options[i]) else
+      c(trimws(it$answer[i]), parse_distractors(it$response_alternatives[i]))
+    uid <- it$item_uid[i]
+    if (length(opt) < 2) next
+    if (!is.null(canonical[[uid]]) && !identical(canonical[[uid]], opt)) canonical[[uid]] <- character(0) else
+      canonical[[uid]] <- opt
+  }
+  canonical <- canonical[vapply(canonical, length, integer(1)) >= 2]
+} else {
+  keys <- vapply(listed, function(o) paste(o, collapse = "\r"), character(1))
+  for (uid in unique(trials$item_uid)) {
+    orders <- unique(keys[trials$item_uid == uid])
+    if (length(orders) == 1) canonical[[uid]] <- listed[[match(uid, trials$item_uid)]]
+  }
+  canonical <- canonical[vapply(canonical, length, integer(1)) >= 2]
+}
+option_index <- function(uid, response) {
+  opts_i <- canonical[[uid]]
+  if (is.na(response)) return(-1L)
+  hit <- match(trimws(response), opts_i)
+  if (!is.na(hit)) return(hit - 1L)
+  keys <- loose_key(opts_i)
+  unique_keys <- keys[!(duplicated(keys) | duplicated(keys, fromLast = TRUE))]
+  hit <- match(loose_key(response), keys)
+  if (!is.na(hit) && keys[hit] %in% unique_keys) hit - 1L else -1L
+}
+has_options <- trials$item_uid %in% names(canonical)
+trials <- trials[has_options, ]
+listed <- listed[has_options]
+set_differs <- vapply(seq_len(nrow(trials)), function(i) {
+  if (length(listed[[i]]) < 2) return(FALSE)
+  !setequal(loose_key(listed[[i]]), loose_key(canonical[[trials$item_uid[i]]]))
+}, logical(1))
+trials <- trials[!set_differs, ]
+trials$n_options <- vapply(trials$item_uid, function(u) length(canonical[[u]]), integer(1))
+trials$option_index <- mapply(option_index, trials$item_uid, trials$response, USE.NAMES = FALSE)
+write_out(data.frame(trials_option_set_differs = sum(set_differs),
+                     trials_response_unmatched = sum(trials$option_index < 0)), "alignment.csv")
+
 scores <- utils::read.csv(opts$scores, stringsAsFactors = FALSE, colClasses = c(run_id = "character"))
 trials$theta <- scores$ability[match(trials$run_id, scores$run_id)]
 trials <- trials[trials$option_index >= 0 & !is.na(trials$theta), ]
 trials$bin_low <- as.integer(floor(trials$theta))
-n_opt <- tapply(trials$n_options, trials$item_uid, function(x) as.integer(names(which.max(table(x)))))
 cells <- split(trials, list(trials$item_uid, trials$bin_low), drop = TRUE)
 dist <- do.call(rbind, lapply(cells, function(cell) {
   if (nrow(cell) < opts$min_n) return(NULL)
   uid <- cell$item_uid[1]
-  k <- n_opt[[uid]]
+  k <- length(canonical[[uid]])
   counts <- vapply(0:(k - 1), function(j) sum(cell$option_index == j), numeric(1))
-  data.frame(item_uid = uid, bin_low = cell$bin_low[1], option_index = 0:(k - 1), n = counts,
-             n_bin = nrow(cell), p = counts / nrow(cell), stringsAsFactors = FALSE)
+  data.frame(item_uid = uid, bin_low = cell$bin_low[1], option_index = 0:(k - 1), option = canonical[[uid]],
+             n = counts, n_bin = nrow(cell), p = counts / nrow(cell), stringsAsFactors = FALSE)
 }))
 dist <- dist[order(dist$item_uid, dist$bin_low, dist$option_index), ]
 write_out(dist, "human_distributions.csv")
 
-# --- KL(human || model) with a fitted beta --------------------------------------------------------------
+# --- KL(human || model) with a fitted beta, count-weighted cells, uniform baseline ---------------------
 kl_row <- function(p, q) {
   q[q == 0] <- EPS
   sum(ifelse(p > 0, p * log(p / q), 0))
@@ -129,16 +197,18 @@ softmax <- function(s, beta) {
   z <- z - max(z)
   exp(z) / sum(exp(z))
 }
-pairs_all <- unique(dist[, c("item_uid", "bin_low")])
+finite_softmax <- function(s) all(vapply(BOUNDS, function(b) all(is.finite(softmax(s, b))), logical(1)))
+pairs_all <- unique(dist[, c("item_uid", "bin_low", "n_bin")])
 kl_items <- list()
 kl_summary <- list()
+kl_bins <- list()
 for (m in sort(unique(records$model))) {
   rec <- records[records$model == m, ]
   sc <- lapply(rec$option_scores, parse_scores)
   names(sc) <- rec$item_uid
   usable <- vapply(pairs_all$item_uid, function(uid) {
     s <- sc[[uid]]
-    !is.null(s) && length(s) == n_opt[[uid]] && !anyNA(s)
+    !is.null(s) && length(s) == length(canonical[[uid]]) && !anyNA(s) && finite_softmax(s)
   }, logical(1))
   pairs <- pairs_all[usable, ]
   if (nrow(pairs) == 0) next
@@ -146,8 +216,9 @@ for (m in sort(unique(records$model))) {
     dist$p[dist$item_uid == pairs$item_uid[i] & dist$bin_low == pairs$bin_low[i]]
   })
   s_list <- lapply(pairs$item_uid, function(uid) sc[[uid]])
+  w <- pairs$n_bin / sum(pairs$n_bin)
   kls <- function(beta) mapply(function(p, s) kl_row(p, softmax(s, beta)), p_list, s_list)
-  mean_kl <- function(beta) mean(kls(beta))
+  mean_kl <- function(beta) sum(w * kls(beta))
   grid <- exp(seq(log(BOUNDS[1]), log(BOUNDS[2]), length.out = 201))
   values <- vapply(grid, mean_kl, numeric(1))
   best <- which.min(values)
@@ -156,13 +227,27 @@ for (m in sort(unique(records$model))) {
   fit <- stats::optimize(function(x) mean_kl(exp(x)), c(lo, hi), tol = 1e-10)
   beta <- if (fit$objective <= values[best]) exp(fit$minimum) else grid[best]
   pairs$kl <- kls(beta)
+  pairs$kl_uniform <- mapply(function(p) kl_row(p, rep(1 / length(p), length(p))), p_list)
   pairs$model <- m
-  bins <- aggregate(kl ~ bin_low, data = pairs, FUN = mean)
-  closest <- bins$bin_low[order(bins$kl, bins$bin_low)][1]
-  kl_items[[m]] <- pairs[order(pairs$item_uid, pairs$bin_low), c("model", "item_uid", "bin_low", "kl")]
-  kl_summary[[m]] <- data.frame(model = m, beta = beta, mean_kl = mean(pairs$kl), n_pairs = nrow(pairs),
-                                closest_bin = sprintf("%d_%d", closest, closest + 1L), stringsAsFactors = FALSE)
+  bin_of <- split(seq_len(nrow(pairs)), pairs$bin_low)
+  bins <- do.call(rbind, lapply(bin_of, function(ix) {
+    data.frame(bin_low = pairs$bin_low[ix[1]], n_items = length(ix), n_responses = sum(pairs$n_bin[ix]),
+               mean_kl = sum(pairs$kl[ix] * pairs$n_bin[ix]) / sum(pairs$n_bin[ix]),
+               mean_kl_unweighted = mean(pairs$kl[ix]),
+               uniform_kl = sum(pairs$kl_uniform[ix] * pairs$n_bin[ix]) / sum(pairs$n_bin[ix]))
+  }))
+  closest <- bins[order(bins$mean_kl, bins$bin_low), ][1, ]
+  kl_items[[m]] <- pairs[order(pairs$item_uid, pairs$bin_low), c("model", "item_uid", "bin_low", "kl", "kl_uniform")]
+  kl_bins[[m]] <- cbind(model = m, bins, stringsAsFactors = FALSE)
+  uniform_mean <- sum(w * pairs$kl_uniform)
+  kl_summary[[m]] <- data.frame(model = m, beta = beta, mean_kl = sum(w * pairs$kl),
+                                mean_kl_unweighted = mean(pairs$kl), uniform_mean_kl = uniform_mean,
+                                kl_ratio_to_uniform = sum(w * pairs$kl) / uniform_mean, n_pairs = nrow(pairs),
+                                closest_bin = sprintf("%d_%d", closest$bin_low, closest$bin_low + 1L),
+                                closest_bin_mean_kl = closest$mean_kl, closest_bin_uniform_kl = closest$uniform_kl,
+                                stringsAsFactors = FALSE)
 }
 write_out(do.call(rbind, kl_items), "kl_items.csv")
+write_out(do.call(rbind, kl_bins), "kl_bins.csv")
 write_out(do.call(rbind, kl_summary), "kl_summary.csv")
-cat(sprintf("compared %d model(s) on %s\n", nrow(difficulty), opts$task))
+cat(sprintf("compared %d model(s) on %s (reference group %s)\n", nrow(difficulty), opts$task, group))

@@ -35,12 +35,11 @@ def rscript() -> str:
     pytest.skip("Rscript not installed (apt-get install r-base-core); R parity not checked")
 
 
-
-
-def run_r(script: str, *args: str) -> None:
+def run_r(script: str, *args: str) -> subprocess.CompletedProcess:
     """Run one of R/*.R, failing the test with R's stderr on error."""
     done = subprocess.run([rscript(), str(REPO / "R" / script), *args], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    return done
 
 
 @pytest.mark.parametrize("name", ["trog_rasch_f1_scalar.rds", "mrot_2pl_f1.rds"])
@@ -110,35 +109,66 @@ def simulated_records(path: Path) -> None:
     pd.DataFrame(rows).to_csv(path, index=False)
 
 
+def shuffled_trials(source: Path, out: Path, items: Path) -> None:
+    """Fixture trials with each trial's distractors in its own random order (comma list or dict string), one
+    response as an image path in other case, one unmatched response and one trial listing another option set;
+    `items` gets the canonical options ([answer] + distractors as the fixture lists them)."""
+    trials = pd.read_csv(source, dtype=str, keep_default_na=False)
+    canonical = {u: [a, *d.split(",")] for u, a, d in zip(trials["item_uid"], trials["answer"], trials["distractors"],
+                                                       strict=True)}
+    pd.DataFrame({"item_uid": list(canonical), "options": [json.dumps(o) for o in canonical.values()]}).to_csv(
+        items, index=False)
+    rng = np.random.default_rng(7)
+    listed = []
+    for k, text in enumerate(trials["distractors"]):
+        parts = text.split(",")
+        order = [parts[j] for j in rng.permutation(len(parts))]
+        listed.append("{" + ", ".join(f"'{j}': '{v}'" for j, v in enumerate(order)) + "}" if k % 2 else ",".join(order))
+    trials["distractors"] = listed
+    trials.loc[3, "response"] = "visual/trog/" + trials.loc[3, "response"].upper() + ".webp"
+    trials.loc[5, "response"] = "no-such-option"
+    trials.loc[8, "distractors"] = "zz-other-a,zz-other-b,zz-other-c"
+    trials.to_csv(out, index=False)
+
+
 def test_comparisons_match_r_reference(tmp_path: Path) -> None:
     folder = irt_fixture_dir()
     records = tmp_path / "records.csv"
     simulated_records(records)
+    trials, items = tmp_path / "trials.csv", tmp_path / "items.csv"
+    shuffled_trials(folder / "trials.csv", trials, items)
     py_out, r_out, export = tmp_path / "py", tmp_path / "r", tmp_path / "export"
-    run_compare(
+    summary = run_compare(
         [(None, folder / "trog_rasch_f1_scalar.rds")],
-        folder / "trials.csv",
+        trials,
         folder / "runs.csv",
         records,
         py_out,
         Settings(n_boot=20, plots=False),
+        items_path=items,
     )
     run_r("export_irt_params.R", str(folder / "trog_rasch_f1_scalar.rds"), str(export))
-    run_r(
+    model_vals = pd.read_csv(export / "model_vals.csv", keep_default_na=False, dtype=str)
+    swapped = pd.concat([model_vals[model_vals["group"] == "co_pilot"], model_vals[model_vals["group"] != "co_pilot"]])
+    swapped.to_csv(export / "model_vals.csv", index=False)  # the reference group must come from est, not order
+    done = run_r(
         "compare_levante.R",
         "--model-vals",
         str(export / "model_vals.csv"),
         "--scores",
         str(export / "scores.csv"),
         "--trials",
-        str(folder / "trials.csv"),
+        str(trials),
         "--records",
         str(records),
         "--task",
         "trog",
+        "--items",
+        str(items),
         "--out",
         str(r_out),
     )
+    assert "reference group ca_pilot" in done.stdout
 
     py_diff = pd.read_csv(py_out / "difficulty.csv").set_index("model").sort_index()
     r_diff = pd.read_csv(r_out / "difficulty.csv").set_index("model").sort_index()
@@ -146,12 +176,17 @@ def test_comparisons_match_r_reference(tmp_path: Path) -> None:
     for col in ["n_items", "accuracy", "pearson_r", "spearman_rho"]:
         np.testing.assert_allclose(py_diff[col], r_diff[col], rtol=0, atol=1e-8, err_msg=col)
 
+    excl = {e["reason"]: e["count"] for e in summary["exclusions"] if e["task"] == "trog" and not e["model"]}
+    alignment = pd.read_csv(r_out / "alignment.csv").iloc[0]
+    assert excl["trials_option_set_differs"] == alignment["trials_option_set_differs"] == 1
+    assert excl["trials_response_unmatched"] == alignment["trials_response_unmatched"] == 1
+
     key = ["item_uid", "bin_low", "option_index"]
     py_dist = pd.read_csv(py_out / "human_distributions.csv").sort_values(key).reset_index(drop=True)
     r_dist = pd.read_csv(r_out / "human_distributions.csv").sort_values(key).reset_index(drop=True)
     assert len(py_dist) == len(r_dist) > 1000
     pd.testing.assert_frame_equal(
-        py_dist[key + ["n", "n_bin"]], r_dist[key + ["n", "n_bin"]], check_dtype=False
+        py_dist[key + ["option", "n", "n_bin"]], r_dist[key + ["option", "n", "n_bin"]], check_dtype=False
     )
     np.testing.assert_allclose(py_dist["p"], r_dist["p"], rtol=0, atol=1e-12)
 
@@ -159,9 +194,19 @@ def test_comparisons_match_r_reference(tmp_path: Path) -> None:
     r_sum = pd.read_csv(r_out / "kl_summary.csv").set_index("model").sort_index()
     assert list(py_sum.index) == list(r_sum.index) == ["childlike", "noise"]
     np.testing.assert_allclose(py_sum["beta"], r_sum["beta"], rtol=1e-6)
-    np.testing.assert_allclose(py_sum["mean_kl"], r_sum["mean_kl"], rtol=0, atol=1e-8)
+    for col in ["mean_kl", "mean_kl_unweighted", "uniform_mean_kl", "kl_ratio_to_uniform", "closest_bin_mean_kl",
+                "closest_bin_uniform_kl"]:
+        np.testing.assert_allclose(py_sum[col], r_sum[col], rtol=0, atol=1e-8, err_msg=col)
     assert py_sum["closest_bin"].tolist() == r_sum["closest_bin"].tolist()
     assert py_sum["n_pairs"].tolist() == r_sum["n_pairs"].tolist()
+
+    bins_key = ["model", "bin_low"]
+    py_bins = pd.read_csv(py_out / "kl_bins.csv").sort_values(bins_key).reset_index(drop=True)
+    r_bins = pd.read_csv(r_out / "kl_bins.csv").sort_values(bins_key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(py_bins[bins_key + ["n_items", "n_responses"]],
+                                  r_bins[bins_key + ["n_items", "n_responses"]], check_dtype=False)
+    for col in ["mean_kl", "mean_kl_unweighted", "uniform_kl"]:
+        np.testing.assert_allclose(py_bins[col], r_bins[col], rtol=0, atol=1e-6, err_msg=col)  # each at its beta
 
     # Per-pair KL at R's beta (the optimum's location is only known to ~1e-8 relative, see docs).
     dist = pd.read_csv(py_out / "human_distributions.csv", dtype={"item_uid": str})
@@ -176,6 +221,7 @@ def test_comparisons_match_r_reference(tmp_path: Path) -> None:
         r_kl = r_kl.reset_index(drop=True)
         pd.testing.assert_frame_equal(py_kl[cols], r_kl[cols], check_dtype=False)
         np.testing.assert_allclose(py_kl["kl"], r_kl["kl"], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(py_kl["kl_uniform"], r_kl["kl_uniform"], rtol=0, atol=1e-12)
     fitted = pd.read_csv(py_out / "kl_items.csv").query("model == 'childlike'").sort_values(cols)
     r_fitted = pd.read_csv(r_out / "kl_items.csv").query("model == 'childlike'").sort_values(cols)
     np.testing.assert_allclose(fitted["kl"], r_fitted["kl"], rtol=0, atol=1e-6)  # each at its own beta

@@ -1,9 +1,14 @@
 """Age equivalence: invert the children's increasing theta-by-age curve at the model's theta.
 
-Curve: weighted isotonic (non-decreasing) regression of calibration theta on age (runs table, years), pooled
-at tied ages, read between block mean ages by linear interpolation. Interval: percentile bootstrap
-that resamples children and draws the model's theta from N(theta, SE^2). Outside the curve's range: flagged,
-never extrapolated.
+Curve: weighted isotonic (non-decreasing) regression of theta on age (runs table, years), pooled at tied ages,
+read between block mean ages by linear interpolation. Interval: percentile bootstrap that resamples children and
+draws the model's theta from N(theta, SE^2). A theta (or a draw) outside the curve's range is "below youngest" /
+"above oldest", never snapped to the youngest or oldest age: such a point estimate is NaN with its flag, and an
+interval end that falls among those draws is NaN with the flag `age_ci_low_flag` / `age_ci_high_flag`.
+
+The children's side (the curve and its bootstrap curves) is fitted once per task (`AgeCurves`); every model is
+then inverted through all curves at once, with the same normal draws z (theta + SE * z), so models differ only
+by their own theta and SE.
 """
 
 from __future__ import annotations
@@ -11,12 +16,20 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import isotonic_regression
 
+BELOW, ABOVE = "below_youngest", "above_oldest"
+SPACING = 16.0  # curves are stacked on one axis, curve r shifted by r * SPACING (EAP thetas lie in [-6, 6])
+
 
 def fit_curve(age: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(block ages, block thetas): the isotonic fit's level sets at their mean ages, strictly increasing."""
     ages, inverse = np.unique(age, return_inverse=True)
     weights = np.bincount(inverse).astype(float)
     means = np.bincount(inverse, weights=theta) / weights
+    return _blocks(ages, weights, means)
+
+
+def _blocks(ages: np.ndarray, weights: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Level sets of the weighted isotonic fit of `means` at `ages`, each at its weighted mean age."""
     fitted = isotonic_regression(means, weights=weights).x
     starts = np.flatnonzero(np.r_[True, np.diff(fitted) != 0])
     block_w = np.add.reduceat(weights, starts)
@@ -25,12 +38,97 @@ def fit_curve(age: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def invert(theta: float, ages: np.ndarray, levels: np.ndarray) -> tuple[float, str]:
-    """Age where the curve reaches `theta`; (youngest/oldest block age, flag) outside the fitted range."""
+    """Age where the curve reaches `theta`; (NaN, flag) outside the fitted range."""
     if theta < levels[0]:
-        return float(ages[0]), "below_youngest"
+        return float("nan"), BELOW
     if theta > levels[-1]:
-        return float(ages[-1]), "above_oldest"
+        return float("nan"), ABOVE
     return float(np.interp(theta, levels, ages)), ""
+
+
+class AgeCurves:
+    """The children's curve and `n_boot` bootstrap curves of one task, stacked for vectorised inversion.
+
+    All bootstrap fits are one isotonic regression: resample r's pooled means are shifted by r * SPACING, which
+    keeps every resample non-decreasing against the next, so the pooled-adjacent-violators solution of the
+    concatenation is each resample's own fit (shifted); levels stay shifted in `stacked_levels`.
+    """
+
+    def __init__(self, age: np.ndarray, theta: np.ndarray, n_boot: int, seed: int) -> None:
+        age, theta = np.asarray(age, dtype=float), np.asarray(theta, dtype=float)
+        self.n_children = len(age)
+        self.age_min, self.age_max = float(np.min(age)), float(np.max(age))
+        self.ages, self.levels = fit_curve(age, theta)
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, len(age), (n_boot, len(age)))
+        self.z = rng.standard_normal(n_boot)
+        unique_ages, code = np.unique(age, return_inverse=True)
+        flat = (code[idx] + len(unique_ages) * np.arange(n_boot)[:, None]).ravel()
+        size = n_boot * len(unique_ages)
+        weights = np.bincount(flat, minlength=size).astype(float)
+        sums = np.bincount(flat, weights=theta[idx].ravel(), minlength=size)
+        drawn = np.flatnonzero(weights)
+        row = drawn // len(unique_ages)
+        w = weights[drawn]
+        fitted = isotonic_regression(sums[drawn] / w + row * SPACING, weights=w).x
+        starts = np.flatnonzero(np.r_[True, (np.diff(fitted) != 0) | (np.diff(row) != 0)])
+        block_w = np.add.reduceat(w, starts)
+        self.stacked_ages = np.add.reduceat(unique_ages[drawn % len(unique_ages)] * w, starts) / block_w
+        self.stacked_levels = fitted[starts]
+        block_row = row[starts]
+        self.starts = np.searchsorted(block_row, np.arange(n_boot), side="left")
+        self.ends = np.searchsorted(block_row, np.arange(n_boot), side="right") - 1
+
+    def draws(self, theta: np.ndarray, se: np.ndarray) -> np.ndarray:
+        """Bootstrap age draws, models x n_boot: -inf below the youngest, +inf above the oldest block."""
+        t = np.asarray(theta, dtype=float)[:, None] + np.asarray(se, dtype=float)[:, None] * self.z[None, :]
+        shift = SPACING * np.arange(len(self.z))[None, :]
+        low = self.stacked_levels[self.starts][None, :] - shift
+        high = self.stacked_levels[self.ends][None, :] - shift
+        pos = np.searchsorted(self.stacked_levels, t + shift, side="left")
+        pos = np.clip(pos, self.starts[None, :] + 1, np.maximum(self.ends[None, :], self.starts[None, :] + 1))
+        pos = np.minimum(pos, len(self.stacked_levels) - 1)
+        x0, x1 = self.stacked_levels[pos - 1] - shift, self.stacked_levels[pos] - shift
+        a0, a1 = self.stacked_ages[pos - 1], self.stacked_ages[pos]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            inside = np.where(x1 > x0, a0 + (t - x0) / (x1 - x0) * (a1 - a0), a0)
+        single = (self.ends == self.starts)[None, :]  # a flat bootstrap curve: one block, one age
+        inside = np.where(single, self.stacked_ages[self.starts][None, :], inside)
+        return np.where(t < low, -np.inf, np.where(t > high, np.inf, inside))
+
+    def equivalents(self, theta: np.ndarray, se: np.ndarray, level: float = 0.95) -> list[dict[str, object]]:
+        """Point age, percentile interval and flags per model (theta, SE arrays)."""
+        draws = np.sort(self.draws(theta, se), axis=1)
+        alpha = (1.0 - level) / 2.0
+        out = []
+        for t, row in zip(np.asarray(theta, dtype=float), draws, strict=True):
+            point, flag = invert(float(t), self.ages, self.levels)
+            low, low_flag = _quantile(row, alpha)
+            high, high_flag = _quantile(row, 1.0 - alpha)
+            out.append({
+                "age_equivalent": point,
+                "age_ci_low": low,
+                "age_ci_high": high,
+                "age_flag": flag,
+                "age_ci_low_flag": low_flag,
+                "age_ci_high_flag": high_flag,
+                "n_children": self.n_children,
+                "child_age_min": self.age_min,
+                "child_age_max": self.age_max,
+            })
+        return out
+
+
+def _quantile(sorted_draws: np.ndarray, q: float) -> tuple[float, str]:
+    """Linear-interpolation quantile of sorted draws; (NaN, flag) when it touches an out-of-range draw."""
+    h = (len(sorted_draws) - 1) * q
+    lo, hi = int(np.floor(h)), int(np.ceil(h))
+    a, b = sorted_draws[lo], sorted_draws[hi]
+    if a == -np.inf or b == -np.inf:
+        return float("nan"), BELOW
+    if a == np.inf or b == np.inf:
+        return float("nan"), ABOVE
+    return float(a + (h - lo) * (b - a)), ""
 
 
 def age_equivalent(
@@ -42,23 +140,5 @@ def age_equivalent(
     seed: int = 0,
     level: float = 0.95,
 ) -> dict[str, object]:
-    """Point age, bootstrap interval and range flag for one model theta against children (age, theta)."""
-    ages, levels = fit_curve(age, child_theta)
-    point, flag = invert(theta, ages, levels)
-    rng = np.random.default_rng(seed)
-    draws = np.empty(n_boot)
-    for i in range(n_boot):
-        idx = rng.integers(0, len(age), len(age))
-        b_ages, b_levels = fit_curve(age[idx], child_theta[idx])
-        draws[i] = invert(float(rng.normal(theta, se)), b_ages, b_levels)[0]
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(draws, [alpha, 1.0 - alpha])
-    return {
-        "age_equivalent": point,
-        "age_ci_low": float(low),
-        "age_ci_high": float(high),
-        "age_flag": flag,
-        "n_children": int(len(age)),
-        "child_age_min": float(np.min(age)),
-        "child_age_max": float(np.max(age)),
-    }
+    """Point age, bootstrap interval and range flags for one model theta against children (age, theta)."""
+    return AgeCurves(age, child_theta, n_boot, seed).equivalents(np.array([theta]), np.array([se]), level)[0]

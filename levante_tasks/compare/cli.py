@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare",
         help="compare models with children (IRT ability, difficulty r, response KL, age)",
         description="Compare model per-item records with LEVANTE children. Conventions: b = -d/a1 (higher = "
-        "harder); negative r(correct, b) = child-aligned; KL(human || model), natural log.",
+        "harder); negative r(correct, b) = child-aligned; KL(human || model), natural log; children's responses are "
+        "mapped to the canonical options by text (--items).",
     )
     parser.add_argument(
         "--irt",
@@ -39,6 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="lmms-eval output folder (samples_<task>.jsonl) or a records CSV/JSONL",
     )
+    parser.add_argument(
+        "--items",
+        type=Path,
+        help="canonical options per item: a prepared datasets folder (test.parquet), a manifest.csv, or a CSV "
+        "with item_uid and options (JSON list); without it an item's order is read from its trials only when "
+        "every trial lists the same order",
+    )
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--min-n", type=int, default=10, help="children needed per (item, ability bin)")
     parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for CIs")
@@ -52,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.min_n < 1 or args.n_boot < 1:
         raise LevanteError("--min-n and --n-boot must be positive")
     settings = Settings(min_n=args.min_n, n_boot=args.n_boot, seed=args.seed, plots=not args.no_plots)
-    summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings)
+    summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
     print(
         f"compared {sum(len(t['models']) for t in summary['tasks'].values())} model x task pairs on "
         f"{len(summary['tasks'])} task(s); outputs in {args.out}"

@@ -15,8 +15,22 @@ EAP_DEFINITION = (
     "EAP on 61 equally spaced points in [-6, 6] with a normal prior (group MEAN_1, COV_11), "
     "P = g + (u - g) / (1 + exp(-(a1 * theta + d))); SE = posterior SD"
 )
+ML_DEFINITION = (
+    "ML theta (no prior) in [-6, 6], SE = 1 / sqrt(test information); only for units that answered every IRT item"
+)
 BIN_DEFINITION = "ability bin 'k_k+1' holds children with floor(theta) = k (1-logit bins, calibration theta)"
-OPTION_ORDER = "canonical option order: [answer] + distractors as listed (index 0 = correct)"
+OPTION_ORDER = (
+    "canonical option order: [answer] + distractors as listed (index 0 = correct); children's responses are "
+    "mapped to it by option text or image key, never by their position in a trial's list"
+)
+COMMON_SCALE = (
+    "one scale: the model's theta is its EAP under the reference group's prior and children's theta_common is "
+    "their EAP from their trials under the same prior (children_below_theta, age curve)"
+)
+KL_WEIGHTING = (
+    "(item, bin) cells weighted by their children's count n (mean_kl; beta maximises the likelihood of the "
+    "children's responses); mean_kl_unweighted weights cells equally (DevBench); uniform = q_k = 1/K baseline"
+)
 
 
 def conventions() -> dict[str, object]:
@@ -30,4 +44,7 @@ def conventions() -> dict[str, object]:
         "eap": EAP_DEFINITION,
         "ability_bins": BIN_DEFINITION,
         "option_order": OPTION_ORDER,
+        "theta_scale": COMMON_SCALE,
+        "kl_weighting": KL_WEIGHTING,
+        "ml": ML_DEFINITION,
     }

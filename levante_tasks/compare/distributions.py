@@ -1,24 +1,39 @@
 """Children's option distributions per item and 1-logit ability bin; KL(human || model) with a fitted beta.
 
-Human p: counts of canonical options / n in (item, bin); bins with n < min_n are dropped (counted).
-Model q = softmax(beta * option_scores) over canonical options; KL uses the natural log, p = 0 terms add 0,
-q == 0 is replaced by epsilon = 1e-5 (philentropy's rule). Items whose scores give no softmax (NaN, +inf, all
--inf, overflow) are excluded and counted, never fitted. beta (one per model x task) minimises the mean KL
-over all (item, bin) pairs in [0.025, 40]: a log-spaced grid of 201 points, then Brent on log(beta) between
-the grid neighbours of the best point (xatol 1e-10). DevBench fits beta per age bin instead; we do not.
+Human p: counts of canonical options (mapped by text, `alignment`) / n in (item, bin); cells with n < min_n are
+dropped (counted). Model q = softmax(beta * option_scores); KL uses the natural log, p = 0 terms add 0, q == 0 is
+replaced by epsilon = 1e-5 (philentropy's rule). Cells are weighted by their children's count n: the weighted
+mean KL is, up to a constant, the mean negative log-likelihood of the children's individual responses under the
+model, so beta (one per model x task, in [0.025, 40]) is the maximum-likelihood inverse temperature. It is found
+on a 201-point log grid, then by golden-section search on log(beta) between the best point's neighbours (xatol
+1e-10), for all models of a task at once. Baseline: a uniform model (q = 1/K), whose KL needs no beta.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize_scalar
 
 from levante_tasks.compare.conventions import BETA_BOUNDS, KL_EPSILON
+from levante_tasks.compare.tables import positions, rows_with_items
 
 GRID_POINTS = 201
+GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
+BETA_XATOL = 1e-10
+GRID_CHUNK_ELEMENTS = 2_000_000  # beta x model x item x option values evaluated at once (memory bound)
+DIST_COLUMNS = ["item_uid", "bin_low", "ability_bin", "n_options", "option_index", "option", "n", "n_bin", "p"]
+NO_PAIRS = "no (item, bin) pair with children's data and model option scores"
+USABLE, NOT_ANSWERED, NO_SCORES, COUNT_MISMATCH, NAN_SCORES, INFINITE_SCORES = range(6)
+ITEM_REASONS = {
+    NOT_ANSWERED: "items_not_answered_by_model",
+    NO_SCORES: "items_without_option_scores",
+    COUNT_MISMATCH: "items_option_count_mismatch",
+    NAN_SCORES: "items_with_nan_scores",
+    INFINITE_SCORES: "items_with_infinite_scores",
+}
 
 
 def bin_label(low: int) -> str:
@@ -27,60 +42,98 @@ def bin_label(low: int) -> str:
 
 
 def human_distributions(
-    trials: pd.DataFrame, children: pd.DataFrame, uids: set[str], min_n: int, exclusions: Counter
+    trials: pd.DataFrame,
+    children: pd.DataFrame,
+    uids: set[str],
+    min_n: int,
+    exclusions: Counter,
+    options: dict[str, list[str]] | None = None,
 ) -> pd.DataFrame:
-    """Tidy option proportions per (item_uid, bin_low, option_index) with counts n, n_bin and p."""
-    task = trials[trials["item_uid"].isin(uids)]
-    unmatched = task["option_index"] < 0
-    exclusions["trials_response_unmatched"] += int(unmatched.sum())
-    task = task[~unmatched].merge(children[["run_id", "theta"]], on="run_id", how="left")
-    no_theta = task["theta"].isna()
+    """Tidy option proportions per (item_uid, bin_low, option_index) with counts n, n_bin and p (sums to 1).
+
+    `trials` carry the canonical `option_index` (-1 = the response names no option: counted, not in n) and
+    `n_options`; `children` carry each run's `theta` (calibration) that sets its bin.
+    """
+    task = trials[rows_with_items(trials, uids)]
+    option = task["option_index"].to_numpy()
+    exclusions["trials_response_unmatched"] += int((option < 0).sum())
+    task = task[option >= 0]
+    run = positions(task["run_id"], pd.Index(children["run_id"].astype(str), dtype=object))
+    theta = np.where(run >= 0, children["theta"].to_numpy(float)[run], np.nan)
+    no_theta = np.isnan(theta)
     exclusions["trials_without_theta"] += int(no_theta.sum())
-    task = task[~no_theta]
+    task, theta = task[~no_theta], theta[~no_theta]
     if task.empty:
-        return pd.DataFrame(
-            columns=[
-                "item_uid",
-                "bin_low",
-                "ability_bin",
-                "n_options",
-                "option_index",
-                "option",
-                "n",
-                "n_bin",
-                "p",
-            ]
-        )
-    n_options = task.groupby("item_uid")["n_options"].agg(lambda s: s.mode().iloc[0])
-    options = task.drop_duplicates("item_uid").set_index("item_uid")["options"]
-    task = task.assign(bin_low=np.floor(task["theta"].to_numpy()).astype(int))
-    counts = task.groupby(["item_uid", "bin_low", "option_index"]).size().rename("n").reset_index()
-    n_bin = counts.groupby(["item_uid", "bin_low"])["n"].transform("sum")
-    counts = counts.assign(n_bin=n_bin)
-    small = counts.drop_duplicates(["item_uid", "bin_low"])["n_bin"] < min_n
-    exclusions["item_bins_below_min_n"] += int(small.sum())
-    counts = counts[counts["n_bin"] >= min_n]
-    rows = []
-    for (uid, low), group in counts.groupby(["item_uid", "bin_low"], sort=True):
-        k = int(n_options[uid])
-        found = dict(zip(group["option_index"], group["n"], strict=True))
-        total = int(group["n_bin"].iloc[0])
-        for j in range(k):
-            option = options[uid][j] if j < len(options[uid]) else ""
-            rows.append((uid, int(low), bin_label(int(low)), k, j, option, int(found.get(j, 0)), total))
-    table = pd.DataFrame(
-        rows,
-        columns=["item_uid", "bin_low", "ability_bin", "n_options", "option_index", "option", "n", "n_bin"],
+        return pd.DataFrame(columns=DIST_COLUMNS)
+    item_index = pd.Index(sorted(uids), dtype=object)
+    uid_code, uid_values = positions(task["item_uid"], item_index), item_index.to_numpy()
+    low = np.floor(theta).astype(int)
+    span = int(low.max() - low.min()) + 1
+    cell_key, cell = np.unique(uid_code * span + (low - low.min()), return_inverse=True)
+    k_of_row = task["n_options"].to_numpy(int)
+    kmax = int(k_of_row.max())
+    counts = np.bincount(cell * kmax + task["option_index"].to_numpy(int), minlength=len(cell_key) * kmax)
+    counts = counts.reshape(len(cell_key), kmax)
+    n_cell = counts.sum(axis=1)
+    k_cell = np.zeros(len(cell_key), dtype=int)
+    k_cell[cell] = k_of_row
+    keep = n_cell >= min_n
+    exclusions["item_bins_below_min_n"] += int((~keep).sum())
+    cell_uid = np.asarray(uid_values, dtype=object)[cell_key // span][keep]
+    cell_low = (cell_key % span + low.min())[keep]
+    counts, n_cell, k_cell = counts[keep], n_cell[keep], k_cell[keep]
+    rows = np.repeat(np.arange(len(cell_uid)), k_cell)
+    index = np.arange(len(rows)) - np.repeat(np.cumsum(k_cell) - k_cell, k_cell)
+    labels = [
+        (options or {}).get(u, [])[j] if j < len((options or {}).get(u, [])) else ""
+        for u, j in zip(cell_uid[rows], index, strict=True)
+    ]
+    n = counts[rows, index]
+    return pd.DataFrame(
+        {
+            "item_uid": cell_uid[rows],
+            "bin_low": cell_low[rows],
+            "ability_bin": [bin_label(int(b)) for b in cell_low[rows]],
+            "n_options": k_cell[rows],
+            "option_index": index,
+            "option": labels,
+            "n": n,
+            "n_bin": n_cell[rows],
+            "p": n / n_cell[rows],
+        }
     )
-    return table.assign(p=table["n"] / table["n_bin"])
 
 
-def softmax(scores: np.ndarray, beta: float) -> np.ndarray:
-    """Row-wise softmax(beta * scores), stable for large beta; -inf scores get probability 0."""
-    z = beta * scores
+def softmax(scores: np.ndarray, beta: float | np.ndarray) -> np.ndarray:
+    """Softmax(beta * scores) over the last axis, stable for large beta; -inf scores get probability 0."""
+    z = np.asarray(beta)[..., None] * scores if np.ndim(beta) else beta * scores
     z = z - np.max(z, axis=-1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=-1, keepdims=True)
+
+
+def shifted_scores(scores: np.ndarray) -> np.ndarray:
+    """scores - max over the last axis (the same for every beta > 0): the softmax's stable form."""
+    with np.errstate(invalid="ignore"):
+        return scores - np.max(scores, axis=-1, keepdims=True)
+
+
+def log_q(shifted: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """ln q with q = softmax(beta * scores) over the last axis and q == 0 replaced by epsilon.
+
+    `shifted` = `shifted_scores(scores)`; `beta` broadcasts against `shifted` without its last axis. ln q is
+    z - ln(sum exp z) with z = beta * shifted; only where z < -700 is q itself formed, to apply the epsilon rule
+    exactly where exp underflows (and to -inf scores: q = 0).
+    """
+    z = np.asarray(beta)[..., None] * shifted
+    e = np.exp(z)
+    total = e.sum(axis=-1, keepdims=True)
+    out = z - np.log(total)
+    tiny = z < -700.0
+    if tiny.any():
+        q = (e / total)[tiny]
+        out[tiny] = np.log(np.where(q == 0, KL_EPSILON, q))
+    return out
 
 
 def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -91,6 +144,59 @@ def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return terms.sum(axis=-1)
 
 
+@dataclass
+class Cells:
+    """The children's side of one task, built once and shared by every model: (item, bin) cells with n >= min_n.
+
+    `p` is cells x K (zero beyond an item's option count); `m` sums counts over an item's cells (items x K),
+    which is all the weighted beta fit needs; `plogp` is sum_k p ln p per cell.
+    """
+
+    keys: pd.DataFrame  # item_uid, bin_low, ability_bin, n_options, n_bin (one row per cell, sorted)
+    items: list[str]
+    n_options: np.ndarray  # per item
+    item: np.ndarray  # cell -> item position
+    p: np.ndarray
+    n: np.ndarray  # children per cell
+    m: np.ndarray
+    plogp: np.ndarray
+
+    @classmethod
+    def from_dist(cls, dist: pd.DataFrame) -> Cells:
+        """Cells from the tidy distribution table (`human_distributions`)."""
+        dist = dist.sort_values(["item_uid", "bin_low", "option_index"], kind="stable")
+        uid = dist["item_uid"].to_numpy(dtype=object)
+        low = dist["bin_low"].to_numpy(int)
+        starts = np.r_[True, (uid[1:] != uid[:-1]) | (low[1:] != low[:-1])] if len(dist) else np.array([], bool)
+        cell = np.cumsum(starts) - 1
+        keys = dist.loc[starts, ["item_uid", "bin_low", "ability_bin", "n_options", "n_bin"]].reset_index(drop=True)
+        kmax = int(keys["n_options"].max()) if len(keys) else 1
+        p = np.zeros((len(keys), kmax))
+        p[cell, dist["option_index"].to_numpy(int)] = dist["p"].to_numpy(float)
+        item, items = pd.factorize(keys["item_uid"], sort=True)
+        n = keys["n_bin"].to_numpy(float)
+        m = np.zeros((len(items), kmax))
+        np.add.at(m, item, p * n[:, None])
+        n_options = np.zeros(len(items), dtype=int)
+        n_options[item] = keys["n_options"].to_numpy(int)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            plogp = np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
+        return cls(keys, list(items), n_options, item, p, n, m, plogp)
+
+    def uniform_kl(self) -> np.ndarray:
+        """KL(human || uniform) per cell = ln K + sum p ln p (the baseline of a model that knows nothing)."""
+        return np.log(self.n_options[self.item]) + self.plogp
+
+
+def _finite_softmax(scores: np.ndarray) -> np.ndarray:
+    """Whether softmax(beta * scores) over the last axis is finite at both ends of the beta range."""
+    ok = np.ones(scores.shape[:-1], dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for beta in BETA_BOUNDS:
+            ok &= np.isfinite(softmax(scores, beta)).all(axis=-1)
+    return ok
+
+
 def softmax_defined(scores: list[float]) -> bool:
     """Whether softmax(beta * scores) is a distribution for every beta in the fitted range.
 
@@ -98,94 +204,173 @@ def softmax_defined(scores: list[float]) -> bool:
     beta * score overflows; such items are excluded (counted), so no NaN KL ever reaches beta or the closest bin.
     A -inf score alone is fine: that option gets probability 0 (epsilon in the KL).
     """
-    s = np.asarray(scores, dtype=float)[None, :]
-    with np.errstate(over="ignore", invalid="ignore"):
-        return all(bool(np.isfinite(softmax(s, beta)).all()) for beta in BETA_BOUNDS)
+    return bool(_finite_softmax(np.asarray(scores, dtype=float)[None, :])[0])
 
 
-def pair_arrays(
-    dist: pd.DataFrame, scores: dict[str, list[float] | None], exclusions: Counter
-) -> list[tuple[pd.DataFrame, np.ndarray, np.ndarray]]:
-    """Group (item, bin) pairs by option count: (pair keys, P matrix, S matrix) with usable model scores."""
-    keys = dist.drop_duplicates(["item_uid", "bin_low"])[
-        ["item_uid", "bin_low", "ability_bin", "n_options", "n_bin"]
-    ]
-    usable = []
-    for uid, k in keys.drop_duplicates("item_uid")[["item_uid", "n_options"]].itertuples(index=False):
-        s = scores.get(uid)
-        if uid not in scores:
-            exclusions["items_not_answered_by_model"] += 1
-        elif s is None:
-            exclusions["items_without_option_scores"] += 1
-        elif len(s) != k:
-            exclusions["items_option_count_mismatch"] += 1
-        elif np.isnan(s).any():
-            exclusions["items_with_nan_scores"] += 1
-        elif not softmax_defined(s):
-            exclusions["items_with_infinite_scores"] += 1
-        else:
-            usable.append(uid)
-    keys = keys[keys["item_uid"].isin(usable)]
-    groups = []
-    for _, part in keys.groupby("n_options", sort=True):
-        p = (
-            dist[dist["item_uid"].isin(part["item_uid"])]
-            .pivot_table(index=["item_uid", "bin_low"], columns="option_index", values="p", aggfunc="first")
-            .loc[list(zip(part["item_uid"], part["bin_low"], strict=True))]
-            .to_numpy(float)
-        )
-        s = np.array([scores[u] for u in part["item_uid"]], dtype=float)
-        groups.append((part.reset_index(drop=True), np.nan_to_num(p, nan=0.0), s))
-    return groups
+def score_array(cells: Cells, units: list[dict[str, list[float] | None]]) -> tuple[np.ndarray, np.ndarray]:
+    """(scores units x items x K, status units x items): unusable entries hold 0, padding beyond K is -inf.
+
+    Status: not answered, no option scores, another option count than the children's item, NaN scores, or
+    scores without a finite softmax (+inf, all -inf, overflow); else USABLE.
+    """
+    kmax = cells.p.shape[1]
+    scores = np.full((len(units), len(cells.items), kmax), -np.inf)
+    status = np.full((len(units), len(cells.items)), NOT_ANSWERED)
+    for u, unit in enumerate(units):
+        for i, uid in enumerate(cells.items):
+            if uid not in unit:
+                continue
+            s = unit[uid]
+            if s is None:
+                status[u, i] = NO_SCORES
+            elif len(s) != cells.n_options[i]:
+                status[u, i] = COUNT_MISMATCH
+            else:
+                status[u, i] = USABLE
+                scores[u, i, : len(s)] = s
+    status[(status == USABLE) & np.isnan(scores).any(axis=-1)] = NAN_SCORES
+    candidate = status == USABLE
+    status[candidate & ~_finite_softmax(np.where(np.isnan(scores), 0.0, scores))] = INFINITE_SCORES
+    scores[status != USABLE] = 0.0
+    pad = np.arange(kmax)[None, :] >= cells.n_options[:, None]
+    scores[:, pad] = -np.inf
+    return scores, status
 
 
-def mean_kl(beta: float, groups: list[tuple[pd.DataFrame, np.ndarray, np.ndarray]]) -> float:
-    """Mean KL(human || model) over all (item, bin) pairs at inverse temperature beta."""
-    total = sum(kl_divergence(p, softmax(s, beta)).sum() for _, p, s in groups)
-    count = sum(len(keys) for keys, _, _ in groups)
-    return float(total / count)
+def _objective(beta: np.ndarray, shifted: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """-sum_ik m_ik ln q_ik(beta) per unit (the weighted KL's beta-dependent part); `beta` is (..., units)."""
+    return -np.einsum("...uik,uik->...u", log_q(shifted, beta[..., None]), m)
 
 
-def fit_beta(groups: list[tuple[pd.DataFrame, np.ndarray, np.ndarray]]) -> tuple[float, bool]:
-    """beta* in [0.025, 40] minimising the mean KL (grid, then Brent on log beta); flags a bound optimum."""
+def fit_betas(scores: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """beta* per unit in [0.025, 40] minimising the count-weighted mean KL; flags a bound optimum.
+
+    `m` is units x items x K (each unit's usable items' pooled children's counts, zero elsewhere).
+    """
     low, high = BETA_BOUNDS
     grid = np.geomspace(low, high, GRID_POINTS)
-    values = np.array([mean_kl(b, groups) for b in grid])
-    best = int(np.argmin(values))
-    lo, hi = np.log(grid[max(best - 1, 0)]), np.log(grid[min(best + 1, GRID_POINTS - 1)])
-    res = minimize_scalar(
-        lambda x: mean_kl(float(np.exp(x)), groups),
-        bounds=(lo, hi),
-        method="bounded",
-        options={"xatol": 1e-10},
-    )
-    beta = float(np.exp(res.x)) if res.fun <= values[best] else float(grid[best])
-    at_bound = bool(np.isclose(beta, low, rtol=1e-4) or np.isclose(beta, high, rtol=1e-4))
+    scores = shifted_scores(scores)
+    chunk = max(1, GRID_CHUNK_ELEMENTS // max(1, scores.size))
+    values = np.concatenate(
+        [_objective(grid[s : s + chunk, None] * np.ones(len(scores)), scores, m) for s in range(0, len(grid), chunk)]
+    )  # grid x units
+    best = np.argmin(values, axis=0)
+    lo = np.log(grid[np.maximum(best - 1, 0)])
+    hi = np.log(grid[np.minimum(best + 1, GRID_POINTS - 1)])
+    c = hi - GOLDEN * (hi - lo)
+    d = lo + GOLDEN * (hi - lo)
+    fc, fd = _objective(np.exp(c), scores, m), _objective(np.exp(d), scores, m)
+    while np.max(hi - lo) > BETA_XATOL:
+        left = fc < fd  # the minimum lies in [lo, d]: d becomes the new c's partner, one new point per unit
+        hi = np.where(left, d, hi)
+        lo = np.where(left, lo, c)
+        new = np.where(left, hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo))
+        f_new = _objective(np.exp(new), scores, m)
+        c, d, fc, fd = (np.where(left, new, d), np.where(left, c, new),
+                        np.where(left, f_new, fd), np.where(left, fc, f_new))
+    x = (lo + hi) / 2.0
+    fx = _objective(np.exp(x), scores, m)
+    best_value = values[best, np.arange(len(best))]
+    beta = np.where(fx <= best_value, np.exp(x), grid[best])
+    at_bound = np.isclose(beta, low, rtol=1e-4) | np.isclose(beta, high, rtol=1e-4)
     return beta, at_bound
+
+
+def compare_units(
+    cells: Cells, units: list[dict[str, list[float] | None]], betas: np.ndarray | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, object]], list[Counter]]:
+    """KL of every unit (model scoring unit) on one task's cells, all at once.
+
+    Returns per-(unit, item, bin) KL rows (`unit` = position in `units`), per-(unit, bin) means, one summary per
+    unit and one Counter of item exclusions per unit. `betas` fixes beta per unit instead of fitting it.
+    """
+    scores, status = score_array(cells, units)
+    usable = status == USABLE
+    counters = [
+        Counter({ITEM_REASONS[r]: int(n) for r, n in zip(*np.unique(row[row != USABLE], return_counts=True),
+                                                              strict=True)})
+        for row in status
+    ]
+    has_pairs = usable.any(axis=1)
+    m = np.where(usable[:, :, None], cells.m[None], 0.0)
+    beta = np.full(len(units), np.nan)
+    at_bound = np.zeros(len(units), dtype=bool)
+    fit = np.flatnonzero(has_pairs)
+    if len(fit):
+        if betas is None:
+            beta[fit], at_bound[fit] = fit_betas(scores[fit], m[fit])
+        else:
+            beta[fit] = np.asarray(betas, dtype=float)[fit]
+    logq = log_q(shifted_scores(scores), np.where(np.isnan(beta), 1.0, beta)[:, None])  # units x items x K
+    cross = np.einsum("ck,uck->uc", cells.p, logq[:, cells.item, :])
+    kl = cells.plogp[None, :] - cross  # units x cells
+    mask = usable[:, cells.item]
+    uniform = cells.uniform_kl()
+    bins, bin_of = np.unique(cells.keys["bin_low"].to_numpy(int), return_inverse=True)
+    onehot = np.zeros((len(cells.n), len(bins)))
+    onehot[np.arange(len(cells.n)), bin_of] = 1.0
+    w = mask * cells.n[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bin_n = w @ onehot
+        bin_kl = np.where(mask, kl * cells.n, 0.0) @ onehot / bin_n
+        bin_uniform = (w * uniform) @ onehot / bin_n
+        bin_items = mask.astype(float) @ onehot
+        bin_unweighted = np.where(mask, kl, 0.0) @ onehot / bin_items
+    summaries = []
+    for u in range(len(units)):
+        if not has_pairs[u]:
+            summaries.append({"note": NO_PAIRS})
+            continue
+        sel = mask[u]
+        n_u = cells.n[sel]
+        mean_kl = float(np.sum(kl[u, sel] * n_u) / n_u.sum())
+        uniform_mean = float(np.sum(uniform[sel] * n_u) / n_u.sum())
+        present = bin_items[u] > 0
+        order = np.lexsort((bins[present], bin_kl[u, present]))
+        closest = int(np.flatnonzero(present)[order[0]])
+        summaries.append({
+            "beta": float(beta[u]),
+            "beta_at_bound": bool(at_bound[u]),
+            "mean_kl": mean_kl,
+            "mean_kl_unweighted": float(kl[u, sel].mean()),
+            "uniform_mean_kl": uniform_mean,
+            "kl_ratio_to_uniform": mean_kl / uniform_mean if uniform_mean > 0 else float("nan"),
+            "n_pairs": int(sel.sum()),
+            "n_items": int(usable[u].sum()),
+            "n_responses": int(n_u.sum()),
+            "closest_bin": bin_label(int(bins[closest])),
+            "closest_bin_mean_kl": float(bin_kl[u, closest]),
+            "closest_bin_uniform_kl": float(bin_uniform[u, closest]),
+            "closest_bin_better_than_uniform": bool(bin_kl[u, closest] < bin_uniform[u, closest]),
+            "note": "",
+        })
+    unit_idx, cell_idx = np.nonzero(mask)
+    pairs = cells.keys.iloc[cell_idx].reset_index(drop=True).assign(
+        unit=unit_idx, kl=kl[unit_idx, cell_idx], kl_uniform=uniform[cell_idx], beta=beta[unit_idx]
+    )
+    b_unit, b_idx = np.nonzero(bin_items > 0)
+    bin_table = pd.DataFrame({
+        "unit": b_unit,
+        "bin_low": bins[b_idx],
+        "ability_bin": [bin_label(int(b)) for b in bins[b_idx]],
+        "n_items": bin_items[b_unit, b_idx].astype(int),
+        "n_responses": bin_n[b_unit, b_idx].astype(int),
+        "mean_kl": bin_kl[b_unit, b_idx],
+        "mean_kl_unweighted": bin_unweighted[b_unit, b_idx],
+        "uniform_kl": bin_uniform[b_unit, b_idx],
+        "beta": beta[b_unit],
+    })
+    return pairs, bin_table, summaries, counters
 
 
 def compare_model(
     dist: pd.DataFrame, scores: dict[str, list[float] | None], exclusions: Counter, beta: float | None = None
 ) -> tuple[pd.DataFrame, dict[str, object]]:
-    """KL per (item, bin) at the fitted (or given) beta and a summary (beta, mean KL, closest bin)."""
-    groups = pair_arrays(dist, scores, exclusions)
-    if not groups:
-        return pd.DataFrame(), {"note": "no (item, bin) pair with children's data and model option scores"}
-    beta, at_bound = fit_beta(groups) if beta is None else (beta, False)
-    parts = [keys.assign(kl=kl_divergence(p, softmax(s, beta))) for keys, p, s in groups]
-    pairs = pd.concat(parts, ignore_index=True).sort_values(["item_uid", "bin_low"]).reset_index(drop=True)
-    bins = pairs.groupby(["bin_low", "ability_bin"], as_index=False).agg(
-        n_items=("kl", "size"), mean_kl=("kl", "mean")
-    )
-    closest = bins.sort_values(["mean_kl", "bin_low"], kind="stable").iloc[0]
-    summary = {
-        "beta": beta,
-        "beta_at_bound": at_bound,
-        "mean_kl": float(pairs["kl"].mean()),
-        "n_pairs": int(len(pairs)),
-        "n_items": int(pairs["item_uid"].nunique()),
-        "closest_bin": str(closest["ability_bin"]),
-        "closest_bin_mean_kl": float(closest["mean_kl"]),
-        "note": "",
-    }
-    return pairs, summary
+    """One model: KL per (item, bin) at the fitted (or given) beta and a summary (beta, mean KL, closest bin)."""
+    if dist.empty:
+        return pd.DataFrame(), {"note": NO_PAIRS}
+    cells = Cells.from_dist(dist)
+    betas = None if beta is None else np.array([beta])
+    pairs, _, summaries, counters = compare_units(cells, [scores], betas)
+    exclusions.update(counters[0])
+    return pairs.drop(columns="unit"), summaries[0]

@@ -1,82 +1,84 @@
-"""Children's data: Redivis-layout trials mapped to canonical option indices, runs with ages, theta.
+"""Children's data: Redivis-layout trials, runs with ages, and per-run ability on an IRT model's scale.
 
-Canonical options are `[answer] + distractors` (distractors: comma list or a Python-dict string such as
-"{'0': 'coconut', '1': 'key'}"); responses are matched by exact string, unmatched ones are counted
-and excluded.
+Trials are held as categoricals (a 1M-row file is a few MB of codes); per-row work happens on integer codes and
+per-category work once per distinct value. Each run gets two abilities: `theta`, its calibration score (or an EAP
+under its own group's prior when it is not in the calibration), and `theta_common`, an EAP from its trials under
+the reference group's prior, the prior the models are scored with (docs/comparison.md, "One scale").
 """
 
 from __future__ import annotations
 
-import ast
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from levante_tasks.compare.alignment import split_alternatives
 from levante_tasks.compare.irt import IrtModel
-from levante_tasks.compare.scoring import score_matrix
-from levante_tasks.compare.tables import correct_column, numeric, read_table
+from levante_tasks.compare.scoring import eap_rows
+from levante_tasks.compare.tables import numeric, parse_correct, positions, read_columns, read_table, rows_with_items
 from levante_tasks.data.crosswalk import canonical_uid
 from levante_tasks.errors import LevanteError
 
 TRIAL_COLUMNS = ("run_id", "item_uid", "response", "answer", "distractors")
+OPTIONAL_COLUMNS = ("correct", "site", "task_id", "trial_number")
 AGE_RANGE = (0.0, 25.0)  # years; outside it an age is impossible for a LEVANTE child (months, typos, -1 codes)
+CHILD_COLUMNS = ["run_id", "group", "theta", "se", "theta_source", "theta_common", "se_common", "n_trials"]
 
 
 def parse_distractors(value: object) -> list[str]:
     """Distractor keys in listed order from a comma list or a Python-dict string (dict sorted by its keys)."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return []
-    text = str(value).strip()
-    if text in ("", "NA", "nan", "None"):
-        return []
-    if text.startswith("{"):
+    return split_alternatives(value)
+
+
+def _map_categories(column: pd.Series, func) -> pd.Series:
+    """Apply `func` to each category once (not to each row); equal results share one category."""
+    cats = column.cat.categories
+    mapped = np.asarray([func(str(c)) for c in cats], dtype=object)
+    codes = column.cat.codes.to_numpy()
+    values = np.where(codes >= 0, mapped[np.maximum(codes, 0)] if len(mapped) else None, None)
+    return pd.Series(values, index=column.index, dtype=object).astype("category")
+
+
+def _correct(trials: pd.DataFrame, path: Path) -> np.ndarray:
+    """The `correct` column as 1.0/0.0 (an empty cell counts as 0); other values name the file and row."""
+    column = trials["correct"]
+    values = np.zeros(len(column.cat.categories))
+    for k, cat in enumerate(column.cat.categories):
         try:
-            parsed = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            parsed = None
-        if isinstance(parsed, dict):
-            keys = sorted(parsed, key=lambda k: (0, int(k)) if str(k).isdigit() else (1, str(k)))
-            return [str(parsed[k]).strip() for k in keys]
-    return [part.strip() for part in text.split(",")]
-
-
-def _read_table(path: Path, required: tuple[str, ...], what: str) -> pd.DataFrame:
-    """Read a CSV as strings-where-possible and check its required columns (user error if absent)."""
-    table = read_table(path, what, dtype={"run_id": str, "item_uid": str, "response": str, "answer": str})
-    missing = [c for c in required if c not in table.columns]
-    if missing:
-        raise LevanteError(f"{path.name}: {what} table lacks columns {missing}")
-    return table
+            parsed = parse_correct(cat)
+        except ValueError as exc:
+            row = int(np.flatnonzero(column.cat.codes.to_numpy() == k)[0]) + 1
+            raise LevanteError(f"{path.name}: row {row}: {exc}") from None
+        values[k] = 0.0 if np.isnan(parsed) else parsed
+    codes = column.cat.codes.to_numpy()
+    return np.where(codes >= 0, values[np.maximum(codes, 0)] if len(values) else 0.0, 0.0)
 
 
 def read_trials(path: Path) -> pd.DataFrame:
-    """Trials with `options` (canonical), `option_index` (-1 = unmatched), `n_options` and 0/1 `correct`.
+    """Trials with canonical item uids (categoricals) and a 0/1 `correct` (float).
 
-    `correct` must be true/false-like or 0/1 (an empty cell counts as 0, as before); anything else is an error.
+    `correct` must be true/false-like or 0/1 (an empty cell counts as 0); without the column, a response equal
+    to the trial's answer is correct. Rows keep the file's order (the order repeated items were seen).
     """
-    trials = _read_table(path, TRIAL_COLUMNS, "trials")
-    options = [
-        [str(a)] + parse_distractors(d) for a, d in zip(trials["answer"], trials["distractors"], strict=True)
-    ]
-    index = [
-        opts.index(r) if isinstance(r, str) and r in opts else -1
-        for opts, r in zip(options, trials["response"], strict=True)
-    ]
-    trials = trials.assign(option_index=index, n_options=[len(o) for o in options], options=options,
-                           item_uid=[canonical_uid(str(uid)) for uid in trials["item_uid"]])
+    trials = read_columns(path, "trials", TRIAL_COLUMNS + OPTIONAL_COLUMNS, TRIAL_COLUMNS)
+    trials["item_uid"] = _map_categories(trials["item_uid"], lambda u: canonical_uid(u))
     if "correct" in trials.columns:
-        trials["correct"] = correct_column(trials, path, missing=0.0)
+        trials["correct"] = _correct(trials, path)
     else:
-        trials["correct"] = (trials["option_index"] == 0).astype(float)
+        same = trials["response"].astype(object).str.strip() == trials["answer"].astype(object).str.strip()
+        trials["correct"] = same.fillna(False).to_numpy(dtype=float)
     return trials
 
 
 def read_runs(path: Path, exclusions: Counter) -> pd.DataFrame:
     """Runs table (run_id, age in years). Empty ages stay NaN; impossible ones (outside 0-25) become NaN and
     are counted (`runs_impossible_age`); text is an error, and so is a file whose every age is impossible."""
-    table = _read_table(path, ("run_id", "age"), "runs")
+    table = read_table(path, "runs", dtype={"run_id": str})
+    missing = [c for c in ("run_id", "age") if c not in table.columns]
+    if missing:
+        raise LevanteError(f"{path.name}: runs table lacks columns {missing}")
     runs = table.assign(age=numeric(table, "age", path, key="run_id")).drop_duplicates("run_id")
     age = runs["age"]
     impossible = age.notna() & ~age.between(*AGE_RANGE)
@@ -86,52 +88,78 @@ def read_runs(path: Path, exclusions: Counter) -> pd.DataFrame:
             f"(e.g. {age[impossible].iloc[0]:g}); give ages in years"
         )
     exclusions["runs_impossible_age"] += int(impossible.sum())
-    return runs.assign(age=age.mask(impossible))
+    return runs.assign(age=age.mask(impossible), run_id=runs["run_id"].astype(str))
+
+
+def response_matrix(model: IrtModel, trials: pd.DataFrame, counts: Counter) -> tuple[pd.Index, np.ndarray]:
+    """(run ids, runs x irt-item 0/1/NaN matrix in `model.items` order) from the task's trials.
+
+    A run's k-th trial of an item is the item's instance k (rlevante `add_item_ids`, in `trial_number` order when
+    the column is numeric, else file order); a repeat the IRT model has no instance for is dropped and counted.
+    """
+    items = model.items.reset_index(drop=True)
+    if "trial_number" in trials.columns:
+        order = pd.to_numeric(trials["trial_number"].astype(object), errors="coerce")
+        trials = trials.assign(_order=order.fillna(np.inf).to_numpy()).sort_values(["_order"], kind="stable")
+    run_codes, runs = pd.factorize(trials["run_id"])
+    item_uids = pd.Index(items["item_uid"].unique())
+    uid_codes = positions(trials["item_uid"], item_uids)
+    instance = trials.groupby([run_codes, uid_codes], sort=False).cumcount().to_numpy() + 1
+    n_instances = int(items["instance"].max())
+    lookup = np.full((len(item_uids), n_instances + 1), -1)
+    lookup[item_uids.get_indexer(items["item_uid"]), items["instance"].to_numpy(int)] = np.arange(len(items))
+    col = np.where((uid_codes >= 0) & (instance <= n_instances),
+                   lookup[np.maximum(uid_codes, 0), np.minimum(instance, n_instances)], -1)
+    known = col >= 0
+    counts["trials_repeat_without_irt_instance"] += int((~known & (instance > 1)).sum())
+    matrix = np.full((len(runs), len(items)), np.nan)
+    matrix[run_codes[known], col[known]] = trials["correct"].to_numpy()[known]
+    return pd.Index(np.asarray(runs, dtype=object).astype(str)), matrix
+
+
+def _calibration_groups(model: IrtModel) -> dict[str, str]:
+    """run_id -> calibration group, from the record's `runs` and `groups` slots (row by row)."""
+    if model.data_runs is None or model.data_groups is None or len(model.data_runs) != len(model.data_groups):
+        return {}
+    return dict(zip(model.data_runs, model.data_groups, strict=True))
 
 
 def children_theta(model: IrtModel, trials: pd.DataFrame, exclusions: Counter) -> pd.DataFrame:
-    """Per-run ability on the model's scale: calibration `scores` where present, else EAP from these trials.
+    """Per run of this task: group, `theta`/`se` (calibration score, else EAP under its group's prior) and
+    `theta_common`/`se_common` (EAP from its trials under the reference prior: the models' scale).
 
-    Rescored runs use their site's group prior when the model has it, else the reference group.
+    Group of a run: its calibration group (record slots), else its `site` when the model has that group, else
+    the reference group (rlevante's rule for unseen sites; counted).
     """
-    uids = set(model.items["item_uid"])
-    task_trials = trials[trials["item_uid"].isin(uids)]
-    parts = []
-    if model.scores is not None:
-        known = model.scores[model.scores["run_id"].isin(set(task_trials["run_id"]))]
-        parts.append(
-            pd.DataFrame(
-                {
-                    "run_id": known["run_id"],
-                    "theta": known["ability"],
-                    "se": known["se"],
-                    "theta_source": "calibration",
-                }
-            )
-        )
-        done = set(known["run_id"])
+    task_trials = trials[rows_with_items(trials, set(model.items["item_uid"]))]
+    if task_trials.empty:
+        return pd.DataFrame(columns=CHILD_COLUMNS)
+    runs, matrix = response_matrix(model, task_trials, exclusions)
+    names = {g.name for g in model.groups}
+    calibration = _calibration_groups(model)
+    if "site" in task_trials.columns:
+        first = task_trials.drop_duplicates("run_id")
+        site = pd.Series(first["site"].astype(object).to_numpy(), index=first["run_id"].astype(str)).reindex(runs)
     else:
-        done = set()
-    rest = task_trials[~task_trials["run_id"].isin(done)]
-    if not rest.empty:
-        first = model.first_instances()
-        rest = rest.assign(irt_item=first.loc[rest["item_uid"], "irt_item"].to_numpy())
-        wide = rest.pivot_table(index="run_id", columns="irt_item", values="correct", aggfunc="first")
-        names = {g.name for g in model.groups}
-        site = (
-            rest.groupby("run_id")["site"].first().reindex(wide.index).astype(str)
-            if "site" in rest.columns
-            else pd.Series("", index=wide.index)
-        )
-        groups = np.where(site.isin(names), site, model.reference.name)
-        exclusions["runs_rescored"] += len(wide)
-        exclusions["runs_rescored_unseen_site_reference_prior"] += int((~site.isin(names)).sum())
-        theta, se = score_matrix(model, wide, groups)
-        parts.append(
-            pd.DataFrame(
-                {"run_id": wide.index.astype(str), "theta": theta, "se": se, "theta_source": "rescored"}
-            )
-        )
-    if not parts:
-        return pd.DataFrame(columns=["run_id", "theta", "se", "theta_source"])
-    return pd.concat(parts, ignore_index=True)
+        site = pd.Series([None] * len(runs), index=runs, dtype=object)
+    group = np.array([calibration.get(r) or (s if s in names else model.reference.name)
+                      for r, s in zip(runs, site, strict=True)], dtype=object)
+    theta_common, se_common = eap_rows(model, matrix, np.full(len(runs), model.reference.name, dtype=object))
+    frame = pd.DataFrame({"run_id": runs, "group": group, "theta_common": theta_common, "se_common": se_common,
+                          "n_trials": (~np.isnan(matrix)).sum(axis=1)})
+    scores = model.scores.drop_duplicates("run_id").set_index("run_id") if model.scores is not None else None
+    in_scores = runs.isin(scores.index) if scores is not None else np.zeros(len(runs), dtype=bool)
+    theta = np.full(len(runs), np.nan)
+    se = np.full(len(runs), np.nan)
+    if scores is not None and in_scores.any():
+        theta[in_scores] = scores.loc[runs[in_scores], "ability"].to_numpy()
+        se[in_scores] = scores.loc[runs[in_scores], "se"].to_numpy()
+    rest = ~in_scores
+    if rest.any():
+        theta[rest], se[rest] = eap_rows(model, matrix[rest], group[rest])
+        unseen = ~site[rest].isin(names).to_numpy() & ~np.asarray(runs[rest].isin(list(calibration)))
+        exclusions["runs_rescored"] += int(rest.sum())
+        exclusions["runs_rescored_unseen_site_reference_prior"] += int(unseen.sum())
+    frame["theta"], frame["se"] = theta, se
+    frame["theta_source"] = np.where(in_scores, "calibration", "rescored")
+    return frame[CHILD_COLUMNS]

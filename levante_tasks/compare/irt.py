@@ -2,6 +2,7 @@
 
 mirt's `mod2values` layout: one row per parameter (`group, item, name, value`), items named
 `<item_uid>-<instance>`, GROUP rows holding MEAN_1 / COV_11. Difficulty b = -d / a1 (higher = harder).
+The reference group is read from the `est` flags: the one group whose MEAN_1 is fixed (not estimated).
 """
 
 from __future__ import annotations
@@ -45,11 +46,12 @@ class IrtModel:
     scores: pd.DataFrame | None = None  # run_id, ability, se (calibration EAP)
     data: pd.DataFrame | None = None  # calibration responses, columns = irt items
     data_groups: np.ndarray | None = None
+    data_runs: np.ndarray | None = None  # run_id of each calibration data row (`runs` slot)
     notes: list[str] = field(default_factory=list)
 
     @property
     def reference(self) -> GroupPrior:
-        """The reference group (rlevante scores unseen sites and models with `group_names[1]`)."""
+        """The reference group: the group whose MEAN_1 is fixed (`est` flags); models are scored with its prior."""
         return self.groups[0]
 
     def group(self, name: str) -> GroupPrior:
@@ -90,15 +92,51 @@ def _scalar(value: object, default: str = "") -> str:
     return ",".join(values) if values else default
 
 
+def _flag(value: object, source: str) -> bool:
+    """An `est` cell as a bool (R's TRUE/FALSE as written by write.csv, Python bools, 0/1)."""
+    text = str(value).strip().lower()
+    if text in ("true", "t", "1", "1.0"):
+        return True
+    if text in ("false", "f", "0", "0.0"):
+        return False
+    raise LevanteError(f"{source}: model_vals est is not TRUE/FALSE ({str(value)[:40]!r})")
+
+
+def reference_group(vals: pd.DataFrame, names: list[str], source: str) -> str:
+    """The group whose MEAN_1 is fixed while every other group's is estimated (mirt's reference group).
+
+    One group is its own reference. Several groups with no `est` column, or with MEAN_1 fixed in none or in
+    more than one of them (e.g. a configural model), leave the reference ambiguous: an error, never a guess.
+    """
+    if len(names) == 1:
+        return names[0]
+    if "est" not in vals.columns:
+        raise LevanteError(
+            f"{source}: {len(names)} groups and no est column: cannot tell the reference group "
+            "(the one whose MEAN_1 is fixed)"
+        )
+    means = vals[(vals["item"] == "GROUP") & (vals["name"] == "MEAN_1")]
+    estimated = {str(g): _flag(e, source) for g, e in zip(means["group"], means["est"], strict=True)}
+    fixed = [name for name in names if not estimated.get(name, True)]
+    if len(fixed) != 1:
+        raise LevanteError(
+            f"{source}: cannot tell the reference group from the est flags: MEAN_1 is fixed in "
+            f"{fixed or 'no group'} of {names} (exactly one expected)"
+        )
+    return fixed[0]
+
+
 def from_model_vals(
     model_vals: pd.DataFrame, source: str, group_names: list[str] | None = None
 ) -> tuple[pd.DataFrame, list[GroupPrior]]:
-    """Items (reference group's rows) and group priors from a `mod2values` table; errors when incomplete."""
+    """Items (reference group's rows) and group priors (reference first) from a `mod2values` table."""
     missing = LONG_COLUMNS - set(model_vals.columns)
     if missing:
         raise LevanteError(f"{source}: model_vals lacks columns {sorted(missing)}")
     vals = model_vals.assign(group=model_vals["group"].astype(str), item=model_vals["item"].astype(str))
     names = list(group_names) if group_names else list(dict.fromkeys(vals["group"]))
+    reference = reference_group(vals, names, source)
+    names = [reference] + [n for n in names if n != reference]
     priors = []
     for name in names:
         rows = vals[(vals["group"] == name) & (vals["item"] == "GROUP")].set_index("name")["value"]
@@ -173,6 +211,9 @@ def read_rds(path: Path) -> IrtModel:
             groups_slot = slots.get("groups")
             if groups_slot is not None:
                 model.data_groups = np.asarray([str(g) for g in np.atleast_1d(groups_slot)])
+            runs_slot = slots.get("runs")
+            if runs_slot is not None and len(np.atleast_1d(runs_slot)) == len(matrix):
+                model.data_runs = np.asarray([str(r) for r in np.atleast_1d(runs_slot)])
     return model
 
 

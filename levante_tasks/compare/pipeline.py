@@ -17,7 +17,6 @@ import errno
 import importlib.metadata
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -25,53 +24,20 @@ import pandas as pd
 from tqdm import tqdm
 
 from levante_tasks.atomic import atomic_open, clean_stale, staged_dir, write_json, write_text
-from levante_tasks.compare import age as age_mod
 from levante_tasks.compare import conventions as conv
-from levante_tasks.compare.difficulty import correlate
-from levante_tasks.compare.distributions import compare_model, human_distributions
-from levante_tasks.compare.humans import children_theta, read_runs, read_trials
+from levante_tasks.compare.alignment import read_items
+from levante_tasks.compare.humans import read_runs, read_trials
 from levante_tasks.compare.irt import IrtModel, read_irt
 from levante_tasks.compare.records import read_records
-from levante_tasks.compare.scoring import rescore_calibration, score_items
+from levante_tasks.compare.results import Results, Settings
+from levante_tasks.compare.tables import rows_with_items
+from levante_tasks.compare.task import compare_task
 from levante_tasks.errors import LevanteError, describe_os_error, display_path, os_error
 
+__all__ = ["Results", "Settings", "run_compare"]
+
+CSV_SLICE_ROWS = 100_000
 OUTPUT_MARKER = "comparison.json"  # an `--out` folder holding it is an earlier output and may be replaced
-NO_ITEMS = "no items matched the IRT model"
-
-
-@dataclass
-class Settings:
-    """Tunable parameters of a comparison run (all recorded in comparison.json)."""
-
-    min_n: int = 10
-    n_boot: int = 2000
-    seed: int = 0
-    level: float = 0.95
-    plots: bool = True
-
-
-@dataclass
-class Results:
-    """Tidy tables and nested summaries collected while comparing."""
-
-    tables: dict[str, list[pd.DataFrame]] = field(default_factory=dict)
-    exclusions: list[dict[str, object]] = field(default_factory=list)
-    tasks: dict[str, dict[str, object]] = field(default_factory=dict)
-
-    def add(self, name: str, table: pd.DataFrame) -> None:
-        """Append rows to the named output table."""
-        self.tables.setdefault(name, []).append(table)
-
-    def count(self, counts: Counter, task: str = "", model: str = "") -> None:
-        """Record counted exclusions for a scope (global, task, or model x task)."""
-        for reason, n in sorted(counts.items()):
-            if n:
-                self.exclusions.append({"task": task, "model": model, "reason": reason, "count": int(n)})
-
-    def table(self, name: str) -> pd.DataFrame:
-        """One concatenated output table (empty when nothing was added)."""
-        parts = [p for p in self.tables.get(name, []) if not p.empty]
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def _majority(values: pd.Series) -> str | None:
@@ -92,7 +58,7 @@ def assign_tasks(
             or model.task
             or _majority(records.loc[records["item_uid"].isin(uids), "task"])
             or (
-                _majority(trials.loc[trials["item_uid"].isin(uids), "task_id"])
+                _majority(trials.loc[rows_with_items(trials, uids), "task_id"].astype(object).dropna())
                 if "task_id" in trials.columns
                 else None
             )
@@ -109,193 +75,28 @@ def assign_tasks(
     return out
 
 
-def _children_bins(children: pd.DataFrame) -> pd.DataFrame:
-    """Children per ability bin with their mean age (the bin -> age map of the KL-min bin idea)."""
-    lows = np.floor(children["theta"].to_numpy()).astype(int)
-    frame = children.assign(bin_low=lows)
-    return frame.groupby("bin_low", as_index=False).agg(
-        n_children=("run_id", "size"), mean_child_age=("age", "mean")
-    )
-
-
-def compare_task(
-    task: str,
-    model: IrtModel,
-    records: pd.DataFrame,
-    trials: pd.DataFrame,
-    runs: pd.DataFrame,
-    settings: Settings,
-    results: Results,
-) -> None:
-    """All comparisons of one task: children's side once, then each model scoring unit."""
-    counts: Counter = Counter()
-    info: dict[str, object] = {
-        "irt_model": model.name,
-        "model_class": model.model_class,
-        "itemtype": model.itemtype,
-        "invariance": model.invariance,
-        "groups": [{"name": g.name, "mean": g.mean, "var": g.var} for g in model.groups],
-        "reference_group": model.reference.name,
-        "prior_assumed": model.prior_assumed,
-        "n_irt_items": int(len(model.items)),
-    }
-    if model.data is not None and model.scores is not None and model.data_groups is not None:
-        rescored = rescore_calibration(model)
-        info["calibration_rescore_max_abs_diff"] = {
-            "ability": float(
-                np.max(np.abs(rescored["ability"].to_numpy() - model.scores["ability"].to_numpy()))
-            ),
-            "se": float(np.max(np.abs(rescored["se"].to_numpy() - model.scores["se"].to_numpy()))),
-        }
-    items = model.first_instances()
-    results.add(
-        "items",
-        items.reset_index().assign(task=task, convention=conv.B_DEFINITION)[
-            ["task", "item_uid", "irt_item", "a1", "d", "g", "u", "b", "convention"]
-        ],
-    )
-    children = children_theta(model, trials, counts).merge(runs[["run_id", "age"]], on="run_id", how="left")
-    results.add("children_theta", children.assign(task=task))
-    with_age = children.dropna(subset=["age"])
-    counts["children_without_age"] += int(len(children) - len(with_age))
-    dist = human_distributions(trials, children, set(items.index), settings.min_n, counts)
-    results.add("human_distributions", dist.assign(task=task, convention=conv.OPTION_ORDER))
-    child_bins = _children_bins(children)
-    results.count(counts, task=task)
-    info.update(
-        n_children=int(len(children)),
-        n_children_with_age=int(len(with_age)),
-        n_item_bins=int(len(dist.drop_duplicates(["item_uid", "bin_low"]))) if len(dist) else 0,
-    )
-    task_records = records[records["task"] == task]
-    info["models"] = {}
-    units = task_records.groupby("model", sort=True)
-    for unit, recs in tqdm(units, desc=f"models on {task}", leave=False, disable=None):
-        info["models"][unit] = compare_unit(
-            task, unit, model, recs, items, children, with_age, dist, child_bins, settings, results
-        )
-    results.tasks[task] = info
-
-
-def compare_unit(
-    task: str,
-    unit: str,
-    model: IrtModel,
-    recs: pd.DataFrame,
-    items: pd.DataFrame,
-    children: pd.DataFrame,
-    with_age: pd.DataFrame,
-    dist: pd.DataFrame,
-    child_bins: pd.DataFrame,
-    settings: Settings,
-    results: Results,
-) -> dict[str, object]:
-    """Theta, difficulty correlation, KL and age equivalence of one model scoring unit on one task."""
-    counts: Counter = Counter()
-    known = recs["item_uid"].isin(items.index)
-    counts["model_items_not_in_irt"] += int((~known).sum())
-    counts["irt_items_not_answered"] += int(len(items) - known.sum())
-    matched = recs[known]
-    correct = matched.set_index("item_uid")["correct"]
-    thetas = []
-    for prior in model.groups:
-        theta, se, n = score_items(model, correct, prior)
-        thetas.append(
-            {
-                "model": unit,
-                "task": task,
-                "group": prior.name,
-                "is_reference": prior is model.reference,
-                "prior_mean": prior.mean,
-                "prior_var": prior.var,
-                "n_items": n,
-                "theta": theta,
-                "se": se,
-            }
-        )
-    results.add("model_theta", pd.DataFrame(thetas).assign(convention=conv.EAP_DEFINITION))
-    ref = thetas[0]
-    scored = bool(np.isfinite(ref["theta"]))
-    counts["models_without_matched_items"] += int(not scored)
-    share = float(np.mean(children["theta"].to_numpy() < ref["theta"])) if len(children) and scored else np.nan
-    summary: dict[str, object] = {
-        "theta": ref["theta"],
-        "se": ref["se"],
-        "n_items": ref["n_items"],
-        "children_below_theta": share,
-        "note": "" if scored else NO_ITEMS,
-    }
-    b = items.loc[correct.index, "b"].to_numpy()
-    results.add(
-        "model_items",
-        pd.DataFrame(
-            {"model": unit, "task": task, "item_uid": correct.index, "correct": correct.to_numpy(), "b": b}
-        ),
-    )
-    corr = correlate(correct.to_numpy(), b, settings.n_boot, settings.seed, settings.level, f"{unit} {task}")
-    corr = {"model": unit, "task": task, **corr, "b_definition": conv.B_DEFINITION, "sign": conv.R_SIGN}
-    results.add("difficulty", pd.DataFrame([corr]))
-    summary["difficulty"] = {
-        k: corr[k]
-        for k in (
-            "pearson_r",
-            "pearson_ci_low",
-            "pearson_ci_high",
-            "spearman_rho",
-            "spearman_ci_low",
-            "spearman_ci_high",
-            "accuracy",
-            "note",
-        )
-    }
-    scores = dict(zip(matched["item_uid"], matched["option_scores"], strict=True))
-    pairs, kl = (
-        compare_model(dist, scores, counts)
-        if len(dist)
-        else (pd.DataFrame(), {"note": "no children's (item, bin) pairs with n >= min_n"})
-    )
-    if len(pairs):
-        results.add(
-            "kl_items", pairs.assign(model=unit, task=task, beta=kl["beta"], kl_definition=conv.KL_DEFINITION)
-        )
-        bins = pairs.groupby(["bin_low", "ability_bin"], as_index=False).agg(
-            n_items=("kl", "size"), mean_kl=("kl", "mean")
-        )
-        bins = bins.merge(child_bins, on="bin_low", how="left")
-        results.add("kl_bins", bins.assign(model=unit, task=task, beta=kl["beta"]))
-        closest = bins[bins["ability_bin"] == kl["closest_bin"]].iloc[0]
-        kl["closest_bin_mean_child_age"] = float(closest["mean_child_age"])
-    results.add(
-        "kl_summary", pd.DataFrame([{"model": unit, "task": task, **kl, "kl_definition": conv.KL_DEFINITION}])
-    )
-    summary["kl"] = kl
-    if not scored:
-        age = {"age_equivalent": np.nan, "age_ci_low": np.nan, "age_ci_high": np.nan, "age_flag": NO_ITEMS}
-    elif len(with_age) >= 2:
-        age = age_mod.age_equivalent(
-            ref["theta"],
-            ref["se"],
-            with_age["age"].to_numpy(float),
-            with_age["theta"].to_numpy(float),
-            settings.n_boot,
-            settings.seed,
-            settings.level,
-        )
-    else:
-        age = {"age_equivalent": np.nan, "age_flag": "fewer than 2 children with age"}
-    results.add(
-        "age_equivalence",
-        pd.DataFrame([{"model": unit, "task": task, "theta": ref["theta"], "se": ref["se"], **age}]),
-    )
-    summary["age"] = age
-    results.count(counts, task=task, model=unit)
-    return summary
-
-
 def _write_csv(path: Path, table: pd.DataFrame) -> None:
-    """Write a CSV atomically with full float precision (R parity compares to 1e-8)."""
-    with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
-        table.to_csv(handle, index=False, float_format="%.17g")
+    """Write a CSV atomically; floats in their shortest form that reads back exactly (R parity to 1e-8).
+
+    pyarrow formats the values (a 500k-row table in a fraction of pandas' time) into memory, a slice at a time;
+    Python writes the bytes, so a full disk is an OSError naming its errno like any other write.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    with atomic_open(path, "wb") as handle:
+        if not len(table.columns):
+            handle.write(b"\n")
+            return
+        table = table.reset_index(drop=True)
+        for column in table.columns:
+            if isinstance(table[column].dtype, pd.CategoricalDtype):
+                table[column] = table[column].astype(object)
+        for start in range(0, max(len(table), 1), CSV_SLICE_ROWS):
+            part = pa.Table.from_pandas(table.iloc[start : start + CSV_SLICE_ROWS], preserve_index=False)
+            buffer = pa.BufferOutputStream()
+            pcsv.write_csv(part, buffer, pcsv.WriteOptions(include_header=start == 0, quoting_style="needed"))
+            handle.write(buffer.getvalue().to_pybytes())
 
 
 def check_out(out: Path) -> Path:
@@ -322,7 +123,7 @@ def check_out(out: Path) -> Path:
 
 def write_outputs(folder: Path, results: Results, summary: dict[str, object], settings: Settings) -> None:
     """Every output file into `folder` (the staging folder): tidy CSVs, comparison.json, plots, comparison.md."""
-    from levante_tasks.compare import plots, report
+    from levante_tasks.compare import report
 
     names = [
         "items",
@@ -330,6 +131,7 @@ def write_outputs(folder: Path, results: Results, summary: dict[str, object], se
         "model_items",
         "difficulty",
         "human_distributions",
+        "unmatched_responses",
         "kl_items",
         "kl_bins",
         "kl_summary",
@@ -342,7 +144,11 @@ def write_outputs(folder: Path, results: Results, summary: dict[str, object], se
         folder / "exclusions.csv", pd.DataFrame(results.exclusions, columns=["task", "model", "reason", "count"])
     )
     write_json(folder / OUTPUT_MARKER, _jsonable(summary))
-    figures = plots.write_all(results, folder / "plots") if settings.plots else []
+    figures = []
+    if settings.plots:
+        from levante_tasks.compare import plots  # matplotlib is imported only when plots are drawn
+
+        figures = plots.write_all(results, folder / "plots")
     write_text(folder / "comparison.md", report.section(summary, figures))
 
 
@@ -353,31 +159,36 @@ def run_compare(
     models_path: Path,
     out: Path,
     settings: Settings,
+    items_path: Path | None = None,
 ) -> dict[str, object]:
-    """The whole `levante-tasks compare` run; returns the JSON summary it wrote."""
+    """The whole `levante-tasks compare` run; returns the JSON summary it wrote.
+
+    `items_path` (`--items`) gives every item's canonical options; without it they come from the trials.
+    """
     target = check_out(out)
     clean_stale(target.parent)
     records, record_counts = read_records(models_path)
     trials = read_trials(trials_path)
     run_counts: Counter = Counter()
     runs = read_runs(runs_path, run_counts)
-    if not set(runs["run_id"]) & set(trials["run_id"]):
+    if not set(runs["run_id"]) & set(trials["run_id"].cat.categories.astype(str)):
         raise LevanteError(
             f"{runs_path.name}: shares no run_id with {trials_path.name} (children's ages cannot be joined)"
         )
     loaded = [(task, m) for task, path in irt for m in read_irt(path)]
     by_task = assign_tasks(loaded, records, trials)
+    items_file, item_counts = read_items(items_path) if items_path is not None else (None, Counter())
     results = Results()
-    results.count(record_counts + run_counts)
+    results.count(record_counts + run_counts + item_counts)
     known_uids = set().union(*(set(m.items["item_uid"]) for m in by_task.values()))
     results.count(
         Counter(
-            trials_item_not_in_irt=int((~trials["item_uid"].isin(known_uids)).sum()),
+            trials_item_not_in_irt=int((~rows_with_items(trials, known_uids)).sum()),
             records_task_without_irt_model=int((~records["task"].isin(by_task)).sum()),
         )
     )
-    for task in sorted(by_task):
-        compare_task(task, by_task[task], records, trials, runs, settings, results)
+    for task in tqdm(sorted(by_task), desc="compare tasks", leave=False, disable=None):
+        compare_task(task, by_task[task], records, trials, runs, items_file, settings, results)
     summary = {
         "conventions": conv.conventions(),
         "settings": {
@@ -393,6 +204,7 @@ def run_compare(
             "trials": trials_path.name,
             "runs": runs_path.name,
             "models": models_path.name,
+            "items": items_path.name if items_path is not None else None,
         },
         "levante_tasks_version": importlib.metadata.version("levante-tasks"),
         "tasks": results.tasks,

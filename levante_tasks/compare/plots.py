@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 from levante_tasks.atomic import atomic_path  # noqa: E402
 
 if TYPE_CHECKING:
-    from levante_tasks.compare.pipeline import Results
+    from levante_tasks.compare.results import Results
 
 
 def slug(text: str) -> str:

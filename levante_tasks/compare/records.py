@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from levante_tasks.compare.tables import parse_correct, read_table, text_problem
@@ -129,16 +130,50 @@ def read_jsonl(path: Path, counts: Counter) -> list[dict]:
     return rows
 
 
-def read_csv(path: Path) -> list[dict]:
-    """Rows of a tidy records CSV (model?, task, item_uid, correct, option_scores?); errors name the row."""
-    table = read_table(path, "model records", dtype={"item_uid": str, "task": str, "model": str})
+def _first_bad_row(path: Path, mask: np.ndarray, problem: str) -> LevanteError:
+    """The error naming the first row (1-based) where `mask` is true."""
+    return LevanteError(f"{path.name}: row {int(np.flatnonzero(mask)[0]) + 1}: {problem}")
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """Tidy records CSV (model?, task, item_uid, correct, option_scores?), column by column; errors name the row.
+
+    Values are parsed once per distinct text (correct, item uids); option scores once per row.
+    """
+    text_columns = ("model", "task", "item_uid", "correct", "option_scores")
+    table = read_table(path, "model records", dtype=dict.fromkeys(text_columns, str))
     missing = [c for c in ("task", "item_uid", "correct") if c not in table.columns]
     if missing:
         raise LevanteError(f"{path.name}: records CSV lacks columns {missing}")
-    return [
-        _record_row(rec, path.stem, f"{path.name}: row {pos}")
-        for pos, rec in enumerate(table.to_dict("records"), start=1)
-    ]
+    for column in ("item_uid", "task"):
+        empty = (table[column].isna() | (table[column].astype(object).fillna("").str.strip() == "")).to_numpy()
+        if empty.any():
+            raise _first_bad_row(path, empty, f"record lacks ['{column}']")
+    correct_text = table["correct"].astype(object).where(table["correct"].notna(), None)
+    parsed: dict[object, float] = {}
+    for value in correct_text.unique():
+        try:
+            parsed[value] = parse_correct(value)
+        except ValueError as exc:
+            raise _first_bad_row(path, (correct_text == value).to_numpy(), str(exc)) from None
+    scores: list[list[float] | None] = []
+    if "option_scores" in table.columns:
+        for pos, value in enumerate(table["option_scores"].astype(object), start=1):
+            try:
+                scores.append(parse_scores(value))
+            except (TypeError, ValueError) as exc:
+                raise LevanteError(f"{path.name}: row {pos}: option_scores are not numbers ({exc})") from None
+    else:
+        scores = [None] * len(table)
+    model = table["model"].astype(object).fillna("") if "model" in table.columns else pd.Series([""] * len(table))
+    uids = {uid: canonical_uid(str(uid)) for uid in table["item_uid"].unique()}
+    return pd.DataFrame({
+        "model": np.where(model.to_numpy() == "", path.stem, model.to_numpy()).astype(str),
+        "task": table["task"].astype(str).to_numpy(),
+        "item_uid": table["item_uid"].map(uids).to_numpy(dtype=object),
+        "correct": correct_text.map(parsed).to_numpy(dtype=float),
+        "option_scores": pd.Series(scores, dtype=object).to_numpy(),
+    })
 
 
 def read_records(path: Path) -> tuple[pd.DataFrame, Counter]:
@@ -154,10 +189,11 @@ def read_records(path: Path) -> tuple[pd.DataFrame, Counter]:
         files = [path]
     else:
         raise LevanteError(f"{path}: model records not found")
-    rows: list[dict] = []
-    for file in files:
-        rows.extend(read_csv(file) if file.suffix.lower() == ".csv" else read_jsonl(file, counts))
-    table = pd.DataFrame(rows, columns=COLUMNS)
+    frames = [
+        read_csv(file) if file.suffix.lower() == ".csv" else pd.DataFrame(read_jsonl(file, counts), columns=COLUMNS)
+        for file in files
+    ]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     if table.empty:
         raise LevanteError(f"{path.name}: no model records (no lines with '{RECORD_KEY}')")
     unscored = table["correct"].isna()

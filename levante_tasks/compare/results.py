@@ -1,0 +1,43 @@
+"""Settings of a comparison run and the tables, summaries and counted exclusions it collects."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+
+@dataclass
+class Settings:
+    """Tunable parameters of a comparison run (all recorded in comparison.json)."""
+
+    min_n: int = 10
+    n_boot: int = 2000
+    seed: int = 0
+    level: float = 0.95
+    plots: bool = True
+
+
+@dataclass
+class Results:
+    """Tidy tables and nested summaries collected while comparing."""
+
+    tables: dict[str, list[pd.DataFrame]] = field(default_factory=dict)
+    exclusions: list[dict[str, object]] = field(default_factory=list)
+    tasks: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    def add(self, name: str, table: pd.DataFrame) -> None:
+        """Append rows to the named output table."""
+        self.tables.setdefault(name, []).append(table)
+
+    def count(self, counts: Counter, task: str = "", model: str = "") -> None:
+        """Record counted exclusions for a scope (global, task, or model x task)."""
+        for reason, n in sorted(counts.items()):
+            if n:
+                self.exclusions.append({"task": task, "model": model, "reason": reason, "count": int(n)})
+
+    def table(self, name: str) -> pd.DataFrame:
+        """One concatenated output table (empty when nothing was added)."""
+        parts = [p for p in self.tables.get(name, []) if not p.empty]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

@@ -1,0 +1,245 @@
+"""All comparisons of one task: the children's side once (alignment, abilities, distributions, age curves),
+then every model scoring unit of the task at once (abilities, difficulty r, KL, age equivalence).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from levante_tasks.compare import conventions as conv
+from levante_tasks.compare.age import AgeCurves
+from levante_tasks.compare.alignment import align, options_from_trials, unmatched_responses
+from levante_tasks.compare.difficulty import correlate_many
+from levante_tasks.compare.distributions import Cells, compare_units, human_distributions
+from levante_tasks.compare.humans import children_theta
+from levante_tasks.compare.irt import IrtModel
+from levante_tasks.compare.results import Results, Settings
+from levante_tasks.compare.scoring import calibration_check
+from levante_tasks.compare.tables import rows_with_items
+from levante_tasks.compare.units import Units, share_below
+
+NO_ITEMS = "no items matched the IRT model"
+DIFFICULTY_KEYS = ("pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho", "spearman_ci_low",
+                   "spearman_ci_high", "accuracy", "note")
+
+
+def canonical_options(
+    trials: pd.DataFrame, items_file: dict[str, list[str]] | None, uids: set[str], counts: Counter
+) -> tuple[dict[str, list[str]], str]:
+    """Canonical options of the task's items and where they come from (`items file` or `trials`)."""
+    if items_file is None:
+        return options_from_trials(trials, counts), "trials (every trial of an item lists the same order)"
+    seen = {str(u) for u in trials["item_uid"].dropna().unique()}
+    counts["items_not_in_items_file"] += len((seen & uids) - set(items_file))
+    return {uid: items_file[uid] for uid in uids if uid in items_file}, "items file"
+
+
+def _children_bins(children: pd.DataFrame) -> pd.DataFrame:
+    """Children per ability bin with their mean age (the bin -> age map of the KL-min bin idea)."""
+    frame = children.dropna(subset=["theta"])
+    frame = frame.assign(bin_low=np.floor(frame["theta"].to_numpy(float)).astype(int))
+    return frame.groupby("bin_low", as_index=False).agg(n_children=("run_id", "size"), mean_child_age=("age", "mean"))
+
+
+def compare_task(
+    task: str,
+    model: IrtModel,
+    records: pd.DataFrame,
+    trials: pd.DataFrame,
+    runs: pd.DataFrame,
+    items_file: dict[str, list[str]] | None,
+    settings: Settings,
+    results: Results,
+) -> None:
+    """The children's side of one task once, then all of its model scoring units (see the module docstring)."""
+    counts: Counter = Counter()
+    items = model.first_instances()
+    uids = set(items.index)
+    info: dict[str, object] = {
+        "irt_model": model.name,
+        "model_class": model.model_class,
+        "itemtype": model.itemtype,
+        "invariance": model.invariance,
+        "groups": [{"name": g.name, "mean": g.mean, "var": g.var} for g in model.groups],
+        "reference_group": model.reference.name,
+        "prior_assumed": model.prior_assumed,
+        "n_irt_items": int(len(model.items)),
+    }
+    check = calibration_check(model)
+    if check is not None:
+        info["calibration_rescore_max_abs_diff"] = check
+    results.add("items", items.reset_index().assign(task=task, convention=conv.B_DEFINITION)[
+        ["task", "item_uid", "irt_item", "a1", "d", "g", "u", "b", "convention"]])
+    task_trials = trials[rows_with_items(trials, uids)]
+    canonical, source = canonical_options(task_trials, items_file, uids, counts)
+    aligned = align(task_trials, canonical, counts)
+    unmatched = unmatched_responses(aligned)
+    results.add("unmatched_responses", unmatched.assign(task=task))
+    children = children_theta(model, task_trials, counts).merge(runs[["run_id", "age"]], on="run_id", how="left")
+    results.add("children_theta", children.assign(task=task))
+    with_age = children.dropna(subset=["age", "theta_common"])
+    counts["children_without_age"] += int(children["age"].isna().sum())
+    dist = human_distributions(aligned, children, uids, settings.min_n, counts, options=canonical)
+    results.add("human_distributions", dist.assign(task=task, convention=conv.OPTION_ORDER))
+    cells = Cells.from_dist(dist) if len(dist) else None
+    results.count(counts, task=task)
+    info.update(
+        option_source=source,
+        n_children=int(len(children)),
+        n_children_with_age=int(len(with_age)),
+        n_item_bins=int(len(cells.n)) if cells else 0,
+        uniform_mean_kl=float(np.sum(cells.uniform_kl() * cells.n) / cells.n.sum()) if cells else None,
+    )
+    curves = (AgeCurves(with_age["age"].to_numpy(float), with_age["theta_common"].to_numpy(float),
+                        settings.n_boot, settings.seed) if len(with_age) >= 2 else None)
+    units = Units.build(records[records["task"] == task], items)
+    info["models"] = compare_units_of_task(task, model, units, children, cells, curves, settings, results)
+    results.tasks[task] = info
+
+
+def _frame(units: Units, task: str, rows: list[dict[str, object]], **columns: object) -> pd.DataFrame:
+    """One row per unit: model and task first, then `rows` (dicts), then extra constant or per-unit columns."""
+    return pd.concat([pd.DataFrame({"model": units.names, "task": task}), pd.DataFrame(rows)], axis=1).assign(
+        **columns)
+
+
+def _by_unit(table: pd.DataFrame, names: np.ndarray, task: str) -> pd.DataFrame:
+    """A table keyed by unit position as model and task columns first."""
+    front = pd.DataFrame({"model": names[table["unit"].to_numpy(int)], "task": task})
+    return pd.concat([front, table.drop(columns="unit").reset_index(drop=True)], axis=1)
+
+
+def _group_shares(model: IrtModel, children: pd.DataFrame,
+                  thetas: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, tuple[int, np.ndarray]]:
+    """Per group: (its children, share of them below each unit's EAP under that group's prior)."""
+    out = {}
+    for prior in model.groups:
+        group_theta = children.loc[children["group"] == prior.name, "theta"].to_numpy(float)
+        out[prior.name] = (len(group_theta), share_below(group_theta, thetas[prior.name][0]))
+    return out
+
+
+def _theta_table(task: str, model: IrtModel, units: Units, shares: dict[str, tuple[int, np.ndarray]],
+                 thetas: dict[str, tuple[np.ndarray, np.ndarray]], ml: tuple) -> pd.DataFrame:
+    """model_theta.csv rows: EAP under each group's prior beside that group's children, then the ML estimate."""
+    n_items = units.answered().sum(axis=1)
+    frames = []
+    for prior in model.groups:
+        theta, se = thetas[prior.name]
+        n_children, share = shares[prior.name]
+        frames.append(pd.DataFrame({
+            "model": units.names, "task": task, "estimator": "EAP", "group": prior.name,
+            "is_reference": prior is model.reference, "prior_mean": prior.mean, "prior_var": prior.var,
+            "n_items": n_items, "theta": theta, "se": se, "n_children_in_group": n_children,
+            "children_below_theta_in_group": share, "note": "",
+        }))
+    theta_ml, se_ml, notes = ml
+    frames.append(pd.DataFrame({
+        "model": units.names, "task": task, "estimator": "ML", "group": "", "is_reference": False,
+        "prior_mean": np.nan, "prior_var": np.nan, "n_items": n_items, "theta": theta_ml, "se": se_ml,
+        "n_children_in_group": np.nan, "children_below_theta_in_group": np.nan, "note": notes,
+        "convention": conv.ML_DEFINITION,
+    }))
+    order = {name: k for k, name in enumerate(units.names)}
+    table = pd.concat(frames, ignore_index=True)
+    table = table.sort_values("model", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+    return table.assign(convention=table["convention"].fillna(conv.EAP_DEFINITION))
+
+
+def _difficulty(units: Units, settings: Settings) -> list[dict[str, object]]:
+    """correlate_many per set of answered items (units answering the same items share the resamples)."""
+    answered = units.answered()
+    b = units.items["b"].to_numpy(float)
+    out: list[dict[str, object]] = [{} for _ in units.names]
+    groups: dict[bytes, list[int]] = {}
+    for u, row in enumerate(answered):
+        groups.setdefault(row.tobytes(), []).append(u)
+    for members in groups.values():
+        cols = answered[members[0]]
+        found = correlate_many(units.correct[np.ix_(members, np.flatnonzero(cols))], b[cols], settings.n_boot,
+                               settings.seed, settings.level)
+        for u, res in zip(members, found, strict=True):
+            out[u] = res
+    return out
+
+
+def compare_units_of_task(
+    task: str,
+    model: IrtModel,
+    units: Units,
+    children: pd.DataFrame,
+    cells: Cells | None,
+    curves: AgeCurves | None,
+    settings: Settings,
+    results: Results,
+) -> dict[str, dict[str, object]]:
+    """Every scoring unit of a task at once; returns the per-unit summaries of comparison.json."""
+    if not units.names:
+        return {}
+    thetas = units.thetas(model)
+    theta, se = thetas[model.reference.name]
+    ml = units.ml()
+    shares = _group_shares(model, children, thetas)
+    results.add("model_theta", _theta_table(task, model, units, shares, thetas, ml))
+    scored = np.isfinite(theta)
+    below = share_below(children["theta_common"].to_numpy(float), theta)
+    answered = units.answered()
+    u_idx, i_idx = np.nonzero(answered)
+    results.add("model_items", pd.DataFrame({
+        "model": np.asarray(units.names, dtype=object)[u_idx], "task": task,
+        "item_uid": units.items.index.to_numpy()[i_idx], "correct": units.correct[u_idx, i_idx],
+        "b": units.items["b"].to_numpy(float)[i_idx],
+    }))
+    difficulty = _difficulty(units, settings)
+    results.add("difficulty", _frame(units, task, difficulty, b_definition=conv.B_DEFINITION, sign=conv.R_SIGN))
+    kl_counts = [Counter() for _ in units.names]
+    if cells is not None:
+        pairs, bins, kl, kl_counts = compare_units(cells, units.scores)
+        names = np.asarray(units.names, dtype=object)
+        results.add("kl_items", _by_unit(pairs, names, task))
+        child_bins = _children_bins(children)
+        bins = bins.merge(child_bins, on="bin_low", how="left")
+        results.add("kl_bins", _by_unit(bins, names, task))
+        ages = dict(zip(child_bins["bin_low"].map(lambda b: f"{b}_{b + 1}"), child_bins["mean_child_age"],
+                        strict=True))
+        for summary in kl:
+            if "closest_bin" in summary:
+                summary["closest_bin_mean_child_age"] = float(ages.get(summary["closest_bin"], np.nan))
+    else:
+        kl = [{"note": "no children's (item, bin) pairs with n >= min_n"} for _ in units.names]
+    results.add("kl_summary", _frame(units, task, kl, kl_definition=conv.KL_DEFINITION))
+    ages_out: list[dict[str, object]] = []
+    equivalents = iter(curves.equivalents(theta[scored], se[scored], settings.level) if curves and scored.any()
+                       else [])
+    for ok in scored:
+        if not ok:
+            ages_out.append({"age_equivalent": np.nan, "age_ci_low": np.nan, "age_ci_high": np.nan,
+                             "age_flag": NO_ITEMS})
+        elif curves is None:
+            ages_out.append({"age_equivalent": np.nan, "age_flag": "fewer than 2 children with age"})
+        else:
+            ages_out.append(next(equivalents))
+    results.add("age_equivalence", _frame(units, task, ages_out, theta=theta, se=se, theta_scale=conv.COMMON_SCALE))
+    out = {}
+    for u, name in enumerate(units.names):
+        counts = units.counts[u] + kl_counts[u]
+        counts["models_without_matched_items"] += int(not scored[u])
+        results.count(counts, task=task, model=name)
+        out[name] = {
+            "theta": float(theta[u]),
+            "se": float(se[u]),
+            "theta_ml": float(ml[0][u]),
+            "se_ml": float(ml[1][u]),
+            "ml_note": ml[2][u],
+            "n_items": int(answered[u].sum()),
+            "children_below_theta": float(below[u]),
+            "children_below_theta_by_group": {g: float(share[u]) for g, (_, share) in shares.items()},
+            "note": "" if scored[u] else NO_ITEMS,
+            "difficulty": {k: difficulty[u][k] for k in DIFFICULTY_KEYS},
+            "kl": kl[u],
+            "age": ages_out[u],
+        }
+    return out
