@@ -1,0 +1,167 @@
+"""`levante-tasks summarize RUN_DIR... --out DIR` and `levante-tasks verify RUN_DIR...`.
+
+summarize: every lmms-eval run under the run folders -> one model x task matrix (matrix.csv, matrix.json,
+summary.md, heatmap.png, runs/<run>/summary.json). A run or task that cannot be read is one line each; the
+rest is still summarized and the exit status is 1 unless --allow-partial. Refused comparisons and
+conflicting duplicates are errors (exit 2, nothing written). `--out` is replaced whole (a staging folder
+swapped in), and only when it is empty, absent or an earlier summary (it holds matrix.json).
+verify: recompute the reported metrics from the samples files and check recorded provenance against this
+installation; one line per mismatch, exit 1 if any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.atomic import clean_stale, staged_dir
+from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.summary import matrix as matrix_mod
+from levante_tasks.summary import writers
+from levante_tasks.summary.discover import discover, folder_label
+from levante_tasks.summary.read import FileProblem
+from levante_tasks.summary.units import ParsedRun, parse_run
+from levante_tasks.summary.verify import verify_runs
+
+OUTPUT_MARKER = "matrix.json"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `summarize` and `verify` subcommands."""
+    parser = subparsers.add_parser(
+        "summarize", help="summarize lmms-eval runs into one model x task matrix with a report",
+        description="Read every *_results.json (and its samples files) under RUN_DIR... and write matrix.csv, "
+        "matrix.json, summary.md, heatmap.png and runs/<run>/summary.json into --out.")
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="lmms-eval output folder(s)")
+    parser.add_argument("--out", required=True, type=Path, help="output folder (replaced whole)")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="exit 0 even when some runs or tasks could not be read (they are still reported)")
+    parser.add_argument("--allow-mismatch", action="store_true",
+                        help="keep cells that differ in limit, budget, prompt, dataset or patch set as separate, "
+                        "flagged cells instead of refusing")
+    parser.add_argument("--no-plot", action="store_true", help="skip heatmap.png")
+    parser.set_defaults(func=run_summarize)
+
+    check = subparsers.add_parser(
+        "verify", help="recompute a run's metrics from its samples and check its provenance",
+        description="Recompute every metric in each *_results.json under RUN_DIR from the samples files, and "
+        "check the recorded task source hash, dataset fingerprint, lmms-eval commit and patch set against this "
+        "installation. One line per mismatch; exit 1 if any.")
+    check.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="lmms-eval output folder(s)")
+    check.add_argument("--data-dir", type=Path, help="prepared data dir (default: $LEVANTE_DATA_DIR or the cache)")
+    check.add_argument("--skip-installation", action="store_true",
+                       help="only recompute metrics; do not compare provenance with this installation")
+    check.set_defaults(func=run_verify)
+
+
+def check_out(out: Path) -> Path:
+    """The folder to replace (a symlink's target); refuse a file or a folder that is not an earlier summary."""
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out
+    if target.exists() and not target.is_dir():
+        raise LevanteError(f"{display_path(out)}: exists and is not a folder; choose another --out")
+    if target.is_dir():
+        try:
+            first = next(target.iterdir(), None)
+        except OSError as exc:
+            raise os_error(exc, "checking --out") from None
+        if first is not None and not (target / OUTPUT_MARKER).is_file():
+            raise LevanteError(f"{display_path(out)}: not empty and holds no {OUTPUT_MARKER} (not an earlier "
+                               "summary); it is not replaced: choose another --out")
+    return target
+
+
+def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str]) -> dict[str, Any]:
+    """runs/<run>/summary.json: what was parsed from one run (protocol.md §3 fields where they apply)."""
+    doc: dict[str, Any] = {"schema_version": writers.SCHEMA_VERSION, "source": label, "backend": "lmms-eval",
+                           "problems": problems}
+    if parsed is None:
+        return {**doc, "status": "failed"}
+    results, run = parsed.results, parsed.results["config"]
+    tasks = {}
+    for name, info in sorted(parsed.tasks.items()):
+        entry = {k: v for k, v in info.items() if k != "provenance"}
+        if info.get("status") == "parsed":
+            entry["metrics"] = {k: v for k, v in results["results"].get(name, {}).items()
+                                if isinstance(v, int | float) and not isinstance(v, bool)}
+            entry["samples"] = results["n-samples"].get(name)
+            entry["higher_is_better"] = (results.get("higher_is_better") or {}).get(name)
+            entry["provenance"] = info["provenance"]
+        tasks[name] = entry
+    status = "completed" if not problems else "partial"
+    return {**doc, "status": status, "date": results.get("date"),
+            "model": {"adapter": parsed.model["adapter"], "public_id": parsed.model["public_id"],
+                      "revision": parsed.model["revision"]},
+            "protocol": {"batch_size": run.get("batch_size"), "limit": run.get("limit"), "offset": run.get("offset"),
+                         "gen_kwargs": run.get("gen_kwargs"),
+                         "seeds": [run.get(f"{k}_seed") for k in ("random", "numpy", "torch", "fewshot")]},
+            "efficiency": results.get("efficiency"), "tasks": tasks}
+
+
+def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = False,
+                   plot: bool = True) -> dict[str, Any]:
+    """Summarize the runs under `run_dirs` into `out`; returns matrix.json's content.
+
+    Runs or tasks that could not be read are in its `problems` (the rest is summarized). Raises LevanteError
+    when nothing could be read, on conflicting duplicates and (unless `allow_mismatch`) on cells that claim
+    comparison but differ.
+    """
+    target = check_out(out)
+    problems: list[str] = []
+    parsed_runs: list[ParsedRun] = []
+    entries: list[tuple[ParsedRun | None, str, list[str]]] = []
+    labels: set[str] = set()
+    for run_dir in run_dirs:
+        label = folder_label(run_dir)
+        k = 2
+        while label in labels:
+            label, k = f"{folder_label(run_dir)}-{k}", k + 1
+        labels.add(label)
+        runs, found = discover(run_dir, label)
+        problems += found
+        entries += [(None, line.split(": ", 1)[0], [line]) for line in found]
+        for run in runs:
+            try:
+                parsed = parse_run(run)
+            except FileProblem as exc:
+                problems.append(str(exc))
+                entries.append((None, run.label, [str(exc)]))
+                continue
+            problems += parsed.problems
+            parsed_runs.append(parsed)
+            entries.append((parsed, run.label, parsed.problems))
+    units = [u for p in parsed_runs for u in p.units]
+    if not units:
+        raise LevanteError("\n".join([*problems, "no LEVANTE task results could be read: nothing to summarize"]))
+    built = matrix_mod.build(units, allow_mismatch=allow_mismatch)
+    taken: set[str] = set()
+    summaries = {writers.run_id(label, taken): _run_summary(p, label, lines) for p, label, lines in entries}
+    runs_index = [{"run_id": rid, "source": s["source"], "status": s["status"], "problems": s["problems"]}
+                  for rid, s in summaries.items()]
+    document = writers.matrix_document(built, runs_index, problems)
+    clean_stale(target.parent)
+    with staged_dir(target) as staging:
+        writers.write_all(staging, document, summaries, plot)
+    return document
+
+
+def run_summarize(args: argparse.Namespace) -> int:
+    """CLI: summarize; problems are one line each on stderr; exit 1 on problems unless --allow-partial."""
+    document = summarize_runs(args.run_dirs, args.out, allow_mismatch=args.allow_mismatch, plot=not args.no_plot)
+    for line in document["problems"]:
+        print(f"levante-tasks: error: {line}", file=sys.stderr)
+    print(f"summarized {len(document['cells'])} cell(s): {len(document['models'])} model(s) x "
+          f"{len(document['columns'])} task column(s) from {len(document['runs'])} run(s); outputs in {args.out}")
+    return 1 if document["problems"] and not args.allow_partial else 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    """CLI: verify; one line per mismatch on stderr; exit 1 if any."""
+    report = verify_runs(args.run_dirs, args.data_dir, installation=not args.skip_installation)
+    for line in report.lines:
+        print(f"levante-tasks: mismatch: {line}", file=sys.stderr)
+    print(f"verified {report.runs} run(s), {report.tasks} task(s): "
+          f"{len(report.lines) or 'no'} mismatch{'es' if len(report.lines) != 1 else ''}")
+    return 1 if report.lines else 0

@@ -1,0 +1,194 @@
+"""Units -> the model x task matrix: duplicates resolved, comparisons checked, replicates and controls combined.
+
+- Duplicate: two units of one cell with the same replicate key (same option-order seed and lmms-eval seeds).
+  The newest (results `date`, then label) wins when their provenance is identical; otherwise it is an error
+  (never overridden: the two runs claim to be the same thing and are not).
+- Comparison: every cell of a column (all models, all variants, all replicates) must agree on
+  provenance.COMPARISON_KEYS (limit, budget, prompt, dataset fingerprint, patch set). A disagreement is refused;
+  with `allow_mismatch` the disagreeing units form their own cells (never averaged with the others), flagged.
+- Cell numbers: accuracy = mean of the replicates' accuracies (= the accuracy with one replicate); Wilson 95%
+  interval over the item responses pooled across replicates; parse rate pooled; over >= 2 replicates the mean,
+  sample SD and t-based 95% CI radius (stats.seed_summary).
+- Controls (protocol.md §2): visual_dependency_delta = acc - acc_shuffled, blank_image_delta = acc - acc_blank,
+  each the mean over the replicates both cells ran (paired on option-order seed and lmms-eval seeds); None
+  when they share no replicate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from levante_tasks.errors import LevanteError
+from levante_tasks.summary import stats
+from levante_tasks.summary.provenance import COMPARISON_KEYS, sha256_json
+from levante_tasks.summary.units import Unit
+
+CONTROLS = {"shuffled": "visual_dependency_delta", "blank": "blank_image_delta"}
+CellKey = tuple[tuple[str, str, str], str, str, str, str, str]  # row, family, task, output type, variant, sig
+
+
+@dataclass
+class Built:
+    """What `build` found: cells (dicts ready to write), columns, rows, superseded duplicates, flags."""
+
+    cells: list[dict[str, Any]]
+    columns: list[dict[str, Any]]
+    models: list[dict[str, str]]
+    superseded: list[dict[str, str]] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+
+
+def _short(value: Any) -> str:
+    """A value for a one-line message: JSON, long strings (hashes) cut to 16 characters."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text[:16] + "..." if len(text) > 24 else text
+
+
+def _differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """`key.sub a vs b` for every leaf where two provenance dicts differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [line for key in sorted(set(a) | set(b), key=str)
+                for line in _differences(a.get(key), b.get(key), f"{path}.{key}" if path else str(key))]
+    if sha256_json(a) == sha256_json(b):
+        return []
+    return [f"{path} {_short(a)} vs {_short(b)}"]
+
+
+def _model_text(row: tuple[str, str, str]) -> str:
+    public_id, revision, adapter = row
+    return f"{public_id}@{revision[:12]} ({adapter})"
+
+
+def resolve_duplicates(units: list[Unit]) -> tuple[list[Unit], list[dict[str, str]]]:
+    """Keep one unit per (cell, replicate): newest when provenance is identical; else LevanteError."""
+    by_key: dict[tuple, list[Unit]] = defaultdict(list)
+    for unit in units:
+        by_key[(unit.row, unit.family, unit.task, unit.output_type, unit.variant, unit.replicate)].append(unit)
+    kept, superseded, errors = [], [], []
+    for group in by_key.values():
+        group.sort(key=lambda u: (u.date, u.source))
+        newest = group[-1]
+        for other in group[:-1]:
+            differ = _differences(other.provenance, newest.provenance)
+            if differ:
+                errors.append(f"duplicate cell {newest.task} ({newest.variant}, seed {newest.replicate[0]}, "
+                              f"{_model_text(newest.row)}) in {other.source} and {newest.source} with other "
+                              f"provenance: {'; '.join(differ)}")
+            else:
+                superseded.append({"source": other.source, "task": other.leaf, "replaced_by": newest.source})
+        kept.append(newest)
+    if errors:
+        raise LevanteError("\n".join(errors))
+    return kept, superseded
+
+
+def _signature(unit: Unit) -> str:
+    return sha256_json({k: unit.comparison.get(k) for k in COMPARISON_KEYS})[:16]
+
+
+def check_comparisons(units: list[Unit], allow_mismatch: bool) -> dict[int, list[str]]:
+    """Flags per unit (by id) whose comparison keys differ from its column's; LevanteError unless allowed."""
+    by_column: dict[tuple, list[Unit]] = defaultdict(list)
+    for unit in units:
+        by_column[(unit.family, unit.task, unit.output_type)].append(unit)
+    flags: dict[int, list[str]] = {}
+    lines: list[str] = []
+    for (_, task, _), members in sorted(by_column.items()):
+        counts = Counter(_signature(u) for u in members)
+        reference_sig = min(counts, key=lambda s: (-counts[s], s))
+        reference = next(u for u in members if _signature(u) == reference_sig)
+        seen: set[tuple] = set()
+        for unit in members:
+            if _signature(unit) == reference_sig:
+                continue
+            differ = _differences(reference.comparison, unit.comparison)
+            flag = f"not comparable with the column's other cells: {'; '.join(differ)}"
+            flags[id(unit)] = [flag]
+            key = (unit.row, unit.variant, _signature(unit))
+            if key not in seen:
+                seen.add(key)
+                lines.append(f"{task} ({unit.variant}, {_model_text(unit.row)}, {unit.source}) differs from "
+                             f"{reference.source} in {'; '.join(differ)}")
+    if lines and not allow_mismatch:
+        raise LevanteError("\n".join(
+            [*lines, "cells that differ in these keys are not compared or averaged: rerun with the same settings, "
+                     "or pass --allow-mismatch to keep them as separate, flagged cells"]))
+    return flags
+
+
+def _merge_provenance(units: list[Unit]) -> dict[str, Any]:
+    """Per key: the value when all replicates agree, else the sorted list of distinct values."""
+    merged: dict[str, Any] = {}
+    for key in units[0].provenance:
+        values = {sha256_json(u.provenance[key]): u.provenance[key] for u in units}
+        merged[key] = next(iter(values.values())) if len(values) == 1 else [values[h] for h in sorted(values)]
+    merged["seeds"] = sorted({tuple(u.provenance["seeds"].values()) for u in units}, key=repr)
+    merged["option_seeds"] = sorted({u.replicate[0] for u in units})
+    return merged
+
+
+def _cell(key: CellKey, units: list[Unit], flags: list[str]) -> dict[str, Any]:
+    units = sorted(units, key=lambda u: repr(u.replicate))
+    row, family, task, output_type, variant, sig = key
+    n = sum(u.n for u in units)
+    correct = sum(u.correct for u in units)
+    low, high = stats.wilson_interval(correct, n)
+    spread = stats.seed_summary([u.accuracy for u in units])
+    chance_n = sum(u.chance_n for u in units)
+    return {
+        "model": row[0], "revision": row[1], "adapter": row[2], "family": family, "task": task,
+        "parent": units[0].parent, "output_type": output_type, "variant": variant,
+        "n_replicates": len(units), "n_items": len(frozenset().union(*(u.items for u in units))),
+        "n_responses": n, "n_correct": correct, "accuracy": spread["mean"],
+        "ci95_low": low, "ci95_high": high, "parse_rate": sum(u.parsed for u in units) / n if n else None,
+        "chance": sum(u.chance_sum for u in units) / chance_n if chance_n else None,
+        "seed_mean": spread["mean"] if len(units) > 1 else None, "seed_sd": spread["sd"],
+        "seed_ci95_radius": spread["ci95_radius"],
+        "replicates": [{"option_seed": u.replicate[0], "seeds": list(u.replicate[1:]), "accuracy": u.accuracy,
+                        "n": u.n, "correct": u.correct, "parsed": u.parsed, "source": u.source, "task": u.leaf}
+                       for u in units],
+        "flags": sorted(set(flags)), "sources": sorted({u.source for u in units}), "comparison_sig": sig,
+        "provenance": _merge_provenance(units),
+    }
+
+
+def _add_deltas(cells: dict[CellKey, dict[str, Any]], grouped: dict[CellKey, list[Unit]]) -> None:
+    for key, cell in cells.items():
+        row, family, task, output_type, variant, sig = key
+        if variant != "original":
+            continue
+        mine = {u.replicate: u.accuracy for u in grouped[key]}
+        for control, name in CONTROLS.items():
+            other = grouped.get((row, family, task, output_type, control, sig), [])
+            theirs = {u.replicate: u.accuracy for u in other}
+            common = sorted(set(mine) & set(theirs), key=repr)
+            cell[f"acc_{control}"] = sum(theirs[r] for r in common) / len(common) if common else None
+            cell[name] = sum(mine[r] - theirs[r] for r in common) / len(common) if common else None
+            cell[f"{control}_pairs"] = len(common)
+
+
+def build(units: list[Unit], allow_mismatch: bool = False) -> Built:
+    """The matrix of `units` (see the module docstring); LevanteError on refused duplicates or comparisons."""
+    units, superseded = resolve_duplicates(units)
+    flags = check_comparisons(units, allow_mismatch)
+    grouped: dict[CellKey, list[Unit]] = defaultdict(list)
+    for unit in units:
+        grouped[(unit.row, unit.family, unit.task, unit.output_type, unit.variant, _signature(unit))].append(unit)
+    cells = {key: _cell(key, members, [f for u in members for f in flags.get(id(u), [])])
+             for key, members in sorted(grouped.items(), key=lambda kv: repr(kv[0]))}
+    _add_deltas(cells, grouped)
+    columns: dict[tuple, dict[str, Any]] = {}
+    for cell in cells.values():
+        column = columns.setdefault((cell["family"], cell["task"], cell["output_type"]), {
+            "family": cell["family"], "task": cell["task"], "parent": cell["parent"],
+            "output_type": cell["output_type"], "chance": cell["chance"]})
+        if column["chance"] is None:
+            column["chance"] = cell["chance"]
+    models = sorted({c["model"] + "\0" + c["revision"] + "\0" + c["adapter"] for c in cells.values()})
+    return Built(
+        cells=list(cells.values()), columns=[columns[k] for k in sorted(columns)],
+        models=[dict(zip(("model", "revision", "adapter"), m.split("\0"), strict=True)) for m in models],
+        superseded=superseded, flags=sorted({f for c in cells.values() for f in c["flags"]}))

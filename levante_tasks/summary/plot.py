@@ -1,0 +1,61 @@
+"""heatmap.png: accuracy of each model (rows) on each task column (original images), chance marked.
+
+Each column's label carries its chance level; a cell whose Wilson 95% interval reaches down to chance is
+hatched and its value shown in parentheses (not above chance). Flagged (not comparable) cells show a "!".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.atomic import atomic_path
+
+
+def _pick(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cell shown when a model has several for one column (mismatches kept apart): unflagged, most seeds."""
+    return min(cells, key=lambda c: (bool(c["flags"]), -c["n_replicates"], c["comparison_sig"]))
+
+
+def write_heatmap(path: Path, matrix: dict[str, Any]) -> None:
+    """Draw the heatmap with matplotlib's Agg canvas (no display, no pyplot state) and write it atomically."""
+    from matplotlib import colormaps
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    columns = matrix["columns"]
+    models = [f"{m['model']} @ {m['revision'][:12]} ({m['adapter']})" for m in matrix["models"]]
+    keys = [(m["model"], m["revision"], m["adapter"]) for m in matrix["models"]]
+    fig = Figure(figsize=(2.0 + 0.75 * len(columns), 1.6 + 0.45 * len(models)), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    grid = [[float("nan")] * len(columns) for _ in models]
+    ax.set_facecolor("#dddddd")
+    for j, column in enumerate(columns):
+        for i, key in enumerate(keys):
+            found = [c for c in matrix["cells"] if (c["model"], c["revision"], c["adapter"]) == key
+                     and c["family"] == column["family"] and c["task"] == column["task"]
+                     and c["output_type"] == column["output_type"] and c["variant"] == "original"]
+            if not found:
+                continue
+            cell = _pick(found)
+            grid[i][j] = cell["accuracy"]
+            chance, low = column["chance"], cell["ci95_low"]
+            near_chance = chance is not None and low is not None and low <= chance
+            text = f"{cell['accuracy']:.2f}"
+            if near_chance:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", edgecolor="white", lw=0))
+                text = f"({text})"
+            ax.text(j, i, text + ("!" if cell["flags"] else ""), ha="center", va="center", fontsize=8,
+                    color="white" if cell["accuracy"] < 0.6 else "black")
+    cmap = colormaps["viridis"].with_extremes(bad="#dddddd")
+    image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap=cmap, aspect="auto")
+    labels = [f"{c['task']}\nchance {c['chance']:.2f}" if c["chance"] is not None else f"{c['task']}\nchance ?"
+              for c in columns]
+    ax.set_xticks(range(len(columns)), labels, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(models)), models, fontsize=7)
+    ax.set_title("accuracy (original images); hatched = Wilson 95% CI reaches chance", fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", bbox_inches="tight", metadata={"Software": None})

@@ -1,0 +1,241 @@
+"""Provenance of one task in one lmms-eval run, the keys that must agree before cells are compared, and the model.
+
+From the results file itself: the task's resolved config (`configs[task]`), the run's `config` (model, model_args,
+batch_size, limit, offset, gen_kwargs, device, seeds), `system_instruction_sha`, `chat_template_sha`.
+- task_version: sha256 of the canonical JSON (key-sorted, compact) of `configs[task]` without
+  `metadata.levante.provenance`; function reprs lose their memory address (`<function f at 0x7f..>` ->
+  `<function f>`), which would otherwise change the hash on every run.
+- prompt: the same hash without the keys that name a variant of one task (`task`, `task_alias`,
+  `metadata.levante.seed`/`variant`) and without `generation_kwargs` (the budget), plus the run's system
+  instruction and chat template hashes: what seeds and controls of one task share.
+
+Written by the task layer (contract, docs/summary.md): `configs[task].metadata.levante.provenance` =
+`{dataset_fingerprint, data_version, task_source_sha256, levante_tasks_version, device_class,
+lmms_eval: {version, commit, patch_set_sha256, patched}}`. A value that is absent is "unknown"; unknown differs
+from any known value in every comparison.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import levante_tasks
+
+UNKNOWN = "unknown"
+TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
+COMPARISON_KEYS = ("limit", "budget", "prompt", "dataset_fingerprint", "patch_set_sha256")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_SNAPSHOT = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<rev>[0-9a-f]{40})")
+
+
+def _normalise(value: Any) -> Any:
+    """JSON-ready value with memory addresses removed from object reprs."""
+    if isinstance(value, str):
+        return _ADDRESS.sub(">", value)
+    if isinstance(value, Mapping):
+        return {str(k): _normalise(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalise(v) for v in value]
+    return value
+
+
+def sha256_json(value: Any) -> str:
+    """sha256 of the canonical JSON of `value` (key-sorted, compact, UTF-8, addresses removed)."""
+    text = json.dumps(_normalise(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def levante_spec(config: Mapping[str, Any]) -> dict[str, Any]:
+    """`metadata.levante` of a task config ({} when absent)."""
+    metadata = config.get("metadata")
+    spec = metadata.get("levante") if isinstance(metadata, Mapping) else None
+    return dict(spec) if isinstance(spec, Mapping) else {}
+
+
+def recorded(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What the task layer recorded under `metadata.levante.provenance` ({} when nothing)."""
+    value = levante_spec(config).get("provenance")
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _without(config: Mapping[str, Any], top: tuple[str, ...], levante: tuple[str, ...]) -> dict[str, Any]:
+    trimmed = {k: copy.deepcopy(v) for k, v in config.items() if k not in top}
+    spec = levante_spec(trimmed)
+    if spec:
+        for key in levante:
+            spec.pop(key, None)
+        trimmed["metadata"] = {**trimmed["metadata"], "levante": spec}
+    return trimmed
+
+
+def task_version(config: Mapping[str, Any]) -> str:
+    """sha256 of the task's resolved config as recorded (without the recorded provenance block)."""
+    return sha256_json(_without(config, (), ("provenance",)))
+
+
+def prompt_hash(config: Mapping[str, Any], results: Mapping[str, Any]) -> str:
+    """sha256 of what seeds and controls of one task share: the config minus variant names and budget."""
+    shared = _without(config, ("task", "task_alias", "generation_kwargs"), ("provenance", "seed", "variant"))
+    extra = {k: results.get(k) for k in ("system_instruction_sha", "chat_template_sha", "fewshot_as_multiturn")}
+    return sha256_json({"config": shared, **extra})
+
+
+def _text(value: Any) -> str:
+    return UNKNOWN if value in (None, "") else str(value)
+
+
+def task_provenance(results: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything a cell records about how one task of one run was made (no absolute paths)."""
+    run = results["config"]
+    mine = recorded(config)
+    lmms = mine.get("lmms_eval") if isinstance(mine.get("lmms_eval"), Mapping) else {}
+    device = mine.get("device_class") or (str(run["device"]).split(":")[0] if run.get("device") else None)
+    return {
+        "lmms_eval_version": _text(lmms.get("version")),
+        "lmms_eval_commit": _text(lmms.get("commit")),
+        "patch_set_sha256": _text(lmms.get("patch_set_sha256")),
+        "patched": lmms.get("patched"),
+        "levante_tasks_version": _text(mine.get("levante_tasks_version")),
+        "task_version": task_version(config),
+        "task_source_sha256": _text(mine.get("task_source_sha256")),
+        "dataset_fingerprint": _text(mine.get("dataset_fingerprint")),
+        "data_version": _text(mine.get("data_version")),
+        "seeds": {k: run.get(f"{k}_seed") for k in ("random", "numpy", "torch", "fewshot")},
+        "limit": {"limit": run.get("limit"), "offset": run.get("offset") or 0},
+        "budget": {"gen_kwargs": run.get("gen_kwargs") or "", "generation_kwargs": config.get("generation_kwargs")},
+        "batch_size": run.get("batch_size"),
+        "device_class": _text(device),
+        "model_args": redact_model_args(run.get("model_args")),
+    }
+
+
+def comparison(provenance: Mapping[str, Any], config: Mapping[str, Any], results: Mapping[str, Any]) -> dict:
+    """The keys two cells must share to be compared or averaged (COMPARISON_KEYS)."""
+    return {
+        "limit": provenance["limit"],
+        "budget": provenance["budget"],
+        "prompt": prompt_hash(config, results),
+        "dataset_fingerprint": provenance["dataset_fingerprint"],
+        "patch_set_sha256": provenance["patch_set_sha256"],
+    }
+
+
+# ------------------------------------------------------------------ the model
+
+
+def _path_like(value: str) -> bool:
+    return value.startswith(("/", "~", "./", "../")) or "\\" in value or Path(value).is_absolute()
+
+
+def _local_name(value: str) -> tuple[str, str | None]:
+    """(public name, revision) of a local checkpoint path: a hub-cache snapshot gives its id and commit."""
+    snapshot = _SNAPSHOT.search(value.replace("\\", "/"))
+    if snapshot:
+        return f"{snapshot['org']}/{snapshot['name']}", snapshot["rev"]
+    return Path(value.rstrip("/\\")).name or UNKNOWN, None
+
+
+def parse_model_args(value: Any) -> dict[str, str]:
+    """`k=v,k=v` (or a dict) -> dict of strings."""
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    pairs = (part.partition("=") for part in str(value or "").split(",") if part.strip())
+    return {k.strip(): v.strip() for k, sep, v in pairs if sep}
+
+
+def redact_model_args(value: Any) -> str:
+    """model_args with local paths replaced by their public name (never an absolute path)."""
+    args = parse_model_args(value)
+    return ",".join(f"{k}={_local_name(v)[0] if _path_like(v) else v}" for k, v in args.items())
+
+
+def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None) -> dict[str, str]:
+    """`{"adapter", "public_id", "revision"}` of the run's model.
+
+    Public id: `model_id=` in model_args, else the id the model wrote into its JSON answers (levante adapters),
+    else lmms-eval's model name (a local path becomes its folder name or hub id), else the adapter with its
+    model_args. Revision: a 40-hex `revision=`, else the answers' revision, else a hub snapshot path's commit,
+    else "unknown".
+    """
+    run = results["config"]
+    adapter = _text(run.get("model") or results.get("model_source"))
+    args = parse_model_args(run.get("model_args"))
+    answer = answer or {}
+    path_rev = None
+    name = str(results.get("model_name") or args.get("pretrained") or "")
+    if name and _path_like(name):
+        name, path_rev = _local_name(name)
+    public_id = args.get("model_id") or answer.get("model_id") or name
+    if not public_id:
+        public_id = f"{adapter}[{redact_model_args(run.get('model_args'))}]" if args else adapter
+    revision = next((r for r in (args.get("revision"), answer.get("revision"), path_rev)
+                     if isinstance(r, str) and _HEX40.fullmatch(r)), UNKNOWN)
+    return {"adapter": adapter, "public_id": str(public_id), "revision": revision}
+
+
+def json_answer(line: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The JSON object a model answered with (docs/design.md §3c), if the samples line holds one."""
+    response = line.get("filtered_resps")
+    if isinstance(response, list) and len(response) == 1:
+        response = response[0]
+    if not isinstance(response, str) or not response.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(response)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# ------------------------------------------------------------------ the installed task source
+
+
+@functools.lru_cache(maxsize=4)
+def _task_yamls(tasks_dir: Path) -> dict[str, Path]:
+    """Task name -> YAML file under `tasks_dir` (files whose `task:` line names one task)."""
+    found: dict[str, Path] = {}
+    pattern = re.compile(r"^task:\s*([A-Za-z0-9_.\-]+)\s*$", re.M)
+    for path in sorted(tasks_dir.rglob("*.yaml")):
+        match = pattern.search(path.read_text(encoding="utf-8"))
+        if match:
+            found.setdefault(match.group(1), path)
+    return found
+
+
+def _source_files(yaml: Path) -> list[Path]:
+    """A task YAML, the YAMLs it includes (recursively) and the local `!function` modules they name."""
+    files: list[Path] = []
+    pending = [yaml]
+    while pending:
+        path = pending.pop()
+        if path in files or not path.is_file():
+            continue
+        files.append(path)
+        text = path.read_text(encoding="utf-8")
+        pending += [path.parent / m for m in re.findall(r"^include:\s*(\S+)\s*$", text, re.M)]
+        pending += [path.parent / f"{m}.py" for m in re.findall(r"!function\s+([A-Za-z_]\w*)\.\w+", text)]
+    return files
+
+
+def task_source_sha256(task: str, tasks_dir: Path = TASKS_DIR) -> str | None:
+    """sha256 over a task's YAML + included YAMLs + local utils modules (relative path and bytes of each).
+
+    None when no YAML under `tasks_dir` defines `task`. The task layer records this value at run time; `verify`
+    recomputes it from the installed package.
+    """
+    yaml = _task_yamls(tasks_dir.resolve()).get(task)
+    if yaml is None:
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(_source_files(yaml), key=lambda p: p.resolve().relative_to(tasks_dir.resolve()).as_posix()):
+        digest.update(path.resolve().relative_to(tasks_dir.resolve()).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).hexdigest().encode() + b"\n")
+    return digest.hexdigest()

@@ -1,0 +1,78 @@
+"""Read lmms-eval's results JSON and samples JSON Lines strictly: any damage is one line naming the file (and line).
+
+A UTF-8 BOM is accepted; a NUL byte, bytes that are not UTF-8, invalid or truncated JSON and missing keys are
+`FileProblem`s. Schema: /work/shared/docs/lmms-eval.md §6 (keys `results`, `configs`, `config`, `n-samples`
+are required; `groups`, `group_subtasks` and the rest are optional).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.errors import describe_os_error
+
+REQUIRED = {"results": dict, "configs": dict, "config": dict, "n-samples": dict}
+OPTIONAL = {"groups": dict, "group_subtasks": dict}
+NEWLINE = b"\n"
+
+
+class FileProblem(Exception):
+    """One file (or one line of it) cannot be used; the message is one line that names it."""
+
+
+def _text(path: Path, label: str) -> str:
+    """The file's text: BOM dropped; unreadable, NUL or non-UTF-8 bytes raise FileProblem (with the line)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        problem = describe_os_error(OSError(exc.errno, exc.strerror)) if exc.errno else type(exc).__name__
+        raise FileProblem(f"{label}: {problem}") from None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise FileProblem(f"{label}:{data.count(NEWLINE, 0, nul) + 1}: NUL byte (a damaged file?)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(NEWLINE, 0, exc.start) + 1
+        raise FileProblem(f"{label}:{line}: not UTF-8 text (byte {data[exc.start]:#04x})") from None
+
+
+def read_results(path: Path, label: str) -> dict[str, Any]:
+    """A parsed `*_results.json`; FileProblem when it is damaged, truncated or not an lmms-eval results file."""
+    text = _text(path, label)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise FileProblem(f"{label}: invalid JSON{where} (truncated or damaged file?)") from None
+    if not isinstance(data, dict):
+        raise FileProblem(f"{label}: not a JSON object (not an lmms-eval results file)")
+    for key, kind in {**REQUIRED, **OPTIONAL}.items():
+        if key not in data and key in REQUIRED:
+            raise FileProblem(f"{label}: missing key {key!r} (not a complete lmms-eval results file)")
+        if key in data and not isinstance(data[key], kind):
+            raise FileProblem(f"{label}: key {key!r} is not a JSON {'object' if kind is dict else kind.__name__}")
+    return data
+
+
+def read_samples(path: Path, label: str) -> list[dict[str, Any]]:
+    """The lines of a `*_samples_<task>.jsonl` as dicts; FileProblem names the first bad line (`file:line`)."""
+    text = _text(path, label)
+    lines = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise FileProblem(f"{label}:{number}: invalid JSON ({exc.__class__.__name__}: truncated line?)") from None
+        if not isinstance(obj, dict):
+            raise FileProblem(f"{label}:{number}: not a JSON object")
+        obj["_line"] = number
+        lines.append(obj)
+    return lines

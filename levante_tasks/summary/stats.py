@@ -1,0 +1,62 @@
+"""The statistics of the summary matrix: Wilson intervals over items, spread over seeds, lmms-eval's stderrs.
+
+- Accuracy over items: Wilson score interval at 95% (z = 1.959964), exact for 0 and n correct (no clipping).
+- Over seeds (replicates): mean, sample SD (ddof = 1) and the t-based 95% CI radius t(0.975, n - 1) * sd / sqrt(n);
+  SD and radius are None for one seed. (protocol.md's reference uses 1.96 * sd / sqrt(n); with 2-3 seeds the
+  t quantile, 12.71 or 4.30, is the honest one.)
+- `mean_stderr`, `clt_stderr`, `pooled_sample_stderr`: the formulas lmms-eval 0.7.x reports, for `verify`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+Z95 = 1.959963984540054  # standard normal 0.975 quantile
+
+
+def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float | None, float | None]:
+    """Wilson score interval for `correct` successes out of `n`; (None, None) when n = 0."""
+    if n <= 0:
+        return None, None
+    p = correct / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    low, high = centre - half, centre + half
+    return (0.0 if correct == 0 else low), (1.0 if correct == n else high)
+
+
+def t_quantile_975(df: int) -> float:
+    """The 0.975 quantile of Student's t with `df` degrees of freedom."""
+    from scipy.special import stdtrit  # imported here: only multi-seed cells need it
+
+    return float(stdtrit(df, 0.975))
+
+
+def seed_summary(values: Sequence[float]) -> dict[str, float | int | None]:
+    """`{"n", "mean", "sd", "ci95_radius"}` of per-seed accuracies (sd: ddof = 1; t-based radius)."""
+    n = len(values)
+    mean = sum(values) / n if n else None
+    if n < 2 or mean is None:
+        return {"n": n, "mean": mean, "sd": None, "ci95_radius": None}
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return {"n": n, "mean": mean, "sd": sd, "ci95_radius": t_quantile_975(n - 1) * sd / math.sqrt(n)}
+
+
+def mean_stderr(values: Sequence[float]) -> float | None:
+    """lmms-eval's `<metric>_stderr` for a mean: sample SD / sqrt(n); None ("N/A") for fewer than 2 values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) / math.sqrt(n)
+
+
+clt_stderr = mean_stderr  # `<metric>_stderr_clt`: numpy std(ddof=1) / sqrt(n), the same number
+
+
+def pooled_sample_stderr(stderrs: Sequence[float], sizes: Sequence[int]) -> float:
+    """lmms-eval's group stderr when subtasks are weighted by size (pooled variance)."""
+    pooled_var = sum((size - 1) * se**2 * size for size, se in zip(sizes, stderrs, strict=True))
+    return math.sqrt(pooled_var / (sum(sizes) - len(sizes)) / sum(sizes))

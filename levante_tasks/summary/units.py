@@ -1,0 +1,228 @@
+"""Turn one parsed lmms-eval run into units: one unit = one task (or one sub-type of a task) of one run.
+
+A leaf task is a LEVANTE task when its config has `metadata.levante` or its samples carry `levante_item`
+records (docs/design.md §4); other leaves are listed as skipped. Per unit: the cell it belongs to (model row,
+task family, column, variant, output type), its replicate key (option-order seed + lmms-eval's four seeds),
+counts recomputed from the records, and its provenance.
+
+Columns: a leaf's lmms-eval name without its variant suffix (`_blank`, `_shuffled`) or seed suffix
+(`_seed<k>`), so seeds and controls of one task share a column. A task that declares per-sub-type
+accuracies (`levante_acc_<sub>` in its metric_list, e.g. egma-math) adds a column `<column>/<sub>` over the
+samples lines that carry that metric, with the task's column as `parent`. Groups of the results file are not
+columns (their leaves are).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.summary import provenance as prov
+from levante_tasks.summary.discover import RunFiles
+from levante_tasks.summary.read import FileProblem, read_results, read_samples
+
+RECORD_KEY = "levante_item"
+SUBTYPE_PREFIX = "levante_acc_"  # a task's per-sub-type accuracy metrics: levante_acc_<sub-type>
+
+
+@dataclass
+class Unit:
+    """One replicate of one matrix cell, with the counts recomputed from its per-item records."""
+
+    source: str  # label of the results file
+    date: str
+    leaf: str  # lmms-eval task (or group) name
+    row: tuple[str, str, str]  # (public id, revision, adapter)
+    family: str
+    task: str  # column
+    parent: str
+    output_type: str
+    variant: str
+    replicate: tuple[Any, ...]  # (option-order seed, random, numpy, torch, fewshot seeds)
+    n: int
+    correct: int
+    parsed: int
+    chance_sum: float
+    chance_n: int
+    items: frozenset[str]
+    provenance: dict[str, Any]
+    comparison: dict[str, Any]
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.n if self.n else float("nan")
+
+
+@dataclass
+class ParsedRun:
+    """A run that parsed: its units, its per-task record counts and what was skipped, for summary.json."""
+
+    files: RunFiles
+    results: dict[str, Any]
+    model: dict[str, str]
+    units: list[Unit] = field(default_factory=list)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def leaf_tasks(results: Mapping[str, Any]) -> list[str]:
+    """Tasks of the results file that are not groups (`group_subtasks` lists children only for groups)."""
+    groups = {name for name, children in (results.get("group_subtasks") or {}).items() if children}
+    groups |= set(results.get("groups") or {})
+    return sorted(name for name in results["results"] if name not in groups)
+
+
+def strip_suffixes(name: str, variant: str, seed: int) -> str:
+    """The column of a leaf: its name without `_<variant>` (controls) and `_seed<k>` (option-order seeds)."""
+    if variant != "original" and name.endswith(f"_{variant}"):
+        name = name[: -len(variant) - 1]
+    if seed and name.endswith(f"_seed{seed}"):
+        name = name[: -len(f"_seed{seed}")]
+    return name
+
+
+def _record(line: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The checked per-item record of a samples line; FileProblem names the line."""
+    record = line.get(RECORD_KEY)
+    if not isinstance(record, dict):
+        raise FileProblem(f"{where}: no '{RECORD_KEY}' record")
+    if record.get("correct") not in (0, 1):
+        raise FileProblem(f"{where}: record 'correct' is {record.get('correct')!r}, expected 0 or 1")
+    for key in ("item_uid", "parse_method"):
+        if not isinstance(record.get(key), str):
+            raise FileProblem(f"{where}: record lacks '{key}'")
+    return record
+
+
+def _chance(record: Mapping[str, Any]) -> float | None:
+    """An item's chance level: the record's `chance_level`, else 1/n options for choice items, else None."""
+    value = record.get("chance_level")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    order = record.get("presented_order")
+    if "target_value" in record or not isinstance(order, list) or len(order) < 2:
+        return None
+    return 1.0 / len(order)
+
+
+def _counts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    chances = [c for c in map(_chance, records) if c is not None]
+    return {
+        "n": len(records),
+        "correct": sum(int(r["correct"]) for r in records),
+        "parsed": sum(r["parse_method"] != "none" for r in records),
+        "chance_sum": sum(chances),
+        "chance_n": len(chances),
+        "items": frozenset(r["item_uid"] for r in records),
+    }
+
+
+@dataclass
+class _Leaf:
+    name: str
+    family: str
+    variant: str
+    seed: int
+    output_type: str
+    column: str
+    records: list[dict[str, Any]]
+    lines: list[dict[str, Any]]
+    provenance: dict[str, Any]
+    comparison: dict[str, Any]
+
+
+def _describe_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]], where: str,
+                   results_label: str) -> _Leaf:
+    config = results["configs"].get(name)
+    if not isinstance(config, dict):
+        raise FileProblem(f"{results_label}: no config for task {name!r} under 'configs'")
+    records = [_record(line, f"{where}:{line['_line']}") for line in lines]
+    if not records:
+        raise FileProblem(f"{where}: no samples (empty file)")
+    spec = prov.levante_spec(config)
+    first = records[0]
+    family = str(spec.get("task") or first.get("task") or name)
+    variant = str(spec.get("variant") or first.get("variant") or "original")
+    try:
+        seed = int(spec.get("seed", first.get("seed", 0)))
+    except (TypeError, ValueError):
+        raise FileProblem(f"{where}: task {name!r} has a non-integer option-order seed") from None
+    for record in records:
+        if record.get("variant", variant) != variant or int(record.get("seed", seed)) != seed:
+            raise FileProblem(f"{where}: records of task {name!r} mix variants or seeds")
+    provenance = prov.task_provenance(results, config)
+    return _Leaf(name, family, variant, seed, str(config.get("output_type") or "generate_until"),
+                 strip_suffixes(name, variant, seed), records, lines, provenance,
+                 prov.comparison(provenance, config, results))
+
+
+def _unit(run: ParsedRun, leaf: _Leaf, records: list[dict[str, Any]], column: str, parent: str) -> Unit:
+    seeds = leaf.provenance["seeds"]
+    return Unit(
+        source=run.files.file_label(run.files.results or Path()), date=str(run.results.get("date") or run.files.date),
+        leaf=leaf.name, row=(run.model["public_id"], run.model["revision"], run.model["adapter"]),
+        family=leaf.family, task=column, parent=parent, output_type=leaf.output_type, variant=leaf.variant,
+        replicate=(leaf.seed, seeds["random"], seeds["numpy"], seeds["torch"], seeds["fewshot"]),
+        provenance=leaf.provenance, comparison=leaf.comparison, **_counts(records))
+
+
+def _subtype_units(run: ParsedRun, leaf: _Leaf, config: Mapping[str, Any]) -> list[Unit]:
+    """One unit per sub-type metric `levante_acc_<sub>` the task declares, over the lines that carry it."""
+    names = [str(m.get("metric")) for m in config.get("metric_list") or [] if isinstance(m, Mapping)]
+    subtypes = [n.removeprefix(SUBTYPE_PREFIX) for n in names if n.startswith(SUBTYPE_PREFIX)]
+    units = []
+    for sub in subtypes:
+        records = [r for r, line in zip(leaf.records, leaf.lines, strict=True) if SUBTYPE_PREFIX + sub in line]
+        if records:
+            units.append(_unit(run, leaf, records, f"{leaf.column}/{sub}", leaf.column))
+    return units
+
+
+def _find_answer(run: RunFiles, lines_by_task: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    for task in sorted(lines_by_task):
+        for line in lines_by_task[task][:3]:
+            answer = prov.json_answer(line)
+            if answer and ("model_id" in answer or "revision" in answer):
+                return answer
+    return None
+
+
+def parse_run(run: RunFiles) -> ParsedRun:
+    """Parse one run; a damaged results file raises FileProblem, a damaged task is a problem of the run."""
+    assert run.results is not None
+    results = read_results(run.results, run.file_label(run.results))
+    lines_by_task: dict[str, list[dict[str, Any]]] = {}
+    problems: list[str] = []
+    tasks: dict[str, dict[str, Any]] = {}
+    leaves: dict[str, _Leaf] = {}
+    for name in leaf_tasks(results):
+        config = results["configs"].get(name)
+        is_levante = isinstance(config, dict) and bool(prov.levante_spec(config))
+        path = run.samples.get(name)
+        where = run.file_label(path) if path else f"{run.label}_samples_{name}.jsonl"
+        try:
+            lines = read_samples(path, where) if path else None
+            if lines is None:
+                if is_levante:
+                    raise FileProblem(f"{where}: no samples file for task {name!r} (run lmms-eval with --log_samples)")
+                tasks[name] = {"status": "skipped", "reason": "no samples file and no metadata.levante"}
+                continue
+            if not is_levante and not (lines and RECORD_KEY in lines[0]):
+                tasks[name] = {"status": "skipped", "reason": f"not a LEVANTE task (no '{RECORD_KEY}' records)"}
+                continue
+            leaves[name] = _describe_leaf(name, results, lines, where, run.file_label(run.results))
+            lines_by_task[name] = lines
+        except FileProblem as exc:
+            problems.append(str(exc))
+            tasks[name] = {"status": "failed", "problem": str(exc)}
+    model = prov.model_identity(results, _find_answer(run, lines_by_task))
+    parsed = ParsedRun(run, results, model, tasks=tasks, problems=problems)
+    for name, leaf in leaves.items():
+        parsed.units.append(_unit(parsed, leaf, leaf.records, leaf.column, ""))
+        parsed.units += _subtype_units(parsed, leaf, results["configs"][name])
+        tasks[name] = {"status": "parsed", "records": len(leaf.records), "family": leaf.family,
+                       "column": leaf.column, "variant": leaf.variant, "seed": leaf.seed,
+                       "output_type": leaf.output_type, "provenance": leaf.provenance}
+    return parsed

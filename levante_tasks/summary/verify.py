@@ -1,0 +1,280 @@
+"""`verify`: recompute every metric a results file reports from its samples files, and check recorded provenance.
+
+Per leaf task: `n-samples.effective` = the samples file's line count; each `<metric>,<filter>` = its
+aggregation over the per-line values (`mean`, or `records_accuracy` of the LEVANTE records); `_stderr` =
+sample SD / sqrt(n) for a mean (lmms-eval's `mean_stderr`; "N/A" for other aggregations, n < 2 or
+bootstrap_iters = 0); `_stderr_clt` = the same over numeric values (or dicts with the score key);
+`_stderr_clustered` = "N/A" without a cluster key. LEVANTE lines: `levante_acc` and `levante_parse_rate` per
+line agree with the record. Groups: the size-weighted (or plain) mean over their leaves, stderr pooled.
+Against the installation (unless skipped): lmms-eval version, commit and patch set; each task's source hash
+(YAML + includes + utils); the dataset fingerprint of the recorded data version in the data dir.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.errors import LevanteError
+from levante_tasks.summary import provenance as prov
+from levante_tasks.summary import stats
+from levante_tasks.summary.discover import RunFiles, discover, folder_label
+from levante_tasks.summary.read import FileProblem, read_results, read_samples
+from levante_tasks.summary.units import RECORD_KEY, SUBTYPE_PREFIX, leaf_tasks
+
+STDERR_SUFFIXES = ("_stderr_clustered", "_stderr_clt", "_stderr")
+RECORD_METRICS: dict[str, Callable[[Mapping[str, Any]], float]] = {
+    "levante_acc": lambda r: float(r["correct"]),
+    "levante_parse_rate": lambda r: float(r["parse_method"] != "none"),
+}  # and every per-sub-type accuracy `levante_acc_<sub>`, also = correct
+
+
+@dataclass
+class Report:
+    """Mismatch lines (one per problem) and what was checked."""
+
+    lines: list[str] = field(default_factory=list)
+    runs: int = 0
+    tasks: int = 0
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def _show(value: Any) -> str:
+    return "N/A" if value is None else repr(value) if not isinstance(value, float) else f"{value:.12g}"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float)
+
+
+def _aggregations(config: Mapping[str, Any]) -> dict[str, str]:
+    entries = config.get("metric_list") or []
+    return {str(e.get("metric")): str(e.get("aggregation")) for e in entries if isinstance(e, Mapping)}
+
+
+def _recompute(metric: str, aggregation: str | None, lines: list[dict[str, Any]]) -> tuple[float | None, list[float]]:
+    """(value, per-line numbers) of one metric; raises ValueError when it cannot be recomputed."""
+    values = [line[metric] for line in lines if metric in line]  # lmms-eval aggregates the docs that return it
+    if aggregation == "mean":
+        if not all(_number(v) for v in values):
+            raise ValueError("per-line values are not all numbers")
+        numbers = [float(v) for v in values]
+        return (sum(numbers) / len(numbers) if numbers else None), numbers
+    if aggregation and "records_accuracy" in aggregation:
+        if not all(isinstance(v, Mapping) and v.get("correct") in (0, 1) for v in values):
+            raise ValueError("per-line values are not LEVANTE records")
+        numbers = [float(v["correct"]) for v in values]
+        return (sum(numbers) / len(numbers) if numbers else None), []
+    raise ValueError(f"aggregation {aggregation or 'unknown'} is not one verify can recompute")
+
+
+def _clt_numbers(lines: list[dict[str, Any]], metric: str, score_key: str) -> list[float]:
+    out = []
+    for line in lines:
+        value = line.get(metric)
+        if _number(value):
+            out.append(float(value))
+        elif isinstance(value, Mapping) and _number(value.get(score_key)):
+            out.append(float(value[score_key]))
+    return out
+
+
+def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]], where: str) -> tuple[list[str], dict]:
+    """Mismatch lines of one leaf task, and its recomputed `{metric_key: value}` (for group checks)."""
+    out: list[str] = []
+    reported = results["results"].get(name) or {}
+    config = results["configs"].get(name) or {}
+    effective = (results["n-samples"].get(name) or {}).get("effective")
+    if effective != len(lines):
+        out.append(f"{where}: {name}: n-samples effective {effective!r}, samples file has {len(lines)} lines")
+    doc_ids = Counter(line.get("doc_id") for line in lines)
+    if any(count > 1 for count in doc_ids.values()):
+        out.append(f"{where}: {name}: samples file repeats doc_ids (two runs appended to one file?)")
+    aggregations = _aggregations(config)
+    iters = results["config"].get("bootstrap_iters", 100000)
+    keys = [k for k in reported if "," in k and not k.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES)]
+    filters = {k.rsplit(",", 1)[1] for k in keys}
+    recomputed: dict[str, Any] = {"samples": len(lines)}
+    for key in sorted(keys):
+        metric, filt = key.rsplit(",", 1)
+        if reported[key] == [] and metric not in aggregations:
+            continue  # an undeclared key lmms-eval lists without a value
+        try:
+            if len(filters) > 1:
+                raise ValueError("several filters (samples lines do not say which filter they belong to)")
+            value, numbers = _recompute(metric, aggregations.get(metric), lines)
+        except ValueError as exc:
+            out.append(f"{where}: {name}: {key}: cannot recompute ({exc})")
+            continue
+        expected = {key: value}
+        mean_like = aggregations.get(metric) == "mean"
+        expected[f"{metric}_stderr,{filt}"] = stats.mean_stderr(numbers) if mean_like and iters > 0 else None
+        clt = _clt_numbers(lines, metric, str(config.get("score_key") or "score"))
+        expected[f"{metric}_stderr_clt,{filt}"] = stats.clt_stderr(clt)
+        if not config.get("cluster_key"):
+            expected[f"{metric}_stderr_clustered,{filt}"] = None
+        for check, want in expected.items():
+            if check not in reported:
+                continue
+            got = None if reported[check] == "N/A" else reported[check]
+            if not _close(got, want):
+                out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
+        recomputed[key] = value
+        recomputed[f"{metric}_stderr,{filt}"] = expected[f"{metric}_stderr,{filt}"]
+    for number, line in enumerate(lines):
+        record = line.get(RECORD_KEY)
+        if not isinstance(record, Mapping):
+            continue
+        checks = [*RECORD_METRICS.items(), *((k, RECORD_METRICS["levante_acc"]) for k in line
+                                             if k.startswith(SUBTYPE_PREFIX))]
+        for metric, from_record in checks:
+            try:
+                want = from_record(record)
+            except (KeyError, TypeError):
+                continue
+            if metric in line and not _close(line[metric], want):
+                out.append(f"{where}: {name}: line {line.get('_line', number + 1)}: {metric} {line[metric]!r} "
+                           f"disagrees with its {RECORD_KEY} record ({want!r})")
+                break
+    return out, recomputed
+
+
+def _group_leaves(group: str, children: Mapping[str, list[str]]) -> list[str]:
+    out: list[str] = []
+    for child in children.get(group) or []:
+        out += _group_leaves(child, children) if children.get(child) else [child]
+    return out
+
+
+def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: str) -> list[str]:
+    out = []
+    children = results.get("group_subtasks") or {}
+    for group, reported in sorted((results.get("groups") or {}).items()):
+        leaves = _group_leaves(group, children)
+        if not leaves or any(leaf not in recomputed for leaf in leaves):
+            continue
+        for key, value in sorted(reported.items()):
+            if "," not in key or key.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES) or not _number(value):
+                continue
+            parts = [(recomputed[leaf].get(key), recomputed[leaf]["samples"]) for leaf in leaves]
+            if any(v is None for v, _ in parts):
+                out.append(f"{where}: {group}: {key}: cannot recompute (a subtask lacks it)")
+                continue
+            weighted = sum(v * n for v, n in parts) / sum(n for _, n in parts)
+            plain = sum(v for v, _ in parts) / len(parts)
+            if not (_close(value, weighted) or _close(value, plain)):
+                out.append(f"{where}: {group}: {key}: reported {_show(value)}, recomputed {_show(weighted)} "
+                           f"(size-weighted mean of {len(leaves)} subtasks)")
+            metric, filt = key.rsplit(",", 1)
+            stderr_key = f"{metric}_stderr,{filt}"
+            errs = [recomputed[leaf].get(stderr_key) for leaf in leaves]
+            if _number(reported.get(stderr_key)) and all(_number(e) for e in errs):
+                want = stats.pooled_sample_stderr(errs, [n for _, n in parts])  # type: ignore[arg-type]
+                if not _close(reported[stderr_key], want):
+                    out.append(f"{where}: {group}: {stderr_key}: reported {_show(reported[stderr_key])}, "
+                               f"recomputed {_show(want)} (pooled)")
+    return out
+
+
+def default_data_dir() -> Path:
+    """$LEVANTE_DATA_DIR, else the user cache dir (docs/design.md §2)."""
+    import platformdirs
+
+    env = os.environ.get("LEVANTE_DATA_DIR")
+    return Path(env).expanduser() if env else Path(platformdirs.user_cache_dir("levante-tasks"))
+
+
+def _dataset_fingerprint(data_dir: Path, version: str, family: str) -> str | None:
+    try:
+        info = json.loads((data_dir / version / "datasets" / family / "dataset.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return str(info.get("fingerprint")) if isinstance(info, dict) and info.get("fingerprint") else None
+
+
+def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str], data_dir: Path,
+                        installed: Mapping[str, Any]) -> list[str]:
+    where = run.file_label(run.results or Path())
+    out: list[str] = []
+    run_level: Counter[str] = Counter()
+    for name in leaves:
+        config = results["configs"].get(name) or {}
+        spec = prov.levante_spec(config)
+        if not spec:
+            continue
+        mine = prov.recorded(config)
+        lmms = mine.get("lmms_eval") if isinstance(mine.get("lmms_eval"), Mapping) else {}
+        for key in ("version", "commit", "patch_set_sha256"):
+            have, want = str(lmms.get(key) or prov.UNKNOWN), str(installed.get(key) or prov.UNKNOWN)
+            if have != want:
+                run_level[f"lmms_eval {key}: recorded {have}, installed {want}"] += 1
+        have = str(mine.get("task_source_sha256") or prov.UNKNOWN)
+        want = prov.task_source_sha256(name) or "not installed"
+        if have != want:
+            out.append(f"{where}: {name}: task_source_sha256: recorded {have}, installed {want}")
+        family = str(spec.get("task") or name)
+        have = str(mine.get("dataset_fingerprint") or prov.UNKNOWN)
+        version = str(mine.get("data_version") or "")
+        want = (_dataset_fingerprint(data_dir, version, family) if version else None) or (
+            f"no prepared dataset {version}/datasets/{family}" if version else "data_version not recorded")
+        if have != want:
+            out.append(f"{where}: {name}: dataset_fingerprint: recorded {have}, data dir has {want}")
+    out += [f"{where}: {line} ({count} task(s))" for line, count in sorted(run_level.items())]
+    return out
+
+
+def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation: bool = True) -> Report:
+    """Check every run under `run_dirs`; the report's lines are the mismatches (empty = all verified)."""
+    report = Report()
+    installed: Mapping[str, Any] = {}
+    if installation:
+        from levante_tasks.lmms_patch import installed_lmms_eval
+
+        try:
+            installed = installed_lmms_eval()
+        except LevanteError as exc:
+            report.lines.append(f"installed lmms-eval: {exc}")
+        data_dir = data_dir or default_data_dir()
+    for run_dir in run_dirs:
+        runs, problems = discover(run_dir, folder_label(run_dir))
+        report.lines += problems
+        for run in runs:
+            assert run.results is not None
+            where = run.file_label(run.results)
+            try:
+                results = read_results(run.results, where)
+            except FileProblem as exc:
+                report.lines.append(str(exc))
+                continue
+            report.runs += 1
+            recomputed: dict[str, dict] = {}
+            leaves = leaf_tasks(results)
+            for name in leaves:
+                path = run.samples.get(name)
+                if path is None:
+                    report.lines.append(f"{where}: {name}: no samples file: its metrics cannot be recomputed "
+                                        "(run lmms-eval with --log_samples)")
+                    continue
+                try:
+                    lines = read_samples(path, run.file_label(path))
+                except FileProblem as exc:
+                    report.lines.append(str(exc))
+                    continue
+                report.tasks += 1
+                problems, recomputed[name] = _check_leaf(name, results, lines, where)
+                report.lines += problems
+            report.lines += _check_groups(results, recomputed, where)
+            if installation and data_dir is not None:
+                report.lines += _check_installation(run, results, leaves, data_dir, installed)
+    return report

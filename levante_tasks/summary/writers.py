@@ -1,0 +1,174 @@
+"""The summary's files: matrix.csv, matrix.json (schema_version), summary.md, and runs/<run>/summary.json.
+
+Everything is written into the staging folder the CLI hands in (levante_tasks.atomic), and holds labels
+(`<run folder name>/<path inside it>`), never absolute paths, hostnames or user names.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from levante_tasks import __version__
+from levante_tasks.atomic import atomic_open, write_json, write_text
+
+SCHEMA_VERSION = 1
+KIND = "levante-tasks summary"
+METHODS = {
+    "ci": "Wilson score interval, 95% (z = 1.959964), over the item responses pooled across a cell's replicates",
+    "seeds": "over a cell's replicates (option-order seed x lmms-eval seeds): mean, sample SD (ddof = 1) and the "
+             "t-based 95% CI radius t(0.975, n - 1) * sd / sqrt(n); none for one replicate",
+    "accuracy": "mean of the replicates' accuracies, recomputed from the per-item records (levante_item)",
+    "visual_dependency_delta": "acc(original) - acc(shuffled), mean over the replicates both cells ran",
+    "blank_image_delta": "acc(original) - acc(blank), mean over the replicates both cells ran",
+    "task_version": "sha256 of the canonical JSON of the task's resolved config in the results file (memory "
+                    "addresses removed, metadata.levante.provenance left out)",
+    "chance": "mean per-item chance: the record's chance_level, else 1 / number of options; items without one "
+              "(sliders) are left out",
+    "comparison_keys": "limit, budget, prompt, dataset_fingerprint, patch_set_sha256 must agree within a column",
+}
+CSV_FIELDS = [
+    "model", "revision", "adapter", "family", "task", "parent", "output_type", "variant", "n_replicates",
+    "n_items", "n_responses", "n_correct", "accuracy", "ci95_low", "ci95_high", "ci_method", "parse_rate", "chance",
+    "seed_mean", "seed_sd", "seed_ci95_radius", "acc_blank", "blank_image_delta", "acc_shuffled",
+    "visual_dependency_delta", "flags", "lmms_eval_version", "lmms_eval_commit", "patch_set_sha256",
+    "task_version", "task_source_sha256", "dataset_fingerprint", "data_version", "seeds", "option_seeds", "limit",
+    "budget", "batch_size", "device_class", "model_args", "sources",
+]
+PROVENANCE_FIELDS = CSV_FIELDS[CSV_FIELDS.index("lmms_eval_version"):CSV_FIELDS.index("sources")]
+
+
+def run_id(label: str, taken: set[str]) -> str:
+    """A file-name-safe, unique id for a run label (`fixed/20261201_111129` -> `fixed__20261201_111129`)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", label.replace("/", "__")).strip("._") or "run"
+    name, k = base, 2
+    while name in taken:
+        name, k = f"{base}-{k}", k + 1
+    taken.add(name)
+    return name
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
+
+
+def write_csv(path: Path, cells: list[dict[str, Any]]) -> None:
+    """matrix.csv: one row per cell, provenance flattened (JSON for structured values)."""
+    with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        for cell in cells:
+            row = {k: cell.get(k) for k in CSV_FIELDS}
+            row.update({k: cell["provenance"].get(k) for k in PROVENANCE_FIELDS})
+            row["ci_method"] = "wilson"
+            row["flags"] = "; ".join(cell["flags"])
+            row["sources"] = "; ".join(cell["sources"])
+            writer.writerow({k: _csv_value(v) for k, v in row.items()})
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _cell_text(cell: dict[str, Any]) -> str:
+    text = f"{_pct(cell['accuracy'])} [{_pct(cell['ci95_low'])}, {_pct(cell['ci95_high'])}] n={cell['n_items']}"
+    text += f", parsed {cell['parse_rate']:.0%}" if cell["parse_rate"] is not None else ""
+    if cell["n_replicates"] > 1:
+        radius = cell["seed_ci95_radius"]
+        text += f", {cell['n_replicates']} seeds sd {cell['seed_sd']:.3f}" + (f" ±{radius:.3f}" if radius else "")
+    return text + (" ⚠" if cell["flags"] else "")
+
+
+def _model_label(cell: dict[str, Any]) -> str:
+    return f"{cell['model']} @ {cell['revision'][:12]} ({cell['adapter']})"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    clean = [[c.replace("|", "\\|") for c in row] for row in [header, *rows]]
+    return ["| " + " | ".join(clean[0]) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(row) + " |" for row in clean[1:]), ""]
+
+
+def _family_section(family: str, matrix: dict[str, Any]) -> list[str]:
+    columns = [c for c in matrix["columns"] if c["family"] == family]
+    cells = [c for c in matrix["cells"] if c["family"] == family]
+    models = sorted({_model_label(c) for c in cells})
+    lines = [f"## {family}", ""]
+    for variant in ("original", "blank", "shuffled"):
+        chosen = [c for c in cells if c["variant"] == variant]
+        if not chosen:
+            continue
+        names = [c["task"] for c in columns if any(x["task"] == c["task"] for x in chosen)]
+        rows = [["chance", *(_pct(next(c for c in columns if c["task"] == n)["chance"]) for n in names)]]
+        for model in models:
+            row = [model]
+            for name in names:
+                found = [c for c in chosen if c["task"] == name and _model_label(c) == model]
+                row.append("<br>".join(_cell_text(c) for c in found) or "")
+            rows.append(row)
+        lines += [f"Accuracy ({variant} images):", "", *_table(["model", *names], rows)]
+    deltas = [c for c in cells if c["variant"] == "original"
+              and (c.get("blank_image_delta") is not None or c.get("visual_dependency_delta") is not None)]
+    if deltas:
+        rows = [[_model_label(c), c["task"], _pct(c["accuracy"]), _pct(c.get("acc_shuffled")),
+                 _pct(c.get("visual_dependency_delta")), _pct(c.get("acc_blank")), _pct(c.get("blank_image_delta"))]
+                for c in deltas]
+        lines += ["Visual controls (paired replicates):", "", *_table(
+            ["model", "task", "acc", "acc shuffled", "visual_dependency_delta", "acc blank", "blank_image_delta"],
+            rows)]
+    return lines
+
+
+def summary_markdown(matrix: dict[str, Any], heatmap: bool) -> str:
+    """summary.md: methods, then a table per task family, then flags, problems and superseded runs."""
+    runs = matrix["runs"]
+    failed = sum(r["status"] == "failed" for r in runs)
+    lines = [
+        "# LEVANTE model x task summary", "",
+        f"{len(matrix['models'])} model(s), {len(matrix['columns'])} task column(s), {len(matrix['cells'])} cell(s) "
+        f"from {len(runs)} run(s) ({failed} failed). Generated by {matrix['generator']}; matrix.json schema "
+        f"{matrix['schema_version']}.", "",
+        "Cells: accuracy [Wilson 95% CI] n = items, parse rate; with several seeds: their number, sample SD and "
+        "t-based 95% CI radius. Accuracy is recomputed from the per-item records. "
+        "visual_dependency_delta = acc - acc(shuffled), blank_image_delta = acc - acc(blank).", "",
+    ]
+    if heatmap:
+        lines += ["![accuracy heatmap](heatmap.png)", ""]
+    for family in sorted({c["family"] for c in matrix["columns"]}):
+        lines += _family_section(family, matrix)
+    for title, items in (("Flags (cells not comparable with their column)", matrix["flags"]),
+                         ("Problems (failed runs and tasks)", matrix["problems"]),
+                         ("Superseded duplicate runs (identical provenance, newest kept)",
+                          [f"{s['source']} {s['task']} -> {s['replaced_by']}" for s in matrix["superseded"]])):
+        if items:
+            lines += [f"## {title}", "", *(f"- {item}" for item in items), ""]
+    return "\n".join(lines)
+
+
+def matrix_document(built: Any, runs: list[dict[str, Any]], problems: list[str]) -> dict[str, Any]:
+    """matrix.json's content."""
+    return {
+        "schema_version": SCHEMA_VERSION, "kind": KIND, "generator": f"levante-tasks {__version__}",
+        "methods": METHODS, "models": built.models, "columns": built.columns, "cells": built.cells,
+        "runs": runs, "superseded": built.superseded, "flags": built.flags, "problems": problems,
+    }
+
+
+def write_all(folder: Path, matrix: dict[str, Any], run_summaries: dict[str, dict[str, Any]], plot: bool) -> None:
+    """Every output file into `folder` (a staging folder)."""
+    write_csv(folder / "matrix.csv", matrix["cells"])
+    for rid, summary in run_summaries.items():
+        write_json(folder / "runs" / rid / "summary.json", summary)
+    if plot:
+        from levante_tasks.summary.plot import write_heatmap
+
+        write_heatmap(folder / "heatmap.png", matrix)
+    write_text(folder / "summary.md", summary_markdown(matrix, plot))
+    write_json(folder / "matrix.json", matrix)

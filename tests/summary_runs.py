@@ -1,0 +1,86 @@
+"""Real lmms-eval output for the summary tests: two offline models on the tiny task fixture, made once per session.
+
+`real_runs(tmp_path_factory)` runs `python -m lmms_eval` twice (levante_fixed letter=B, levante_image_oracle) over
+option-order seeds 0 and 1, the blank and shuffled controls, the egma-math group and one multiple_choice task,
+with `--log_samples`; later calls return the same folder. Tests copy it before breaking anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import levante_tasks
+
+TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
+TASKS = ["levante_vocab", "levante_vocab_seed1", "levante_vocab_blank", "levante_vocab_shuffled",
+         "levante_egma_math", "levante_trog_mc"]
+MODELS = {"fixed": ("levante_fixed", "letter=B"), "oracle": ("levante_image_oracle", "")}
+_MADE: dict[str, Path] = {}
+
+
+def _run(model: str, model_args: str, out: Path, data: Path, cwd: Path) -> None:
+    env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    env.pop("LEVANTE_DATA_VERSION", None)
+    command = [sys.executable, "-m", "lmms_eval", "--model", model, "--tasks", ",".join(TASKS),
+               "--include_path", str(TASKS_DIR), "--output_path", str(out), "--log_samples",
+               "--seed", "0,1234,1234,1234", "--verbosity", "WARNING"]
+    if model_args:
+        command[5:5] = ["--model_args", model_args]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    results = sorted(out.rglob("*_results.json"))
+    assert done.returncode == 0 and len(results) == 1, done.stdout[-2000:] + done.stderr[-3000:]
+
+
+def real_runs(factory: pytest.TempPathFactory) -> Path:
+    """`<root>/runs/{fixed,oracle}/<date>_results.json` + samples (and `<root>/data`, the prepared fixture)."""
+    if "root" not in _MADE:
+        from levante_tasks.harness.fixture_data import write_fixture
+
+        root = factory.mktemp("summary-real")
+        write_fixture(root / "data")
+        for name, (model, model_args) in MODELS.items():
+            _run(model, model_args, root / "runs" / name, root / "data", root)
+        _MADE["root"] = root
+    return _MADE["root"]
+
+
+def copy_runs(root: Path, dest: Path, names: tuple[str, ...] = ("fixed", "oracle")) -> Path:
+    """A private copy of some of the real runs (`dest/<name>/...`), for tests that break or duplicate files."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copytree(root / "runs" / name, dest / name)
+    return dest
+
+
+def results_file(folder: Path) -> Path:
+    """The one results file under `folder`."""
+    (path,) = sorted(folder.rglob("*_results.json"))
+    return path
+
+
+def edit_results(folder: Path, change) -> Path:
+    """Load the results file under `folder`, apply `change(dict)`, write it back; returns its path."""
+    path = results_file(folder)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
+def samples(folder: Path, task: str) -> list[dict]:
+    """The lines of `<date>_samples_<task>.jsonl` under `folder`."""
+    (path,) = sorted(folder.rglob(f"*_samples_{task}.jsonl"))
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def accuracy(folder: Path, task: str) -> float:
+    """Mean `correct` of the per-item records of one task (computed here, independently of the summarizer)."""
+    records = [line["levante_item"] for line in samples(folder, task)]
+    return sum(int(r["correct"]) for r in records) / len(records)

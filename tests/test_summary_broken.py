@@ -1,0 +1,301 @@
+"""`summarize` / `verify` on hand-broken copies of real lmms-eval output: every problem is one line naming its file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from summary_runs import copy_runs, edit_results, real_runs, results_file, samples
+
+from levante_tasks.cli import main
+from levante_tasks.lmms_patch import installed_lmms_eval
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return real_runs(tmp_path_factory)
+
+
+def summarize(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, list[str]]:
+    status = main(["summarize", *map(str, args)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return status, [line for line in err.splitlines() if line.startswith("levante-tasks: error:")]
+
+
+def matrix(out: Path) -> dict:
+    return json.loads((out / "matrix.json").read_text(encoding="utf-8"))
+
+
+def adapters(out: Path) -> set[str]:
+    return {c["adapter"] for c in matrix(out)["cells"]}
+
+
+def truncate(path: Path, keep: float = 0.5) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+# ------------------------------------------------------------------ unreadable input: one line, the rest summarized
+
+
+def test_truncated_results_file_is_one_line_and_the_rest_is_summarized(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs")
+    truncate(results_file(runs / "oracle"))
+    out = tmp_path / "out"
+    status, errors = summarize(capsys, runs, "--out", out)
+    assert status == 1
+    assert len(errors) == 1 and results_file(runs / "oracle").name in errors[0] and "JSON" in errors[0], errors
+    assert adapters(out) == {"levante_fixed"}
+    failed = [r for r in matrix(out)["runs"] if r["status"] == "failed"]
+    assert len(failed) == 1 and "oracle" in failed[0]["source"]
+    status, errors = summarize(capsys, runs, "--out", out, "--allow-partial")
+    assert status == 0 and len(errors) == 1
+
+
+@pytest.mark.parametrize("key", ["results", "configs", "n-samples", "config"])
+def test_results_file_missing_a_key_is_one_line(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs")
+    path = edit_results(runs / "oracle", lambda data: data.pop(key))
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 1 and len(errors) == 1, errors
+    assert path.name in errors[0] and repr(key) in errors[0]
+
+
+def test_truncated_samples_file_names_file_and_line(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    (path,) = (runs / "fixed").glob("*_samples_levante_vocab_seed1.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-1]) + lines[-1][:20])
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 1 and len(errors) == 1, errors
+    assert f"{path.name}:{len(lines)}" in errors[0]
+    vocab = [c for c in matrix(tmp_path / "out")["cells"]
+             if c["task"] == "levante_vocab" and c["variant"] == "original"]
+    assert vocab and vocab[0]["n_replicates"] == 1  # the seed-1 replicate is left out, never half-read
+
+
+@pytest.mark.parametrize(("bad", "needle"), [(b"\x00", "NUL"), (b"\xff", "UTF-8")])
+def test_bad_bytes_in_results_are_one_line(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: bytes, needle: str
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs")
+    path = results_file(runs / "oracle")
+    data = path.read_bytes()
+    path.write_bytes(data[:100] + bad + data[101:])
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 1 and len(errors) == 1 and path.name in errors[0] and needle in errors[0], errors
+
+
+def test_bom_is_accepted(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    path = results_file(runs / "fixed")
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 0 and errors == []
+
+
+def test_samples_without_results_file_are_a_failed_run(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lmms-eval exits 0 on failure: a folder with samples but no results file is reported, not skipped."""
+    runs = copy_runs(root, tmp_path / "runs")
+    results_file(runs / "oracle").unlink()
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 1 and len(errors) == 1 and "oracle" in errors[0] and "results" in errors[0], errors
+
+
+def test_run_dir_without_any_results_is_failed_not_skipped(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    empty = tmp_path / "crashed"
+    empty.mkdir()
+    status, errors = summarize(capsys, runs, empty, "--out", tmp_path / "out")
+    assert status == 1 and len(errors) == 1 and "crashed" in errors[0], errors
+
+
+def test_nothing_parseable_is_an_error_and_writes_nothing(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    truncate(results_file(runs / "fixed"))
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out", "--allow-partial")
+    assert status == 2 and errors
+    assert not (tmp_path / "out").exists()
+
+
+def test_record_without_correct_is_one_line(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    (path,) = (runs / "fixed").glob("*_samples_levante_trog_mc.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[2])
+    del first["levante_item"]["correct"]
+    lines[2] = json.dumps(first)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 1 and len(errors) == 1 and f"{path.name}:3" in errors[0] and "correct" in errors[0], errors
+
+
+# ------------------------------------------------------------------ comparisons that do not compare
+
+
+def second_fixed_run(root: Path, runs: Path, change) -> Path:
+    """Another `fixed` run next to the first, its provenance changed by `change(results)`."""
+    copy_runs(root, runs / "again", ("fixed",))
+    return edit_results(runs / "again" / "fixed", change)
+
+
+def test_mismatched_budget_between_models_is_refused(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs")
+
+    def limit_5(data: dict) -> None:
+        data["config"]["limit"] = 5.0
+
+    edit_results(runs / "oracle", limit_5)
+    out = tmp_path / "out"
+    status, errors = summarize(capsys, runs, "--out", out)
+    assert status == 2 and errors and not out.exists()
+    assert all("limit" in line for line in errors) and any("levante_vocab" in line for line in errors), errors
+    status, errors = summarize(capsys, runs, "--out", out, "--allow-mismatch")
+    assert status == 0, errors
+    flagged = [c for c in matrix(out)["cells"] if c["flags"]]
+    assert flagged and all(any("limit" in f for f in c["flags"]) for c in flagged)
+
+
+def test_mismatched_generation_budget_between_seeds_is_never_averaged(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+
+    def shorter(data: dict) -> None:
+        data["configs"]["levante_vocab_seed1"]["generation_kwargs"]["max_new_tokens"] = 8
+
+    edit_results(runs / "fixed", shorter)
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 2 and any("budget" in line and "levante_vocab" in line for line in errors), errors
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out", "--allow-mismatch")
+    assert status == 0
+    vocab = [c for c in matrix(tmp_path / "out")["cells"]
+             if c["task"] == "levante_vocab" and c["variant"] == "original"]
+    assert len(vocab) == 2 and all(c["n_replicates"] == 1 and c["flags"] for c in vocab)
+
+
+def test_identical_duplicate_run_newest_wins(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+
+    def later(data: dict) -> None:
+        data["date"] = "29991231_235959"
+
+    second_fixed_run(root, runs, later)
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 0, errors
+    got = matrix(tmp_path / "out")
+    vocab = [c for c in got["cells"] if c["task"] == "levante_vocab" and c["variant"] == "original"]
+    assert len(vocab) == 1 and vocab[0]["n_replicates"] == 2
+    assert all("again" in source for source in vocab[0]["sources"])
+    assert got["superseded"] and not any("again" in s["source"] for s in got["superseded"])
+
+
+def test_duplicate_run_with_other_provenance_is_an_error(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+
+    def other_batch(data: dict) -> None:
+        data["config"]["batch_size"] = 8
+
+    second_fixed_run(root, runs, other_batch)
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out", "--allow-mismatch", "--allow-partial")
+    assert status == 2 and errors and not (tmp_path / "out").exists()
+    assert any("duplicate" in line and "batch_size" in line for line in errors), errors
+
+
+def test_runs_with_other_lmms_seed_are_replicates_not_duplicates(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+
+    def seed_7(data: dict) -> None:
+        data["config"]["random_seed"] = 7
+
+    second_fixed_run(root, runs, seed_7)
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 0, errors
+    trog = [c for c in matrix(tmp_path / "out")["cells"] if c["task"] == "levante_trog_mc"]
+    assert len(trog) == 1 and trog[0]["n_replicates"] == 2
+
+
+# ------------------------------------------------------------------ the writer-side provenance contract
+
+
+def with_provenance(data: dict, **values: object) -> None:
+    """What the task layer records (docs/summary.md): metadata.levante.provenance in every LEVANTE config."""
+    for config in data["configs"].values():
+        levante = config.get("metadata", {}).get("levante")
+        if levante is not None:
+            levante["provenance"] = dict(values)
+
+
+def test_known_vs_unknown_dataset_fingerprint_is_a_mismatch(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs")
+    edit_results(runs / "fixed", lambda d: with_provenance(d, dataset_fingerprint="f" * 64))
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 2 and any("dataset_fingerprint" in line for line in errors), errors
+    edit_results(runs / "oracle", lambda d: with_provenance(d, dataset_fingerprint="f" * 64))
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 0, errors
+    assert {c["provenance"]["dataset_fingerprint"] for c in matrix(tmp_path / "out")["cells"]} == {"f" * 64}
+
+
+def test_verify_checks_recorded_provenance_against_the_installation(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    installed = installed_lmms_eval()
+    data_dir = root / "data"
+    version = (data_dir / "default_version").read_text(encoding="utf-8").strip()
+    fingerprint = json.loads((data_dir / version / "datasets" / "vocab" / "dataset.json").read_text())["fingerprint"]
+    edit_results(runs / "fixed", lambda d: with_provenance(
+        d, dataset_fingerprint=fingerprint, data_version=version,
+        lmms_eval={**installed, "patch_set_sha256": "0" * 64}))
+    status = main(["verify", str(runs / "fixed"), "--data-dir", str(data_dir)])
+    err = capsys.readouterr().err
+    assert status == 1
+    patch_lines = [line for line in err.splitlines() if "patch_set_sha256" in line]
+    assert patch_lines and all("0" * 64 in line for line in patch_lines), err
+    vocab = [line for line in err.splitlines() if "levante_vocab:" in line and "dataset_fingerprint" in line]
+    assert vocab == [], err  # vocab's fingerprint matches the prepared dataset
+    # the egma-math records name another dataset; its fingerprint does not match vocab's
+    assert any("levante_egma_math_addition" in line and "dataset_fingerprint" in line for line in err.splitlines())
+
+
+def test_verify_reports_a_run_without_provenance_as_unknown(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["verify", str(root / "runs" / "fixed"), "--data-dir", str(root / "data")])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "unknown" in err and "patch_set_sha256" in err
+
+
+def test_verify_a_truncated_samples_file(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    (path,) = (runs / "fixed").glob("*_samples_levante_vocab.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]), encoding="utf-8")  # whole lines lost: still valid JSON Lines
+    status = main(["verify", str(runs / "fixed"), "--skip-installation"])
+    err = capsys.readouterr().err
+    assert status == 1 and "levante_vocab" in err and "n-samples" in err, err
+    assert len(samples(runs / "fixed", "levante_vocab")) == len(lines) - 1

@@ -1,0 +1,177 @@
+"""`summarize` and `verify` on real lmms-eval output (two offline models, two option-order seeds, controls)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from summary_runs import accuracy, real_runs, results_file, samples
+
+from levante_tasks.cli import main
+from levante_tasks.summary import stats
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return real_runs(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def summary(root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("summary") / "out"
+    assert main(["summarize", str(root / "runs" / "fixed"), str(root / "runs" / "oracle"), "--out", str(out)]) == 0
+    return out
+
+
+def cells(out: Path) -> list[dict]:
+    return json.loads((out / "matrix.json").read_text(encoding="utf-8"))["cells"]
+
+
+def cell(out: Path, adapter: str, task: str, variant: str = "original") -> dict:
+    found = [c for c in cells(out) if c["adapter"] == adapter and c["task"] == task and c["variant"] == variant]
+    assert len(found) == 1, (adapter, task, variant, found)
+    return found[0]
+
+
+def test_outputs_are_written_with_a_schema_version(summary: Path) -> None:
+    names = {p.relative_to(summary).as_posix() for p in summary.rglob("*") if p.is_file()}
+    assert {"matrix.csv", "matrix.json", "summary.md", "heatmap.png"} <= names
+    assert sum(name.endswith("/summary.json") for name in names) == 2  # one per run
+    matrix = json.loads((summary / "matrix.json").read_text(encoding="utf-8"))
+    assert isinstance(matrix["schema_version"], int)
+    assert "wilson" in matrix["methods"]["ci"].lower()
+    assert (summary / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cells_match_the_records_and_the_results_file(root: Path, summary: Path) -> None:
+    for name, adapter in (("fixed", "levante_fixed"), ("oracle", "levante_image_oracle")):
+        folder = root / "runs" / name
+        results = json.loads(results_file(folder).read_text(encoding="utf-8"))
+        for task in ("levante_vocab_blank", "levante_trog_mc"):
+            got = cell(summary, adapter, task.removesuffix("_blank"), "blank" if task.endswith("blank") else "original")
+            lines = samples(folder, task)
+            assert got["accuracy"] == pytest.approx(accuracy(folder, task))
+            assert got["accuracy"] == pytest.approx(results["results"][task]["levante_acc,none"])
+            assert got["n_items"] == len(lines) == results["n-samples"][task]["effective"]
+            parsed = sum(line["levante_item"]["parse_method"] != "none" for line in lines) / len(lines)
+            assert got["parse_rate"] == pytest.approx(parsed)
+            k = sum(line["levante_item"]["correct"] for line in lines)
+            assert (got["ci95_low"], got["ci95_high"]) == pytest.approx(stats.wilson_interval(k, len(lines)))
+
+
+def test_two_option_order_seeds_give_mean_sd_and_t_radius(root: Path, summary: Path) -> None:
+    folder = root / "runs" / "fixed"
+    accs = [accuracy(folder, "levante_vocab"), accuracy(folder, "levante_vocab_seed1")]
+    got = cell(summary, "levante_fixed", "levante_vocab")
+    assert got["n_replicates"] == 2
+    assert got["seed_mean"] == pytest.approx(sum(accs) / 2)
+    sd = abs(accs[0] - accs[1]) / math.sqrt(2)
+    assert got["seed_sd"] == pytest.approx(sd)
+    assert got["seed_ci95_radius"] == pytest.approx(12.7062047 * sd / math.sqrt(2))
+    assert got["accuracy"] == pytest.approx(sum(accs) / 2)
+
+
+def test_visual_control_deltas_follow_the_protocol_signs(root: Path, summary: Path) -> None:
+    """visual_dependency_delta = acc - acc_shuffled, blank_image_delta = acc - acc_blank (paired on seed 0)."""
+    folder = root / "runs" / "oracle"
+    got = cell(summary, "levante_image_oracle", "levante_vocab")
+    acc0 = accuracy(folder, "levante_vocab")
+    assert acc0 == 1.0  # the oracle reads the option colours: the images carry the answer
+    assert got["blank_image_delta"] == pytest.approx(acc0 - accuracy(folder, "levante_vocab_blank"))
+    assert got["visual_dependency_delta"] == pytest.approx(acc0 - accuracy(folder, "levante_vocab_shuffled"))
+    assert got["blank_image_delta"] > 0.5
+    fixed = cell(summary, "levante_fixed", "levante_vocab")
+    assert fixed["blank_image_delta"] == pytest.approx(
+        accuracy(root / "runs" / "fixed", "levante_vocab") - accuracy(root / "runs" / "fixed", "levante_vocab_blank"))
+
+
+def test_subtype_metrics_become_subtask_columns(root: Path, summary: Path) -> None:
+    """egma-math reports levante_acc_<sub-type>: each is a column under the task, over the lines that carry it."""
+    folder = root / "runs" / "fixed"
+    reported = json.loads(results_file(folder).read_text(encoding="utf-8"))["results"]["levante_egma_math"]
+    subtypes = [k.split(",")[0].removeprefix("levante_acc_") for k in reported
+                if k.startswith("levante_acc_") and "_stderr" not in k]
+    assert len(subtypes) >= 2
+    lines = samples(folder, "levante_egma_math")
+    for sub in subtypes:
+        got = cell(summary, "levante_fixed", f"levante_egma_math/{sub}")
+        assert got["parent"] == "levante_egma_math" and got["family"] == "egma-math"
+        assert got["accuracy"] == pytest.approx(reported[f"levante_acc_{sub},none"])
+        assert got["n_items"] == sum(f"levante_acc_{sub}" in line for line in lines)
+    whole = cell(summary, "levante_fixed", "levante_egma_math")
+    assert whole["n_items"] == len(lines) and whole["parent"] == ""
+
+
+def test_rows_carry_model_identity_and_cells_provenance(summary: Path) -> None:
+    got = cell(summary, "levante_fixed", "levante_vocab", "blank")
+    assert got["model"] and got["revision"] == "unknown"
+    prov = got["provenance"]
+    for key in ("lmms_eval_version", "lmms_eval_commit", "patch_set_sha256", "task_version", "dataset_fingerprint",
+                "seeds", "limit", "budget", "batch_size", "device_class"):
+        assert key in prov, key
+    assert len(prov["task_version"]) == 64
+    assert prov["dataset_fingerprint"] == "unknown"  # the tasks do not record it yet (see docs/summary.md)
+    two_seeds = cell(summary, "levante_fixed", "levante_vocab")["provenance"]
+    assert len(two_seeds["task_version"]) == 2 and two_seeds["option_seeds"] == [0, 1]  # two configs, both listed
+
+
+def test_csv_has_one_row_per_cell(summary: Path) -> None:
+    with open(summary / "matrix.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(cells(summary))
+    assert {"model", "revision", "task", "variant", "accuracy", "ci95_low", "ci95_high", "parse_rate",
+            "visual_dependency_delta", "blank_image_delta", "task_version"} <= set(rows[0])
+
+
+def test_report_has_a_table_per_task_family(summary: Path) -> None:
+    text = (summary / "summary.md").read_text(encoding="utf-8")
+    for family in ("vocab", "egma-math", "trog"):
+        assert f"## {family}" in text
+    assert "Wilson" in text
+
+
+def test_outputs_hold_no_absolute_path_host_or_user_name(root: Path, summary: Path) -> None:
+    user = os.environ.get("USER") or os.environ.get("LOGNAME") or ""
+    for path in summary.rglob("*"):
+        if not path.is_file() or path.suffix == ".png":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert str(root) not in text and "/tmp/" not in text, path
+        assert socket.gethostname() not in text, path
+        if user and len(user) > 3:
+            assert user not in text, path
+
+
+def test_verify_accepts_an_untouched_run(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["verify", str(root / "runs" / "fixed"), "--skip-installation"])
+    out = capsys.readouterr()
+    assert status == 0, out.err
+    assert "levante_vocab" not in out.err
+
+
+def test_verify_finds_a_same_size_edit_of_a_reported_metric(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(root / "runs" / "fixed", folder)
+    path = results_file(folder)
+    text = path.read_text(encoding="utf-8")
+    results = json.loads(text)
+    value = results["results"]["levante_vocab"]["levante_parse_rate,none"]
+    assert value == 1.0
+    needle = '"levante_parse_rate,none": 1.0'
+    assert text.count(needle) >= 1
+    first = text.index(needle, text.index('"levante_vocab": {'))
+    path.write_text(text[:first] + '"levante_parse_rate,none": 0.9' + text[first + len(needle):], encoding="utf-8")
+    status = main(["verify", str(folder), "--skip-installation"])
+    err = capsys.readouterr().err
+    assert status == 1
+    lines = [line for line in err.splitlines() if "levante_parse_rate" in line]
+    assert len(lines) == 1 and "levante_vocab" in lines[0] and "0.9" in lines[0], err
