@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "levante_tasks.synth.cli",
     "levante_tasks.demo",
     "levante_tasks.l0.cli",
+    "levante_tasks.summary.cli",
 ]
 
 
