@@ -84,6 +84,19 @@ def _weighted_r(counts: np.ndarray, x: np.ndarray, y: np.ndarray, n: int) -> np.
         return cov / np.sqrt(var_x * var_y[:, None])
 
 
+def bootstrap(x: np.ndarray, b: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pearson r and Spearman rho of every item resample (n_boot x models); NaN where correctness or b is
+    constant in the resample. Row r is what r_pb / rho of the items drawn by `resample_counts(...)[r]` give."""
+    n = len(b)
+    counts = resample_counts(n, n_boot, seed)
+    ranks, constant_b = resample_ranks(b, counts)
+    n_right = counts @ x.T
+    degenerate = constant_b[:, None] | (n_right == 0) | (n_right == n)
+    boot_r = np.where(degenerate, np.nan, _weighted_r(counts, x, b, n))
+    boot_rho = np.where(degenerate, np.nan, _weighted_r(counts, x, ranks, n))
+    return boot_r, boot_rho
+
+
 def correlate_many(
     correct: np.ndarray, b: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95
 ) -> list[dict[str, object]]:
@@ -110,12 +123,8 @@ def correlate_many(
         return results
     x = correct[todo]
     rank_b = stats.rankdata(b)
-    counts = resample_counts(n, n_boot, seed)
-    ranks, constant_b = resample_ranks(b, counts)
-    n_right = counts @ x.T
-    degenerate = constant_b[:, None] | (n_right == 0) | (n_right == n)
-    boot_r = np.where(degenerate, np.nan, _weighted_r(counts, x, b, n))
-    boot_rho = np.where(degenerate, np.nan, _weighted_r(counts, x, ranks, n))
+    boot_r, boot_rho = bootstrap(x, b, n_boot, seed)
+    degenerate = np.isnan(boot_r)
     r, rho = _row_pearson(x, b), _row_pearson(x, rank_b)
     p_r, p_rho = _p_values(r, n), _p_values(rho, n)
     alpha = (1.0 - level) / 2.0

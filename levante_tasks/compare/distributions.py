@@ -23,6 +23,7 @@ from levante_tasks.compare.tables import positions, rows_with_items
 GRID_POINTS = 201
 GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 BETA_XATOL = 1e-10
+SAME_KL = 1e-9  # relative: a model KL this close to the uniform model's is not lower (rounding, not skill)
 GRID_CHUNK_ELEMENTS = 2_000_000  # beta x model x item x option values evaluated at once (memory bound)
 DIST_COLUMNS = ["item_uid", "bin_low", "ability_bin", "n_options", "option_index", "option", "n", "n_bin", "p"]
 NO_PAIRS = "no (item, bin) pair with children's data and model option scores"
@@ -139,7 +140,7 @@ def log_q(shifted: np.ndarray, beta: np.ndarray) -> np.ndarray:
 def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Row-wise KL(p || q), natural log; p = 0 terms are 0; q == 0 becomes epsilon."""
     q = np.where(q == 0, KL_EPSILON, q)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         terms = np.where(p > 0, p * np.log(p / q), 0.0)
     return terms.sum(axis=-1)
 
@@ -341,7 +342,7 @@ def compare_units(
             "closest_bin": bin_label(int(bins[closest])),
             "closest_bin_mean_kl": float(bin_kl[u, closest]),
             "closest_bin_uniform_kl": float(bin_uniform[u, closest]),
-            "closest_bin_better_than_uniform": bool(bin_kl[u, closest] < bin_uniform[u, closest]),
+            "closest_bin_better_than_uniform": bool(bin_kl[u, closest] < bin_uniform[u, closest] * (1 - SAME_KL)),
             "note": "",
         })
     unit_idx, cell_idx = np.nonzero(mask)

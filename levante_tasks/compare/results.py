@@ -38,6 +38,9 @@ class Results:
                 self.exclusions.append({"task": task, "model": model, "reason": reason, "count": int(n)})
 
     def table(self, name: str) -> pd.DataFrame:
-        """One concatenated output table (empty when nothing was added)."""
-        parts = [p for p in self.tables.get(name, []) if not p.empty]
-        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        """One concatenated output table; with no rows it keeps the columns of what was added (a header)."""
+        added = self.tables.get(name, [])
+        parts = [p for p in added if not p.empty]
+        if parts:
+            return pd.concat(parts, ignore_index=True)
+        return pd.DataFrame(columns=added[0].columns) if added else pd.DataFrame()

@@ -1,0 +1,135 @@
+"""The vectorised computations equal their one-at-a-time definitions: bootstrap resamples of r and rho, age
+draws through each bootstrap curve, the beta fit, and all models of a task at once vs one model at a time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import optimize, stats
+
+from levante_tasks.compare.age import AgeCurves, fit_curve, invert
+from levante_tasks.compare.difficulty import bootstrap, correlate_many, resample_counts
+from levante_tasks.compare.distributions import Cells, compare_model, compare_units, kl_divergence, softmax
+from levante_tasks.compare.irt import GroupPrior, IrtModel, item_table
+from levante_tasks.compare.scoring import ml_theta
+
+
+def test_bootstrap_rows_equal_scipy_on_the_drawn_items() -> None:
+    rng = np.random.default_rng(2)
+    b = np.round(rng.normal(0, 1, 25), 1)  # rounded: ties within and across resamples
+    x = (rng.random((3, 25)) < 0.5).astype(float)
+    boot_r, boot_rho = bootstrap(x, b, n_boot=60, seed=5)
+    counts = resample_counts(25, 60, 5).astype(int)
+    checked = 0
+    for r in range(60):
+        idx = np.repeat(np.arange(25), counts[r])
+        for m in range(3):
+            xs, bs = x[m, idx], b[idx]
+            if np.ptp(xs) == 0 or np.ptp(bs) == 0:
+                assert np.isnan(boot_r[r, m]) and np.isnan(boot_rho[r, m])
+                continue
+            assert boot_r[r, m] == pytest.approx(stats.pearsonr(xs, bs).statistic, abs=1e-12)
+            assert boot_rho[r, m] == pytest.approx(stats.spearmanr(xs, bs).statistic, abs=1e-12)
+            checked += 1
+    assert checked > 150
+
+
+def test_point_estimates_and_p_values_equal_scipy() -> None:
+    rng = np.random.default_rng(3)
+    b = rng.normal(0, 1, 40)
+    x = (rng.random((4, 40)) < 1 / (1 + np.exp(b))).astype(float)
+    for row, res in zip(x, correlate_many(x, b, n_boot=100), strict=True):
+        pearson, spearman = stats.pearsonr(row, b), stats.spearmanr(row, b)
+        assert res["pearson_r"] == pytest.approx(pearson.statistic, abs=1e-12)
+        assert res["pearson_p"] == pytest.approx(pearson.pvalue, rel=1e-9)
+        assert res["spearman_rho"] == pytest.approx(spearman.statistic, abs=1e-12)
+        assert res["spearman_p"] == pytest.approx(spearman.pvalue, rel=1e-9)
+
+
+def test_age_draws_equal_inverting_each_bootstrap_curve() -> None:
+    rng = np.random.default_rng(8)
+    age = np.round(rng.uniform(5, 12, 120), 1)
+    theta = 0.4 * (age - 8.5) + rng.normal(0, 0.5, 120)
+    curves = AgeCurves(age, theta, n_boot=80, seed=4)
+    draws = curves.draws(np.array([0.3, 1.4]), np.array([0.5, 0.9]))
+    replay = np.random.default_rng(4)  # AgeCurves draws resample indices, then the normal deviates z
+    idx = replay.integers(0, 120, (80, 120))
+    z = replay.standard_normal(80)
+    for r in range(80):
+        ages, levels = fit_curve(age[idx[r]], theta[idx[r]])
+        for m, (t, se) in enumerate([(0.3, 0.5), (1.4, 0.9)]):
+            value, flag = invert(t + se * z[r], ages, levels)
+            want = {"below_youngest": -np.inf, "above_oldest": np.inf}.get(flag, value)
+            assert draws[m, r] == pytest.approx(want, abs=1e-9), (r, m)
+
+
+def cells_and_scores(seed: int = 0) -> tuple[pd.DataFrame, list[dict[str, list[float]]]]:
+    """A children's distribution table (3-4 option items, 3 bins, unequal n) and three models' scores."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(12):
+        k = 3 + i % 2
+        for low in (-1, 0, 1):
+            n = int(rng.integers(10, 60))
+            counts = rng.multinomial(n, rng.dirichlet(np.ones(k)))
+            rows += [(f"it{i:02d}", low, f"{low}_{low + 1}", k, j, "", int(c), n, c / n) for j, c in enumerate(counts)]
+    dist = pd.DataFrame(rows, columns=["item_uid", "bin_low", "ability_bin", "n_options", "option_index", "option",
+                                       "n", "n_bin", "p"])
+    units = [{f"it{i:02d}": list(rng.normal(0, s, 3 + i % 2)) for i in range(12)} for s in (0.5, 2.0, 8.0)]
+    units[2]["it03"] = [0.0, -np.inf, 1.0, 2.0]  # probability 0 for one option: epsilon in the KL
+    return dist, units
+
+
+def weighted_kl(dist: pd.DataFrame, scores: dict[str, list[float]], beta: float) -> float:
+    """The count-weighted mean KL by its definition, one (item, bin) cell at a time."""
+    total = weight = 0.0
+    for (uid, _), cell in dist.groupby(["item_uid", "bin_low"]):
+        p = cell.sort_values("option_index")["p"].to_numpy()
+        q = softmax(np.asarray(scores[uid], dtype=float), beta)
+        total += cell["n_bin"].iloc[0] * kl_divergence(p, q)
+        weight += cell["n_bin"].iloc[0]
+    return total / weight
+
+
+def test_beta_fit_equals_bounded_search_on_the_definition() -> None:
+    dist, units = cells_and_scores()
+    for scores in units:
+        _, summary = compare_model(dist, scores, Counter())
+        grid = np.geomspace(0.025, 40, 201)
+        best = int(np.argmin([weighted_kl(dist, scores, g) for g in grid]))
+        lo, hi = np.log(grid[max(best - 1, 0)]), np.log(grid[min(best + 1, 200)])
+        ref = optimize.minimize_scalar(lambda v, s=scores: weighted_kl(dist, s, np.exp(v)), bounds=(lo, hi),
+                                       method="bounded", options={"xatol": 1e-10})
+        assert summary["beta"] == pytest.approx(np.exp(ref.x), rel=1e-6)
+        assert summary["mean_kl"] == pytest.approx(weighted_kl(dist, scores, summary["beta"]), rel=1e-12)
+
+
+def test_all_models_at_once_equal_one_at_a_time() -> None:
+    dist, units = cells_and_scores(1)
+    units.append({"it00": None, "it01": [1.0, 2.0]})  # no scores / wrong option count: counted, no pairs
+    pairs, _, summaries, counters = compare_units(Cells.from_dist(dist), units)
+    for u, scores in enumerate(units):
+        counts: Counter = Counter()
+        alone_pairs, alone = compare_model(dist, scores, counts)
+        assert counters[u] == counts
+        assert summaries[u].keys() == alone.keys()
+        for key, value in alone.items():
+            assert summaries[u][key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value)
+        mine = pairs[pairs["unit"] == u].drop(columns="unit").reset_index(drop=True)
+        pd.testing.assert_frame_equal(mine, alone_pairs.reset_index(drop=True))
+
+
+def test_ml_of_many_rows_equals_each_row_alone() -> None:
+    rng = np.random.default_rng(6)
+    params = item_table(pd.DataFrame({"irt_item": [f"i{k}-1" for k in range(30)], "a1": rng.uniform(0.6, 2, 30),
+                                      "d": rng.normal(0, 1, 30), "g": 0.25, "u": 1.0}))
+    model = IrtModel("sim", params, [GroupPrior("ref", 0.0, 1.0)])
+    x = (rng.random((5, 30)) < 0.6).astype(float)
+    theta, se = ml_theta(x, model.items)
+    for row in range(5):
+        one_theta, one_se = ml_theta(x[row : row + 1], model.items)
+        assert theta[row] == pytest.approx(one_theta[0], abs=1e-9) and se[row] == pytest.approx(one_se[0], rel=1e-9)
