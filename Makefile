@@ -6,7 +6,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.levante-installed
 DEMO_DIR ?= demo-out
 
-.PHONY: venv test demo lint clean-venv
+# The lmms-eval-dependent tests that `make test` also runs against lmms-eval 0.7.3 (the rest of the suite runs on
+# the default 0.7.2 only): the patcher, each patch's bug and fix, two end-to-end task runs.
+LMMS_EVAL_073_TESTS := tests/test_patcher.py tests/test_lmms_patches.py \
+	tests/test_tasks.py::test_cli_run_writes_results_and_samples_and_lists_tasks \
+	tests/test_adapters_lmms.py::test_levante_clip_runs_levante_tasks_in_lmms_eval
+
+.PHONY: venv test test-lmms-eval-0.7.2 test-lmms-eval-0.7.3 demo lint clean-venv
 
 venv: $(STAMP)
 
@@ -23,6 +29,15 @@ test: $(STAMP)
 	bash scripts/ensure_r.sh
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory test-lmms-eval-0.7.2 test-lmms-eval-0.7.3
+
+# Each supported lmms-eval version in a throwaway venv layered on $(VENV) (no second full install): its pinned
+# wheel plus levante-tasks installed as a plain wheel; patch, check, one task run (scripts/test_lmms_eval_version.sh).
+test-lmms-eval-0.7.2: $(STAMP)
+	VENV=$(VENV) bash scripts/test_lmms_eval_version.sh 0.7.2
+
+test-lmms-eval-0.7.3: $(STAMP)
+	VENV=$(VENV) bash scripts/test_lmms_eval_version.sh 0.7.3 -q $(LMMS_EVAL_073_TESTS)
 
 demo: $(STAMP)
 	$(VENV)/bin/levante-tasks demo --out $(DEMO_DIR)

@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # Clone lmms-eval at the pinned tag into third_party/lmms-eval (needs GitHub access), verify that the tag still
 # names the pinned commit and that every file matches the pinned hashes. Re-running on a good checkout is a no-op.
-# Overrides (for mirrors and tests): LMMS_EVAL_URL, LMMS_EVAL_DEST, PYTHON (any Python >= 3.10; stdlib only).
+# The tag and commit come from the patch set's pins.txt; only versions with a public commit can be fetched.
+# Overrides (for mirrors and tests): LMMS_EVAL_VERSION (default 0.7.2), LMMS_EVAL_URL, LMMS_EVAL_DEST,
+# PYTHON (any Python >= 3.10; stdlib only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TAG=v0.7.2
-COMMIT=cb45ac4d4a667ea5ef89c7a148bff69b3489b981
+VERSION=${LMMS_EVAL_VERSION:-0.7.2}
+PINS=levante_tasks/lmms_patch/patches/lmms-eval/v$VERSION/pins.txt
+if [ ! -f "$PINS" ]; then
+    echo "fetch_lmms_eval: error: $PINS: no patch set for lmms-eval $VERSION" >&2
+    exit 1
+fi
+read -r _ _ TAG COMMIT < <(grep '^upstream ' "$PINS")
+if [ "$COMMIT" = "-" ]; then
+    echo "fetch_lmms_eval: error: lmms-eval $VERSION has no public tag or commit yet (pinned by its PyPI wheel only);" \
+        "use the installed wheel" >&2
+    exit 1
+fi
 URL=${LMMS_EVAL_URL:-https://github.com/EvolvingLMMs-Lab/lmms-eval.git}
 DEST=${LMMS_EVAL_DEST:-third_party/lmms-eval}
 

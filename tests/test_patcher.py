@@ -439,3 +439,41 @@ def test_fetch_script_refuses_a_tag_that_names_another_commit(tmp_path: Path) ->
     env["LMMS_EVAL_DEST"] = str(tmp_path / "plain")
     run = subprocess.run(["bash", script], capture_output=True, text=True, env=env)
     assert run.returncode == 1 and "is not a git checkout" in run.stderr
+
+
+def test_fetch_script_refuses_a_version_pinned_only_by_its_wheel(tmp_path: Path) -> None:
+    env = {**os.environ, "LMMS_EVAL_VERSION": "0.7.3", "LMMS_EVAL_DEST": str(tmp_path / "dest")}
+    run = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "fetch_lmms_eval.sh")], capture_output=True, text=True,
+                         env=env)
+    assert run.returncode == 1 and "lmms-eval 0.7.3 has no public tag or commit yet" in run.stderr
+    assert not (tmp_path / "dest").exists()
+
+
+def test_installed_lmms_eval_says_which_version_and_patches(tree: Path, tmp_path: Path) -> None:
+    from levante_tasks.lmms_patch import installed_lmms_eval
+
+    unpatched = {"version": VERSION, "commit": PATCH_SET.identity, "patch_set_sha256": None, "patched": False}
+    assert installed_lmms_eval(tree) == unpatched
+    apply_patch_set(target_of(tree), PATCH_SET)
+    assert installed_lmms_eval(tree / "lmms_eval") == {**unpatched, "patch_set_sha256": PATCH_SET.patch_set_sha256,
+                                                       "patched": True}
+    older = _older_patch_set(tmp_path)
+    revert_patch_set(target_of(tree), PATCH_SET)
+    apply_patch_set(target_of(tree), older)  # what an older levante-tasks left: in effect, but not current
+    assert installed_lmms_eval(tree) == {**unpatched, "patch_set_sha256": older.patch_set_sha256}
+    (tree / DIST_INFO).rename(tree / "lmms_eval-0.7.9.dist-info")
+    assert installed_lmms_eval(tree) == {"version": "0.7.9", "commit": None,
+                                         "patch_set_sha256": older.patch_set_sha256, "patched": False}
+    with pytest.raises(LevanteError, match="no lmms_eval package here"):
+        installed_lmms_eval(tmp_path / "nowhere")
+
+
+def test_installed_lmms_eval_of_this_python() -> None:
+    import importlib.metadata
+
+    from levante_tasks.lmms_patch import installed_lmms_eval
+
+    found = installed_lmms_eval()
+    assert found["version"] == importlib.metadata.version("lmms_eval") == VERSION
+    assert found["commit"] == PATCH_SET.identity
+    assert found["patched"] == (found["patch_set_sha256"] == PATCH_SET.patch_set_sha256)
