@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from faults import fill_disk, one_error_line, run_cli, small_tmpfs
 from packaging.requirements import Requirement
 
 from levante_tasks.errors import LevanteError
@@ -177,6 +178,43 @@ def test_interrupted_patch_is_finished_by_a_rerun(tree: Path, capsys) -> None:
     outcome = apply_patch_set(target_of(tree), PATCH_SET)
     assert "lmms_eval/evaluator.py" not in outcome.changed
     assert snapshot(tree) == patched
+
+
+@pytest.mark.parametrize("fault", ["read-only folder", "full disk"])
+def test_failed_write_changes_nothing_and_is_one_line(fault: str, pristine_template: Path) -> None:
+    """Every patched file is written before any is renamed in: a write that fails leaves the tree as it was."""
+    with small_tmpfs("4m") as mount:
+        tree = mount / "site-packages"
+        for rel in ["lmms_eval/__init__.py", *PATCH_SET.targets]:
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(pristine_template / rel, tree / rel)
+        shutil.copytree(pristine_template / DIST_INFO, tree / DIST_INFO)
+        before = snapshot(tree)
+        if fault == "read-only folder":  # tasks/__init__.py comes after instance.py and __main__.py in the series
+            os.chmod(tree / "lmms_eval" / "tasks", 0o555)
+            blamed = "lmms_eval/tasks/__init__.py: cannot write the patched file (Permission denied)"
+        else:  # room for instance.py's new bytes, not for __main__.py's
+            fill_disk(mount, keep_free=16 * 1024)
+            blamed = "lmms_eval/__main__.py: cannot write the patched file (No space left on device)"
+        run = run_cli(["lmms-eval", "patch", "--target", tree], drop_dac=True, cwd=mount)
+        assert run.returncode == 2
+        line = one_error_line(run.stderr)
+        assert blamed in line and "nothing was changed" in line and str(mount) not in line
+        assert snapshot(tree) == before
+        assert not [p for p in tree.rglob(".*") if p.name != ".filler"]  # no temp files left behind
+        os.chmod(tree / "lmms_eval" / "tasks", 0o755)
+        (mount / ".filler").unlink(missing_ok=True)
+        assert run_cli(["lmms-eval", "patch", "--target", tree], cwd=mount).returncode == 0
+        assert set(file_states(target_of(tree), PATCH_SET).values()) == {"patched"}
+
+
+def test_temp_files_of_a_killed_run_are_removed_by_the_next(tree: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    leftover = tree / "lmms_eval" / "api" / f".instance.py.{int(dead.stdout)}.x1y2z3.part"
+    leftover.write_bytes(b"half a file")  # what kill -9 between writing a temp file and renaming it leaves
+    assert patch_main(["patch", "--target", str(tree)]) == 0
+    assert not leftover.exists()
+    assert set(file_states(target_of(tree), PATCH_SET).values()) == {"patched"}
 
 
 def _patched_copy(tree: Path, patched: dict[str, str], rel: str) -> Path:

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.errors import LevanteError, describe_os_error, display_path
 from levante_tasks.lmms_patch.audit import audit_tree
 from levante_tasks.lmms_patch.engine import (
     PATCHED,
@@ -147,4 +147,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except LevanteError as exc:
         print(f"patch_lmms_eval: error: {exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:
+        print(f"patch_lmms_eval: error: {describe_os_error(exc)}", file=sys.stderr)
+    return 2

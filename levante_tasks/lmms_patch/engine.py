@@ -8,13 +8,14 @@ and a re-run finishes the job. The record `lmms_eval/.levante_patches.json` is w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.atomic import atomic_path
+from levante_tasks.atomic import atomic_path, clean_stale
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.lmms_patch.patchset import PatchSet, sha256_bytes
 from levante_tasks.lmms_patch.target import Target, package_root
@@ -82,12 +83,26 @@ def _transform(target: Target, patch_set: PatchSet, path: str, reverse: bool) ->
     return text.encode("utf-8")
 
 
-def _replace_file(file: Path, data: bytes) -> None:
-    """Atomically replace `file` with `data`, keeping its permission bits."""
-    mode = file.stat().st_mode & 0o7777
-    with atomic_path(file) as tmp:
-        tmp.write_bytes(data)
-        os.chmod(tmp, mode)
+def _replace_files(target: Target, contents: dict[str, bytes]) -> None:
+    """Write every file's new bytes to a temp sibling first, then rename them all in, keeping each file's mode.
+
+    A write that fails (full disk, read-only folder) therefore changes nothing; only a kill between the renames
+    leaves some files replaced, each whole, which a re-run finishes. Temp files of killed runs are cleaned first.
+    """
+    for folder in {(target.root / path).parent for path in contents}:
+        clean_stale(folder)
+    with contextlib.ExitStack() as renames:
+        for path, data in contents.items():
+            file = target.root / path
+            try:
+                mode = file.stat().st_mode & 0o7777
+                tmp = renames.enter_context(atomic_path(file))
+                tmp.write_bytes(data)
+                os.chmod(tmp, mode)
+            except OSError as exc:
+                raise LevanteError(
+                    f"{target.shown(path)}: cannot write the patched file ({exc.strerror}); nothing was changed"
+                ) from exc
 
 
 def expected_record(target: Target, patch_set: PatchSet) -> dict[str, Any]:
@@ -135,8 +150,7 @@ def apply_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) 
     outcome.record = expected_record(target, patch_set)
     if dry_run:
         return outcome
-    for path, data in new_contents.items():
-        _replace_file(target.root / path, data)
+    _replace_files(target, new_contents)
     if read_record(target) != outcome.record:
         _write_record(target, outcome.record)
     return outcome
@@ -154,8 +168,7 @@ def revert_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False)
     if dry_run:
         return outcome
     record_path(target).unlink(missing_ok=True)
-    for path, data in old_contents.items():
-        _replace_file(target.root / path, data)
+    _replace_files(target, old_contents)
     return outcome
 
 
