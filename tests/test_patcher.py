@@ -192,10 +192,10 @@ def test_failed_write_changes_nothing_and_is_one_line(fault: str, pristine_templ
         before = snapshot(tree)
         if fault == "read-only folder":  # tasks/__init__.py comes after instance.py and __main__.py in the series
             os.chmod(tree / "lmms_eval" / "tasks", 0o555)
-            blamed = "lmms_eval/tasks/__init__.py: cannot write the patched file (Permission denied)"
+            blamed = "lmms_eval/tasks/__init__.py: cannot write the file (Permission denied)"
         else:  # room for instance.py's new bytes, not for __main__.py's
             fill_disk(mount, keep_free=16 * 1024)
-            blamed = "lmms_eval/__main__.py: cannot write the patched file (No space left on device)"
+            blamed = "lmms_eval/__main__.py: cannot write the file (No space left on device)"
         run = run_cli(["lmms-eval", "patch", "--target", tree], drop_dac=True, cwd=mount)
         assert run.returncode == 2
         line = one_error_line(run.stderr)
@@ -206,6 +206,19 @@ def test_failed_write_changes_nothing_and_is_one_line(fault: str, pristine_templ
         (mount / ".filler").unlink(missing_ok=True)
         assert run_cli(["lmms-eval", "patch", "--target", tree], cwd=mount).returncode == 0
         assert set(file_states(target_of(tree), PATCH_SET).values()) == {"patched"}
+
+
+def test_failed_revert_keeps_files_and_record(tree: Path) -> None:
+    apply_patch_set(target_of(tree), PATCH_SET)
+    before = snapshot(tree)  # the record included
+    os.chmod(tree / "lmms_eval" / "tasks", 0o555)
+    try:
+        run = run_cli(["lmms-eval", "revert", "--target", tree], drop_dac=True, cwd=tree)
+    finally:
+        os.chmod(tree / "lmms_eval" / "tasks", 0o755)
+    assert run.returncode == 2 and "tasks/__init__.py: cannot write the file" in one_error_line(run.stderr)
+    assert snapshot(tree) == before
+    assert applied_patch_record(tree) is not None
 
 
 def test_temp_files_of_a_killed_run_are_removed_by_the_next(tree: Path) -> None:

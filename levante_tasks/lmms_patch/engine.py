@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,9 @@ def _transform(target: Target, patch_set: PatchSet, path: str, reverse: bool) ->
     return text.encode("utf-8")
 
 
-def _replace_files(target: Target, contents: dict[str, bytes]) -> None:
-    """Write every file's new bytes to a temp sibling first, then rename them all in, keeping each file's mode.
+def _replace_files(target: Target, contents: dict[str, bytes], before_renames: Callable[[], None]) -> None:
+    """Write every file's new bytes to a temp sibling first, then call `before_renames`, then rename them all in,
+    keeping each file's mode.
 
     A write that fails (full disk, read-only folder) therefore changes nothing; only a kill between the renames
     leaves some files replaced, each whole, which a re-run finishes. Temp files of killed runs are cleaned first.
@@ -101,8 +103,9 @@ def _replace_files(target: Target, contents: dict[str, bytes]) -> None:
                 os.chmod(tmp, mode)
             except OSError as exc:
                 raise LevanteError(
-                    f"{target.shown(path)}: cannot write the patched file ({exc.strerror}); nothing was changed"
+                    f"{target.shown(path)}: cannot write the file ({exc.strerror}); nothing was changed"
                 ) from exc
+        before_renames()
 
 
 def expected_record(target: Target, patch_set: PatchSet) -> dict[str, Any]:
@@ -150,7 +153,7 @@ def apply_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) 
     outcome.record = expected_record(target, patch_set)
     if dry_run:
         return outcome
-    _replace_files(target, new_contents)
+    _replace_files(target, new_contents, before_renames=lambda: None)
     if read_record(target) != outcome.record:
         _write_record(target, outcome.record)
     return outcome
@@ -167,8 +170,7 @@ def revert_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False)
     outcome.changed = sorted(old_contents)
     if dry_run:
         return outcome
-    record_path(target).unlink(missing_ok=True)
-    _replace_files(target, old_contents)
+    _replace_files(target, old_contents, before_renames=lambda: record_path(target).unlink(missing_ok=True))
     return outcome
 
 
