@@ -3,8 +3,9 @@
 # throwaway venv layered on .venv (its own site-packages first, .venv's after) gets that version's pinned PyPI
 # wheel (hash-checked against pins.txt) and levante-tasks from a wheel freshly built from this checkout. From a
 # folder outside the checkout it then runs `levante-tasks lmms-eval patch` + `check` (patch sets from the
-# installed wheel) and one multiple-choice + generation task run through the lmms-eval CLI (tasks found by the
-# entry point); then pytest with the remaining arguments, if any, from the checkout.
+# installed wheel) and, on the synthetic release (`levante-tasks demo --prepare-only`), one multiple-choice and one
+# generation task run through the lmms-eval CLI (tasks found by the entry point); then pytest with the remaining
+# arguments, if any, from the checkout.
 # Usage: scripts/test_lmms_eval_version.sh VERSION [PYTEST ARGS...]
 # Env: VENV (default .venv, must be installed: `make venv`), OVERLAY (default $VENV/overlays/lmms-eval-VERSION).
 set -euo pipefail
@@ -59,8 +60,9 @@ EOF
 "$OVERLAY/bin/levante-tasks" lmms-eval patch
 "$OVERLAY/bin/levante-tasks" lmms-eval check >/dev/null
 "$PY" -c 'from levante_tasks.lmms_patch import installed_lmms_eval as i; r = i(); print(r); assert r["patched"], r'
-"$PY" -c 'import sys; from levante_tasks.harness.fixture_data import write_fixture; write_fixture(sys.argv[1])' data
-if ! LEVANTE_DATA_DIR=$WORK/data HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 "$PY" -m lmms_eval --model dummy \
+"$OVERLAY/bin/levante-tasks" demo --prepare-only --out demo >prepare.log 2>&1 ||
+    { cat prepare.log >&2; fail "levante-tasks demo --prepare-only failed (see the log above)"; }
+if ! LEVANTE_DATA_DIR=$WORK/demo/data HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 "$PY" -m lmms_eval --model dummy \
     --tasks levante_vocab_mc,levante_vocab --output_path out --verbosity WARNING >run.log 2>&1; then
     tail -40 run.log >&2
     fail "lmms-eval $VERSION: the task run failed (see the log above)"
