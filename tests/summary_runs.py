@@ -1,8 +1,9 @@
 """Real lmms-eval output for the summary tests: two offline models on the tiny task fixture, made once per session.
 
-`real_runs(tmp_path_factory)` runs `python -m lmms_eval` twice (levante_fixed letter=B, levante_image_oracle) over
-option-order seeds 0 and 1, the blank and shuffled controls, the egma-math group and one multiple_choice task,
-with `--log_samples`; later calls return the same folder. Tests copy it before breaking anything.
+`real_runs(tmp_path_factory)` runs lmms-eval's CLI (`levante_tasks.testing.lmms_cli`, which registers the test
+models) twice, levante_fixed letter=B and levante_image_oracle, over option-order seeds 0 and 1, the blank and
+shuffled controls, egma-math (per-sub-type metrics) and one multiple_choice task, with `--log_samples`; later
+calls return the same folder. Tests copy it before breaking anything.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ _MADE: dict[str, Path] = {}
 def _run(model: str, model_args: str, out: Path, data: Path, cwd: Path) -> None:
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("LEVANTE_DATA_VERSION", None)
-    command = [sys.executable, "-m", "lmms_eval", "--model", model, "--tasks", ",".join(TASKS),
+    command = [sys.executable, "-m", "levante_tasks.testing.lmms_cli", "--model", model, "--tasks", ",".join(TASKS),
                "--include_path", str(TASKS_DIR), "--output_path", str(out), "--log_samples",
                "--seed", "0,1234,1234,1234", "--verbosity", "WARNING"]
     if model_args:
@@ -41,7 +42,7 @@ def _run(model: str, model_args: str, out: Path, data: Path, cwd: Path) -> None:
 def real_runs(factory: pytest.TempPathFactory) -> Path:
     """`<root>/runs/{fixed,oracle}/<date>_results.json` + samples (and `<root>/data`, the prepared fixture)."""
     if "root" not in _MADE:
-        from levante_tasks.harness.fixture_data import write_fixture
+        from levante_tasks.testing.fixture_data import write_fixture
 
         root = factory.mktemp("summary-real")
         write_fixture(root / "data")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -165,7 +166,8 @@ def test_mismatched_budget_between_models_is_refused(
     out = tmp_path / "out"
     status, errors = summarize(capsys, runs, "--out", out)
     assert status == 2 and errors and not out.exists()
-    assert all("limit" in line for line in errors) and any("levante_vocab" in line for line in errors), errors
+    assert all("limit" in line for line in errors[:-1]) and "--allow-mismatch" in errors[-1], errors
+    assert any("levante_vocab" in line for line in errors), errors
     status, errors = summarize(capsys, runs, "--out", out, "--allow-mismatch")
     assert status == 0, errors
     flagged = [c for c in matrix(out)["cells"] if c["flags"]]
@@ -188,6 +190,7 @@ def test_mismatched_generation_budget_between_seeds_is_never_averaged(
     vocab = [c for c in matrix(tmp_path / "out")["cells"]
              if c["task"] == "levante_vocab" and c["variant"] == "original"]
     assert len(vocab) == 2 and all(c["n_replicates"] == 1 and c["flags"] for c in vocab)
+    assert any("budget.generation_kwargs.max_new_tokens" in f for c in vocab for f in c["flags"])
 
 
 def test_identical_duplicate_run_newest_wins(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -263,22 +266,27 @@ def test_verify_checks_recorded_provenance_against_the_installation(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     runs = copy_runs(root, tmp_path / "runs", ("fixed",))
-    installed = installed_lmms_eval()
-    data_dir = root / "data"
+    data_dir = tmp_path / "data"
+    shutil.copytree(root / "data", data_dir)
     version = (data_dir / "default_version").read_text(encoding="utf-8").strip()
-    fingerprint = json.loads((data_dir / version / "datasets" / "vocab" / "dataset.json").read_text())["fingerprint"]
+    for family, fingerprint in (("vocab", "a" * 64), ("egma-math", "b" * 64)):
+        info_path = data_dir / version / "datasets" / family / "dataset.json"
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+        info_path.write_text(json.dumps({**info, "fingerprint": fingerprint}), encoding="utf-8")
+    installed = installed_lmms_eval()
     edit_results(runs / "fixed", lambda d: with_provenance(
-        d, dataset_fingerprint=fingerprint, data_version=version,
+        d, dataset_fingerprint="a" * 64, data_version=version,
         lmms_eval={**installed, "patch_set_sha256": "0" * 64}))
     status = main(["verify", str(runs / "fixed"), "--data-dir", str(data_dir)])
-    err = capsys.readouterr().err
+    lines = capsys.readouterr().err.splitlines()
     assert status == 1
-    patch_lines = [line for line in err.splitlines() if "patch_set_sha256" in line]
-    assert patch_lines and all("0" * 64 in line for line in patch_lines), err
-    vocab = [line for line in err.splitlines() if "levante_vocab:" in line and "dataset_fingerprint" in line]
-    assert vocab == [], err  # vocab's fingerprint matches the prepared dataset
-    # the egma-math records name another dataset; its fingerprint does not match vocab's
-    assert any("levante_egma_math_addition" in line and "dataset_fingerprint" in line for line in err.splitlines())
+    patch = [line for line in lines if "patch_set_sha256" in line]
+    assert len(patch) == 1 and "0" * 64 in patch[0], lines  # one line per run for run-level provenance
+    fingerprints = [line for line in lines if "dataset_fingerprint" in line]
+    assert any("levante_egma_math:" in line and "b" * 64 in line for line in fingerprints), lines
+    assert not any("levante_vocab" in line for line in fingerprints), lines  # vocab's matches the data dir
+    assert any("levante_trog_mc:" in line and "no fingerprint" in line for line in fingerprints), lines
+    assert not any("lmms_eval commit" in line or "lmms_eval version" in line for line in lines), lines
 
 
 def test_verify_reports_a_run_without_provenance_as_unknown(

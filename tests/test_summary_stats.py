@@ -51,3 +51,10 @@ def test_lmms_eval_stderrs() -> None:
     # pooled over two subtasks of sizes 5 and 4 (lmms-eval's group stderr)
     pooled = stats.pooled_sample_stderr([expected, 0.25], [5, 4])
     assert pooled == pytest.approx(math.sqrt(((4 * expected**2 * 5) + (3 * 0.25**2 * 4)) / 7 / 9))
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 7, 10, 30, 120])
+def test_t_quantile_matches_scipy(df: int) -> None:
+    from scipy.special import stdtrit
+
+    assert stats.t_quantile_975(df) == pytest.approx(float(stdtrit(df, 0.975)), rel=1e-10)

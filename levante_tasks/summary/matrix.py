@@ -23,7 +23,7 @@ from typing import Any
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.summary import stats
-from levante_tasks.summary.provenance import COMPARISON_KEYS, sha256_json
+from levante_tasks.summary.provenance import sha256_json
 from levante_tasks.summary.units import Unit
 
 CONTROLS = {"shuffled": "visual_dependency_delta", "blank": "blank_image_delta"}
@@ -85,10 +85,6 @@ def resolve_duplicates(units: list[Unit]) -> tuple[list[Unit], list[dict[str, st
     return kept, superseded
 
 
-def _signature(unit: Unit) -> str:
-    return sha256_json({k: unit.comparison.get(k) for k in COMPARISON_KEYS})[:16]
-
-
 def check_comparisons(units: list[Unit], allow_mismatch: bool) -> dict[int, list[str]]:
     """Flags per unit (by id) whose comparison keys differ from its column's; LevanteError unless allowed."""
     by_column: dict[tuple, list[Unit]] = defaultdict(list)
@@ -97,21 +93,29 @@ def check_comparisons(units: list[Unit], allow_mismatch: bool) -> dict[int, list
     flags: dict[int, list[str]] = {}
     lines: list[str] = []
     for (_, task, _), members in sorted(by_column.items()):
-        counts = Counter(_signature(u) for u in members)
+        counts = Counter(u.signature for u in members)
         reference_sig = min(counts, key=lambda s: (-counts[s], s))
-        reference = next(u for u in members if _signature(u) == reference_sig)
+        reference = next(u for u in members if u.signature == reference_sig)
         seen: set[tuple] = set()
         for unit in members:
-            if _signature(unit) == reference_sig:
+            if unit.signature == reference_sig:
                 continue
             differ = _differences(reference.comparison, unit.comparison)
             flag = f"not comparable with the column's other cells: {'; '.join(differ)}"
             flags[id(unit)] = [flag]
-            key = (unit.row, unit.variant, _signature(unit))
+            key = (unit.row, unit.variant, unit.signature)
             if key not in seen:
                 seen.add(key)
                 lines.append(f"{task} ({unit.variant}, {_model_text(unit.row)}, {unit.source}) differs from "
                              f"{reference.source} in {'; '.join(differ)}")
+    by_cell: dict[tuple, list[Unit]] = defaultdict(list)
+    for unit in units:
+        by_cell[(unit.row, unit.family, unit.task, unit.output_type, unit.variant)].append(unit)
+    for members in by_cell.values():
+        if len({u.signature for u in members}) > 1:
+            for unit in members:
+                flags.setdefault(id(unit), []).append(
+                    "replicates of this cell with other provenance are kept apart (never averaged)")
     if lines and not allow_mismatch:
         raise LevanteError("\n".join(
             [*lines, "cells that differ in these keys are not compared or averaged: rerun with the same settings, "
@@ -122,9 +126,12 @@ def check_comparisons(units: list[Unit], allow_mismatch: bool) -> dict[int, list
 def _merge_provenance(units: list[Unit]) -> dict[str, Any]:
     """Per key: the value when all replicates agree, else the sorted list of distinct values."""
     merged: dict[str, Any] = {}
-    for key in units[0].provenance:
+    for key, first in units[0].provenance.items():
+        if all(u.provenance[key] == first for u in units[1:]):
+            merged[key] = first
+            continue
         values = {sha256_json(u.provenance[key]): u.provenance[key] for u in units}
-        merged[key] = next(iter(values.values())) if len(values) == 1 else [values[h] for h in sorted(values)]
+        merged[key] = [values[h] for h in sorted(values)]
     merged["seeds"] = sorted({tuple(u.provenance["seeds"].values()) for u in units}, key=repr)
     merged["option_seeds"] = sorted({u.replicate[0] for u in units})
     return merged
@@ -176,7 +183,7 @@ def build(units: list[Unit], allow_mismatch: bool = False) -> Built:
     flags = check_comparisons(units, allow_mismatch)
     grouped: dict[CellKey, list[Unit]] = defaultdict(list)
     for unit in units:
-        grouped[(unit.row, unit.family, unit.task, unit.output_type, unit.variant, _signature(unit))].append(unit)
+        grouped[(unit.row, unit.family, unit.task, unit.output_type, unit.variant, unit.signature)].append(unit)
     cells = {key: _cell(key, members, [f for u in members for f in flags.get(id(u), [])])
              for key, members in sorted(grouped.items(), key=lambda kv: repr(kv[0]))}
     _add_deltas(cells, grouped)

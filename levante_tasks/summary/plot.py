@@ -27,8 +27,13 @@ def write_heatmap(path: Path, matrix: dict[str, Any]) -> None:
     columns = matrix["columns"]
     models = [f"{m['model']} @ {m['revision'][:12]} ({m['adapter']})" for m in matrix["models"]]
     keys = [(m["model"], m["revision"], m["adapter"]) for m in matrix["models"]]
-    fig = Figure(figsize=(2.0 + 0.75 * len(columns), 1.6 + 0.45 * len(models)), dpi=100)
+    # margins in inches for the rotated column labels and the model labels (7 pt: ~0.06 inch a character)
+    left = 0.3 + 0.06 * max((len(m) for m in models), default=1)
+    bottom = 0.5 + 0.055 * max((len(c["task"]) for c in columns), default=1)
+    width, height = left + 1.2 + 0.75 * len(columns), bottom + 0.5 + 0.45 * len(models)
+    fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=left / width, right=1 - 1.0 / width, bottom=bottom / height, top=1 - 0.4 / height)
     ax = fig.add_subplot()
     grid = [[float("nan")] * len(columns) for _ in models]
     ax.set_facecolor("#dddddd")
@@ -58,4 +63,4 @@ def write_heatmap(path: Path, matrix: dict[str, Any]) -> None:
     ax.set_title("accuracy (original images); hatched = Wilson 95% CI reaches chance", fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", bbox_inches="tight", metadata={"Software": None})
+        fig.savefig(tmp, format="png", metadata={"Software": None})

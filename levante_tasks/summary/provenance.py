@@ -17,7 +17,6 @@ from any known value in every comparison.
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import json
@@ -67,12 +66,11 @@ def recorded(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _without(config: Mapping[str, Any], top: tuple[str, ...], levante: tuple[str, ...]) -> dict[str, Any]:
-    trimmed = {k: copy.deepcopy(v) for k, v in config.items() if k not in top}
+    """A shallow copy of `config` without the `top` keys and the `levante` keys of metadata.levante."""
+    trimmed = {k: v for k, v in config.items() if k not in top}
     spec = levante_spec(trimmed)
     if spec:
-        for key in levante:
-            spec.pop(key, None)
-        trimmed["metadata"] = {**trimmed["metadata"], "levante": spec}
+        trimmed["metadata"] = {**trimmed["metadata"], "levante": {k: v for k, v in spec.items() if k not in levante}}
     return trimmed
 
 

@@ -49,6 +49,7 @@ class Unit:
     items: frozenset[str]
     provenance: dict[str, Any]
     comparison: dict[str, Any]
+    signature: str  # short hash of `comparison`: units compare only when it is equal
 
     @property
     def accuracy(self) -> float:
@@ -121,6 +122,8 @@ def _counts(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 @dataclass
 class _Leaf:
+    """One leaf task of a run, described and checked (records, variant, seed, provenance)."""
+
     name: str
     family: str
     variant: str
@@ -131,6 +134,7 @@ class _Leaf:
     lines: list[dict[str, Any]]
     provenance: dict[str, Any]
     comparison: dict[str, Any]
+    signature: str
 
 
 def _describe_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]], where: str,
@@ -153,9 +157,10 @@ def _describe_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any
         if record.get("variant", variant) != variant or int(record.get("seed", seed)) != seed:
             raise FileProblem(f"{where}: records of task {name!r} mix variants or seeds")
     provenance = prov.task_provenance(results, config)
+    comparison = prov.comparison(provenance, config, results)
     return _Leaf(name, family, variant, seed, str(config.get("output_type") or "generate_until"),
-                 strip_suffixes(name, variant, seed), records, lines, provenance,
-                 prov.comparison(provenance, config, results))
+                 strip_suffixes(name, variant, seed), records, lines, provenance, comparison,
+                 prov.sha256_json(comparison)[:16])
 
 
 def _unit(run: ParsedRun, leaf: _Leaf, records: list[dict[str, Any]], column: str, parent: str) -> Unit:
@@ -165,7 +170,7 @@ def _unit(run: ParsedRun, leaf: _Leaf, records: list[dict[str, Any]], column: st
         leaf=leaf.name, row=(run.model["public_id"], run.model["revision"], run.model["adapter"]),
         family=leaf.family, task=column, parent=parent, output_type=leaf.output_type, variant=leaf.variant,
         replicate=(leaf.seed, seeds["random"], seeds["numpy"], seeds["torch"], seeds["fewshot"]),
-        provenance=leaf.provenance, comparison=leaf.comparison, **_counts(records))
+        provenance=leaf.provenance, comparison=leaf.comparison, signature=leaf.signature, **_counts(records))
 
 
 def _subtype_units(run: ParsedRun, leaf: _Leaf, config: Mapping[str, Any]) -> list[Unit]:

@@ -195,12 +195,17 @@ def default_data_dir() -> Path:
     return Path(env).expanduser() if env else Path(platformdirs.user_cache_dir("levante-tasks"))
 
 
-def _dataset_fingerprint(data_dir: Path, version: str, family: str) -> str | None:
+def _dataset_fingerprint(data_dir: Path, version: str, family: str) -> str:
+    """The fingerprint `prepare` recorded for a task's dataset, or what stands in its way (in words)."""
+    where = f"{version}/datasets/{family}/dataset.json"
     try:
         info = json.loads((data_dir / version / "datasets" / family / "dataset.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return str(info.get("fingerprint")) if isinstance(info, dict) and info.get("fingerprint") else None
+    except FileNotFoundError:
+        return f"no {where} (not prepared here)"
+    except (OSError, ValueError) as exc:
+        return f"unreadable {where} ({type(exc).__name__})"
+    found = info.get("fingerprint") if isinstance(info, dict) else None
+    return str(found) if found else f"no fingerprint in {where}"
 
 
 def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str], data_dir: Path,
@@ -226,8 +231,7 @@ def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str
         family = str(spec.get("task") or name)
         have = str(mine.get("dataset_fingerprint") or prov.UNKNOWN)
         version = str(mine.get("data_version") or "")
-        want = (_dataset_fingerprint(data_dir, version, family) if version else None) or (
-            f"no prepared dataset {version}/datasets/{family}" if version else "data_version not recorded")
+        want = _dataset_fingerprint(data_dir, version, family) if version else "? (data_version not recorded)"
         if have != want:
             out.append(f"{where}: {name}: dataset_fingerprint: recorded {have}, data dir has {want}")
     out += [f"{where}: {line} ({count} task(s))" for line, count in sorted(run_level.items())]

@@ -97,6 +97,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _family_section(family: str, matrix: dict[str, Any]) -> list[str]:
+    """One family: a table per image variant (rows = task columns, columns = models), then the control deltas."""
     columns = [c for c in matrix["columns"] if c["family"] == family]
     cells = [c for c in matrix["cells"] if c["family"] == family]
     models = sorted({_model_label(c) for c in cells})
@@ -105,24 +106,23 @@ def _family_section(family: str, matrix: dict[str, Any]) -> list[str]:
         chosen = [c for c in cells if c["variant"] == variant]
         if not chosen:
             continue
-        names = [c["task"] for c in columns if any(x["task"] == c["task"] for x in chosen)]
-        rows = [["chance", *(_pct(next(c for c in columns if c["task"] == n)["chance"]) for n in names)]]
-        for model in models:
-            row = [model]
-            for name in names:
-                found = [c for c in chosen if c["task"] == name and _model_label(c) == model]
-                row.append("<br>".join(_cell_text(c) for c in found) or "")
-            rows.append(row)
-        lines += [f"Accuracy ({variant} images):", "", *_table(["model", *names], rows)]
-    deltas = [c for c in cells if c["variant"] == "original"
-              and (c.get("blank_image_delta") is not None or c.get("visual_dependency_delta") is not None)]
-    if deltas:
-        rows = [[_model_label(c), c["task"], _pct(c["accuracy"]), _pct(c.get("acc_shuffled")),
-                 _pct(c.get("visual_dependency_delta")), _pct(c.get("acc_blank")), _pct(c.get("blank_image_delta"))]
-                for c in deltas]
-        lines += ["Visual controls (paired replicates):", "", *_table(
-            ["model", "task", "acc", "acc shuffled", "visual_dependency_delta", "acc blank", "blank_image_delta"],
-            rows)]
+        rows = []
+        for column in columns:
+            found = [c for c in chosen if c["task"] == column["task"] and c["output_type"] == column["output_type"]]
+            if found:
+                rows.append([column["task"], _pct(column["chance"]),
+                             *("<br>".join(_cell_text(c) for c in found if _model_label(c) == m) for m in models)])
+        lines += [f"Accuracy with {variant} images:", "", *_table(["task", "chance", *models], rows)]
+    rows = []
+    for cell in (c for c in cells if c["variant"] == "original"):
+        for control, delta in (("shuffled", "visual_dependency_delta"), ("blank", "blank_image_delta")):
+            if cell.get(delta) is not None:
+                rows.append([_model_label(cell), cell["task"], control, str(cell[f"{control}_pairs"]),
+                             _pct(cell[f"acc_{control}"] + cell[delta]), _pct(cell[f"acc_{control}"]),
+                             f"{delta} = {cell[delta]:+.3f}"])
+    if rows:
+        lines += ["Visual controls (original minus control, on the replicates both ran):", "", *_table(
+            ["model", "task", "control", "replicates", "acc", "acc control", "delta"], rows)]
     return lines
 
 
