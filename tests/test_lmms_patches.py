@@ -296,7 +296,7 @@ def full_probe(trees, packages, tiny_vlm) -> dict:
 @pytest.fixture(scope="module")
 def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A random-init Idefics3 (SmolVLM v1 family) checkpoint with a working processor, built offline."""
-    from levante_adapters.tiny_models import build_tiny_vlm
+    from levante_tasks.testing.tiny_models import build_tiny_vlm
 
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny_vlm") / "ckpt")
 
