@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -193,6 +194,19 @@ def test_mismatched_generation_budget_between_seeds_is_never_averaged(
     assert any("budget.generation_kwargs.max_new_tokens" in f for c in vocab for f in c["flags"])
 
 
+def test_other_prompt_variant_between_models_is_refused(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs")
+
+    def other_prompt(data: dict) -> None:
+        data["configs"]["levante_vocab"]["lmms_eval_specific_kwargs"]["default"]["post_prompt"] = "Think first."
+
+    edit_results(runs / "oracle", other_prompt)
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 2 and any("levante_vocab" in line and "prompt" in line for line in errors), errors
+
+
 def test_identical_duplicate_run_newest_wins(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = copy_runs(root, tmp_path / "runs", ("fixed",))
 
@@ -307,3 +321,38 @@ def test_verify_a_truncated_samples_file(root: Path, tmp_path: Path, capsys: pyt
     err = capsys.readouterr().err
     assert status == 1 and "levante_vocab" in err and "n-samples" in err, err
     assert len(samples(runs / "fixed", "levante_vocab")) == len(lines) - 1
+
+
+def test_verify_recomputes_group_values_and_names_lmms_evals_weighting(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A group's value is the pooled accuracy of its tasks; lmms-eval 0.7.x weights a task by the count of the
+    metric it aggregated last, which for egma-math (per-sub-type metrics) is one sub-type's item count."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    folder = runs / "fixed"
+    vocab, math_lines = samples(folder, "levante_vocab"), samples(folder, "levante_egma_math")
+    correct = [line["levante_item"]["correct"] for line in vocab + math_lines]
+    pooled = sum(correct) / len(correct)
+    first_seen = {}
+    for number, line in enumerate(math_lines):
+        for key in line:
+            if key.startswith("levante_acc_"):
+                first_seen.setdefault(key, number)
+    last_key = max(first_seen, key=first_seen.get)
+    math_weight = sum(last_key in line for line in math_lines)
+    acc = [sum(line["levante_item"]["correct"] for line in part) / len(part) for part in (vocab, math_lines)]
+    lmms_value = (acc[0] * len(vocab) + acc[1] * math_weight) / (len(vocab) + math_weight)
+    assert not math.isclose(lmms_value, pooled)
+
+    def group_of(value: float):
+        def change(data: dict) -> None:
+            data["group_subtasks"]["pair"] = ["levante_vocab", "levante_egma_math"]
+            data["groups"] = {"pair": {"alias": "pair", "levante_acc,none": value}}
+        return change
+
+    edit_results(folder, group_of(pooled))
+    assert main(["verify", str(folder), "--skip-installation"]) == 0, capsys.readouterr().err
+    edit_results(folder, group_of(lmms_value))
+    assert main(["verify", str(folder), "--skip-installation"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "pair: levante_acc,none" in line and f"levante_egma_math {math_weight}" in line and "last metric" in line

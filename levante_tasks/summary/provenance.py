@@ -171,12 +171,14 @@ def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None)
     name = str(results.get("model_name") or args.get("pretrained") or "")
     if name and _path_like(name):
         name, path_rev = _local_name(name)
-    public_id = args.get("model_id") or answer.get("model_id") or name
+    public_id = str(args.get("model_id") or answer.get("model_id") or name)
+    if _path_like(public_id):
+        public_id = _local_name(public_id)[0]
     if not public_id:
         public_id = f"{adapter}[{redact_model_args(run.get('model_args'))}]" if args else adapter
     revision = next((r for r in (args.get("revision"), answer.get("revision"), path_rev)
                      if isinstance(r, str) and _HEX40.fullmatch(r)), UNKNOWN)
-    return {"adapter": adapter, "public_id": str(public_id), "revision": revision}
+    return {"adapter": adapter, "public_id": public_id, "revision": revision}
 
 
 def json_answer(line: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -91,7 +91,7 @@ def _clt_numbers(lines: list[dict[str, Any]], metric: str, score_key: str) -> li
 
 
 def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]], where: str) -> tuple[list[str], dict]:
-    """Mismatch lines of one leaf task, and its recomputed `{metric_key: value}` (for group checks)."""
+    """Mismatch lines of one leaf task, and what groups need: `{metric_key: (value, n lines), ..., "lmms_size"}`."""
     out: list[str] = []
     reported = results["results"].get(name) or {}
     config = results["configs"].get(name) or {}
@@ -105,7 +105,7 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
     iters = results["config"].get("bootstrap_iters", 100000)
     keys = [k for k in reported if "," in k and not k.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES)]
     filters = {k.rsplit(",", 1)[1] for k in keys}
-    recomputed: dict[str, Any] = {"samples": len(lines)}
+    recomputed: dict[str, Any] = {"lmms_size": _lmms_sample_len(lines, aggregations)}
     for key in sorted(keys):
         metric, filt = key.rsplit(",", 1)
         if reported[key] == [] and metric not in aggregations:
@@ -130,7 +130,7 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
             got = None if reported[check] == "N/A" else reported[check]
             if not _close(got, want):
                 out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
-        recomputed[key] = value
+        recomputed[key] = (value, sum(metric in line for line in lines))
         recomputed[f"{metric}_stderr,{filt}"] = expected[f"{metric}_stderr,{filt}"]
     for number, line in enumerate(lines):
         record = line.get(RECORD_KEY)
@@ -157,7 +157,21 @@ def _group_leaves(group: str, children: Mapping[str, list[str]]) -> list[str]:
     return out
 
 
+def _lmms_sample_len(lines: list[dict[str, Any]], aggregations: Mapping[str, str]) -> int:
+    """The size lmms-eval 0.7.x gives a task in group averages: the item count of the last metric it aggregated.
+
+    (`TaskOutput.sample_len` is overwritten per metric; metrics come in the order docs first returned them.)
+    For a task whose docs return different metrics (per-sub-type accuracies) it is not the task's size.
+    """
+    order: dict[str, None] = {}
+    for line in lines:
+        order.update(dict.fromkeys(k for k in line if k in aggregations))
+    last = next(reversed(order), None)
+    return sum(last in line for line in lines) if last else len(lines)
+
+
 def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: str) -> list[str]:
+    """Group values: the mean over the leaves reporting the metric, weighted by how many items each scored."""
     out = []
     children = results.get("group_subtasks") or {}
     for group, reported in sorted((results.get("groups") or {}).items()):
@@ -167,18 +181,25 @@ def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: s
         for key, value in sorted(reported.items()):
             if "," not in key or key.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES) or not _number(value):
                 continue
-            parts = [(recomputed[leaf].get(key), recomputed[leaf]["samples"]) for leaf in leaves]
-            if any(v is None for v, _ in parts):
-                out.append(f"{where}: {group}: {key}: cannot recompute (a subtask lacks it)")
+            having = [leaf for leaf in leaves if recomputed[leaf].get(key, (None,))[0] is not None]
+            if not having:
+                out.append(f"{where}: {group}: {key}: cannot recompute (no subtask reports it)")
                 continue
-            weighted = sum(v * n for v, n in parts) / sum(n for _, n in parts)
+            parts = [recomputed[leaf][key] for leaf in having]
+            pooled = sum(v * n for v, n in parts) / sum(n for _, n in parts)
             plain = sum(v for v, _ in parts) / len(parts)
-            if not (_close(value, weighted) or _close(value, plain)):
-                out.append(f"{where}: {group}: {key}: reported {_show(value)}, recomputed {_show(weighted)} "
-                           f"(size-weighted mean of {len(leaves)} subtasks)")
+            if not (_close(value, pooled) or _close(value, plain)):
+                sizes = [recomputed[leaf]["lmms_size"] for leaf in having]
+                lmms = sum(v * n for (v, _), n in zip(parts, sizes, strict=True)) / sum(sizes)
+                why = (" (lmms-eval weighted each task by the item count of its last metric, not of this one: "
+                       f"{', '.join(f'{leaf} {n}' for leaf, n in zip(having, sizes, strict=True))})"
+                       if _close(value, lmms) else "")
+                out.append(f"{where}: {group}: {key}: reported {_show(value)}, pooled over {len(having)} "
+                           f"subtask(s) {_show(pooled)}{why}")
+                continue
             metric, filt = key.rsplit(",", 1)
             stderr_key = f"{metric}_stderr,{filt}"
-            errs = [recomputed[leaf].get(stderr_key) for leaf in leaves]
+            errs = [recomputed[leaf].get(stderr_key) for leaf in having]
             if _number(reported.get(stderr_key)) and all(_number(e) for e in errs):
                 want = stats.pooled_sample_stderr(errs, [n for _, n in parts])  # type: ignore[arg-type]
                 if not _close(reported[stderr_key], want):

@@ -1,0 +1,83 @@
+"""Provenance helpers of the summary: stable task versions, model identity without local paths, task source hash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from levante_tasks.summary import provenance as prov
+
+CONFIG = {
+    "task": "levante_vocab",
+    "doc_to_text": "<function doc_to_text at 0x7f6591dfff60>",
+    "generation_kwargs": {"max_new_tokens": 128},
+    "metadata": {"version": 1.0, "levante": {"task": "vocab", "seed": 0, "variant": "original"}},
+}
+
+
+def with_changes(**changes: object) -> dict:
+    config = {**CONFIG, "metadata": {**CONFIG["metadata"], "levante": dict(CONFIG["metadata"]["levante"])}}
+    config.update(changes)
+    return config
+
+
+def test_task_version_ignores_memory_addresses_and_recorded_provenance() -> None:
+    moved = with_changes(doc_to_text="<function doc_to_text at 0x7f0000000abc>")
+    moved["metadata"]["levante"]["provenance"] = {"dataset_fingerprint": "f" * 64}
+    assert prov.task_version(moved) == prov.task_version(CONFIG)
+    assert prov.task_version(with_changes(generation_kwargs={"max_new_tokens": 8})) != prov.task_version(CONFIG)
+
+
+def test_prompt_hash_is_shared_by_seeds_and_controls_but_not_by_other_prompts() -> None:
+    blank = with_changes(task="levante_vocab_blank")
+    blank["metadata"]["levante"].update(variant="blank", seed=1)
+    results = {"system_instruction_sha": None, "chat_template_sha": None}
+    assert prov.prompt_hash(blank, results) == prov.prompt_hash(CONFIG, results)
+    other = with_changes(lmms_eval_specific_kwargs={"default": {"post_prompt": "Think step by step."}})
+    assert prov.prompt_hash(other, results) != prov.prompt_hash(CONFIG, results)
+    assert prov.prompt_hash(CONFIG, {**results, "system_instruction_sha": "ab"}) != prov.prompt_hash(CONFIG, results)
+
+
+def results_for(model: str, model_args: str, name: str = "") -> dict:
+    return {"config": {"model": model, "model_args": model_args}, "model_name": name}
+
+
+@pytest.mark.parametrize(
+    ("model_args", "name", "answer", "public_id", "revision"),
+    [
+        ("pretrained=/home/alice/models/tiny-clip", "/home/alice/models/tiny-clip", None, "tiny-clip", "unknown"),
+        ("pretrained=/cache/hub/models--org--clip-b/snapshots/" + "a" * 40, "", None, "org/clip-b", "a" * 40),
+        ("pretrained=org/model,revision=" + "b" * 40, "org/model", None, "org/model", "b" * 40),
+        ("pretrained=org/model,revision=main", "org/model", None, "org/model", "unknown"),
+        ("pretrained=/x/y", "/x/y", {"model_id": "org/real", "revision": "c" * 40}, "org/real", "c" * 40),
+        ("letter=B", "", None, "levante_fixed[letter=B]", "unknown"),
+        ("model_id=/srv/ckpt/step-100", "", None, "step-100", "unknown"),
+    ],
+)
+def test_model_identity(model_args: str, name: str, answer: dict | None, public_id: str, revision: str) -> None:
+    got = prov.model_identity(results_for("levante_fixed", model_args, name), answer)
+    assert got == {"adapter": "levante_fixed", "public_id": public_id, "revision": revision}
+
+
+def test_redacted_model_args_hold_no_local_path() -> None:
+    text = prov.redact_model_args("pretrained=/home/alice/models/tiny-clip,dtype=float32,cache=~/c")
+    assert text == "pretrained=tiny-clip,dtype=float32,cache=c"
+
+
+def test_task_source_hash_covers_yaml_includes_and_utils(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks"
+    (tasks / "t").mkdir(parents=True)
+    (tasks / "_template_yaml").write_text("output_type: generate_until\n")
+    (tasks / "t" / "utils.py").write_text("def f(doc):\n    return doc\n")
+    (tasks / "t" / "my_task.yaml").write_text("task: my_task\ninclude: ../_template_yaml\n"
+                                              "doc_to_text: !function utils.f\n")
+    first = prov.task_source_sha256("my_task", tasks)
+    assert first is not None and len(first) == 64
+    assert prov.task_source_sha256("other_task", tasks) is None
+    for path, text in ((tasks / "_template_yaml", "output_type: multiple_choice\n"),
+                       (tasks / "t" / "utils.py", "def f(doc):\n    return None\n")):
+        before = prov.task_source_sha256("my_task", tasks)
+        path.write_text(text)
+        prov._task_yamls.cache_clear()
+        assert prov.task_source_sha256("my_task", tasks) != before
