@@ -84,6 +84,18 @@ def test_truncated_samples_file_names_file_and_line(
     assert vocab and vocab[0]["n_replicates"] == 1  # the seed-1 replicate is left out, never half-read
 
 
+def test_samples_of_two_runs_in_one_file_are_one_line(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lmms-eval appends to `<date>_samples_<task>.jsonl`: two runs started in the same second share the file."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    (path,) = (runs / "fixed").glob("*_samples_levante_trog_mc.jsonl")
+    path.write_bytes(path.read_bytes() * 2)
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 1 and len(errors) == 1 and path.name in errors[0] and "doc_id" in errors[0], errors
+    assert not [c for c in matrix(tmp_path / "out")["cells"] if c["task"] == "levante_trog_mc"]
+
+
 @pytest.mark.parametrize(("bad", "needle"), [(b"\x00", "NUL"), (b"\xff", "UTF-8")])
 def test_bad_bytes_in_results_are_one_line(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: bytes, needle: str

@@ -145,6 +145,8 @@ def _describe_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any
     records = [_record(line, f"{where}:{line['_line']}") for line in lines]
     if not records:
         raise FileProblem(f"{where}: no samples (empty file)")
+    if len({line.get("doc_id") for line in lines}) < len(lines):
+        raise FileProblem(f"{where}: a doc_id occurs twice (two lmms-eval runs appended to one file?)")
     spec = prov.levante_spec(config)
     first = records[0]
     family = str(spec.get("task") or first.get("task") or name)
@@ -185,7 +187,8 @@ def _subtype_units(run: ParsedRun, leaf: _Leaf, config: Mapping[str, Any]) -> li
     return units
 
 
-def _find_answer(run: RunFiles, lines_by_task: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+def _find_answer(lines_by_task: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+    """The first JSON answer that names the model (id or revision), from the first lines of each task."""
     for task in sorted(lines_by_task):
         for line in lines_by_task[task][:3]:
             answer = prov.json_answer(line)
@@ -222,7 +225,7 @@ def parse_run(run: RunFiles) -> ParsedRun:
         except FileProblem as exc:
             problems.append(str(exc))
             tasks[name] = {"status": "failed", "problem": str(exc)}
-    model = prov.model_identity(results, _find_answer(run, lines_by_task))
+    model = prov.model_identity(results, _find_answer(lines_by_task))
     parsed = ParsedRun(run, results, model, tasks=tasks, problems=problems)
     for name, leaf in leaves.items():
         parsed.units.append(_unit(parsed, leaf, leaf.records, leaf.column, ""))
