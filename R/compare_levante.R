@@ -190,7 +190,7 @@ write_out(dist, "human_distributions.csv")
 # --- KL(human || model) with a fitted beta, count-weighted cells, uniform baseline ---------------------
 kl_row <- function(p, q) {
   q[q == 0] <- EPS
-  sum(ifelse(p > 0, p * log(p / q), 0))
+  sum(ifelse(p > 0, p * (log(p) - log(q)), 0))  # log(p / q) would overflow for a subnormal q
 }
 softmax <- function(s, beta) {
   z <- beta * s

@@ -4,7 +4,8 @@
 # Usage: Rscript R/export_irt_params.R <model.rds> <out_dir>
 # Writes <out_dir>/model_vals.csv (mirt mod2values layout: group, item, class, name, value, ...),
 #        <out_dir>/scores.csv (run_id, ability, se; calibration EAP) and
-#        <out_dir>/record.csv (slot, value: model_class, itemtype, invariance, group_names, items).
+#        <out_dir>/record.csv (slot, value: model_class, itemtype, invariance, group_names, items, runs;
+#        runs = run_id of each calibration data row, which scores are matched to by run id).
 # readRDS() loads the S4 object without its class definition; slots are read with methods::slot(),
 # falling back to attr() (S4 slots are stored as attributes). A record without model_vals is an error.
 
@@ -50,7 +51,7 @@ if (!is.null(scores) && all(c("run_id", "ability", "se") %in% names(scores))) {
                         stringsAsFactors = FALSE), "scores.csv")
 }
 
-meta_slots <- c("model_class", "itemtype", "invariance", "group_names", "items")
+meta_slots <- c("model_class", "itemtype", "invariance", "group_names", "items", "runs")
 meta <- do.call(rbind, lapply(meta_slots, function(name) {
   value <- if (is.data.frame(record)) NULL else get_slot(record, name)
   if (is.null(value) || length(value) == 0) return(NULL)

@@ -200,7 +200,7 @@ def main() -> None:
     trials_sizes = [t for t in args.trials if t <= 100_000] if args.quick else args.trials
     results: dict[tuple[int, int], dict[str, float]] = {}
     print(f"levante-tasks compare: {len(TASKS)} tasks x {ITEMS_PER_TASK} items, n_boot {args.n_boot}, "
-          f"{os.cpu_count()} CPUs")
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (other processes make wall > CPU)")
     print(f"{'trials':>9} {'models':>7} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         for n_trials in trials_sizes:
@@ -211,15 +211,16 @@ def main() -> None:
                 res = results[(n_trials, n_models)] = measure(folder, n_models, args.n_boot)
                 print(f"{n_trials:>9} {n_models:>7} {res['seconds']:>8.2f} {res['cpu_seconds']:>8.2f} "
                       f"{res['peak_mib']:>9.0f}", flush=True)
-    print("growth with models (time at the most models / time at the fewest, same trials):")
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    print("growth with models (CPU time at the most models / at the fewest, same trials):")
     low, high = min(args.models), max(args.models)
     for n_trials in trials_sizes:
-        ratio = results[(n_trials, high)]["seconds"] / results[(n_trials, low)]["seconds"]
+        ratio = results[(n_trials, high)]["cpu_seconds"] / results[(n_trials, low)]["cpu_seconds"]
         print(f"  {n_trials:>9} trials: {low} -> {high} models x{high / low:g}: time x{ratio:.2f}")
-    print("growth with trials (same models):")
+    print("growth with trials (CPU time, same models):")
     first, last = trials_sizes[0], trials_sizes[-1]
     for n_models in args.models:
-        ratio = results[(last, n_models)]["seconds"] / results[(first, n_models)]["seconds"]
+        ratio = results[(last, n_models)]["cpu_seconds"] / results[(first, n_models)]["cpu_seconds"]
         print(f"  {n_models:>3} models: {first} -> {last} trials x{last / first:g}: time x{ratio:.2f}")
 
 

@@ -130,16 +130,37 @@ def test_bad_items_file_is_one_line(tmp_path: Path, kind: str) -> None:
         items = tmp_path / "datasets" / "trog"
         items.mkdir(parents=True)
         (items / "test.parquet").write_bytes(b"PAR1 not really")
-        items, needle = tmp_path / "datasets", "datasets"
+        items, needles = tmp_path / "datasets", ("datasets/trog/test.parquet: not a", "prepared dataset")
     else:
-        items, needle = tmp_path / "items.csv", "items.csv"
+        items = tmp_path / "items.csv"
         table = {"no_item_uid": {"uid": ["x"], "options": ['["a", "b"]']},
                  "bad_options": {"item_uid": ["x"], "options": ["a;b"]}}[kind]
+        needles = {"no_item_uid": ("items.csv", "lacks column item_uid"),
+                   "bad_options": ("items.csv: row 1", "not a JSON list")}[kind]
         pd.DataFrame(table).to_csv(items, index=False)
     folder = irt_fixture_dir()
     done = run_cli(["compare", "--irt", str(folder / "trog_rasch_f1_scalar.rds"), "--trials", str(trials),
                     "--runs", str(folder / "runs.csv"), "--models", str(records(tmp_path / "records.csv")),
                     "--items", str(items), "--out", str(tmp_path / "out"), "--no-plots"])
     assert done.returncode == 2
-    assert needle in one_error_line(done.stderr)
+    line = one_error_line(done.stderr)
+    assert all(needle in line for needle in needles), line
+    assert str(tmp_path) not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_malformed_trials_row_is_one_line_naming_the_line(tmp_path: Path) -> None:
+    """The trials file is parsed by pyarrow; a row with an extra field still names the file and its line."""
+    trials = tmp_path / "trials.csv"
+    trog_trials().head(50).to_csv(trials, index=False)
+    lines = trials.read_text().splitlines()
+    lines[7] += ',"one field too many"'
+    trials.write_text("\n".join(lines) + "\n")
+    folder = irt_fixture_dir()
+    done = run_cli(["compare", "--irt", str(folder / "trog_rasch_f1_scalar.rds"), "--trials", str(trials),
+                    "--runs", str(folder / "runs.csv"), "--models", str(records(tmp_path / "records.csv")),
+                    "--out", str(tmp_path / "out"), "--no-plots"])
+    assert done.returncode == 2
+    line = one_error_line(done.stderr)
+    assert "trials.csv: malformed CSV" in line and "line 8" in line, line
     assert not (tmp_path / "out").exists()

@@ -13,7 +13,7 @@ from scipy import optimize, stats
 
 from levante_tasks.compare.age import AgeCurves, fit_curve, invert
 from levante_tasks.compare.difficulty import bootstrap, correlate_many, resample_counts
-from levante_tasks.compare.distributions import Cells, compare_model, compare_units, kl_divergence, softmax
+from levante_tasks.compare.distributions import Cells, compare_model, compare_units
 from levante_tasks.compare.irt import GroupPrior, IrtModel, item_table
 from levante_tasks.compare.scoring import ml_theta
 
@@ -84,13 +84,21 @@ def cells_and_scores(seed: int = 0) -> tuple[pd.DataFrame, list[dict[str, list[f
     return dist, units
 
 
+def kl_by_definition(p: np.ndarray, scores: list[float], beta: float) -> float:
+    """KL(p || softmax(beta * scores)), natural log, p = 0 terms 0, q == 0 replaced by 1e-5 (docs/comparison.md)."""
+    z = beta * np.asarray(scores, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        q = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+        q = np.where(q == 0, 1e-5, q)
+        return float(np.sum(np.where(p > 0, p * (np.log(p) - np.log(q)), 0.0)))  # no p / q overflow
+
+
 def weighted_kl(dist: pd.DataFrame, scores: dict[str, list[float]], beta: float) -> float:
     """The count-weighted mean KL by its definition, one (item, bin) cell at a time."""
     total = weight = 0.0
     for (uid, _), cell in dist.groupby(["item_uid", "bin_low"]):
         p = cell.sort_values("option_index")["p"].to_numpy()
-        q = softmax(np.asarray(scores[uid], dtype=float), beta)
-        total += cell["n_bin"].iloc[0] * kl_divergence(p, q)
+        total += cell["n_bin"].iloc[0] * kl_by_definition(p, scores[uid], beta)
         weight += cell["n_bin"].iloc[0]
     return total / weight
 
@@ -133,3 +141,35 @@ def test_ml_of_many_rows_equals_each_row_alone() -> None:
     for row in range(5):
         one_theta, one_se = ml_theta(x[row : row + 1], model.items)
         assert theta[row] == pytest.approx(one_theta[0], abs=1e-9) and se[row] == pytest.approx(one_se[0], rel=1e-9)
+
+
+def test_beta_objective_equals_the_weighted_kl_at_any_beta() -> None:
+    """The closed form used for the beta fit (one log-sum-exp per item) equals the definition, epsilon included,
+    from beta = 0.025 up to 40, where scores 8 apart already underflow."""
+    from levante_tasks.compare.distributions import _Objective, shifted_scores
+
+    dist, units = cells_and_scores(2)
+    cells = Cells.from_dist(dist)
+    kmax = cells.p.shape[1]
+    for scores in units:
+        s = np.full((1, len(cells.items), kmax), -np.inf)
+        for i, uid in enumerate(cells.items):
+            s[0, i, : len(scores[uid])] = scores[uid]
+        objective = _Objective(shifted_scores(s), cells.m[None])
+        entropy = float(np.sum(cells.plogp * cells.n))
+        for beta in (0.025, 0.7, 5.0, 40.0):
+            got = (objective(np.array([beta]))[0] + entropy) / cells.n.sum()
+            assert got == pytest.approx(weighted_kl(dist, scores, beta), rel=1e-10), beta
+
+
+def test_column_quantiles_equal_numpy() -> None:
+    from levante_tasks.compare.difficulty import column_quantiles
+
+    rng = np.random.default_rng(9)
+    values = rng.normal(size=(500, 4))
+    values[rng.random(values.shape) < 0.2] = np.nan
+    values[:, 3] = np.nan
+    got = column_quantiles(values, (0.025, 0.5, 0.975))
+    np.testing.assert_allclose(got[:, :3], np.nanquantile(values[:, :3], [0.025, 0.5, 0.975], axis=0), rtol=0,
+                               atol=1e-15)
+    assert np.isnan(got[:, 3]).all()

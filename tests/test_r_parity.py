@@ -55,6 +55,7 @@ def test_rds_reading_equals_r_export(name: str, tmp_path: Path) -> None:
     meta = pd.read_csv(tmp_path / "record.csv", dtype=str)
     assert meta.loc[meta["slot"] == "group_names", "value"].tolist() == [g.name for g in py.groups]
     assert meta.loc[meta["slot"] == "items", "value"].tolist() == list(py.data.columns)
+    assert meta.loc[meta["slot"] == "runs", "value"].tolist() == list(py.data_runs)
 
 
 def test_r_export_rejects_record_without_model_vals(tmp_path: Path) -> None:

@@ -86,21 +86,24 @@ def _options_cell(value: object, where: str) -> list[str]:
     return [str(v).strip() for v in parsed]
 
 
-def _read_parquet(paths: list[Path], shown: str) -> pd.DataFrame:
-    """item_uid and options columns of prepared test.parquet files; a damaged file is one line naming it."""
+def _read_parquet(paths: list[Path], root: Path) -> pd.DataFrame:
+    """item_uid and options columns of prepared test.parquet files; a damaged file is one line naming it
+    (relative to the `--items` argument, never an absolute path)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     frames = []
     for path in paths:
+        shown = root.name if path == root else f"{root.name}/{path.relative_to(root).as_posix()}"
         try:
             table = pq.read_table(path, columns=["item_uid", "options"]).to_pandas()
         except OSError as exc:
             if exc.errno is not None:
                 raise os_error(exc, "reading the items file") from None
-            raise LevanteError(f"{shown}: not a readable prepared dataset ({exc})") from None
+            raise LevanteError(f"{shown}: not a readable prepared dataset (not Parquet, or damaged)") from None
         except (pa.ArrowException, KeyError, ValueError) as exc:
-            raise LevanteError(f"{shown}: not a prepared dataset with item_uid and options ({exc})") from None
+            reason = str(exc).splitlines()[0].replace(str(path), path.name) if str(exc) else type(exc).__name__
+            raise LevanteError(f"{shown}: not a prepared dataset with item_uid and options ({reason})") from None
         frames.append(table)
     return pd.concat(frames, ignore_index=True)
 
@@ -116,12 +119,12 @@ def read_items(path: Path) -> tuple[dict[str, list[str]], Counter]:
         files = sorted(path.rglob("test.parquet"))
         if not files:
             raise LevanteError(f"{path.name}: no test.parquet below it (expected a prepared datasets folder)")
-        table = _read_parquet(files, path.name)
+        table = _read_parquet(files, path)
         rows = [(str(u), _options_cell(o, path.name)) for u, o in zip(table["item_uid"], table["options"], strict=True)]
     elif path.suffix.lower() == ".parquet":
         if not path.is_file():
             raise LevanteError(f"{path}: items file not found")
-        table = _read_parquet([path], path.name)
+        table = _read_parquet([path], path)
         rows = [(str(u), _options_cell(o, path.name)) for u, o in zip(table["item_uid"], table["options"], strict=True)]
     else:
         table = read_table(path, "items", dtype=str)

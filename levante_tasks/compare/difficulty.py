@@ -84,6 +84,20 @@ def _weighted_r(counts: np.ndarray, x: np.ndarray, y: np.ndarray, n: int) -> np.
         return cov / np.sqrt(var_x * var_y[:, None])
 
 
+def column_quantiles(values: np.ndarray, qs: tuple[float, ...]) -> np.ndarray:
+    """Per column, the linear-interpolation quantiles (numpy's default) of its non-NaN values; NaN if none."""
+    ordered = np.sort(values, axis=0)  # NaN sorts last
+    n = np.count_nonzero(~np.isnan(values), axis=0)
+    cols = np.arange(values.shape[1])
+    out = np.full((len(qs), values.shape[1]), np.nan)
+    for k, q in enumerate(qs):
+        h = np.maximum(n - 1, 0) * q
+        lo, hi = np.floor(h).astype(int), np.ceil(h).astype(int)
+        low, high = ordered[lo, cols], ordered[hi, cols]
+        out[k] = np.where(n > 0, low + (h - lo) * (high - low), np.nan)
+    return out
+
+
 def bootstrap(x: np.ndarray, b: np.ndarray, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Pearson r and Spearman rho of every item resample (n_boot x models); NaN where correctness or b is
     constant in the resample. Row r is what r_pb / rho of the items drawn by `resample_counts(...)[r]` give."""
@@ -129,9 +143,7 @@ def correlate_many(
     p_r, p_rho = _p_values(r, n), _p_values(rho, n)
     alpha = (1.0 - level) / 2.0
     valid = ~degenerate
-    with np.errstate(all="ignore"):
-        bounds = [np.nanquantile(np.where(valid, boot, np.nan), [alpha, 1.0 - alpha], axis=0)
-                  for boot in (boot_r, boot_rho)]
+    bounds = [column_quantiles(boot, (alpha, 1.0 - alpha)) for boot in (boot_r, boot_rho)]
     for j, i in enumerate(todo):
         res = results[i]
         res.update(pearson_r=float(r[j]), spearman_rho=float(rho[j]), pearson_p=float(p_r[j]),

@@ -23,6 +23,7 @@ from levante_tasks.compare.tables import positions, rows_with_items
 GRID_POINTS = 201
 GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 BETA_XATOL = 1e-10
+TINY_Z = -700.0  # below it exp(z) nears underflow: q is formed and the epsilon rule applied exactly
 SAME_KL = 1e-9  # relative: a model KL this close to the uniform model's is not lower (rounding, not skill)
 GRID_CHUNK_ELEMENTS = 2_000_000  # beta x model x item x option values evaluated at once (memory bound)
 DIST_COLUMNS = ["item_uid", "bin_low", "ability_bin", "n_options", "option_index", "option", "n", "n_bin", "p"]
@@ -105,9 +106,9 @@ def human_distributions(
     )
 
 
-def softmax(scores: np.ndarray, beta: float | np.ndarray) -> np.ndarray:
+def softmax(scores: np.ndarray, beta: float) -> np.ndarray:
     """Softmax(beta * scores) over the last axis, stable for large beta; -inf scores get probability 0."""
-    z = np.asarray(beta)[..., None] * scores if np.ndim(beta) else beta * scores
+    z = beta * scores
     z = z - np.max(z, axis=-1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=-1, keepdims=True)
@@ -130,19 +131,11 @@ def log_q(shifted: np.ndarray, beta: np.ndarray) -> np.ndarray:
     e = np.exp(z)
     total = e.sum(axis=-1, keepdims=True)
     out = z - np.log(total)
-    tiny = z < -700.0
+    tiny = z < TINY_Z
     if tiny.any():
         q = (e / total)[tiny]
         out[tiny] = np.log(np.where(q == 0, KL_EPSILON, q))
     return out
-
-
-def kl_divergence(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Row-wise KL(p || q), natural log; p = 0 terms are 0; q == 0 becomes epsilon."""
-    q = np.where(q == 0, KL_EPSILON, q)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        terms = np.where(p > 0, p * np.log(p / q), 0.0)
-    return terms.sum(axis=-1)
 
 
 @dataclass
@@ -198,16 +191,6 @@ def _finite_softmax(scores: np.ndarray) -> np.ndarray:
     return ok
 
 
-def softmax_defined(scores: list[float]) -> bool:
-    """Whether softmax(beta * scores) is a distribution for every beta in the fitted range.
-
-    It is not for a +inf score, for scores with no finite value (all -inf), or for finite scores so large that
-    beta * score overflows; such items are excluded (counted), so no NaN KL ever reaches beta or the closest bin.
-    A -inf score alone is fine: that option gets probability 0 (epsilon in the KL).
-    """
-    return bool(_finite_softmax(np.asarray(scores, dtype=float)[None, :])[0])
-
-
 def score_array(cells: Cells, units: list[dict[str, list[float] | None]]) -> tuple[np.ndarray, np.ndarray]:
     """(scores units x items x K, status units x items): unusable entries hold 0, padding beyond K is -inf.
 
@@ -238,9 +221,44 @@ def score_array(cells: Cells, units: list[dict[str, list[float] | None]]) -> tup
     return scores, status
 
 
-def _objective(beta: np.ndarray, shifted: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """-sum_ik m_ik ln q_ik(beta) per unit (the weighted KL's beta-dependent part); `beta` is (..., units)."""
-    return -np.einsum("...uik,uik->...u", log_q(shifted, beta[..., None]), m)
+class _Objective:
+    """-sum_ik m_ik ln q_ik(beta) per unit: the count-weighted KL's beta-dependent part, for many betas at once.
+
+    With z = beta * (s - max s), ln q = z - L where L = ln sum_k exp z, so the sum is
+    sum_i n_i L_i - beta * sum_ik m_ik s_ik: one exp and one log per item and beta. Exactness where the epsilon
+    rule applies: an option with a -inf score that children chose has q = 0 for every beta (a constant
+    m ln epsilon); where z < -700, q is formed as exp(z) / sum exp(z) and replaced by epsilon if it underflows,
+    which can happen only for options scored more than 700 / 40 below the item's best (few, handled one by one).
+    """
+
+    def __init__(self, shifted: np.ndarray, m: np.ndarray) -> None:
+        finite = np.isfinite(shifted)
+        self.shifted = shifted
+        self.n = np.where(finite, m, 0.0).sum(axis=-1)  # units x items
+        self.a = np.where(finite, m * np.where(finite, shifted, 0.0), 0.0).sum(axis=(-1, -2))
+        self.const = -np.log(KL_EPSILON) * np.where(~finite & (m > 0), m, 0.0).sum(axis=(-1, -2))
+        low_score = finite & (m > 0) & (shifted < TINY_Z / BETA_BOUNDS[1])
+        self.cand = np.nonzero(low_score)
+        self.cand_s = shifted[low_score]
+        self.cand_m = m[low_score]
+
+    def __call__(self, beta: np.ndarray) -> np.ndarray:
+        """Objective per unit; `beta` has shape (..., units)."""
+        total = np.exp(beta[..., None, None] * self.shifted).sum(axis=-1)
+        log_total = np.log(total)
+        value = np.einsum("...ui,ui->...u", log_total, self.n) - beta * self.a + self.const
+        if len(self.cand_s):
+            u, i, _ = self.cand
+            z = beta[..., u] * self.cand_s
+            tiny = z < TINY_Z
+            if tiny.any():
+                q = np.exp(z) / total[..., u, i]
+                exact = np.log(np.where(q == 0, KL_EPSILON, q))
+                fix = np.where(tiny, self.cand_m * ((z - log_total[..., u, i]) - exact), 0.0)
+                onehot = np.zeros((len(u), self.shifted.shape[0]))
+                onehot[np.arange(len(u)), u] = 1.0
+                value = value + fix @ onehot
+        return value
 
 
 def fit_betas(scores: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -250,27 +268,27 @@ def fit_betas(scores: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """
     low, high = BETA_BOUNDS
     grid = np.geomspace(low, high, GRID_POINTS)
-    scores = shifted_scores(scores)
+    objective = _Objective(shifted_scores(scores), m)
     chunk = max(1, GRID_CHUNK_ELEMENTS // max(1, scores.size))
     values = np.concatenate(
-        [_objective(grid[s : s + chunk, None] * np.ones(len(scores)), scores, m) for s in range(0, len(grid), chunk)]
+        [objective(grid[s : s + chunk, None] * np.ones(len(scores))) for s in range(0, len(grid), chunk)]
     )  # grid x units
     best = np.argmin(values, axis=0)
     lo = np.log(grid[np.maximum(best - 1, 0)])
     hi = np.log(grid[np.minimum(best + 1, GRID_POINTS - 1)])
     c = hi - GOLDEN * (hi - lo)
     d = lo + GOLDEN * (hi - lo)
-    fc, fd = _objective(np.exp(c), scores, m), _objective(np.exp(d), scores, m)
+    fc, fd = objective(np.exp(c)), objective(np.exp(d))
     while np.max(hi - lo) > BETA_XATOL:
         left = fc < fd  # the minimum lies in [lo, d]: d becomes the new c's partner, one new point per unit
         hi = np.where(left, d, hi)
         lo = np.where(left, lo, c)
         new = np.where(left, hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo))
-        f_new = _objective(np.exp(new), scores, m)
+        f_new = objective(np.exp(new))
         c, d, fc, fd = (np.where(left, new, d), np.where(left, c, new),
                         np.where(left, f_new, fd), np.where(left, fc, f_new))
     x = (lo + hi) / 2.0
-    fx = _objective(np.exp(x), scores, m)
+    fx = objective(np.exp(x))
     best_value = values[best, np.arange(len(best))]
     beta = np.where(fx <= best_value, np.exp(x), grid[best])
     at_bound = np.isclose(beta, low, rtol=1e-4) | np.isclose(beta, high, rtol=1e-4)

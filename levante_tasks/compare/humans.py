@@ -33,12 +33,12 @@ def parse_distractors(value: object) -> list[str]:
 
 
 def _map_categories(column: pd.Series, func) -> pd.Series:
-    """Apply `func` to each category once (not to each row); equal results share one category."""
-    cats = column.cat.categories
-    mapped = np.asarray([func(str(c)) for c in cats], dtype=object)
-    codes = column.cat.codes.to_numpy()
-    values = np.where(codes >= 0, mapped[np.maximum(codes, 0)] if len(mapped) else None, None)
-    return pd.Series(values, index=column.index, dtype=object).astype("category")
+    """Apply `func` to each category once (not to each row); categories mapped to one value are merged."""
+    mapped = pd.Index([func(str(c)) for c in column.cat.categories], dtype=object)
+    codes, merged = pd.factorize(mapped)
+    old = column.cat.codes.to_numpy()
+    new = np.where(old >= 0, codes[np.maximum(old, 0)] if len(codes) else -1, -1)
+    return pd.Series(pd.Categorical.from_codes(new, categories=pd.Index(merged, dtype=object)), index=column.index)
 
 
 def _correct(trials: pd.DataFrame, path: Path) -> np.ndarray:

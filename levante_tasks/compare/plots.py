@@ -80,19 +80,19 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
 
 
 def theta_on_children(results: Results, folder: Path) -> list[Path]:
-    """One histogram per task of children's theta with each model's theta (reference group) +- 1.96 SE."""
+    """One histogram per task of children's theta with each model's theta, both EAP under the reference prior."""
     children, thetas = results.table("children_theta"), results.table("model_theta")
     paths = []
     for task, part in children.groupby("task") if len(children) else []:
         fig, ax = plt.subplots(figsize=(6.5, 3.5))
-        ax.hist(part["theta"], bins=30, color="0.75", label="children (calibration theta)")
-        models = thetas[(thetas["task"] == task) & thetas["is_reference"]] if len(thetas) else thetas
+        ax.hist(part["theta_common"].dropna(), bins=30, color="0.75", label="children (EAP, reference prior)")
+        models = thetas[(thetas["task"] == task) & thetas["is_reference"].astype(bool)] if len(thetas) else thetas
         models = models[np.isfinite(models["theta"].astype(float))] if len(models) else models  # unscored: no line
         for i, row in enumerate(models.itertuples()):
             color = f"C{i % 10}"
             ax.axvline(row.theta, color=color, label=f"{row.model}: {row.theta:.2f} (SE {row.se:.2f})")
             ax.axvspan(row.theta - 1.96 * row.se, row.theta + 1.96 * row.se, color=color, alpha=0.12)
-        ax.set_xlabel("ability theta (children's IRT scale, reference-group prior); bands = theta +- 1.96 SE")
+        ax.set_xlabel("ability theta (EAP, reference group's prior, for children and models); bands = +- 1.96 SE")
         ax.set_ylabel("children")
         ax.set_title(f"{task}: model ability on the children's distribution", fontsize=10)
         ax.legend(fontsize=7)

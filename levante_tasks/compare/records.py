@@ -135,6 +135,30 @@ def _first_bad_row(path: Path, mask: np.ndarray, problem: str) -> LevanteError:
     return LevanteError(f"{path.name}: row {int(np.flatnonzero(mask)[0]) + 1}: {problem}")
 
 
+def _score_column(column: pd.Series, path: Path) -> list[list[float] | None]:
+    """Option scores of every row. JSON lists of numbers are converted in one pass over all rows; any other
+    form (or a value the pass cannot read) goes through `parse_scores` row by row, which names the bad row."""
+    text = column.astype(object).where(column.notna(), None)
+    stripped = text.map(lambda v: v.strip() if isinstance(v, str) else v)
+    listed = stripped.map(lambda v: isinstance(v, str) and len(v) > 2 and v[0] == "[" and v[-1] == "]")
+    out: list[list[float] | None] = [None] * len(text)
+    if listed.all():
+        inner = [v[1:-1] for v in stripped]
+        try:
+            flat = np.array(",".join(inner).split(","), dtype=float)
+        except ValueError:
+            flat = None
+        sizes = np.array([v.count(",") + 1 for v in inner])
+        if flat is not None and len(flat) == sizes.sum():
+            return [part.tolist() for part in np.split(flat, np.cumsum(sizes)[:-1])]
+    for pos, value in enumerate(text, start=1):
+        try:
+            out[pos - 1] = parse_scores(value)
+        except (TypeError, ValueError) as exc:
+            raise LevanteError(f"{path.name}: row {pos}: option_scores are not numbers ({exc})") from None
+    return out
+
+
 def read_csv(path: Path) -> pd.DataFrame:
     """Tidy records CSV (model?, task, item_uid, correct, option_scores?), column by column; errors name the row.
 
@@ -156,15 +180,7 @@ def read_csv(path: Path) -> pd.DataFrame:
             parsed[value] = parse_correct(value)
         except ValueError as exc:
             raise _first_bad_row(path, (correct_text == value).to_numpy(), str(exc)) from None
-    scores: list[list[float] | None] = []
-    if "option_scores" in table.columns:
-        for pos, value in enumerate(table["option_scores"].astype(object), start=1):
-            try:
-                scores.append(parse_scores(value))
-            except (TypeError, ValueError) as exc:
-                raise LevanteError(f"{path.name}: row {pos}: option_scores are not numbers ({exc})") from None
-    else:
-        scores = [None] * len(table)
+    scores = _score_column(table["option_scores"], path) if "option_scores" in table.columns else [None] * len(table)
     model = table["model"].astype(object).fillna("") if "model" in table.columns else pd.Series([""] * len(table))
     uids = {uid: canonical_uid(str(uid)) for uid in table["item_uid"].unique()}
     return pd.DataFrame({

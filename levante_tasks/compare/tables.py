@@ -107,7 +107,9 @@ def read_columns(path: Path, what: str, wanted: tuple[str, ...], required: tuple
             path,
             parse_options=pcsv.ParseOptions(newlines_in_values=True),
             convert_options=pcsv.ConvertOptions(
-                include_columns=columns, column_types={c: pa.string() for c in columns}, strings_can_be_null=True
+                include_columns=columns,
+                column_types={c: pa.dictionary(pa.int32(), pa.string()) for c in columns},
+                strings_can_be_null=True,
             ),
         )
     except OSError as exc:
@@ -115,7 +117,7 @@ def read_columns(path: Path, what: str, wanted: tuple[str, ...], required: tuple
     except pa.ArrowInvalid as exc:
         read_table(path, what)  # pandas names the malformed line; reached only when it does not complain
         raise LevanteError(f"{path.name}: malformed CSV ({_first_line(exc)})") from None
-    return pd.DataFrame({name: table[name].dictionary_encode().to_pandas() for name in columns})
+    return pd.DataFrame({name: table[name].to_pandas() for name in columns})
 
 
 def positions(column: pd.Series, index: pd.Index) -> np.ndarray:
