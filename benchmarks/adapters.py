@@ -19,9 +19,10 @@ from pathlib import Path
 import torch
 from levante_adapters.clip_scorer import LevanteClip, Ref
 from levante_adapters.common import image_key, log_softmax, query_text, to_images
-from levante_adapters.fixtures import choice_requests, generate_requests, make_doc_to_visual, make_docs
-from levante_adapters.tiny_models import build_tiny_clip, build_tiny_vlm
 from levante_adapters.vlm_mc import LevanteVlmMc
+
+from levante_tasks.testing.adapter_docs import choice_requests, generate_requests, make_doc_to_visual, make_docs
+from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_vlm
 
 
 def _vlm(path: Path, docs: list[dict], mc_mode: str) -> tuple[int, float]:

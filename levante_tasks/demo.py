@@ -68,10 +68,9 @@ def accuracy_table(results: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Synthesize, prepare, evaluate and compare; print what each step produced."""
-    from levante_adapters.tiny_models import build_tiny_clip
-
     from levante_tasks.compare.pipeline import Settings, run_compare
     from levante_tasks.synth import write_synthetic_release
+    from levante_tasks.testing.tiny_models import build_tiny_clip
 
     out = Path(args.out)
     base, data = out / "release", out / "data"

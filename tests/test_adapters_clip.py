@@ -9,9 +9,10 @@ import math
 import pytest
 import torch
 from levante_adapters.clip_scorer import LevanteClip
-from levante_adapters.fixtures import choice_requests, doc_visual_keys, generate_requests, make_docs
 from levante_adapters.revision import resolve_identity
-from levante_adapters.tiny_models import build_tiny_clip, build_tiny_siglip
+
+from levante_tasks.testing.adapter_docs import choice_requests, doc_visual_keys, generate_requests, make_docs
+from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_siglip
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from levante_adapters.tiny_models import build_tiny_clip, build_tiny_vlm
 
 import levante_tasks
+from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_vlm
 
 TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
-fixture_data = pytest.importorskip("levante_tasks.harness.fixture_data", reason="LEVANTE task fixture missing")
+fixture_data = pytest.importorskip("levante_tasks.testing.fixture_data", reason="LEVANTE task fixture missing")
 
 
 @pytest.fixture(scope="module")

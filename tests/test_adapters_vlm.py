@@ -7,9 +7,10 @@ import json
 import math
 
 import pytest
-from levante_adapters.fixtures import choice_requests, generate_requests, make_docs
-from levante_adapters.tiny_models import build_tiny_vlm
 from levante_adapters.vlm_mc import LevanteVlmMc, interleave
+
+from levante_tasks.testing.adapter_docs import choice_requests, generate_requests, make_docs
+from levante_tasks.testing.tiny_models import build_tiny_vlm
 
 
 @pytest.fixture(scope="module")

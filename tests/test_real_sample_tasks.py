@@ -13,11 +13,11 @@ from PIL import Image
 
 from levante_tasks.data.prepare import prepare
 from levante_tasks.data.standins import TAG, write_standin_release
-from levante_tasks.harness import yamlgen
-from levante_tasks.harness.test_models import FixedLetterModel
+from levante_tasks.schema.tasks import task_info
+from levante_tasks.tasks._generate_configs import TASKS_DIR
+from levante_tasks.testing.models import FixedLetterModel
 
 VERSION = "2026-03-24"
-TASKS_DIR = Path(yamlgen.__file__).resolve().parents[1] / "tasks"
 
 
 @pytest.fixture(scope="module")
@@ -60,14 +60,18 @@ def test_fixed_letter_runs_every_task_at_chance(real_data: Path, group: str) -> 
         seen[internal] = seen.get(internal, 0) + len(records)
         hits = sum(r["correct"] for r in records)
         assert out["results"][task]["levante_acc,none"] == pytest.approx(hits / len(records))
-        if "slider" in task:
-            assert all(r["tolerance"] in (0.15, 1.5, 15.0, 150.0) for r in records)  # 0.15 x max of 1, 10, 100, 1000
-            continue  # no letters: a fixed letter parses as no position and scores 0
-        choice = records
-        # B is a real option on every item here (>= 2 options); MC picks B by the lowest loss as well
-        expected = sum(1 / len(r["presented_order"]) for r in choice)
-        assert abs(sum(r["correct"] for r in choice) - expected) <= 1, (task, hits, expected)
-        assert all(r["choice_letter"] == "B" for r in choice)
+        sliders = [r for r in records if "tolerance" in r]
+        assert all(r["tolerance"] in (0.15, 1.5, 15.0, 150.0) for r in sliders)  # 0.15 x max of 1, 10, 100, 1000
+        assert not any(r["correct"] for r in sliders)  # no letters: a fixed letter parses as no position
+        by_subtype: dict[str, list[dict[str, Any]]] = {}  # orders are balanced within each math sub-type
+        for r in records:
+            if "tolerance" not in r:
+                by_subtype.setdefault(task_info(r["task"]).subtype_of(r["trial_type"]), []).append(r)
+        for subtype, choice in by_subtype.items():
+            # B is a real option on every item here (>= 2 options); MC picks B by the lowest loss as well
+            expected = sum(1 / len(r["presented_order"]) for r in choice)
+            assert abs(sum(r["correct"] for r in choice) - expected) <= 1, (task, subtype, expected)
+            assert all(r["choice_letter"] == "B" for r in choice)
     if group.endswith("_mc"):  # the slider has no multiple_choice form
         math = pd.read_parquet(real_data / VERSION / "datasets/egma-math/test.parquet")
         prepared["egma-math"] -= int((math["response_format"] == "slider").sum())
@@ -79,7 +83,8 @@ def test_fixed_letter_runs_every_task_at_chance(real_data: Path, group: str) -> 
 def test_tiny_clip_runs_every_task_with_option_scores(real_data: Path, tmp_path: Path) -> None:
     """A random-init tiny CLIP (real classes, real processor) through levante_clip on all seven real-sample tasks."""
     from levante_adapters.clip_scorer import LevanteClip
-    from levante_adapters.tiny_models import build_tiny_clip
+
+    from levante_tasks.testing.tiny_models import build_tiny_clip
 
     model = LevanteClip(pretrained=str(build_tiny_clip(tmp_path / "tiny-clip")), device="cpu", batch_size=64)
     out = evaluate(model, ["levante"])
@@ -89,9 +94,10 @@ def test_tiny_clip_runs_every_task_with_option_scores(real_data: Path, tmp_path:
         internal.update(r["task"] for r in records)
         hits = sum(r["correct"] for r in records)
         assert out["results"][task]["levante_acc,none"] == pytest.approx(hits / len(records))
-        if "slider" in task:
-            continue  # levante_clip gives no slider position: unparsed, counted in the parse rate
         for record in records:
+            if "tolerance" in record:
+                assert record["parse_method"] == "none"  # levante_clip gives no slider position
+                continue
             scores = record["option_scores"]
             assert record["parse_method"] == "scores" and len(scores) == len(record["presented_order"])
             assert record["option_scores_kind"] == "logprob"

@@ -14,7 +14,7 @@ import pytest
 from faults import DROP_DAC, IS_ROOT
 
 import levante_tasks
-from levante_tasks.harness.fixture_data import write_fixture
+from levante_tasks.testing.fixture_data import write_fixture
 
 TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
 VERSION = "fixture-v1"
@@ -37,13 +37,13 @@ def data(good_data: Path, tmp_path: Path) -> Path:
 
 def lmms_eval(data: Path, out: Path, model: str = "levante_fixed", task: str = "levante_trog",
               drop_dac: bool = False) -> subprocess.CompletedProcess[str]:
-    """`python -m lmms_eval` on one LEVANTE task, offline, with `data` as LEVANTE_DATA_DIR."""
+    """lmms-eval's CLI (with the test models registered) on one LEVANTE task, offline, `data` as LEVANTE_DATA_DIR."""
     if drop_dac and not IS_ROOT:
         pytest.skip("dropping capabilities needs root (CI runs as root)")
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("LEVANTE_DATA_VERSION", None)
-    command = [sys.executable, "-m", "lmms_eval", "--model", model, "--tasks", task, "--include_path",
-               str(TASKS_DIR), "--output_path", str(out), "--verbosity", "WARNING"]
+    command = [sys.executable, "-m", "levante_tasks.testing.lmms_cli", "--model", model, "--tasks", task,
+               "--include_path", str(TASKS_DIR), "--output_path", str(out), "--verbosity", "WARNING"]
     return subprocess.run([*DROP_DAC, *command] if drop_dac else command, capture_output=True, text=True, env=env,
                           cwd=out.parent, timeout=600, check=False)
 

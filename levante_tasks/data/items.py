@@ -200,10 +200,7 @@ class _Builder:
         item.update(answer=row.get("answer"), option_kind="slider", response_format="slider",
                     range_min=low, range_max=high, chance_level=slider_chance(target, low, high),
                     stimulus_image=self.generated(low, high, None))
-        item["prompt_text"] = (
-            f"<image0> This number line goes from {low:g} to {high:g}. Where does the number {target:g} go? "
-            "Answer with a position from 0 (left end) to 1 (right end)."
-        )
+        item["prompt_text"] = prompts.slider_prompt(low, high, row.get("answer"))
         return item
 
 

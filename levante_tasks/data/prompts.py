@@ -1,16 +1,24 @@
-"""Model-facing prompt stems: LEVANTE's `full_prompt` templates with an answer clause that matches the options.
+"""The model-facing prompt of an item, built once: `prepare` stores it as `prompt_text`, the task layer only
+puts the presented option texts in.
 
-The manifest's answer clauses do not always match the item ("Answer with A, B, or C" on 2-option items), so the
-stem is cut before "Answer ..." and one clause is rebuilt from the real option count (docs/levante.md §3).
+Choice items: the manifest's `full_prompt` question (`<prompt_phrase>` filled, `<prompt_image>` -> `<image0>`)
+plus ONE answer clause built from the real option count, e.g. `Answer with A or B. A: <image1>; B: <image2>`:
+the manifest's own clauses are dropped, as some do not match the options ("Answer with A, B, or C" on 2-option
+items). `<imageK>` / `<optionK>` name the option at presented position K; `fill_options` writes the text options
+in at evaluation time (image markers stay: they say where the K-th image of `doc_to_visual` belongs).
+Slider items: the target number and the line's ends, never the target's position.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from levante_tasks.schema.items import LETTERS
 
-_ANSWER_CLAUSE = re.compile(r"\s*Answer (?:with )?(?:only )?(?:[A-H]\b|a numeral).*$", re.DOTALL)
+_ANSWER_CLAUSE = re.compile(rf"\s*Answer (?:with )?(?:only )?(?:[{LETTERS[0]}-{LETTERS[-1]}]\b|a numeral).*$",
+                            re.DOTALL)
+_OPTION = re.compile(r"<option([1-9]\d*)>")
 
 
 def letters_phrase(n: int) -> str:
@@ -39,3 +47,20 @@ def with_context_placeholder(stem: str, has_context: bool) -> str:
     """Ensure a stem with a context image starts with `<image0>` exactly once, and one without has none."""
     stem = stem.replace("<image0>", "").strip()
     return f"<image0> {stem}" if has_context else stem
+
+
+def _number(value: float) -> str:
+    """A line end without a trailing .0 (0, 10, 0.5)."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def slider_prompt(low: float, high: float, target: str) -> str:
+    """The number-line slider question (its image, `<image0>`, shows the bare line with its end labels)."""
+    return (f"<image0> This number line goes from {_number(low)} on the left to {_number(high)} on the right. "
+            f"Where does the number {target} go? Answer with a single number between 0 and 1: "
+            "0 means the left end and 1 means the right end.")
+
+
+def fill_options(prompt_text: str, shown: Sequence[str]) -> str:
+    """`prompt_text` with each `<optionK>` replaced by the text option shown at position K (1-based)."""
+    return _OPTION.sub(lambda match: str(shown[int(match.group(1)) - 1]), prompt_text)

@@ -22,6 +22,7 @@ from levante_tasks.harness.options import gold_positions, presented_order
 from levante_tasks.schema import layout
 from levante_tasks.schema.items import ITEM_SCHEMA, letters_for
 from levante_tasks.schema.records import VARIANTS
+from levante_tasks.schema.tasks import task_info
 
 
 def repair_hint(version: str) -> str:
@@ -68,11 +69,8 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
-    """Docs for one task variant: balanced presented orders for `seed`, images per `variant`."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
-    rows = [dict(r) for r in rows]
+def _group_docs(rows: list[dict[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
+    """Docs of one group of rows: balanced presented orders for `seed`, images per `variant`."""
     choice_rows = [(r["item_uid"], int(r["n_options"])) for r in rows if r["response_format"] == "choice"]
     positions = gold_positions(choice_rows, seed)
     docs = []
@@ -104,6 +102,33 @@ def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, ve
     if variant == "shuffled":
         controls.shuffle_visuals(docs)
     return docs
+
+
+def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
+    """Docs for one task variant, in row order. Option orders are balanced and shuffled images exchanged within
+    each reported sub-type of the task (`TaskInfo.subtypes`; the whole task when it has none)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+    rows = [dict(r) for r in rows]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(task_info(row["task"]).subtype_of(row["trial_type"]), []).append(row)
+    by_uid = {}
+    for group in groups.values():
+        by_uid.update((d["item_uid"], d) for d in _group_docs(group, seed=seed, variant=variant, version=version))
+    return [by_uid[row["item_uid"]] for row in rows]
+
+
+def task_docs(task: str, *, seed: int, variant: str, choice_only: bool) -> list[dict[str, Any]]:
+    """The docs of one task variant from the prepared data lmms-eval runs on; `choice_only` drops slider items
+    (multiple_choice has no slider form). Missing data is a LevanteError naming the file and the fix."""
+    version = layout.data_version()
+    rows = load_rows(task, version)
+    if choice_only:
+        rows = [r for r in rows if r["response_format"] == "choice"]
+    if not rows:
+        raise LevanteError(f"{task}: version {version} has no prepared items (see its dataset.json)")
+    return build_docs(rows, seed=seed, variant=variant, version=version)
 
 
 def version_root(doc: Mapping[str, Any]) -> Path:

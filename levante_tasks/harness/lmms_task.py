@@ -1,27 +1,25 @@
-"""The lmms-eval side of the LEVANTE tasks: a task class that loads prepared data, and the doc_to_* hooks.
+"""The lmms-eval side of the LEVANTE tasks: the task class that loads prepared data, and the doc hooks.
 
 lmms-eval 0.7.2 resolves relative `data_files` against the working directory, so the YAMLs name no files:
-they point `class:` at `LevanteTask`, whose `download` reads `<data_dir>/<version>/datasets/<task>/` at run
-time (see `docs.py`). The variant lives in the YAML's `metadata.levante` mapping
-(`task`, `seed`, `variant`, optional `trial_types`). lmms-eval builds a chat-style task for chat models;
-`LevanteTask` follows the class lmms-eval was about to build, so chat models get `doc_to_messages`.
+their `class:` is `LevanteTask`, whose `download` reads `<data_dir>/<version>/datasets/<task>/` at run time
+(`docs.task_docs`). The variant is the YAML's `metadata.levante` mapping (`task`, `seed`, `variant`). Simple
+and chat models get the same task (`model_kinds.BothKindsTask`).
 """
 
 from __future__ import annotations
 
 import ast
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import datasets
-from lmms_eval.api.task import ConfigurableMessagesTask, ConfigurableTask
 from PIL import Image
 
 from levante_tasks.data.images import open_image
+from levante_tasks.data.prompts import fill_options
 from levante_tasks.errors import LevanteError
-from levante_tasks.harness import controls, docs, metrics, parsing, prompts, records
-from levante_tasks.schema import layout
+from levante_tasks.harness import controls, docs, metrics, parsing, records
+from levante_tasks.harness.model_kinds import BothKindsTask
 
 
 class DataNotPrepared(SystemExit):
@@ -32,35 +30,16 @@ class DataNotPrepared(SystemExit):
     """
 
 
-def load_task_docs(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The docs of one task variant described by `metadata.levante` (task, seed, variant, trial_types)."""
-    version = layout.data_version()
-    rows = docs.load_rows(spec["task"], version)
-    if not rows:
-        raise LevanteError(f"{spec['task']}: version {version} has no prepared items (see its dataset.json)")
-    wanted = spec.get("trial_types")
-    if wanted:
-        rows = [r for r in rows if r["trial_type"] in set(wanted)]
-        if not rows:
-            raise LevanteError(f"{spec['task']}: no items of trial type {', '.join(wanted)} in version {version}")
-    return docs.build_docs(
-        rows, seed=int(spec.get("seed", 0)), variant=spec.get("variant", "original"), version=version
-    )
-
-
-class _LevanteData:
-    """Mixin: replace lmms-eval's dataset download with the prepared LEVANTE docs (no retries, no HF cache)."""
-
-    config: Any
-
-    def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
-        config = {k: v for k, v in (config or {}).items() if k != "class"}
-        super().__init__(config=config, **kwargs)  # type: ignore[call-arg]
+class LevanteTask(BothKindsTask):
+    """A LEVANTE task variant built from prepared data, for simple and chat models alike."""
 
     def download(self, dataset_kwargs: dict | None = None) -> None:
+        """Load the docs of the YAML's variant (no retries, no HF cache); missing data stops the run in one line."""
         spec = (self.config.metadata or {}).get("levante") or {}
         try:
-            task_docs = load_task_docs(spec)
+            task_docs = docs.task_docs(spec["task"], seed=int(spec.get("seed", 0)),
+                                       variant=spec.get("variant", "original"),
+                                       choice_only=self.config.output_type == "multiple_choice")
         except LevanteError as exc:
             raise DataNotPrepared(f"{self.config.task}: {exc}") from None
         self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(task_docs)})
@@ -69,37 +48,10 @@ class _LevanteData:
     def doc_to_visual(self, doc: dict) -> Any:
         """The doc's images; a missing or damaged image (met inside the model's loop) stops the run in one line."""
         try:
-            return super().doc_to_visual(doc)  # type: ignore[misc]
+            return super().doc_to_visual(doc)
         except LevanteError as exc:
             hint = docs.repair_hint(doc.get("data_version", "VERSION"))
             raise DataNotPrepared(f"{self.config.task}: {exc}: {hint}") from None
-
-
-class LevanteMessagesTask(_LevanteData, ConfigurableMessagesTask):
-    """The LEVANTE task as lmms-eval builds it for chat models."""
-
-
-def _requested_task_class() -> type | None:
-    """The task class lmms-eval's loader chose for this model kind (`TaskObj` in the calling frames)."""
-    frame = sys._getframe(1)
-    for _ in range(8):
-        if frame is None:
-            return None
-        candidate = frame.f_locals.get("TaskObj")
-        if isinstance(candidate, type):
-            return candidate
-        frame = frame.f_back
-    return None
-
-
-class LevanteTask(_LevanteData, ConfigurableTask):
-    """The LEVANTE task for simple models; builds a `LevanteMessagesTask` when lmms-eval asked for chat."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        requested = _requested_task_class()
-        if cls is LevanteTask and requested is not None and issubclass(requested, ConfigurableMessagesTask):
-            return LevanteMessagesTask(*args, **kwargs)
-        return super().__new__(cls)
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Image.Image]:
@@ -108,10 +60,16 @@ def doc_to_visual(doc: Mapping[str, Any]) -> list[Image.Image]:
     return controls.apply_variant(doc, [open_image(root, rel) for rel in doc["visual_paths"]])
 
 
+def _shown_options(doc: Mapping[str, Any]) -> list[str]:
+    """Text options in presented order ([] for picture options, which the model sees as images, and sliders)."""
+    return [doc["options"][i] for i in doc["presented_order"]] if doc["option_kind"] == "text" else []
+
+
 def doc_to_text(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> str:
-    """The LEVANTE prompt with the configured pre/post text."""
+    """The item's prompt (`prompt_text` with the presented options) between the configured pre/post text."""
     kwargs = lmms_eval_specific_kwargs or {}
-    return prompts.render(doc, kwargs.get("pre_prompt", ""), kwargs.get("post_prompt", ""))
+    body = fill_options(doc["prompt_text"], _shown_options(doc))
+    return f"{kwargs.get('pre_prompt', '')}{body}{kwargs.get('post_prompt', '')}"
 
 
 def doc_to_target(doc: Mapping[str, Any]) -> str:
@@ -153,8 +111,7 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
     if doc["response_format"] == "slider":
         position, method = parsing.parse_number(text)
         return metrics.item_metrics(records.slider_record(doc, position, method))
-    option_texts = [doc["options"][i] for i in doc["presented_order"]] if doc["option_kind"] != "image" else []
-    parsed = parsing.parse_choice(text, doc["letters"], option_texts)
+    parsed = parsing.parse_choice(text, doc["letters"], _shown_options(doc))
     return metrics.item_metrics(records.choice_record(doc, parsed))
 
 

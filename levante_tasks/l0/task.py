@@ -2,7 +2,8 @@
 
 Documents come from `$LEVANTE_L0_DATA` (a folder written by `levante-tasks l0 generate` + `augment`), else they
 are generated in memory from `configs/default.yaml` (deterministic, a few seconds, once per process). The task
-YAML says which bin it holds (`metadata.l0.bin`). Chat models get a chat-style task, as for the LEVANTE tasks.
+YAML says which bin it holds (`metadata.l0.bin`). Simple and chat models get the same task
+(`levante_tasks.harness.model_kinds.BothKindsTask`), as for the LEVANTE tasks.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-from lmms_eval.api.task import ConfigurableMessagesTask, ConfigurableTask
 
 from levante_tasks.errors import LevanteError
-from levante_tasks.harness.lmms_task import _requested_task_class
+from levante_tasks.harness.model_kinds import BothKindsTask
 from levante_tasks.l0 import aggregate, dataset, prompt, store
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.scoring import score_response
@@ -54,14 +54,8 @@ def load_bin_docs(bin_number: int) -> list[dict[str, Any]]:
     return selected
 
 
-class _L0Data:
-    """Mixin: replace lmms-eval's dataset download with the L0 documents of the YAML's bin."""
-
-    config: Any
-
-    def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
-        config = {k: v for k, v in (config or {}).items() if k != "class"}
-        super().__init__(config=config, **kwargs)  # type: ignore[call-arg]
+class L0TraceTask(BothKindsTask):
+    """One bin of L0 trace documents (the YAML's `metadata.l0.bin`), for simple and chat models alike."""
 
     def download(self, dataset_kwargs: dict | None = None) -> None:
         number = ((self.config.metadata or {}).get("l0") or {}).get("bin")
@@ -73,20 +67,6 @@ class _L0Data:
             raise DataUnavailable(f"{self.config.task}: {exc}") from None
         self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(docs)})
         self.dataset_no_image = self.dataset
-
-
-class L0TraceMessagesTask(_L0Data, ConfigurableMessagesTask):
-    """The task as lmms-eval builds it for chat models."""
-
-
-class L0TraceTask(_L0Data, ConfigurableTask):
-    """The task for simple models; builds an `L0TraceMessagesTask` when lmms-eval asked for a chat task."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        requested = _requested_task_class()
-        if cls is L0TraceTask and requested is not None and issubclass(requested, ConfigurableMessagesTask):
-            return L0TraceMessagesTask(*args, **kwargs)
-        return super().__new__(cls)
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Any]:

@@ -1,0 +1,139 @@
+"""A tiny prepared data dir of `ItemRow`s (levante_tasks.schema.items), for tests and offline demos.
+
+Every image encodes what it is by its colour: option images the canonical option index, context images a
+separate colour, so a model that decodes colours can prove which image it received at which position.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image
+
+from levante_tasks.atomic import atomic_path, write_json, write_text
+from levante_tasks.data import prompts
+from levante_tasks.schema.items import ITEM_SCHEMA, LETTERS, ItemRow, slider_chance
+from levante_tasks.schema.layout import DATASET_FILE, DEFAULT_VERSION_FILE
+from levante_tasks.schema.tasks import task_info
+
+CONTEXT_COLOUR = (0, 0, 255)
+IMAGE_SIZE = (32, 24)
+
+
+def option_colour(index: int) -> tuple[int, int, int]:
+    """Colour of the option image with canonical index `index` (0 .. len(LETTERS) - 1)."""
+    return (25 * index + 5, 255 - 25 * index, 0)
+
+
+def decode_colour(image: Image.Image) -> int | None:
+    """Canonical index encoded by an image's colour; -1 for a context image; None when it matches nothing."""
+    pixel = image.convert("RGB").getpixel((image.width // 2, image.height // 2))
+    if pixel == CONTEXT_COLOUR:
+        return -1
+    for index in range(len(LETTERS)):
+        if all(abs(a - b) <= 2 for a, b in zip(pixel, option_colour(index), strict=True)):
+            return index
+    return None
+
+
+# (internal task, trial types, option counts cycled over items, option kind, context image, items)
+SPECS = (
+    ("vocab", ("test",), (4,), "image", False, 9),
+    ("trog", ("noun", "verb"), (4,), "image", False, 9),
+    ("theory-of-mind", ("false_belief_question", "reality_check_question"), (2, 3, 4), "image", False, 9),
+    ("matrix-reasoning", ("Matrix Reasoning",), (4,), "image", True, 6),
+    ("mental-rotation", ("2", "3"), (2,), "image", True, 6),
+    ("same-different-selection", ("test-dimensions", "something-same-1"), (3, 4), "image", False, 6),
+)
+MATH_TYPES = {
+    "Number Identification": (4, False),
+    "Number Comparison": (2, False),
+    "Missing Number": (4, False),
+    "Addition": (4, False),
+    "Subtraction": (4, False),
+    "Multiplication": (4, False),
+    "Fraction": (4, False),
+    "Non-symbolic Number Identification": (4, True),
+    "Non-symbolic Number Comparison": (2, True),
+    "Counting": (2, True),
+    "Counting AFC": (3, True),
+    "Number Line 4afc": (4, True),
+}
+TOM_STORY = "Here is a short story."
+
+
+def _image(root: Path, rel: str, colour: tuple[int, int, int]) -> str:
+    path = root / rel
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            Image.new("RGB", IMAGE_SIZE, colour).save(tmp, format="PNG")
+    return rel
+
+
+def _row(root: Path, task: str, uid: str, trial_type: str, n: int, kind: str, context: bool,
+         number: int) -> dict[str, Any]:
+    """A choice item whose option images (or numbers) and context image are easy to recognise."""
+    options = [str(number + i) for i in range(n)] if kind == "text" else [f"{uid}-opt{i}" for i in range(n)]
+    images = ([_image(root, f"release/visual/{task}/{o}.png", option_colour(i)) for i, o in enumerate(options)]
+              if kind == "image" else [])
+    stimulus = _image(root, f"release/visual/{task}/{uid}-context.png", CONTEXT_COLOUR) if context else ""
+    story = TOM_STORY if task == "theory-of-mind" else ""
+    stem = prompts.with_context_placeholder(f'{story} Choose the option for "phrase {number}".'.strip(), context)
+    return ItemRow(
+        item_uid=uid, source_item_uid=uid, task=task, task_id=task_info(task).task_id, trial_type=trial_type,
+        prompt="Choose the correct option.", prompt_phrase=f"phrase {number}",
+        prompt_text=f"{stem} {prompts.answer_clause(n, kind)}", story=story, answer=options[0], options=options,
+        option_kind=kind, option_images=images, stimulus_image=stimulus,
+        chance_level=1.0 / n, n_options=n, manifest_row=number,
+    ).as_dict()
+
+
+def _slider_row(root: Path, number: int, target: int, top: int) -> dict[str, Any]:
+    uid = f"math_slider_{target}_{top}"
+    return ItemRow(
+        item_uid=uid, source_item_uid=uid, task="egma-math", task_id="math", trial_type="Number Line Slider",
+        prompt_text=prompts.slider_prompt(0.0, float(top), str(target)), answer=str(target), option_kind="slider",
+        stimulus_image=_image(root, f"generated/egma-math/number-line-0-{top}.png", CONTEXT_COLOUR),
+        chance_level=slider_chance(float(target), 0.0, float(top)), response_format="slider", range_min=0.0,
+        range_max=float(top), manifest_row=number,
+    ).as_dict()
+
+
+def _write_dataset(root: Path, version: str, task: str, rows: list[dict[str, Any]]) -> None:
+    folder = root / "datasets" / task
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_path(folder / DATASET_FILE) as tmp:
+        pq.write_table(pa.Table.from_pylist(rows, schema=ITEM_SCHEMA), tmp)
+    write_json(
+        folder / "dataset.json",
+        {"schema_version": 1, "task": task, "version": version, "n_items": len(rows), "image_root": "../.."},
+    )
+
+
+def write_fixture(data_dir: str | Path, version: str = "fixture-v1") -> Path:
+    """Write `<data_dir>/<version>/` with one small dataset per task and `<data_dir>/default_version`."""
+    root = Path(data_dir) / version
+    number = 1
+    for task, types, counts, kind, context, n_items in SPECS:
+        rows = []
+        for i in range(n_items):
+            uid = f"{task_info(task).task_id}_item{i}"
+            rows.append(_row(root, task, uid, types[i % len(types)], counts[i % len(counts)], kind, context, number))
+            number += 1
+        _write_dataset(root, version, task, rows)
+    math_rows = []
+    for trial_type, (n, context) in MATH_TYPES.items():
+        for i in range(3):
+            uid = f"math_{trial_type.lower().replace(' ', '_').replace('-', '_')}_{i}"
+            math_rows.append(_row(root, "egma-math", uid, trial_type, n, "text", context, number))
+            number += 1
+    math_rows += [
+        _slider_row(root, number + i, target, top) for i, (target, top) in enumerate(((3, 10), (40, 100), (700, 1000)))
+    ]
+    _write_dataset(root, version, "egma-math", math_rows)
+    write_text(Path(data_dir) / DEFAULT_VERSION_FILE, version + "\n")
+    return root

@@ -1,0 +1,47 @@
+"""Test doubles live in `levante_tasks.testing` only: the product (task layer, data layer, model adapters) never
+imports them and registers no test model with lmms-eval."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import levante_adapters
+
+import levante_tasks
+
+ROOT = Path(levante_tasks.__file__).resolve().parents[1]
+ALLOWED = {"levante_tasks/demo.py"}  # the demo builds its tiny CLIP with the testing module
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    return names | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+
+
+def test_product_modules_never_import_the_test_doubles() -> None:
+    offenders = []
+    for package in (levante_tasks, levante_adapters):
+        folder = Path(package.__file__).parent
+        for path in folder.rglob("*.py"):
+            rel = f"{folder.name}/{path.relative_to(folder).as_posix()}"
+            if rel.startswith("levante_tasks/testing/") or rel in ALLOWED:
+                continue
+            if any(m.split(".")[:2] == ["levante_tasks", "testing"] for m in imported_modules(path)):
+                offenders.append(rel)
+    assert offenders == []
+
+
+def test_only_the_product_models_are_lmms_eval_entry_points() -> None:
+    lines = (ROOT / "pyproject.toml").read_text(encoding="utf-8").splitlines()
+    start = lines.index('[project.entry-points."lmms_eval.models"]') + 1
+    section = lines[start:next(i for i in range(start, len(lines)) if lines[i].startswith("["))]
+    entries = [line for line in section if line.strip() and not line.lstrip().startswith("#")]
+    assert entries == ['levante_adapters = "levante_adapters.manifest:MANIFESTS"']
+    from levante_adapters.manifest import MANIFESTS
+
+    assert {m.model_id for m in MANIFESTS} == {"levante_clip", "levante_vlm_mc"}
+    assert all(m.simple_class_path.startswith("levante_adapters.") for m in MANIFESTS)
+    assert sorted(p.name for p in Path(levante_adapters.__file__).parent.glob("*.py")) == [
+        "__init__.py", "clip_scorer.py", "common.py", "manifest.py", "revision.py", "vlm_mc.py"]
