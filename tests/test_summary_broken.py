@@ -368,3 +368,19 @@ def test_verify_recomputes_group_values_and_names_lmms_evals_weighting(
     assert main(["verify", str(folder), "--skip-installation"]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert "pair: levante_acc,none" in line and f"levante_egma_math {math_weight}" in line and "last metric" in line
+
+
+def test_verify_finds_a_per_line_metric_that_disagrees_with_its_record(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    (path,) = (runs / "fixed").glob("*_samples_levante_vocab.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    number = next(i for i, line in enumerate(lines) if json.loads(line)["levante_item"]["correct"] == 0)
+    assert '"levante_acc": 0.0' in lines[number]
+    lines[number] = lines[number].replace('"levante_acc": 0.0', '"levante_acc": 1.0')  # same size
+    path.write_text("".join(lines), encoding="utf-8")
+    assert main(["verify", str(runs / "fixed"), "--skip-installation"]) == 1
+    err = capsys.readouterr().err
+    assert f"levante_vocab: line {number + 1}: levante_acc 1.0 disagrees" in err, err
+    assert "levante_vocab: levante_acc,none: reported" in err

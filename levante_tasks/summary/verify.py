@@ -63,9 +63,9 @@ def _aggregations(config: Mapping[str, Any]) -> dict[str, str]:
     return {str(e.get("metric")): str(e.get("aggregation")) for e in entries if isinstance(e, Mapping)}
 
 
-def _recompute(metric: str, aggregation: str | None, lines: list[dict[str, Any]]) -> tuple[float | None, list[float]]:
-    """(value, per-line numbers) of one metric; raises ValueError when it cannot be recomputed."""
-    values = [line[metric] for line in lines if metric in line]  # lmms-eval aggregates the docs that return it
+def _recompute(aggregation: str | None, values: list[Any]) -> tuple[float | None, list[float]]:
+    """(value, per-line numbers) of one metric from the values of the lines that carry it (lmms-eval aggregates
+    the docs that returned the metric); ValueError when it cannot be recomputed."""
     if aggregation == "mean":
         if not all(_number(v) for v in values):
             raise ValueError("per-line values are not all numbers")
@@ -79,15 +79,29 @@ def _recompute(metric: str, aggregation: str | None, lines: list[dict[str, Any]]
     raise ValueError(f"aggregation {aggregation or 'unknown'} is not one verify can recompute")
 
 
-def _clt_numbers(lines: list[dict[str, Any]], metric: str, score_key: str) -> list[float]:
-    out = []
-    for line in lines:
-        value = line.get(metric)
-        if _number(value):
-            out.append(float(value))
-        elif isinstance(value, Mapping) and _number(value.get(score_key)):
-            out.append(float(value[score_key]))
-    return out
+def _clt_numbers(values: list[Any], score_key: str) -> list[float]:
+    """The values lmms-eval's CLT stderr uses: numbers, or dicts' `score_key` numbers."""
+    return [float(v) if _number(v) else float(v[score_key]) for v in values
+            if _number(v) or (isinstance(v, Mapping) and _number(v.get(score_key)))]
+
+
+def _record_disagreement(line: Mapping[str, Any]) -> str | None:
+    """`<metric> <value> ... (<from record>)` when a per-line LEVANTE metric disagrees with the line's record."""
+    record = line.get(RECORD_KEY)
+    if not isinstance(record, Mapping):
+        return None
+    for metric, value in line.items():
+        check = RECORD_METRICS.get(metric) or (RECORD_METRICS["levante_acc"]
+                                               if metric.startswith(SUBTYPE_PREFIX) else None)
+        if check is None:
+            continue
+        try:
+            want = check(record)
+        except (KeyError, TypeError):
+            continue
+        if not _close(value, want):
+            return f"{metric} {value!r} disagrees with its {RECORD_KEY} record ({want!r})"
+    return None
 
 
 def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]], where: str) -> tuple[list[str], dict]:
@@ -98,11 +112,16 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
     effective = (results["n-samples"].get(name) or {}).get("effective")
     if effective != len(lines):
         out.append(f"{where}: {name}: n-samples effective {effective!r}, samples file has {len(lines)} lines")
-    doc_ids = Counter(line.get("doc_id") for line in lines)
-    if any(count > 1 for count in doc_ids.values()):
+    if len({line.get("doc_id") for line in lines}) < len(lines):
         out.append(f"{where}: {name}: samples file repeats doc_ids (two runs appended to one file?)")
     aggregations = _aggregations(config)
+    values: dict[str, list[Any]] = {metric: [] for metric in aggregations}
+    for line in lines:
+        for metric, value in line.items():
+            if metric in values:
+                values[metric].append(value)
     iters = results["config"].get("bootstrap_iters", 100000)
+    score_key = str(config.get("score_key") or "score")
     keys = [k for k in reported if "," in k and not k.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES)]
     filters = {k.rsplit(",", 1)[1] for k in keys}
     recomputed: dict[str, Any] = {"lmms_size": _lmms_sample_len(lines, aggregations)}
@@ -113,15 +132,14 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
         try:
             if len(filters) > 1:
                 raise ValueError("several filters (samples lines do not say which filter they belong to)")
-            value, numbers = _recompute(metric, aggregations.get(metric), lines)
+            value, numbers = _recompute(aggregations.get(metric), values.get(metric, []))
         except ValueError as exc:
             out.append(f"{where}: {name}: {key}: cannot recompute ({exc})")
             continue
-        expected = {key: value}
         mean_like = aggregations.get(metric) == "mean"
-        expected[f"{metric}_stderr,{filt}"] = stats.mean_stderr(numbers) if mean_like and iters > 0 else None
-        clt = _clt_numbers(lines, metric, str(config.get("score_key") or "score"))
-        expected[f"{metric}_stderr_clt,{filt}"] = stats.clt_stderr(clt)
+        expected = {key: value,
+                    f"{metric}_stderr,{filt}": stats.mean_stderr(numbers) if mean_like and iters > 0 else None,
+                    f"{metric}_stderr_clt,{filt}": stats.clt_stderr(_clt_numbers(values[metric], score_key))}
         if not config.get("cluster_key"):
             expected[f"{metric}_stderr_clustered,{filt}"] = None
         for check, want in expected.items():
@@ -130,23 +148,12 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
             got = None if reported[check] == "N/A" else reported[check]
             if not _close(got, want):
                 out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
-        recomputed[key] = (value, sum(metric in line for line in lines))
+        recomputed[key] = (value, len(values[metric]))
         recomputed[f"{metric}_stderr,{filt}"] = expected[f"{metric}_stderr,{filt}"]
     for number, line in enumerate(lines):
-        record = line.get(RECORD_KEY)
-        if not isinstance(record, Mapping):
-            continue
-        checks = [*RECORD_METRICS.items(), *((k, RECORD_METRICS["levante_acc"]) for k in line
-                                             if k.startswith(SUBTYPE_PREFIX))]
-        for metric, from_record in checks:
-            try:
-                want = from_record(record)
-            except (KeyError, TypeError):
-                continue
-            if metric in line and not _close(line[metric], want):
-                out.append(f"{where}: {name}: line {line.get('_line', number + 1)}: {metric} {line[metric]!r} "
-                           f"disagrees with its {RECORD_KEY} record ({want!r})")
-                break
+        problem = _record_disagreement(line)
+        if problem:
+            out.append(f"{where}: {name}: line {line.get('_line', number + 1)}: {problem}")
     return out, recomputed
 
 
