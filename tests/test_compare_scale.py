@@ -223,3 +223,18 @@ def test_no_progress_lines_when_stderr_is_not_a_terminal(tmp_path: Path) -> None
         f"m{k}" for k in range(5)}
     assert exclusions(json.loads((tmp_path / "out" / "comparison.json").read_text()), "m0")[
         "irt_items_not_answered"] == 98
+
+
+def test_many_models_get_summary_plots(tmp_path: Path) -> None:
+    """Past 12 models a task's plots summarise (r with CI per model, thin lines, no per-model legend) instead of
+    one panel per model, whose figure height and drawing time grew with the number of models."""
+    uids = trog_trials()["item_uid"].unique()
+    rng = np.random.default_rng(1)
+    extra = [{"model": f"m{k:02d}", "task": "trog", "item_uid": u, "correct": int(rng.random() < 0.6),
+              "option_scores": json.dumps(rng.normal(0, 1, 4).tolist())} for k in range(13) for u in uids]
+    out, _ = compare(tmp_path, trog_trials(), records(tmp_path / "records.csv", extra), plots=True)
+    from PIL import Image
+
+    sizes = {p.name: Image.open(p).size for p in (out / "plots").glob("*.png")}
+    assert set(sizes) == {"accuracy_vs_difficulty_trog.png", "kl_by_bin_trog.png", "theta_on_children_trog.png"}
+    assert sizes["accuracy_vs_difficulty_trog.png"][1] < 600  # 15 rows of 0.14 in, not 15 panels of 2.4 in

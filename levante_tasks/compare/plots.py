@@ -14,8 +14,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 from levante_tasks.atomic import atomic_path  # noqa: E402
+
+MAX_DETAILED = 12  # beyond this many models a task's plots summarise (no panel, legend or band per model)
 
 if TYPE_CHECKING:
     from levante_tasks.compare.results import Results
@@ -39,6 +42,11 @@ def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
     paths = []
     for task, part in items.groupby("task") if len(items) else []:
         models = sorted(part["model"].unique())
+        if len(models) > MAX_DETAILED:
+            path = folder / f"accuracy_vs_difficulty_{slug(task)}.png"
+            _save(_r_forest(task, diff[diff["task"] == task]), path)
+            paths.append(path)
+            continue
         fig, axes = plt.subplots(len(models), 1, figsize=(6.5, 2.4 * len(models)), squeeze=False, layout="constrained")
         rng = np.random.default_rng(0)
         for ax, unit in zip(axes[:, 0], models, strict=True):
@@ -59,19 +67,39 @@ def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
     return paths
 
 
+def _r_forest(task: str, diff: pd.DataFrame) -> plt.Figure:
+    """Many models: r_pb with its CI per model (one row each), sorted by r; negative = child-aligned."""
+    rows = diff.sort_values("pearson_r", na_position="first").reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(6.5, 1.2 + 0.14 * len(rows)), layout="constrained")
+    y = np.arange(len(rows))
+    low = (rows["pearson_r"] - rows["pearson_ci_low"]).to_numpy(float)
+    high = (rows["pearson_ci_high"] - rows["pearson_r"]).to_numpy(float)
+    ax.errorbar(rows["pearson_r"], y, xerr=[low, high], fmt="o", ms=3, lw=0.8)
+    ax.axvline(0, color="0.5", lw=0.8)
+    ax.set_yticks(y, rows["model"], fontsize=5)
+    ax.set_xlabel("r_pb(correct, b) with CI; b = -d/a1 (higher = harder); negative = child-aligned")
+    ax.set_title(f"{task}: accuracy vs children's item difficulty, {len(rows)} models", fontsize=10)
+    return fig
+
+
 def kl_by_bin(results: Results, folder: Path) -> list[Path]:
     """One line plot per task: mean KL(human || model) per children's ability bin, a line per model."""
     bins = results.table("kl_bins")
     paths = []
     for task, part in bins.groupby("task") if len(bins) else []:
         fig, ax = plt.subplots(figsize=(6.5, 3.5))
+        detailed = part["model"].nunique() <= MAX_DETAILED
         for unit, rows in part.groupby("model"):
             rows = rows.sort_values("bin_low")
             label = f"{unit} (beta={rows['beta'].iloc[0]:.3g})"
-            ax.plot(rows["bin_low"] + 0.5, rows["mean_kl"], marker="o", label=label)
+            ax.plot(rows["bin_low"] + 0.5, rows["mean_kl"], marker="o" if detailed else None,
+                    label=label if detailed else None, lw=1.5 if detailed else 0.6, alpha=1.0 if detailed else 0.4)
+        uniform = part.drop_duplicates("bin_low").sort_values("bin_low")
+        ax.plot(uniform["bin_low"] + 0.5, uniform["uniform_kl"], color="k", ls="--", label="uniform model (baseline)")
         ax.set_xlabel("children's ability bin (theta, 1-logit bins; point at bin centre)")
         ax.set_ylabel("mean KL(human || model), nats")
-        ax.set_title(f"{task}: response-distribution distance by ability (lower = closer)", fontsize=10)
+        ax.set_title(f"{task}: response-distribution distance by ability (lower = closer; count-weighted)",
+                     fontsize=10)
         ax.legend(fontsize=7)
         path = folder / f"kl_by_bin_{slug(task)}.png"
         _save(fig, path)
@@ -88,10 +116,16 @@ def theta_on_children(results: Results, folder: Path) -> list[Path]:
         ax.hist(part["theta_common"].dropna(), bins=30, color="0.75", label="children (EAP, reference prior)")
         models = thetas[(thetas["task"] == task) & thetas["is_reference"].astype(bool)] if len(thetas) else thetas
         models = models[np.isfinite(models["theta"].astype(float))] if len(models) else models  # unscored: no line
+        detailed = len(models) <= MAX_DETAILED
         for i, row in enumerate(models.itertuples()):
             color = f"C{i % 10}"
-            ax.axvline(row.theta, color=color, label=f"{row.model}: {row.theta:.2f} (SE {row.se:.2f})")
-            ax.axvspan(row.theta - 1.96 * row.se, row.theta + 1.96 * row.se, color=color, alpha=0.12)
+            if detailed:
+                ax.axvline(row.theta, color=color, label=f"{row.model}: {row.theta:.2f} (SE {row.se:.2f})")
+                ax.axvspan(row.theta - 1.96 * row.se, row.theta + 1.96 * row.se, color=color, alpha=0.12)
+            else:
+                ax.axvline(row.theta, color=color, lw=0.6, alpha=0.6)
+        if not detailed:
+            ax.plot([], [], color="C0", lw=0.6, label=f"{len(models)} models (one line each)")
         ax.set_xlabel("ability theta (EAP, reference group's prior, for children and models); bands = +- 1.96 SE")
         ax.set_ylabel("children")
         ax.set_title(f"{task}: model ability on the children's distribution", fontsize=10)
