@@ -1,4 +1,4 @@
-"""Read and check `manifest.csv` of a LEVANTE release (docs/levante.md §2)."""
+"""Read and check `manifest.csv` of a LEVANTE release (the columns of the published bucket manifest)."""
 
 from __future__ import annotations
 

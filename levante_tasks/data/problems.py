@@ -49,10 +49,3 @@ class ProblemLog:
             counts.setdefault(task, {}).setdefault(kind, 0)
             counts[task][kind] += 1
         return counts
-
-    def counts_by_kind(self) -> dict[str, int]:
-        """How many problems of each kind (for dataset.json's exclusion counts)."""
-        counts: dict[str, int] = {}
-        for problem in self.problems:
-            counts[problem.kind] = counts.get(problem.kind, 0) + 1
-        return dict(sorted(counts.items()))

@@ -19,7 +19,6 @@ from levante_tasks.errors import LevanteError
 CORPUS_RELPATH = "corpus/theory-of-mind/theory-of-mind-item-bank.csv"
 CORPUS_COLUMNS = ("block_index", "task", "trial_type", "assessment_stage", "prompt", "item", "answer",
                   "response_alternatives")
-HOSTILE_ATTRIBUTION = "hostile-attribution"
 
 
 @dataclass(frozen=True)
@@ -35,10 +34,6 @@ class TomQuestion:
     answer: str
     alternatives: tuple[str, ...]
     item_id: str
-
-    @property
-    def is_hostile_attribution(self) -> bool:
-        return self.task == HOSTILE_ATTRIBUTION
 
 
 def clean_text(text: str) -> str:

@@ -1,4 +1,4 @@
-"""Visual-dependency controls (protocol §2): blank images of the same size, or images of another item.
+"""Visual-dependency controls (docs/tasks.md, Controls): blank images of the same size, or images of another item.
 
 Shuffled: items are ordered by a salted hash of their uid (independent of the option-order hash, so a donor's
 gold letter is unrelated to the receiver's) and each takes the images of the next item with the same number of

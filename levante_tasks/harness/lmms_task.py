@@ -19,7 +19,7 @@ from levante_tasks.data.images import open_image
 from levante_tasks.data.prompts import fill_options
 from levante_tasks.errors import LevanteError
 from levante_tasks.harness import controls, docs, metrics, parsing, records
-from levante_tasks.harness.model_kinds import BothKindsTask
+from levante_tasks.harness.model_kinds import BothKindsTask, generated_text
 
 
 class DataNotPrepared(SystemExit):
@@ -87,15 +87,6 @@ def doc_to_target_index(doc: Mapping[str, Any]) -> int:
     return list(doc["letters"]).index(doc["target_letter"])
 
 
-def _text(result: Any) -> str:
-    """The generated text, whatever wrapper lmms-eval used (str, GenerationResult, (str, dict))."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, (tuple, list)) and result and isinstance(result[0], str):
-        return result[0]
-    return str(getattr(result, "text", result))
-
-
 def _loss(result: Any) -> float:
     """The loss of one multiple_choice option: (loss, greedy), or its stringified form from unpatched 0.7.x."""
     if isinstance(result, str):
@@ -107,7 +98,7 @@ def _loss(result: Any) -> float:
 
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """generate_until: parse the answer (letter, scores JSON, or slider number) and build the item record."""
-    text = _text(results[0])
+    text = generated_text(results[0])
     if doc["response_format"] == "slider":
         position, method = parsing.parse_number(text)
         return metrics.item_metrics(records.slider_record(doc, position, method))

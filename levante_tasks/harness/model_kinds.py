@@ -18,6 +18,15 @@ from lmms_eval.api.instance import Instance
 from lmms_eval.api.task import ConfigurableMessagesTask, ConfigurableTask
 
 
+def generated_text(result: Any) -> str:
+    """The generated text, whatever wrapper lmms-eval used (str, GenerationResult, (str, dict))."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, (tuple, list)) and result and isinstance(result[0], str):
+        return result[0]
+    return str(getattr(result, "text", result))
+
+
 class KwargsAndHook(dict):
     """Generation kwargs that can also be called as a doc hook (`doc_to_messages` or `doc_to_visual`)."""
 

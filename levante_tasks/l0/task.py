@@ -17,7 +17,7 @@ from typing import Any
 import datasets
 
 from levante_tasks.errors import LevanteError
-from levante_tasks.harness.model_kinds import BothKindsTask
+from levante_tasks.harness.model_kinds import BothKindsTask, generated_text
 from levante_tasks.l0 import aggregate, dataset, prompt, store
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.scoring import score_response
@@ -84,18 +84,9 @@ def doc_to_target(doc: Mapping[str, Any]) -> str:
     return doc["target"]
 
 
-def _text(result: Any) -> str:
-    """The generated text, whatever wrapper lmms-eval used (str, GenerationResult, (str, dict))."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, (tuple, list)) and result and isinstance(result[0], str):
-        return result[0]
-    return str(getattr(result, "text", result))
-
-
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """Per-document metrics and the vote record that the majority / pass@k aggregations read."""
-    score = score_response(_text(results[0]), doc["target"])
+    score = score_response(generated_text(results[0]), doc["target"])
     record = aggregate.vote_record(doc["item_id"], int(doc["voter"]), score)
     return {
         "l0_trace_acc": float(score.correct),

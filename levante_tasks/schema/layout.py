@@ -38,11 +38,6 @@ def version_dir(version: str, root: PathArg = None) -> Path:
     return data_dir(root) / version
 
 
-def release_dir(version: str, root: PathArg = None) -> Path:
-    """The local mirror of `<base>/<version>/`."""
-    return version_dir(version, root) / "release"
-
-
 def dataset_dir(version: str, task: str, root: PathArg = None) -> Path:
     """`<data_dir>/<version>/datasets/<internal_name>/` holding test.parquet and dataset.json."""
     return version_dir(version, root) / "datasets" / task
