@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema import layout
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
 from levante_tasks.summary.discover import RunFiles, discover, folder_label
@@ -215,14 +215,6 @@ def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: s
     return out
 
 
-def default_data_dir() -> Path:
-    """$LEVANTE_DATA_DIR, else the user cache dir (docs/design.md §2)."""
-    import platformdirs
-
-    env = os.environ.get("LEVANTE_DATA_DIR")
-    return Path(env).expanduser() if env else Path(platformdirs.user_cache_dir("levante-tasks"))
-
-
 def _dataset_fingerprint(data_dir: Path, version: str, family: str) -> str:
     """The fingerprint `prepare` recorded for a task's dataset, or what stands in its way (in words)."""
     where = f"{version}/datasets/{family}/dataset.json"
@@ -277,7 +269,7 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
             installed = installed_lmms_eval()
         except LevanteError as exc:
             report.lines.append(f"installed lmms-eval: {exc}")
-        data_dir = data_dir or default_data_dir()
+        data_dir = layout.data_dir(data_dir)
     for run_dir in run_dirs:
         runs, problems = discover(run_dir, folder_label(run_dir))
         report.lines += problems
