@@ -74,7 +74,7 @@ def check_out(out: Path) -> Path:
 
 
 def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str]) -> dict[str, Any]:
-    """runs/<run>/summary.json: what was parsed from one run (protocol.md §3 fields where they apply)."""
+    """runs/<run>/summary.json: what was parsed from one run (status, model, protocol, per-task metrics)."""
     doc: dict[str, Any] = {"schema_version": writers.SCHEMA_VERSION, "source": label, "backend": "lmms-eval",
                            "problems": problems}
     if parsed is None:

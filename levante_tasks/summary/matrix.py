@@ -9,9 +9,9 @@
 - Cell numbers: accuracy = mean of the replicates' accuracies (= the accuracy with one replicate); Wilson 95%
   interval over the item responses pooled across replicates; parse rate pooled; over >= 2 replicates the mean,
   sample SD and t-based 95% CI radius (stats.seed_summary).
-- Controls (protocol.md §2): visual_dependency_delta = acc - acc_shuffled, blank_image_delta = acc - acc_blank,
-  each the mean over the replicates both cells ran (paired on option-order seed and lmms-eval seeds); None
-  when they share no replicate.
+- Controls (positive = the images helped): visual_dependency_delta = acc - acc_shuffled,
+  blank_image_delta = acc - acc_blank, each the mean over the replicates both cells ran (paired on
+  option-order seed and lmms-eval seeds); None when they share no replicate.
 """
 
 from __future__ import annotations

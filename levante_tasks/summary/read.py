@@ -1,7 +1,7 @@
 """Read lmms-eval's results JSON and samples JSON Lines strictly: any damage is one line naming the file (and line).
 
 A UTF-8 BOM is accepted; a NUL byte, bytes that are not UTF-8, invalid or truncated JSON and missing keys are
-`FileProblem`s. Schema: /work/shared/docs/lmms-eval.md §6 (keys `results`, `configs`, `config`, `n-samples`
+`FileProblem`s. Schema: lmms-eval 0.7.x `EvaluationTracker` output (keys `results`, `configs`, `config`, `n-samples`
 are required; `groups`, `group_subtasks` and the rest are optional).
 """
 

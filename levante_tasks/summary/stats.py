@@ -2,7 +2,7 @@
 
 - Accuracy over items: Wilson score interval at 95% (z = 1.959964), exact for 0 and n correct (no clipping).
 - Over seeds (replicates): mean, sample SD (ddof = 1) and the t-based 95% CI radius t(0.975, n - 1) * sd / sqrt(n);
-  SD and radius are None for one seed. (protocol.md's reference uses 1.96 * sd / sqrt(n); with 2-3 seeds the
+  SD and radius are None for one seed. (The normal 1.96 * sd / sqrt(n) is too narrow for 2-3 seeds: the
   t quantile, 12.71 or 4.30, is the honest one.)
 - `mean_stderr`, `clt_stderr`, `pooled_sample_stderr`: the formulas lmms-eval 0.7.x reports, for `verify`.
 """
