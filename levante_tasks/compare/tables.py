@@ -98,20 +98,22 @@ def read_columns(path: Path, what: str, wanted: tuple[str, ...], required: tuple
             head = handle.read(CHUNK)
         if not head.removeprefix(codecs.BOM_UTF8).strip():
             raise LevanteError(f"{path.name}: empty file (no header line)")
-        names = pcsv.open_csv(path).schema.names
+        with pa.OSFile(str(path)) as source:  # read, not memory-mapped: the file's pages are not held resident
+            names = pcsv.open_csv(source).schema.names
         missing = [c for c in required if c not in names]
         if missing:
             raise LevanteError(f"{path.name}: {what} table lacks columns {missing}")
         columns = [c for c in wanted if c in names]
-        table = pcsv.read_csv(
-            path,
-            parse_options=pcsv.ParseOptions(newlines_in_values=True),
-            convert_options=pcsv.ConvertOptions(
-                include_columns=columns,
-                column_types={c: pa.dictionary(pa.int32(), pa.string()) for c in columns},
-                strings_can_be_null=True,
-            ),
-        )
+        with pa.OSFile(str(path)) as source:
+            table = pcsv.read_csv(
+                source,
+                parse_options=pcsv.ParseOptions(newlines_in_values=True),
+                convert_options=pcsv.ConvertOptions(
+                    include_columns=columns,
+                    column_types={c: pa.dictionary(pa.int32(), pa.string()) for c in columns},
+                    strings_can_be_null=True,
+                ),
+            )
     except OSError as exc:
         raise os_error(exc, f"reading the {what} file") from None
     except pa.ArrowInvalid as exc:
