@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from levante_tasks.compare.pipeline import Settings, run_compare
 from levante_tasks.errors import LevanteError
 
 
@@ -59,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the comparison and print where the outputs went."""
     if args.min_n < 1 or args.n_boot < 1:
         raise LevanteError("--min-n and --n-boot must be positive")
+    from levante_tasks.compare.pipeline import Settings, run_compare  # heavy (pandas, scipy): only when run
+
     settings = Settings(min_n=args.min_n, n_boot=args.n_boot, seed=args.seed, plots=not args.no_plots)
     summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
     print(
