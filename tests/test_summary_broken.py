@@ -12,6 +12,7 @@ from summary_runs import copy_runs, edit_results, real_runs, results_file, sampl
 
 from levante_tasks.cli import main
 from levante_tasks.lmms_patch import installed_lmms_eval
+from levante_tasks.schema.task_source import task_source_sha256
 
 
 @pytest.fixture(scope="module")
@@ -315,10 +316,26 @@ def test_verify_checks_recorded_provenance_against_the_installation(
     assert not any("lmms_eval commit" in line or "lmms_eval version" in line for line in lines), lines
 
 
+def test_runs_record_their_provenance(root: Path) -> None:
+    # The task layer's side of the contract: every LEVANTE config of a real run carries what verify checks.
+    data = json.loads(results_file(root / "runs" / "fixed").read_text(encoding="utf-8"))
+    recorded = {name: config["metadata"]["levante"].get("provenance") for name, config in data["configs"].items()
+                if "levante" in config.get("metadata", {})}
+    assert recorded
+    for name, provenance in recorded.items():
+        assert provenance is not None, name
+        assert provenance["lmms_eval"] == installed_lmms_eval()
+        assert provenance["task_source_sha256"] == task_source_sha256(name)
+        assert provenance["data_version"] and provenance["levante_tasks_version"]
+
+
 def test_verify_reports_a_run_without_provenance_as_unknown(
-    root: Path, capsys: pytest.CaptureFixture[str]
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = main(["verify", str(root / "runs" / "fixed"), "--data-dir", str(root / "data")])
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    edit_results(runs / "fixed", lambda d: [c.get("metadata", {}).get("levante", {}).pop("provenance", None)
+                                            for c in d["configs"].values()])
+    status = main(["verify", str(runs / "fixed"), "--data-dir", str(root / "data")])
     err = capsys.readouterr().err
     assert status == 1
     assert "unknown" in err and "patch_set_sha256" in err

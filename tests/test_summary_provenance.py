@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from levante_tasks.schema import task_source
 from levante_tasks.summary import provenance as prov
 
 CONFIG = {
@@ -65,6 +66,19 @@ def test_redacted_model_args_hold_no_local_path() -> None:
     assert text == "pretrained=tiny-clip,dtype=float32,cache=c"
 
 
+def test_task_source_hash_covers_the_package_modules_the_yaml_names(tmp_path: Path) -> None:
+    package = tmp_path / "levante_tasks"
+    tasks = package / "tasks"
+    (package / "harness").mkdir(parents=True)
+    (tasks / "t").mkdir(parents=True)
+    (package / "harness" / "hooks.py").write_text("def f(doc):\n    return doc\n")
+    (tasks / "t" / "my_task.yaml").write_text("task: my_task\ndoc_to_text: !function levante_tasks.harness.hooks.f\n")
+    before = task_source.task_source_sha256("my_task", tasks, package)
+    (package / "harness" / "hooks.py").write_text("def f(doc):\n    return None\n")
+    assert task_source.task_source_sha256("my_task", tasks, package) != before
+    assert prov.task_source_sha256 is task_source.task_source_sha256  # what verify recomputes is what runs record
+
+
 def test_task_source_hash_covers_yaml_includes_and_utils(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     (tasks / "t").mkdir(parents=True)
@@ -79,5 +93,5 @@ def test_task_source_hash_covers_yaml_includes_and_utils(tmp_path: Path) -> None
                        (tasks / "t" / "utils.py", "def f(doc):\n    return None\n")):
         before = prov.task_source_sha256("my_task", tasks)
         path.write_text(text)
-        prov._task_yamls.cache_clear()
+        task_source.task_yamls.cache_clear()
         assert prov.task_source_sha256("my_task", tasks) != before

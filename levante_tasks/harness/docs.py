@@ -8,6 +8,7 @@ variant and the image paths to show, in the order the model receives them.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -129,6 +130,19 @@ def task_docs(task: str, *, seed: int, variant: str, choice_only: bool) -> list[
     if not rows:
         raise LevanteError(f"{task}: version {version} has no prepared items (see its dataset.json)")
     return build_docs(rows, seed=seed, variant=variant, version=version)
+
+
+def dataset_fingerprint(task: str, version: str) -> str | None:
+    """The fingerprint `prepare` recorded for a task's dataset (`dataset.json`), None when it has none."""
+    info_path = layout.dataset_dir(version, task) / "dataset.json"
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        hint = repair_hint(version)
+        raise LevanteError(f"{task}: {version}/datasets/{task}/dataset.json: unreadable ({type(exc).__name__}): "
+                           f"{hint}") from exc
+    value = info.get("fingerprint") if isinstance(info, dict) else None
+    return str(value) if value else None
 
 
 def version_root(doc: Mapping[str, Any]) -> Path:

@@ -15,11 +15,14 @@ from typing import Any
 import datasets
 from PIL import Image
 
+from levante_tasks import __version__
 from levante_tasks.data.images import open_image
 from levante_tasks.data.prompts import fill_options
 from levante_tasks.errors import LevanteError
 from levante_tasks.harness import controls, docs, metrics, parsing, records
 from levante_tasks.harness.model_kinds import BothKindsTask, generated_text
+from levante_tasks.lmms_patch import installed_lmms_eval
+from levante_tasks.schema.task_source import task_source_sha256
 
 
 class DataNotPrepared(SystemExit):
@@ -40,10 +43,24 @@ class LevanteTask(BothKindsTask):
             task_docs = docs.task_docs(spec["task"], seed=int(spec.get("seed", 0)),
                                        variant=spec.get("variant", "original"),
                                        choice_only=self.config.output_type == "multiple_choice")
+            version = task_docs[0]["data_version"]
+            spec["provenance"] = run_provenance(self.config.task, spec["task"], version)
         except LevanteError as exc:
             raise DataNotPrepared(f"{self.config.task}: {exc}") from None
         self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(task_docs)})
         self.dataset_no_image = self.dataset
+
+
+def run_provenance(lmms_task: str, task: str, version: str) -> dict[str, Any]:
+    """What lmms-eval's results file records under `configs[task].metadata.levante.provenance` (docs/summary.md):
+    the dataset, the task source, this package and the lmms-eval it runs on (`summarize`/`verify` read it)."""
+    return {
+        "data_version": version,
+        "dataset_fingerprint": docs.dataset_fingerprint(task, version),
+        "task_source_sha256": task_source_sha256(lmms_task),
+        "levante_tasks_version": __version__,
+        "lmms_eval": installed_lmms_eval(),
+    }
 
     def doc_to_visual(self, doc: dict) -> Any:
         """The doc's images; a missing or damaged image (met inside the model's loop) stops the run in one line."""

@@ -17,7 +17,6 @@ from any known value in every comparison.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -25,10 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import levante_tasks
+from levante_tasks.schema.task_source import task_source_sha256  # noqa: F401 (verify recomputes it)
 
 UNKNOWN = "unknown"
-TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
 COMPARISON_KEYS = ("limit", "budget", "prompt", "dataset_fingerprint", "patch_set_sha256")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 _HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -193,49 +191,3 @@ def json_answer(line: Mapping[str, Any]) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-# ------------------------------------------------------------------ the installed task source
-
-
-@functools.lru_cache(maxsize=4)
-def _task_yamls(tasks_dir: Path) -> dict[str, Path]:
-    """Task name -> YAML file under `tasks_dir` (files whose `task:` line names one task)."""
-    found: dict[str, Path] = {}
-    pattern = re.compile(r"^task:\s*([A-Za-z0-9_.\-]+)\s*$", re.M)
-    for path in sorted(tasks_dir.rglob("*.yaml")):
-        match = pattern.search(path.read_text(encoding="utf-8"))
-        if match:
-            found.setdefault(match.group(1), path)
-    return found
-
-
-def _source_files(yaml: Path) -> list[Path]:
-    """A task YAML, the YAMLs it includes (recursively) and the local `!function` modules they name."""
-    files: list[Path] = []
-    pending = [yaml]
-    while pending:
-        path = pending.pop()
-        if path in files or not path.is_file():
-            continue
-        files.append(path)
-        text = path.read_text(encoding="utf-8")
-        pending += [path.parent / m for m in re.findall(r"^include:\s*(\S+)\s*$", text, re.M)]
-        pending += [path.parent / f"{m}.py" for m in re.findall(r"!function\s+([A-Za-z_]\w*)\.\w+", text)]
-    return files
-
-
-def task_source_sha256(task: str, tasks_dir: Path = TASKS_DIR) -> str | None:
-    """sha256 over a task's YAML + included YAMLs + local utils modules (relative path and bytes of each).
-
-    None when no YAML under `tasks_dir` defines `task`. The task layer records this value at run time; `verify`
-    recomputes it from the installed package.
-    """
-    yaml = _task_yamls(tasks_dir.resolve()).get(task)
-    if yaml is None:
-        return None
-    digest = hashlib.sha256()
-    for path in sorted(_source_files(yaml), key=lambda p: p.resolve().relative_to(tasks_dir.resolve()).as_posix()):
-        digest.update(path.resolve().relative_to(tasks_dir.resolve()).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).hexdigest().encode() + b"\n")
-    return digest.hexdigest()
