@@ -2,7 +2,8 @@
 
 Steps: write the synthetic release (seeded) -> `prepare` it -> run every LEVANTE task in lmms-eval with a
 random-init tiny CLIP through `levante_clip` (a pipeline check, not a capability result) -> compare the model
-with the simulated children (`compare`). Everything lands under `--out` (default `demo-out/`).
+with the simulated children (`compare`) -> summarize the run into the model x task matrix (`summarize`).
+Everything lands under `--out` (default `demo-out/`).
 """
 
 from __future__ import annotations
@@ -69,27 +70,32 @@ def accuracy_table(results: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     """Synthesize, prepare, evaluate and compare; print what each step produced."""
     from levante_tasks.compare.pipeline import Settings, run_compare
+    from levante_tasks.summary import summarize_runs
     from levante_tasks.synth import write_synthetic_release
     from levante_tasks.testing.tiny_models import build_tiny_clip
 
     out = Path(args.out)
     base, data = out / "release", out / "data"
     summary = write_synthetic_release(base, seed=args.seed, version=SYNTHETIC_VERSION)
-    print(f"[1/4] synthetic release (seed {args.seed}) in {out.name}/release/: "
+    print(f"[1/5] synthetic release (seed {args.seed}) in {out.name}/release/: "
           f"{sum(summary['items_per_task'].values())} manifest rows, simulated children and IRT truth")
     result = prepare(str(base), SYNTHETIC_VERSION, str(data), strict=True, progress=False)
-    print("[2/4] prepared datasets:")
+    print("[2/5] prepared datasets:")
     print(format_result(result))
     if args.prepare_only:
         return 0
     model_dir = build_tiny_clip(out / "models" / "tiny-clip", seed=args.seed)
     results = run_lmms_eval(model_dir, out / "runs", data)
-    print(f"[3/4] lmms-eval {importlib.metadata.version('lmms_eval')}: levante_clip on a random-init tiny CLIP "
+    print(f"[3/5] lmms-eval {importlib.metadata.version('lmms_eval')}: levante_clip on a random-init tiny CLIP "
           "(pipeline check, not a capability result)")
     print(accuracy_table(results))
     comparison = run_compare([(None, base / "irt" / "item_params.csv")], base / "children" / "trials.csv",
                              base / "children" / "runs.csv", out / "runs", out / "comparison",
-                             Settings(min_n=10, n_boot=500, seed=args.seed, plots=True))
-    print(f"[4/4] compared with the simulated children on {len(comparison['tasks'])} task(s): "
+                             Settings(min_n=10, n_boot=500, seed=args.seed, plots=True),
+                             items_path=data / SYNTHETIC_VERSION / "datasets")
+    print(f"[4/5] compared with the simulated children on {len(comparison['tasks'])} task(s): "
           f"{out.name}/comparison/comparison.md (plots and tidy CSV beside it)")
+    matrix = summarize_runs([out / "runs"], out / "summary")
+    print(f"[5/5] summary: {out.name}/summary/summary.md ({len(matrix['cells'])} cells; matrix.csv, matrix.json, "
+          "heatmap.png)")
     return 0
