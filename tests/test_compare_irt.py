@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from shared_paths import irt_fixture_dir
 
+from levante_tasks.compare.crosswalk import strip_instance
 from levante_tasks.compare.eap import eap, theta_grid
 from levante_tasks.compare.irt import read_irt
 from levante_tasks.compare.scoring import rescore_calibration
-from levante_tasks.data.crosswalk import strip_instance
 from levante_tasks.errors import LevanteError
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from levante_tasks.data.crosswalk import canonical_uid, redivis_uid, strip_instance
+from levante_tasks.compare.crosswalk import canonical_uid, redivis_uid, strip_instance
 from levante_tasks.data.items import read_release_items
 from levante_tasks.data.manifest import read_manifest
 from levante_tasks.data.prepare import prepare

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from levante_tasks.compare.crosswalk import canonical_uid
 from levante_tasks.compare.tables import read_table, rows_with_items
-from levante_tasks.data.crosswalk import canonical_uid
 from levante_tasks.errors import LevanteError, os_error
 
 IMAGE_SUFFIXES = (".webp", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".bmp")

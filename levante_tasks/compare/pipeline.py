@@ -20,11 +20,10 @@ import os
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from levante_tasks.atomic import atomic_open, clean_stale, staged_dir, write_json, write_text
+from levante_tasks.atomic import clean_stale, staged_dir
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.alignment import read_items
 from levante_tasks.compare.humans import read_runs, read_trials
@@ -33,12 +32,10 @@ from levante_tasks.compare.records import read_records
 from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.tables import rows_with_items
 from levante_tasks.compare.task import compare_task
+from levante_tasks.compare.writers import OUTPUT_MARKER, write_outputs
 from levante_tasks.errors import LevanteError, describe_os_error, display_path, os_error
 
 __all__ = ["Results", "Settings", "run_compare"]
-
-CSV_SLICE_ROWS = 100_000
-OUTPUT_MARKER = "comparison.json"  # an `--out` folder holding it is an earlier output and may be replaced
 
 
 def _majority(values: pd.Series) -> str | None:
@@ -76,30 +73,6 @@ def assign_tasks(
     return out
 
 
-def _write_csv(path: Path, table: pd.DataFrame) -> None:
-    """Write a CSV atomically; floats in their shortest form that reads back exactly (R parity to 1e-8).
-
-    pyarrow formats the values (a 500k-row table in a fraction of pandas' time) into memory, a slice at a time;
-    Python writes the bytes, so a full disk is an OSError naming its errno like any other write.
-    """
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    with atomic_open(path, "wb") as handle:
-        if not len(table.columns):
-            handle.write(b"\n")
-            return
-        table = table.reset_index(drop=True)
-        for column in table.columns:
-            if isinstance(table[column].dtype, pd.CategoricalDtype):
-                table[column] = table[column].astype(object)
-        for start in range(0, max(len(table), 1), CSV_SLICE_ROWS):
-            part = pa.Table.from_pandas(table.iloc[start : start + CSV_SLICE_ROWS], preserve_index=False)
-            buffer = pa.BufferOutputStream()
-            pcsv.write_csv(part, buffer, pcsv.WriteOptions(include_header=start == 0, quoting_style="needed"))
-            handle.write(buffer.getvalue().to_pybytes())
-
-
 def check_out(out: Path) -> Path:
     """The folder to write (symlinks resolved); refuse a file, or a folder that is not an earlier compare output.
 
@@ -120,37 +93,6 @@ def check_out(out: Path) -> Path:
                 "it is not replaced: choose another --out"
             )
     return target
-
-
-def write_outputs(folder: Path, results: Results, summary: dict[str, object], settings: Settings) -> None:
-    """Every output file into `folder` (the staging folder): tidy CSVs, comparison.json, plots, comparison.md."""
-    from levante_tasks.compare import report
-
-    names = [
-        "items",
-        "model_theta",
-        "model_items",
-        "difficulty",
-        "human_distributions",
-        "unmatched_responses",
-        "kl_items",
-        "kl_bins",
-        "kl_summary",
-        "age_equivalence",
-        "children_theta",
-    ]
-    for name in names:
-        _write_csv(folder / f"{name}.csv", results.table(name))
-    _write_csv(
-        folder / "exclusions.csv", pd.DataFrame(results.exclusions, columns=["task", "model", "reason", "count"])
-    )
-    write_json(folder / OUTPUT_MARKER, _jsonable(summary))
-    figures = []
-    if settings.plots:
-        from levante_tasks.compare import plots  # matplotlib is imported only when plots are drawn
-
-        figures = plots.write_all(results, folder / "plots")
-    write_text(folder / "comparison.md", report.section(summary, figures))
 
 
 def run_compare(
@@ -231,16 +173,3 @@ def _one_blas_thread() -> contextlib.AbstractContextManager:
     except ImportError:
         return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")
-
-
-def _jsonable(value: object) -> object:
-    """Recursively turn numpy scalars and NaN into JSON-friendly values (NaN -> None)."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value

@@ -12,16 +12,20 @@ import json
 import math
 import re
 from collections import Counter
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from levante_tasks.compare.crosswalk import canonical_uid
 from levante_tasks.compare.tables import parse_correct, read_table, text_problem
-from levante_tasks.data.crosswalk import canonical_uid
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema.records import RECORD_KEY, ItemRecord
 
-RECORD_KEY = "levante_item"
+# the record fields that key a scoring unit, named by the schema (a renamed field fails here at import)
+_FIELDS = {f.name: f.name for f in fields(ItemRecord)}
+SEED, VARIANT, OUTPUT_TYPE = _FIELDS["seed"], _FIELDS["variant"], _FIELDS["output_type"]
 COLUMNS = ["model", "task", "item_uid", "correct", "option_scores"]
 _SAMPLES = re.compile(r"^(?P<date>.*?)_?samples_(?P<task>.+)\.jsonl$")
 
@@ -67,13 +71,12 @@ def _model_name(path: Path) -> str:
 def scoring_unit(model: str, record: dict, lmms_task: str) -> str:
     """Which records are scored together: one model, one variant, one output type, one option-order seed.
 
-    Subtask files of one task (egma-math's 11) pool into one unit; records without these fields (older or
-    hand-made files) fall back to one unit per lmms-eval task.
+    Records without these fields (older or hand-made files) fall back to one unit per lmms-eval task.
     """
-    if "seed" not in record or "variant" not in record:
+    if SEED not in record or VARIANT not in record:
         return f"{model}/{lmms_task}"
-    kind = "mc" if record.get("output_type") == "multiple_choice" else "gen"
-    return f"{model}/{record['variant']}/{kind}/seed{record['seed']}"
+    kind = "mc" if record.get(OUTPUT_TYPE) == "multiple_choice" else "gen"
+    return f"{model}/{record[VARIANT]}/{kind}/seed{record[SEED]}"
 
 
 def _record_row(record: dict, model: str, where: str) -> dict:

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary.discover import RunFiles
 from levante_tasks.summary.read import FileProblem, read_results, read_samples
 
-RECORD_KEY = "levante_item"
 SUBTYPE_PREFIX = "levante_acc_"  # a task's per-sub-type accuracy metrics: levante_acc_<sub-type>
 
 
