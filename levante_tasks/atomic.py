@@ -127,6 +127,27 @@ def swap_dir(new: str | os.PathLike[str], target: str | os.PathLike[str]) -> Non
             shutil.rmtree(old, ignore_errors=True)
 
 
+def replaceable_dir(out: str | os.PathLike[str], marker: str, what: str) -> Path:
+    """The folder an output command may replace whole (a symlink's target): absent, empty, or an earlier output
+    of that command (it holds `marker`). A file, or a non-empty folder without `marker` (a user's own folder), is
+    refused with one line naming it."""
+    from levante_tasks.errors import LevanteError, display_path, os_error
+
+    out = Path(out)
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out
+    if target.exists() and not target.is_dir():
+        raise LevanteError(f"{display_path(out)}: exists and is not a folder; choose another --out")
+    if target.is_dir():
+        try:
+            first = next(target.iterdir(), None)
+        except OSError as exc:
+            raise os_error(exc, "checking --out") from None
+        if first is not None and not (target / marker).is_file():
+            raise LevanteError(f"{display_path(out)}: not empty and holds no {marker} (not an earlier {what}); "
+                               "it is not replaced: choose another --out")
+    return target
+
+
 @contextlib.contextmanager
 def staged_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield an empty staging folder; when the block succeeds it replaces `target` whole, else it is deleted."""

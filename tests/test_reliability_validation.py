@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from data_helpers import default_rows, math_row, vocab_row, write_release
 from faults import DROP_DAC, IS_ROOT, kill9_when, one_error_line, run_cli, tree_snapshot
-from PIL import Image
+from PIL import Image, ImageFile
 
 from levante_tasks.atomic import clean_stale
 from levante_tasks.cli import main
@@ -250,9 +250,12 @@ def webp_same_size_damage() -> bytes:
     return bytes(data)
 
 
+@pytest.mark.parametrize("lenient_pillow", [False, True], ids=["pillow-default", "after-lmms-eval-import"])
 @pytest.mark.parametrize(("suffix", "make"), [("jpg", truncated_jpeg), ("png", png_with_short_idat),
                                               ("webp", webp_same_size_damage)])
-def test_image_body_that_does_not_decode_is_unreadable(tmp_path, capsys, suffix, make):
+def test_image_body_that_does_not_decode_is_unreadable(tmp_path, capsys, monkeypatch, suffix, make, lenient_pillow):
+    # Importing lmms-eval sets Pillow's LOAD_TRUNCATED_IMAGES for the whole process; prepare must stay strict.
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", lenient_pillow)
     root = write_release(tmp_path / "rel", words=("cat", "dog", "cup"))
     body = make()
     with Image.open(io.BytesIO(body)) as image:

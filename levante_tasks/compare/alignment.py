@@ -19,7 +19,7 @@ import pandas as pd
 
 from levante_tasks.compare.crosswalk import canonical_uid
 from levante_tasks.compare.tables import read_table, rows_with_items
-from levante_tasks.errors import LevanteError, os_error
+from levante_tasks.errors import LevanteError, display_path, os_error
 
 IMAGE_SUFFIXES = (".webp", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".bmp")
 MISSING = ("", "na", "nan", "none", "null")
@@ -123,7 +123,7 @@ def read_items(path: Path) -> tuple[dict[str, list[str]], Counter]:
         rows = [(str(u), _options_cell(o, path.name)) for u, o in zip(table["item_uid"], table["options"], strict=True)]
     elif path.suffix.lower() == ".parquet":
         if not path.is_file():
-            raise LevanteError(f"{path}: items file not found")
+            raise LevanteError(f"{display_path(path)}: items file not found")
         table = _read_parquet([path], path)
         rows = [(str(u), _options_cell(o, path.name)) for u, o in zip(table["item_uid"], table["options"], strict=True)]
     else:

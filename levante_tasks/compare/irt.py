@@ -16,7 +16,7 @@ import pandas as pd
 
 from levante_tasks.compare.crosswalk import canonical_uid, strip_instance
 from levante_tasks.compare.tables import numeric, read_table
-from levante_tasks.errors import LevanteError, os_error
+from levante_tasks.errors import LevanteError, display_path, os_error
 
 ITEM_PARAMS = ("a1", "d", "g", "u")
 LONG_COLUMNS = {"group", "item", "name", "value"}
@@ -282,7 +282,7 @@ def check_model(model: IrtModel, source: str) -> None:
 def read_irt(path: Path) -> list[IrtModel]:
     """Read one IRT input (`.rds` ModelRecord or `.csv`); one model per task it holds."""
     if not path.is_file():
-        raise LevanteError(f"{path}: IRT model file not found")
+        raise LevanteError(f"{display_path(path)}: IRT model file not found")
     models = [read_rds(path)] if path.suffix.lower() == ".rds" else read_csv(path)
     for model in models:
         check_model(model, path.name)

@@ -16,14 +16,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import importlib.metadata
-import os
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
-from levante_tasks.atomic import clean_stale, staged_dir
+from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.alignment import read_items
 from levante_tasks.compare.humans import read_runs, read_trials
@@ -33,7 +32,7 @@ from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.tables import rows_with_items
 from levante_tasks.compare.task import compare_task
 from levante_tasks.compare.writers import OUTPUT_MARKER, write_outputs
-from levante_tasks.errors import LevanteError, describe_os_error, display_path, os_error
+from levante_tasks.errors import LevanteError, describe_os_error, display_path
 
 __all__ = ["Results", "Settings", "run_compare"]
 
@@ -74,25 +73,9 @@ def assign_tasks(
 
 
 def check_out(out: Path) -> Path:
-    """The folder to write (symlinks resolved); refuse a file, or a folder that is not an earlier compare output.
-
-    The output folder is replaced whole, so a non-empty folder without comparison.json (a user's own folder)
-    is never touched.
-    """
-    target = Path(os.path.realpath(out)) if out.is_symlink() else out
-    if target.exists() and not target.is_dir():
-        raise LevanteError(f"{display_path(out)}: exists and is not a folder; choose another --out")
-    if target.is_dir():
-        try:
-            first = next(target.iterdir(), None)
-        except OSError as exc:
-            raise os_error(exc, "checking --out") from None
-        if first is not None and not (target / OUTPUT_MARKER).is_file():
-            raise LevanteError(
-                f"{display_path(out)}: not empty and holds no {OUTPUT_MARKER} (not an earlier compare output); "
-                "it is not replaced: choose another --out"
-            )
-    return target
+    """The folder to write (symlinks resolved): absent, empty or an earlier compare output; the output folder is
+    replaced whole, so a non-empty folder without comparison.json (a user's own folder) is never touched."""
+    return replaceable_dir(out, OUTPUT_MARKER, "compare output")
 
 
 def run_compare(

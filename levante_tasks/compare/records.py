@@ -20,7 +20,7 @@ import pandas as pd
 
 from levante_tasks.compare.crosswalk import canonical_uid
 from levante_tasks.compare.tables import parse_correct, read_table, text_problem
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
 
 # the record fields that key a scoring unit, named by the schema (a renamed field fails here at import)
@@ -202,12 +202,12 @@ def read_records(path: Path) -> tuple[pd.DataFrame, Counter]:
         files = sorted(p for p in path.rglob("*.jsonl") if _SAMPLES.match(p.name))
         if not files:
             raise LevanteError(
-                f"{path}: no lmms-eval samples_<task>.jsonl files found (run with --log_samples)"
+                f"{display_path(path)}: no lmms-eval samples_<task>.jsonl files found (run with --log_samples)"
             )
     elif path.is_file():
         files = [path]
     else:
-        raise LevanteError(f"{path}: model records not found")
+        raise LevanteError(f"{display_path(path)}: model records not found")
     frames = [
         read_csv(file) if file.suffix.lower() == ".csv" else pd.DataFrame(read_jsonl(file, counts), columns=COLUMNS)
         for file in files

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from levante_tasks.errors import LevanteError, os_error
+from levante_tasks.errors import LevanteError, display_path, os_error
 
 CHUNK = 1 << 20
 NEWLINE = b"\n"
@@ -61,12 +61,17 @@ def _first_line(exc: Exception) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+def _require_file(path: Path, what: str) -> None:
+    """A missing input, or a folder where a CSV file is expected, is one line naming it."""
+    if not path.exists():
+        raise LevanteError(f"{display_path(path)}: {what} file not found")
+    if path.is_dir():
+        raise LevanteError(f"{display_path(path)}: is a folder, expected a {what} CSV file")
+
+
 def read_table(path: Path, what: str, dtype: dict[str, type] | None = None) -> pd.DataFrame:
     """A CSV file as a DataFrame; missing, unreadable, empty, non-UTF-8 or malformed files are user errors."""
-    if not path.exists():
-        raise LevanteError(f"{path}: {what} file not found")
-    if path.is_dir():
-        raise LevanteError(f"{path}: is a folder, expected a {what} CSV file")
+    _require_file(path, what)
     try:
         check_text(path)
         return pd.read_csv(path, dtype=dtype, encoding="utf-8-sig")
@@ -88,10 +93,7 @@ def read_columns(path: Path, what: str, wanted: tuple[str, ...], required: tuple
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    if not path.exists():
-        raise LevanteError(f"{path}: {what} file not found")
-    if path.is_dir():
-        raise LevanteError(f"{path}: is a folder, expected a {what} CSV file")
+    _require_file(path, what)
     try:
         check_text(path)
         with open(path, "rb") as handle:

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-from PIL import Image
+from PIL import Image, ImageFile
 
 from levante_tasks.errors import LevanteError
+
+
+@contextlib.contextmanager
+def strict_decoding() -> Iterator[None]:
+    """Decode with Pillow's truncated-image tolerance off (lmms-eval turns `LOAD_TRUNCATED_IMAGES` on for the
+    whole process when imported; a truncated file would then decode silently as grey)."""
+    previous = ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
+    try:
+        yield
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = previous
 
 
 def resolve_image(version_root: str | os.PathLike[str], relpath: str) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 
 from levante_tasks.data.csvfile import os_problem
+from levante_tasks.data.images import strict_decoding
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
 
@@ -79,7 +80,7 @@ class VisualIndex:
 
         Opening the file is not decoding it: an OSError from `open` (permission denied...) propagates.
         """
-        with open(self.absolute(rel), "rb") as handle:
+        with open(self.absolute(rel), "rb") as handle, strict_decoding():
             try:
                 with Image.open(handle) as image:
                     image.load()

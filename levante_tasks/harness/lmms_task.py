@@ -50,6 +50,14 @@ class LevanteTask(BothKindsTask):
         self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(task_docs)})
         self.dataset_no_image = self.dataset
 
+    def doc_to_visual(self, doc: dict) -> Any:
+        """The doc's images; a missing or damaged image (met inside the model's loop) stops the run in one line."""
+        try:
+            return super().doc_to_visual(doc)
+        except LevanteError as exc:
+            hint = docs.repair_hint(doc.get("data_version", "VERSION"))
+            raise DataNotPrepared(f"{self.config.task}: {exc}: {hint}") from None
+
 
 def run_provenance(lmms_task: str, task: str, version: str) -> dict[str, Any]:
     """What lmms-eval's results file records under `configs[task].metadata.levante.provenance` (docs/summary.md):
@@ -61,14 +69,6 @@ def run_provenance(lmms_task: str, task: str, version: str) -> dict[str, Any]:
         "levante_tasks_version": __version__,
         "lmms_eval": installed_lmms_eval(),
     }
-
-    def doc_to_visual(self, doc: dict) -> Any:
-        """The doc's images; a missing or damaged image (met inside the model's loop) stops the run in one line."""
-        try:
-            return super().doc_to_visual(doc)
-        except LevanteError as exc:
-            hint = docs.repair_hint(doc.get("data_version", "VERSION"))
-            raise DataNotPrepared(f"{self.config.task}: {exc}: {hint}") from None
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Image.Image]:

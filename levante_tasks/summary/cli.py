@@ -12,13 +12,12 @@ installation; one line per mismatch, exit 1 if any.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.atomic import clean_stale, staged_dir
-from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
+from levante_tasks.errors import LevanteError
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
 from levante_tasks.summary.discover import discover, folder_label
@@ -59,18 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def check_out(out: Path) -> Path:
     """The folder to replace (a symlink's target); refuse a file or a folder that is not an earlier summary."""
-    target = Path(os.path.realpath(out)) if out.is_symlink() else out
-    if target.exists() and not target.is_dir():
-        raise LevanteError(f"{display_path(out)}: exists and is not a folder; choose another --out")
-    if target.is_dir():
-        try:
-            first = next(target.iterdir(), None)
-        except OSError as exc:
-            raise os_error(exc, "checking --out") from None
-        if first is not None and not (target / OUTPUT_MARKER).is_file():
-            raise LevanteError(f"{display_path(out)}: not empty and holds no {OUTPUT_MARKER} (not an earlier "
-                               "summary); it is not replaced: choose another --out")
-    return target
+    return replaceable_dir(out, OUTPUT_MARKER, "summary")
 
 
 def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str]) -> dict[str, Any]:
