@@ -48,6 +48,13 @@ def describe_os_error(exc: OSError) -> str:
     return f"{where}: {problem}"
 
 
+def problem_text(exc: OSError) -> str:
+    """The problem of an OSError in words, without its (absolute) file name, e.g. `permission denied`."""
+    if exc.errno is None:  # e.g. pyarrow's IO errors: their first line is the message
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return describe_os_error(OSError(exc.errno, exc.strerror))
+
+
 def os_error(exc: OSError, what: str = "") -> LevanteError:
     """A LevanteError for an OSError, optionally saying what was being done (`writing the datasets`)."""
     message = describe_os_error(exc)

@@ -13,12 +13,7 @@ import io
 import os
 from pathlib import Path, PurePosixPath
 
-from levante_tasks.errors import LevanteError, describe_os_error
-
-
-def os_problem(exc: OSError) -> str:
-    """The words for an OSError without its (absolute) path, e.g. `permission denied`."""
-    return describe_os_error(OSError(exc.errno, exc.strerror))
+from levante_tasks.errors import LevanteError, problem_text
 
 
 def blocked_folder(path: Path, name: str) -> str | None:
@@ -35,8 +30,8 @@ def unreadable(path: Path, name: str, exc: OSError) -> str:
     if exc.errno in (errno.EACCES, errno.EPERM):
         folder = blocked_folder(path, name)
         if folder is not None:
-            return f"{folder}: folder not readable ({os_problem(exc)})"
-    return f"{name}: {os_problem(exc)}"
+            return f"{folder}: folder not readable ({problem_text(exc)})"
+    return f"{name}: {problem_text(exc)}"
 
 
 def read_csv_rows(path: Path, name: str, missing: str) -> tuple[list[str], list[list[str]]]:

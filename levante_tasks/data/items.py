@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.data import numberline, prompts, tom
-from levante_tasks.data.csvfile import os_problem
 from levante_tasks.data.manifest import ManifestRow, load_manifest
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.data.visuals import VisualIndex
+from levante_tasks.errors import problem_text
 from levante_tasks.schema.items import LETTERS, ItemRow, slider_chance
 from levante_tasks.schema.tasks import TASKS, task_info
 
@@ -106,7 +106,7 @@ class _Builder:
                 self._image_problems[rel] = self.visuals.decode_problem(rel)
             except OSError as exc:  # the file cannot be opened: a file-level problem, fatal in every mode
                 self._image_problems[rel] = _CANNOT_OPEN
-                self.log.add(Problem(shown, "unreadable_file", os_problem(exc)))
+                self.log.add(Problem(shown, "unreadable_file", problem_text(exc)))
         why = self._image_problems[rel]
         if why is not None and why != _CANNOT_OPEN:
             self.problem(row, "image_unreadable", f"{role} image {shown} is unreadable ({why})")

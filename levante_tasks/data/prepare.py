@@ -41,10 +41,9 @@ from levante_tasks.data.sources import (
     LocalSource,
     SourceUnreachable,
     open_source,
-    problem_text,
     resolve_version,
 )
-from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.errors import LevanteError, display_path, problem_text
 from levante_tasks.schema import layout
 
 OUTPUT_DIRS = ("generated", "datasets")  # swapped in this order: build.json names a build once both are in place

@@ -16,8 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from levante_tasks.data.sources import problem_text
-from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.errors import LevanteError, display_path, problem_text
 
 LOCK_NAME = ".prepare.lock"
 WAIT_SECONDS = 1800.0

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 import requests
 
-from levante_tasks.errors import LevanteError, describe_os_error
+from levante_tasks.errors import LevanteError, problem_text
 
 DATED_VERSION = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 RETRIES = 3
@@ -57,13 +57,6 @@ def check_relpath(relpath: str) -> None:
     parts = relpath.split("/")
     if not relpath or relpath.startswith("/") or "\\" in relpath or any(p in ("", ".", "..") for p in parts):
         raise LevanteError(f"{relpath}: unsafe path in the release listing (refused)")
-
-
-def problem_text(exc: OSError) -> str:
-    """The problem of an OSError in words, without its (absolute) file name."""
-    if exc.errno is None:  # e.g. pyarrow's IO errors: their first line is the message
-        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return describe_os_error(OSError(exc.errno, exc.strerror))
 
 
 class LocalSource:

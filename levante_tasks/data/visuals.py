@@ -11,8 +11,8 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from levante_tasks.data.csvfile import os_problem
 from levante_tasks.data.images import strict_decoding
+from levante_tasks.errors import problem_text
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
 
@@ -61,7 +61,7 @@ class VisualIndex:
 
     def _note_unreadable(self, exc: OSError) -> None:
         folder = Path(exc.filename).relative_to(self._root).as_posix()
-        self.unreadable.append((folder, os_problem(exc)))
+        self.unreadable.append((folder, problem_text(exc)))
 
     def find(self, task: str, key: str) -> str | None:
         """The image for `key` in `visual/<task>/`, trying the normalised spellings; None if absent."""
