@@ -22,11 +22,12 @@ from typing import Any
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.schema import layout
+from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
 from levante_tasks.summary.discover import RunFiles, discover, folder_label
 from levante_tasks.summary.read import FileProblem, read_results, read_samples
-from levante_tasks.summary.units import RECORD_KEY, SUBTYPE_PREFIX, leaf_tasks
+from levante_tasks.summary.units import SUBTYPE_PREFIX, leaf_tasks
 
 STDERR_SUFFIXES = ("_stderr_clustered", "_stderr_clt", "_stderr")
 RECORD_METRICS: dict[str, Callable[[Mapping[str, Any]], float]] = {
