@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import importlib.metadata
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
+from levante_tasks import __version__
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.alignment import read_items
@@ -133,7 +133,7 @@ def run_compare(
             "models": models_path.name,
             "items": items_path.name if items_path is not None else None,
         },
-        "levante_tasks_version": importlib.metadata.version("levante-tasks"),
+        "levante_tasks_version": __version__,
         "tasks": results.tasks,
         "exclusions": results.exclusions,
     }
