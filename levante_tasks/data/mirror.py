@@ -24,22 +24,20 @@ from typing import Any
 from tqdm import tqdm
 
 from levante_tasks.atomic import atomic_path, make_staging_dir
-from levante_tasks.data.sources import HttpSource, LocalSource, RemoteFile, check_relpath, copy_file_with_retries
+from levante_tasks.data.sources import (
+    HttpSource,
+    LocalSource,
+    RemoteFile,
+    check_relpath,
+    copy_file_with_retries,
+    sha256_file,
+)
 from levante_tasks.errors import LevanteError
 
 LOCK_SCHEMA = 2
 FETCH_DIR = ".fetch"
 MANIFEST = "manifest.csv"
 _NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOTSUP}
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_lock(lock_file: Path) -> dict[str, Any]:

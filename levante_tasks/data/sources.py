@@ -59,6 +59,15 @@ def check_relpath(relpath: str) -> None:
         raise LevanteError(f"{relpath}: unsafe path in the release listing (refused)")
 
 
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 class LocalSource:
     """A release on disk: `<base>/<version>/...`.
 
@@ -129,14 +138,10 @@ class LocalSource:
 
     def sha256(self, version: str, relpath: str) -> str:
         """Hex sha256 of a release file, read in place (one line naming the file when it cannot be read)."""
-        digest = hashlib.sha256()
         try:
-            with open(self.base / version / relpath, "rb") as src:
-                while chunk := src.read(1 << 20):
-                    digest.update(chunk)
+            return sha256_file(self.base / version / relpath)
         except OSError as exc:
             raise self._read_error(version, relpath, exc) from exc
-        return digest.hexdigest()
 
     def copy(self, version: str, relpath: str, dest: Path, on_bytes: Callable[[int], None]) -> None:
         """Copy one release file to `dest`; read failures name the release file, write failures stay OSError."""
