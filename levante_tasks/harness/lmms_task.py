@@ -12,7 +12,6 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import datasets
 from PIL import Image
 
 from levante_tasks import __version__
@@ -20,17 +19,9 @@ from levante_tasks.data.images import open_image
 from levante_tasks.data.prompts import fill_options
 from levante_tasks.errors import LevanteError
 from levante_tasks.harness import controls, docs, metrics, parsing, records
-from levante_tasks.harness.model_kinds import BothKindsTask, generated_text
+from levante_tasks.harness.model_kinds import BothKindsTask, RunStopped, generated_text
 from levante_tasks.lmms_patch import installed_lmms_eval
 from levante_tasks.schema.task_source import task_source_sha256
-
-
-class DataNotPrepared(SystemExit):
-    """Stops an lmms-eval run with one line naming the missing data and the command that prepares it.
-
-    A SystemExit, because lmms-eval's CLI turns any Exception into a traceback (and, unpatched, exit status 0);
-    Python prints a SystemExit's message as one line on stderr and exits with status 1.
-    """
 
 
 class LevanteTask(BothKindsTask):
@@ -46,9 +37,8 @@ class LevanteTask(BothKindsTask):
             version = task_docs[0]["data_version"]
             spec["provenance"] = run_provenance(self.config.task, spec["task"], version)
         except LevanteError as exc:
-            raise DataNotPrepared(f"{self.config.task}: {exc}") from None
-        self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(task_docs)})
-        self.dataset_no_image = self.dataset
+            raise RunStopped(f"{self.config.task}: {exc}") from None
+        self.use_docs(task_docs)
 
     def doc_to_visual(self, doc: dict) -> Any:
         """The doc's images; a missing or damaged image (met inside the model's loop) stops the run in one line."""
@@ -56,7 +46,7 @@ class LevanteTask(BothKindsTask):
             return super().doc_to_visual(doc)
         except LevanteError as exc:
             hint = docs.repair_hint(doc.get("data_version", "VERSION"))
-            raise DataNotPrepared(f"{self.config.task}: {exc}: {hint}") from None
+            raise RunStopped(f"{self.config.task}: {exc}: {hint}") from None
 
 
 def run_provenance(lmms_task: str, task: str, version: str) -> dict[str, Any]:

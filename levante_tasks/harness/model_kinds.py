@@ -14,6 +14,7 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import datasets
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.task import ConfigurableMessagesTask, ConfigurableTask
 
@@ -25,6 +26,14 @@ def generated_text(result: Any) -> str:
     if isinstance(result, (tuple, list)) and result and isinstance(result[0], str):
         return result[0]
     return str(getattr(result, "text", result))
+
+
+class RunStopped(SystemExit):
+    """Stops an lmms-eval run with one line naming the missing data and the command that provides it.
+
+    A SystemExit, because lmms-eval's CLI turns any Exception into a traceback (and, unpatched, exit status 0);
+    Python prints a SystemExit's message as one line on stderr and exits with status 1.
+    """
 
 
 class KwargsAndHook(dict):
@@ -48,6 +57,11 @@ class BothKindsTask(ConfigurableMessagesTask):
     def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
         config = {k: v for k, v in (config or {}).items() if k != "class"}
         super().__init__(config=config, **kwargs)
+
+    def use_docs(self, docs: list[dict[str, Any]]) -> None:
+        """Make `docs` the task's test split (what `download` builds instead of fetching a dataset)."""
+        self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(docs)})
+        self.dataset_no_image = self.dataset
 
     def construct_requests(self, doc_id: int, ctx: str, **kwargs: Any) -> list[Instance] | Instance:
         """generate_until: one request both kinds of model can read; any other output type as lmms-eval builds it."""

@@ -14,19 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import datasets
-
 from levante_tasks.errors import LevanteError
-from levante_tasks.harness.model_kinds import BothKindsTask, generated_text
+from levante_tasks.harness.model_kinds import BothKindsTask, RunStopped, generated_text
 from levante_tasks.l0 import aggregate, dataset, prompt, store
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.scoring import score_response
 
 DATA_ENV = "LEVANTE_L0_DATA"
-
-
-class DataUnavailable(SystemExit):
-    """Stops an lmms-eval run with one line (lmms-eval turns other exceptions into a traceback and exit 0)."""
 
 
 @functools.lru_cache(maxsize=2)
@@ -60,13 +54,12 @@ class L0TraceTask(BothKindsTask):
     def download(self, dataset_kwargs: dict | None = None) -> None:
         number = ((self.config.metadata or {}).get("l0") or {}).get("bin")
         if isinstance(number, bool) or not isinstance(number, int):
-            raise DataUnavailable(f"{self.config.task}: the task YAML needs `metadata: {{l0: {{bin: <number>}}}}`")
+            raise RunStopped(f"{self.config.task}: the task YAML needs `metadata: {{l0: {{bin: <number>}}}}`")
         try:
             docs = load_bin_docs(number)
         except LevanteError as exc:
-            raise DataUnavailable(f"{self.config.task}: {exc}") from None
-        self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(docs)})
-        self.dataset_no_image = self.dataset
+            raise RunStopped(f"{self.config.task}: {exc}") from None
+        self.use_docs(docs)
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Any]:
