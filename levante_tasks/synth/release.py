@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks import __version__
-from levante_tasks.atomic import clean_stale, make_staging_dir, write_text
+from levante_tasks.atomic import clean_stale, make_staging_dir, swap_dir, write_text
 from levante_tasks.errors import LevanteError, os_error
 from levante_tasks.synth import children as kids
 from levante_tasks.synth import draw, items_language, items_math, items_reasoning, tom
@@ -158,10 +158,7 @@ def _swap_in(staging: Path, out_dir: Path, names: Sequence[str]) -> None:
         if target.exists() and not (target / MARKER).is_file():
             raise LevanteError(f"{target}: exists and is not a synthetic release folder (no {MARKER}); not replaced")
     for name in names:
-        target = out_dir / name
-        if target.exists():
-            target.rename(staging / f"old-{name}")
-        (staging / name).rename(target)
+        swap_dir(staging / name, out_dir / name)
 
 
 def write_synthetic_release(out_dir: Path, seed: int, version: str = "synthetic", n_children: int = 300) -> dict:
