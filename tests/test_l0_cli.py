@@ -61,6 +61,16 @@ def test_generate_then_augment_writes_a_checked_dataset(tmp_path: Path, capsys: 
     assert (again / "programs.jsonl").read_bytes() == (out / "programs.jsonl").read_bytes()
 
 
+def test_generate_refuses_a_folder_that_is_not_an_l0_dataset(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me", encoding="utf-8")
+    assert generate(write_config(tmp_path), out) == 2
+    assert "holds no manifest.json (not an earlier L0 dataset)" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert (out / "notes.txt").read_text(encoding="utf-8") == "keep me"
+
+
 @pytest.mark.parametrize(
     ("content", "problem"),
     [

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.atomic import clean_stale, staged_dir
+from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path, os_error
 from levante_tasks.l0.config import ConfigError, GenConfig, from_mapping
 from levante_tasks.l0.dataset import Generated
@@ -46,7 +46,10 @@ def _manifest_text(manifest: dict[str, Any]) -> str:
 
 
 def write_generated(out_dir: Path, config: GenConfig, generated: Generated) -> None:
-    """Replace `out_dir` by a folder holding the manifest and the test programs (no demonstrations yet)."""
+    """Replace `out_dir` by a folder holding the manifest and the test programs (no demonstrations yet).
+
+    Only an absent or empty folder, or an earlier L0 dataset (it holds the manifest), is replaced."""
+    out_dir = replaceable_dir(out_dir, MANIFEST, "L0 dataset")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(out_dir.parent)
     with staged_dir(out_dir) as staging:
