@@ -18,7 +18,7 @@ from typing import Any
 
 from levante_tasks import __version__
 from levante_tasks.atomic import clean_stale, make_staging_dir, swap_dir, write_text
-from levante_tasks.errors import LevanteError, os_error
+from levante_tasks.errors import LevanteError, display_path, os_error
 from levante_tasks.synth import children as kids
 from levante_tasks.synth import draw, items_language, items_math, items_reasoning, tom
 from levante_tasks.synth.items import MANIFEST_COLUMNS, TaskItems, stream
@@ -156,7 +156,8 @@ def _swap_in(staging: Path, out_dir: Path, names: Sequence[str]) -> None:
     for name in names:
         target = out_dir / name
         if target.exists() and not (target / MARKER).is_file():
-            raise LevanteError(f"{target}: exists and is not a synthetic release folder (no {MARKER}); not replaced")
+            raise LevanteError(f"{display_path(target)}: exists and is not a synthetic release folder (no {MARKER}); "
+                               "not replaced")
     for name in names:
         swap_dir(staging / name, out_dir / name)
 
