@@ -1,0 +1,39 @@
+"""The record scorer: reads the answer with our parser and stores the same per-item record as the lmms-eval tasks.
+
+The answer read is the model's §3c JSON (docs/design.md) when its output carries one under `output.metadata`
+(`ANSWER_KEY`, scoring models that expose per-option scores), else the completion ("ANSWER: B", JSON, prose).
+The record (`levante_tasks.harness.records.choice_record`) is the Score's metadata under `RECORD_KEY`.
+"""
+
+from __future__ import annotations
+
+from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer, stderr
+from inspect_ai.solver import TaskState
+
+from levante_tasks.harness.parsing import parse_choice
+from levante_tasks.harness.records import choice_record
+from levante_tasks.inspect_ai_tasks.samples import option_texts
+from levante_tasks.schema.records import RECORD_KEY
+
+ANSWER_KEY = "levante_answer"  # output.metadata key of a model's §3c JSON answer (letter + per-letter scores)
+
+
+def answer_text(state: TaskState) -> str:
+    """What the parser reads: the model's §3c JSON when it gave one, else the completion."""
+    extra = state.output.metadata or {}
+    value = extra.get(ANSWER_KEY)
+    return value if isinstance(value, str) else state.output.completion
+
+
+@scorer(metrics=[accuracy(), stderr()])
+def levante_record():
+    """Score with our answer parser; the per-item record goes under `levante_item` in the score's metadata."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        doc = state.metadata
+        parsed = parse_choice(answer_text(state), doc["letters"], option_texts(doc))
+        record = choice_record(doc, parsed)
+        return Score(value=CORRECT if record["correct"] else INCORRECT, answer=parsed.letter,
+                     explanation=f"parse_method={parsed.method}", metadata={RECORD_KEY: record})
+
+    return score

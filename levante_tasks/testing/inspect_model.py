@@ -1,0 +1,109 @@
+"""`levante-tiny/clip`: an offline inspect_ai model API around `levante_clip` (a test double, registered on import).
+
+It answers each LEVANTE sample exactly as the lmms-eval adapter does, with the adapter's own code: the item's doc
+is rebuilt by `levante_tasks.harness.docs.task_docs` from the sample message's `levante_item_ref` (task, seed,
+variant, item_uid), the pictures are the ones the message carries (decoded from their data URIs), and
+`LevanteClip.plan` / `score_plans` / `score_answer` give the choice and the per-letter log-probabilities. The
+completion is `ANSWER: <letter>` (what inspect's multiple_choice() and choice() read); the §3c JSON answer goes to
+`output.metadata["levante_answer"]` for the record scorer. Model args (`-M`): `pretrained=<checkpoint folder>`
+(e.g. `build_tiny_clip`), plus any `levante_clip` argument (device, batch_size, model_id, revision).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageUser,
+    ContentImage,
+    GenerateConfig,
+    ModelAPI,
+    ModelOutput,
+    modelapi,
+)
+from inspect_ai.tool import ToolChoice, ToolInfo
+from PIL import Image
+
+from levante_tasks.inspect_ai_tasks.samples import ITEM_KEY
+from levante_tasks.inspect_ai_tasks.scorer import ANSWER_KEY
+
+KINDS = ("clip",)
+DEFAULT_CONFIG = GenerateConfig()
+
+
+def decode_image(uri: str) -> Image.Image:
+    """A PIL image from a `data:image/...;base64,` URI (what the LEVANTE samples carry)."""
+    header, _, payload = uri.partition(",")
+    if not header.startswith("data:image/") or not header.endswith(";base64"):
+        raise ValueError(f"levante-tiny reads data-URI images only, got {header[:40]!r}")
+    with Image.open(io.BytesIO(base64.b64decode(payload))) as image:
+        return image.convert("RGB")
+
+
+def item_message(messages: list[ChatMessage]) -> ChatMessageUser:
+    """The user message that carries the LEVANTE item reference."""
+    for message in messages:
+        if isinstance(message, ChatMessageUser) and ITEM_KEY in (message.metadata or {}):
+            return message
+    raise ValueError(f"levante-tiny answers LEVANTE samples only (no user message with {ITEM_KEY!r} metadata)")
+
+
+class LevanteTinyAPI(ModelAPI):
+    """The `levante_clip` scorer behind inspect's ModelAPI (module docstring)."""
+
+    def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
+                 config: GenerateConfig = DEFAULT_CONFIG, **model_args: Any) -> None:
+        super().__init__(model_name=model_name, base_url=base_url, api_key=api_key, config=config)
+        if model_name not in KINDS:
+            raise ValueError(f"levante-tiny/{model_name}: expected one of {', '.join(KINDS)}")
+        if not model_args.get("pretrained"):
+            raise ValueError("levante-tiny/clip needs -M pretrained=<checkpoint folder>")
+        from levante_adapters.clip_scorer import LevanteClip
+
+        self.scorer = LevanteClip(**{"device": "cpu", **model_args})
+        self._docs: dict[tuple[str, int, str], dict[str, Mapping[str, Any]]] = {}
+
+    def _doc(self, ref: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The task doc of a referenced item, from the same builder the lmms-eval task uses (cached per variant)."""
+        from levante_tasks.harness import docs
+
+        key = (str(ref["task"]), int(ref["seed"]), str(ref["variant"]))
+        if key not in self._docs:
+            built = docs.task_docs(key[0], seed=key[1], variant=key[2], choice_only=True)
+            self._docs[key] = {d["item_uid"]: d for d in built}
+        return self._docs[key][str(ref["item_uid"])]
+
+    def answer(self, messages: list[ChatMessage]) -> str:
+        """The §3c JSON answer of `levante_clip` to the item in `messages`."""
+        from levante_adapters.common import score_answer
+
+        from levante_tasks.harness.lmms_task import doc_to_text
+
+        message = item_message(messages)
+        doc = dict(self._doc((message.metadata or {})[ITEM_KEY]))
+        images = [decode_image(part.image) for part in message.content if isinstance(part, ContentImage)]
+        plan = self.scorer.plan(doc, images, doc_to_text(doc))
+        if plan is None:
+            raise ValueError(f"levante-tiny/clip cannot answer slider item {doc['item_uid']!r}")
+        (logprobs,) = self.scorer.score_plans([plan])
+        return score_answer(plan.letters, logprobs, scorer="levante_clip", mode=plan.mode, model=self.scorer.identity)
+
+    async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
+                       config: GenerateConfig) -> ModelOutput:
+        """`ANSWER: <letter>` as the completion, the JSON answer with per-letter scores in the metadata."""
+        answer = self.answer(input)
+        output = ModelOutput.from_content(model=f"levante-tiny/{self.model_name}",
+                                          content=f"ANSWER: {json.loads(answer)['answer']}")
+        output.metadata = {ANSWER_KEY: answer}
+        return output
+
+
+@modelapi(name="levante-tiny")
+def levante_tiny() -> type[ModelAPI]:
+    """Register `levante-tiny/<kind>` with inspect_ai."""
+    return LevanteTinyAPI
