@@ -1,9 +1,10 @@
 """`levante-tasks demo`: the whole pipeline on the embedded synthetic release, offline, in a few minutes.
 
 Steps: write the synthetic release (seeded) -> `prepare` it -> run every LEVANTE task in lmms-eval with a
-random-init tiny CLIP through `levante_clip` (a pipeline check, not a capability result) -> compare the model
-with the simulated children (`compare`) -> summarize the run into the model x task matrix (`summarize`).
-Everything lands under `--out` (default `demo-out/`).
+random-init tiny CLIP through `levante_clip` (a pipeline check, not a capability result) as a one-cell matrix
+(`levante-tasks matrix`: state file, resumable) -> whose end step compares the model with the simulated children
+(`compare`) and summarizes the run into the model x task matrix (`summarize`) with a report.
+Everything lands under `--out` (default `demo-out/`); a second demo keeps the finished cell.
 """
 
 from __future__ import annotations
@@ -11,18 +12,15 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from levante_tasks.atomic import write_text
 from levante_tasks.data.cli import format_result
 from levante_tasks.data.prepare import prepare
 from levante_tasks.errors import LevanteError
 
 SYNTHETIC_VERSION = "synthetic"
 DEMO_TASKS = "levante"
-TASKS_DIR = Path(__file__).resolve().parent / "tasks"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,23 +33,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def lmms_eval_command(model_dir: Path, output: Path) -> list[str]:
-    """The lmms-eval invocation (an argv list, never a shell string)."""
-    return [sys.executable, "-m", "lmms_eval", "--model", "levante_clip", "--model_args",
-            f"pretrained={model_dir}", "--tasks", DEMO_TASKS, "--include_path", str(TASKS_DIR),
-            "--batch_size", "16", "--output_path", str(output), "--log_samples", "--seed", "0,1234,1234,1234"]
-
-
-def run_lmms_eval(model_dir: Path, output: Path, data_dir: Path) -> dict:
-    """Run lmms-eval; it exits 0 even on failure, so success means a results file was written and parses."""
-    env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "LEVANTE_DATA_VERSION": SYNTHETIC_VERSION,
-           "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run(lmms_eval_command(model_dir, output), env=env, capture_output=True, text=True)
-    results = sorted(output.rglob("*_results.json"), key=lambda p: p.stat().st_mtime)
-    if done.returncode != 0 or not results:
-        tail = (done.stdout + done.stderr)[-2000:]
-        raise LevanteError(f"lmms-eval did not write a results file (exit {done.returncode}):\n{tail}")
-    return json.loads(results[-1].read_text(encoding="utf-8"))
+def matrix_config(seed: int) -> str:
+    """The demo's matrix config (paths relative to it, in --out): one model x `levante` x seed 0, then the
+    comparison with the simulated children and the summary as the matrix's end step."""
+    return f"""# The demo's matrix (written by `levante-tasks demo`). Rerun or extend it with
+#   levante-tasks matrix --config matrix.yaml --out matrix --resume
+data: {{dir: data, version: {SYNTHETIC_VERSION}}}
+env: {{HF_DATASETS_OFFLINE: "1", HF_HUB_OFFLINE: "1"}}
+models:
+  - name: tiny-clip
+    model: levante_clip
+    model_args: pretrained=models/tiny-clip
+    public_id: tiny-clip
+tasks: [{DEMO_TASKS}]
+seeds: [0]
+batch_sizes: [16]
+compare:
+  trials: release/children/trials.csv
+  runs: release/children/runs.csv
+  irt: [release/irt/item_params.csv]
+  items: data/{SYNTHETIC_VERSION}/datasets
+  min_n: 10
+  n_boot: 500
+  seed: {seed}
+"""
 
 
 def accuracy_table(results: dict) -> str:
@@ -69,8 +74,8 @@ def accuracy_table(results: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Synthesize, prepare, evaluate and compare; print what each step produced."""
-    from levante_tasks.compare.pipeline import Settings, run_compare
-    from levante_tasks.summary import summarize_runs
+    from levante_tasks.matrix.config import load_config
+    from levante_tasks.matrix.run import run_matrix
     from levante_tasks.synth import write_synthetic_release
     from levante_tasks.testing.tiny_models import build_tiny_clip
 
@@ -84,18 +89,22 @@ def run(args: argparse.Namespace) -> int:
     print(format_result(result))
     if args.prepare_only:
         return 0
-    model_dir = build_tiny_clip(out / "models" / "tiny-clip", seed=args.seed)
-    results = run_lmms_eval(model_dir, out / "runs", data)
-    print(f"[3/5] lmms-eval {importlib.metadata.version('lmms_eval')}: levante_clip on a random-init tiny CLIP "
-          "(pipeline check, not a capability result)")
+    build_tiny_clip(out / "models" / "tiny-clip", seed=args.seed)
+    write_text(out / "matrix.yaml", matrix_config(args.seed))
+    print(f"[3/5] matrix {out.name}/matrix.yaml: lmms-eval {importlib.metadata.version('lmms_eval')}, levante_clip on "
+          "a random-init tiny CLIP (pipeline check, not a capability result), every LEVANTE task, seed 0")
+    run = run_matrix(load_config(out / "matrix.yaml"), out / "matrix", resume=True, echo=lambda line: None)
+    cell = run.cells[0]
+    state = run.states[cell.cell_id]
+    if state.get("status") != "done":
+        raise LevanteError(f"{cell.rel_dir}: {state['error']['reason']}:\n" + "\n".join(state["error"]["tail"]))
+    results = json.loads((out / "matrix" / cell.rel_dir / state["results"]).read_text(encoding="utf-8"))
     print(accuracy_table(results))
-    comparison = run_compare([(None, base / "irt" / "item_params.csv")], base / "children" / "trials.csv",
-                             base / "children" / "runs.csv", out / "runs", out / "comparison",
-                             Settings(min_n=10, n_boot=500, seed=args.seed, plots=True),
-                             items_path=data / SYNTHETIC_VERSION / "datasets")
-    print(f"[4/5] compared with the simulated children on {len(comparison['tasks'])} task(s): "
-          f"{out.name}/comparison/comparison.md (plots and tidy CSV beside it)")
-    matrix = summarize_runs([out / "runs"], out / "summary")
-    print(f"[5/5] summary: {out.name}/summary/summary.md ({len(matrix['cells'])} cells; matrix.csv, matrix.json, "
-          "heatmap.png)")
-    return 0
+    group = run.document["groups"][cell.model.group]
+    for line in group["problems"]:
+        print(f"levante-tasks: warning: {line}")
+    print(f"[4/5] compared with the simulated children: {out.name}/matrix/{group['comparison']} "
+          "(plots and tidy CSV beside it)")
+    print(f"[5/5] summary: {out.name}/matrix/{group['summary']} (matrix.csv, matrix.json, heatmap.png); "
+          f"cell status and links: {out.name}/matrix/report.md")
+    return 1 if group["problems"] else 0

@@ -1,0 +1,68 @@
+"""`levante-tasks matrix --config matrix.yaml --out DIR [--resume] [--dry-run] [--shard i/n | --cell K]
+[--emit-slurm FILE]`: model x task x seed evaluations through lmms-eval, resumable (docs/matrix.md)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from levante_tasks.errors import LevanteError, display_path
+
+_SHARD = re.compile(r"^(\d+)/(\d+)$")
+
+
+def shard_arg(text: str) -> tuple[int, int]:
+    """`i/n` with 0 <= i < n: run the cells whose index is i modulo n."""
+    match = _SHARD.fullmatch(text.strip())
+    if not match or not 0 <= int(match[1]) < int(match[2]):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected i/n with 0 <= i < n (e.g. 0/4)")
+    return int(match[1]), int(match[2])
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `matrix` subcommand."""
+    parser = subparsers.add_parser(
+        "matrix", help="run a resumable model x task x seed matrix through lmms-eval",
+        description="Run every (model, task, seed) cell of --config through lmms-eval into --out (one folder and "
+        "state file per cell), then summarize, compare with children and write report.md. Finished cells whose "
+        "config is unchanged are kept on --resume; everything else runs again.")
+    parser.add_argument("--config", required=True, type=Path, help="matrix YAML file (docs/matrix.md)")
+    parser.add_argument("--out", required=True, type=Path, help="matrix folder")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the matrix in --out: keep finished, unchanged cells; run the rest")
+    parser.add_argument("--dry-run", action="store_true", help="print each selected cell's command; run nothing")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--shard", type=shard_arg, metavar="I/N",
+                       help="run only the cells whose index is I modulo N (no end step)")
+    which.add_argument("--cell", type=int, metavar="K", help="run only cell K (0-based; no end step)")
+    parser.add_argument("--emit-slurm", type=Path, metavar="FILE",
+                        help="write a Slurm job-array script (one cell per array task) and exit")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """CLI: exit 0 when every selected cell finished, 1 when some failed (they are in the report)."""
+    from levante_tasks.matrix.config import load_config
+    from levante_tasks.matrix.plan import plan
+    from levante_tasks.matrix.run import run_matrix
+    from levante_tasks.matrix.slurm import emit_slurm
+
+    config = load_config(args.config)
+    if args.emit_slurm is not None:
+        if args.dry_run or args.shard or args.cell is not None:
+            raise LevanteError("--emit-slurm: writes the script only; drop --dry-run, --shard and --cell")
+        cells = plan(config)
+        emit_slurm(config, args.config, args.out, len(cells), args.emit_slurm)
+        print(f"wrote {display_path(args.emit_slurm)}: a job array of {len(cells)} cell(s); "
+              f"submit with `sbatch {display_path(args.emit_slurm)}`")
+        return 0
+    result = run_matrix(config, args.out, resume=args.resume, shard=args.shard, cell_index=args.cell,
+                        dry_run=args.dry_run)
+    if args.dry_run:
+        return 0
+    for cell in result.failed:
+        print(f"levante-tasks: error: {cell.cell_id}: {result.states[cell.cell_id]['error']['reason']}",
+              file=sys.stderr)
+    return 1 if result.failed else 0

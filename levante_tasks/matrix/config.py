@@ -1,0 +1,268 @@
+"""Read and validate a matrix YAML file into dataclasses; every problem is one line naming the file and the key."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from levante_tasks.errors import LevanteError, display_path, problem_text
+from levante_tasks.schema.layout import is_version_name
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# lmms-eval flags the runner sets itself; `extra_args` may not repeat them.
+RESERVED_FLAGS = ("--model", "--model_args", "--tasks", "--batch_size", "--output_path", "--log_samples", "--seed",
+                  "--limit", "--device", "--include_path")
+TOP_KEYS = {"models", "tasks", "seeds", "limit", "batch_sizes", "device", "num_processes", "extra_args", "env",
+            "lmms_eval_module", "data", "compare", "groups", "slurm"}
+MODEL_KEYS = {"name", "model", "model_args", "public_id", "revision"}
+DEFAULT_GROUP = "all"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model row: a short unique name, the lmms-eval model and its args, and its public identity."""
+
+    name: str
+    model: str
+    model_args: str
+    public_id: str
+    revision: str
+    group: str = DEFAULT_GROUP
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    """The children's data a comparison needs (paths relative to the config file) and its settings."""
+
+    trials: Path
+    runs: Path
+    irt: tuple[Path, ...]
+    items: Path | None = None
+    min_n: int = 10
+    n_boot: int = 2000
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class MatrixConfig:
+    """A whole matrix: models x tasks x seeds under one protocol (limit, device, extra args, data version)."""
+
+    path: Path
+    models: tuple[ModelSpec, ...]
+    tasks: tuple[str, ...]
+    seeds: tuple[int, ...] = (0,)
+    limit: float | None = None
+    batch_sizes: tuple[int, ...] = (1,)
+    device: str | None = None
+    num_processes: int = 1
+    extra_args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    lmms_eval_module: str = "lmms_eval"
+    data_dir: Path | None = None
+    data_version: str | None = None
+    compare: CompareSpec | None = None
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    slurm: tuple[str, ...] = ()
+
+    @property
+    def base(self) -> Path:
+        """The config file's folder: relative paths in the config (and in model_args) are read from here."""
+        return self.path.parent
+
+
+class _Reader:
+    """Typed access to the YAML mapping; errors name the file and the dotted key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, problem: str) -> LevanteError:
+        return LevanteError(f"{display_path(self.path)}: {key}: {problem}")
+
+    def mapping(self, value: Any, key: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, "must be a mapping")
+        unknown = sorted(str(k) for k in value if k not in allowed)
+        if unknown:
+            raise self.fail(f"{key}.{unknown[0]}" if key else unknown[0],
+                            f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        return value
+
+    def text(self, value: Any, key: str, pattern: re.Pattern[str] | None = None) -> str:
+        if isinstance(value, bool) or not isinstance(value, str | int | float) or not str(value).strip():
+            raise self.fail(key, "must be a non-empty string")
+        text = str(value).strip()
+        if pattern is not None and not pattern.fullmatch(text):
+            raise self.fail(key, f"{text!r} is not allowed (letters, digits, '.', '_', '-'; starts with a letter "
+                                 "or digit)")
+        return text
+
+    def integer(self, value: Any, key: str, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(key, f"must be an integer >= {minimum}")
+        return value
+
+    def items(self, value: Any, key: str) -> list[Any]:
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, list) or not value:
+            raise self.fail(key, "must be a non-empty list")
+        return value
+
+    def path_value(self, value: Any, key: str, must_exist: bool = True) -> Path:
+        path = Path(self.text(value, key)).expanduser()
+        path = path if path.is_absolute() else self.path.parent / path
+        if must_exist and not path.exists():
+            raise self.fail(key, f"{display_path(path)}: no such file or folder")
+        return path
+
+
+def _model(reader: _Reader, value: Any, key: str) -> ModelSpec:
+    """One entry of `models:`."""
+    raw = reader.mapping(value, key, MODEL_KEYS)
+    for required in ("name", "model"):
+        if required not in raw:
+            raise reader.fail(f"{key}.{required}", "missing")
+    name = reader.text(raw["name"], f"{key}.name", NAME)
+    args = raw.get("model_args", "")
+    if isinstance(args, dict):
+        args = ",".join(f"{k}={v}" for k, v in args.items())
+    if not isinstance(args, str):
+        raise reader.fail(f"{key}.model_args", "must be a `k=v,k2=v2` string or a mapping")
+    return ModelSpec(name=name, model=reader.text(raw["model"], f"{key}.model"), model_args=args.strip(),
+                     public_id=reader.text(raw.get("public_id", name), f"{key}.public_id"),
+                     revision=reader.text(raw.get("revision", "unknown"), f"{key}.revision"))
+
+
+def _compare(reader: _Reader, value: Any) -> CompareSpec:
+    """The `compare:` block."""
+    raw = reader.mapping(value, "compare", {"trials", "runs", "irt", "items", "min_n", "n_boot", "seed"})
+    for required in ("trials", "runs", "irt"):
+        if required not in raw:
+            raise reader.fail(f"compare.{required}", "missing")
+    irt = tuple(reader.path_value(p, f"compare.irt[{i}]")
+                for i, p in enumerate(reader.items(raw["irt"], "compare.irt")))
+    return CompareSpec(trials=reader.path_value(raw["trials"], "compare.trials"),
+                       runs=reader.path_value(raw["runs"], "compare.runs"), irt=irt,
+                       items=reader.path_value(raw["items"], "compare.items") if raw.get("items") else None,
+                       min_n=reader.integer(raw.get("min_n", 10), "compare.min_n", 1),
+                       n_boot=reader.integer(raw.get("n_boot", 2000), "compare.n_boot", 0),
+                       seed=reader.integer(raw.get("seed", 0), "compare.seed", 0))
+
+
+def _groups(reader: _Reader, value: Any, models: list[ModelSpec]) -> dict[str, tuple[str, ...]]:
+    """`groups: {name: [model names]}`: every model in exactly one group (default: one group `all`)."""
+    names = [m.name for m in models]
+    if value is None:
+        return {DEFAULT_GROUP: tuple(names)}
+    if not isinstance(value, dict) or not value:
+        raise reader.fail("groups", "must be a mapping of group name -> list of model names")
+    groups: dict[str, tuple[str, ...]] = {}
+    seen: dict[str, str] = {}
+    for group, members in value.items():
+        group = reader.text(group, "groups", NAME)
+        listed = tuple(reader.text(m, f"groups.{group}") for m in reader.items(members, f"groups.{group}"))
+        for member in listed:
+            if member not in names:
+                raise reader.fail(f"groups.{group}", f"{member!r} is not a model name (models: {', '.join(names)})")
+            if member in seen:
+                raise reader.fail(f"groups.{group}", f"{member!r} is already in group {seen[member]!r} "
+                                                     "(a model belongs to one group)")
+            seen[member] = group
+        groups[group] = listed
+    missing = [n for n in names if n not in seen]
+    if missing:
+        raise reader.fail("groups", f"model {missing[0]!r} is in no group")
+    return groups
+
+
+def _number(reader: _Reader, value: Any, key: str) -> float | None:
+    """`limit`: a positive count (>= 1) or fraction (< 1), or null."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise reader.fail(key, "must be a positive number (a count, or a fraction below 1) or null")
+    return float(value)
+
+
+def parse_config(raw: Any, path: Path) -> MatrixConfig:
+    """Validate a loaded YAML document (see docs/matrix.md for the keys)."""
+    reader = _Reader(path)
+    raw = reader.mapping(raw, "", TOP_KEYS)
+    if "models" not in raw:
+        raise reader.fail("models", "missing")
+    if "tasks" not in raw:
+        raise reader.fail("tasks", "missing")
+    models = [_model(reader, m, f"models[{i}]") for i, m in enumerate(reader.items(raw["models"], "models"))]
+    names = [m.name for m in models]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise reader.fail("models", f"name {duplicate!r} is used twice (names must be unique)")
+    tasks = tuple(reader.text(t, f"tasks[{i}]", NAME) for i, t in enumerate(reader.items(raw["tasks"], "tasks")))
+    if len(set(tasks)) != len(tasks):
+        raise reader.fail("tasks", "a task is listed twice")
+    seeds = tuple(reader.integer(s, f"seeds[{i}]", 0)
+                  for i, s in enumerate(reader.items(raw.get("seeds", [0]), "seeds")))
+    if len(set(seeds)) != len(seeds):
+        raise reader.fail("seeds", "a seed is listed twice")
+    batch_sizes = tuple(reader.integer(b, f"batch_sizes[{i}]", 1)
+                        for i, b in enumerate(reader.items(raw.get("batch_sizes", [1]), "batch_sizes")))
+    if list(batch_sizes) != sorted(set(batch_sizes), reverse=True):
+        raise reader.fail("batch_sizes", "must be distinct and in decreasing order (the first is tried first, the "
+                                         "rest are the out-of-memory fallbacks)")
+    extra = raw.get("extra_args", [])
+    if not isinstance(extra, list) or not all(isinstance(a, str | int | float) for a in extra):
+        raise reader.fail("extra_args", "must be a list of strings (lmms-eval flags and values)")
+    extra_args = tuple(str(a) for a in extra)
+    clash = next((a for a in extra_args if a.split("=", 1)[0] in RESERVED_FLAGS), None)
+    if clash:
+        raise reader.fail("extra_args", f"{clash.split('=', 1)[0]} is set by the matrix runner; use the config key")
+    env = raw.get("env", {}) or {}
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str | int | float)
+                                            for k, v in env.items()):
+        raise reader.fail("env", "must be a mapping of variable name -> string")
+    data = reader.mapping(raw.get("data", {}) or {}, "data", {"dir", "version"})
+    version = reader.text(data["version"], "data.version") if data.get("version") is not None else None
+    if version is not None and not is_version_name(version):
+        raise reader.fail("data.version", f"{version!r} is not a version folder name")
+    module = reader.text(raw.get("lmms_eval_module", "lmms_eval"), "lmms_eval_module")
+    if not MODULE.fullmatch(module):
+        raise reader.fail("lmms_eval_module", f"{module!r} is not a Python module name")
+    slurm = raw.get("slurm", []) or []
+    if not isinstance(slurm, list) or not all(isinstance(s, str) and s.startswith("--") for s in slurm):
+        raise reader.fail("slurm", "must be a list of sbatch options such as --partition=gpu")
+    groups = _groups(reader, raw.get("groups"), models)
+    group_of = {m: g for g, members in groups.items() for m in members}
+    models = [replace(m, group=group_of[m.name]) for m in models]
+    return MatrixConfig(
+        path=path, models=tuple(models), tasks=tasks, seeds=seeds, limit=_number(reader, raw.get("limit"), "limit"),
+        batch_sizes=batch_sizes,
+        device=reader.text(raw["device"], "device") if raw.get("device") is not None else None,
+        num_processes=reader.integer(raw.get("num_processes", 1), "num_processes", 1), extra_args=extra_args,
+        env={k: str(v) for k, v in env.items()}, lmms_eval_module=module,
+        data_dir=reader.path_value(data["dir"], "data.dir", must_exist=False) if data.get("dir") else None,
+        data_version=version, compare=_compare(reader, raw["compare"]) if raw.get("compare") else None,
+        groups=groups, slurm=tuple(slurm))
+
+
+def load_config(path: str | Path) -> MatrixConfig:
+    """Read and validate the matrix YAML file at `path`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LevanteError(f"{display_path(path)}: {problem_text(exc)}") from None
+    except UnicodeDecodeError:
+        raise LevanteError(f"{display_path(path)}: not UTF-8 text") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise LevanteError(f"{display_path(path)}: invalid YAML{where}") from None
+    return parse_config(raw, path.absolute())

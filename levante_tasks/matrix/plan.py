@@ -1,0 +1,181 @@
+"""The cells of a matrix (model x task x seed), the canonical JSON and SHA-256 of each, and their lmms-eval argv.
+
+A cell's hash covers everything that changes its output: the model (lmms-eval name, model_args, public id,
+revision), the task and the lmms-eval task it resolves to for the seed, the seed, limit, device, number of
+processes, extra args, extra environment, the lmms-eval module, the data version and the fingerprints of the
+datasets the task reads, the lmms-eval identity (version, commit, patch set) and the levante-tasks version.
+The batch size is not in it: an out-of-memory fallback must not invalidate a cell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from levante_tasks import __version__
+from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.harness.options import DEFAULT_SEEDS
+from levante_tasks.matrix.config import MatrixConfig, ModelSpec
+from levante_tasks.schema import layout
+from levante_tasks.schema.tasks import TASKS
+
+TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
+SCHEMA_VERSION = 1
+_NAME_LINE = re.compile(r"^(?:task|group):\s*([A-Za-z0-9_.-]+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One evaluation: a model on one task with one seed; `cell_id` names its folder."""
+
+    index: int
+    model: ModelSpec
+    task: str
+    seed: int
+    lmms_task: str
+    spec: dict[str, Any]
+    sha256: str
+
+    @property
+    def cell_id(self) -> str:
+        """`<model>__<task>__s<seed>__<hash12>`: readable, and a changed config never lands in an old folder."""
+        return f"{self.model.name}__{self.task}__s{self.seed}__{self.sha256[:12]}"
+
+    @property
+    def rel_dir(self) -> str:
+        """The cell folder relative to the matrix folder: `cells/<group>/<cell_id>`."""
+        return f"cells/{self.model.group}/{self.cell_id}"
+
+
+@cache
+def package_task_names() -> frozenset[str]:
+    """Every task and group name defined by this package's lmms-eval YAMLs (LEVANTE and L0)."""
+    return frozenset(m for p in TASKS_DIR.rglob("*.yaml") for m in _NAME_LINE.findall(p.read_text(encoding="utf-8")))
+
+
+def seeded_task(task: str, seed: int) -> str:
+    """The lmms-eval task a matrix seed runs: our tasks take the option-order variant `<task>_seed<s>` (seed 0 is
+    the plain name); other tasks keep their name (the seed then only reaches lmms-eval's `--seed`)."""
+    ours = package_task_names()
+    if seed == 0 or task not in ours:
+        return task
+    variant = f"{task}_seed{seed}"
+    if variant not in ours:
+        seeds = ", ".join(map(str, DEFAULT_SEEDS))
+        raise LevanteError(f"{task}: has no option-order variant for seed {seed} ({variant} does not exist; "
+                           f"LEVANTE seeds: {seeds}; image controls and L0 tasks run with seed 0 only)")
+    return variant
+
+
+def lmms_seed_arg(seed: int) -> str:
+    """lmms-eval's `--seed` (python, numpy, torch, fewshot): lmms-eval's default `0,1234,1234,1234` shifted by it."""
+    return f"{seed},{1234 + seed},{1234 + seed},{1234 + seed}"
+
+
+def datasets_of(task: str) -> list[str]:
+    """Internal names of the LEVANTE datasets an lmms-eval task or group reads (all of them for `levante*` groups)."""
+    hits = [info.name for info in TASKS if task == info.lmms_name or task.startswith(info.lmms_name + "_")]
+    if hits:
+        return hits
+    return [info.name for info in TASKS] if task.startswith("levante") else []
+
+
+def data_facts(config: MatrixConfig) -> dict[str, Any]:
+    """The data version the cells read and each prepared dataset's fingerprint (None when not prepared)."""
+    root = layout.data_dir(config.data_dir)
+    version = config.data_version or os.environ.get(layout.VERSION_ENV, "").strip() or None
+    if version is None:
+        try:
+            version = (root / layout.DEFAULT_VERSION_FILE).read_text(encoding="utf-8").strip() or None
+        except (OSError, UnicodeDecodeError):
+            version = None  # nothing prepared: LEVANTE cells fail with lmms-eval's one line naming the repair
+    fingerprints: dict[str, str | None] = {}
+    for info in TASKS:
+        path = layout.dataset_dir(version, info.name, root) / "dataset.json" if version else None
+        try:
+            fingerprints[info.name] = json.loads(path.read_text(encoding="utf-8")).get("fingerprint") if path else None
+        except (OSError, ValueError, AttributeError):
+            fingerprints[info.name] = None
+    return {"dir": root, "version": version, "fingerprints": fingerprints}
+
+
+def software_facts() -> dict[str, Any]:
+    """The lmms-eval identity (version, commit, patch set) and the levante-tasks version."""
+    from levante_tasks.lmms_patch.provenance import installed_lmms_eval
+
+    return {"lmms_eval": installed_lmms_eval(), "levante_tasks": __version__}
+
+
+def canonical_json(value: Any) -> str:
+    """Key-sorted, compact JSON: the bytes that are hashed."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def cell_spec(config: MatrixConfig, model: ModelSpec, task: str, seed: int, data: dict[str, Any],
+              software: dict[str, Any]) -> dict[str, Any]:
+    """Everything that changes a cell's output (not the batch size, not where it is written)."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "model": {"model": model.model, "model_args": model.model_args, "public_id": model.public_id,
+                  "revision": model.revision},
+        "task": task, "lmms_task": seeded_task(task, seed), "seed": seed, "lmms_seed": lmms_seed_arg(seed),
+        "limit": config.limit, "device": config.device, "num_processes": config.num_processes,
+        "extra_args": list(config.extra_args), "env": dict(sorted(config.env.items())),
+        "lmms_eval_module": config.lmms_eval_module,
+        "data": {"version": data["version"],
+                 "fingerprints": {name: data["fingerprints"][name] for name in datasets_of(task)}},
+        "software": software,
+    }
+
+
+def plan(config: MatrixConfig, data: dict[str, Any] | None = None,
+         software: dict[str, Any] | None = None) -> list[Cell]:
+    """All cells in a fixed order (models, then tasks, then seeds, as listed); an unknown seed variant is an error."""
+    data = data if data is not None else data_facts(config)
+    software = software if software is not None else software_facts()
+    cells = []
+    for model in config.models:
+        for task in config.tasks:
+            for seed in config.seeds:
+                try:
+                    spec = cell_spec(config, model, task, seed, data, software)
+                except LevanteError as exc:
+                    raise LevanteError(f"{display_path(config.path)}: tasks: {exc}") from None
+                digest = hashlib.sha256(canonical_json(spec).encode("utf-8")).hexdigest()
+                cells.append(Cell(len(cells), model, task, seed, spec["lmms_task"], spec, digest))
+    return cells
+
+
+def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, output_path: Path) -> list[str]:
+    """The command of one cell attempt, as an argument list (never a shell string); `accelerate launch` when the
+    config asks for more than one process."""
+    module = config.lmms_eval_module
+    launcher = [sys.executable, "-m", module] if config.num_processes == 1 else [
+        sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(config.num_processes),
+        "-m", module]
+    argv = [*launcher, "--model", cell.model.model]
+    if cell.model.model_args:
+        argv += ["--model_args", cell.model.model_args]
+    argv += ["--tasks", cell.lmms_task, "--include_path", str(TASKS_DIR), "--batch_size", str(batch_size),
+             "--output_path", str(output_path), "--log_samples", "--seed", cell.spec["lmms_seed"]]
+    if config.limit is not None:
+        argv += ["--limit", f"{config.limit:g}"]
+    if config.device is not None:
+        argv += ["--device", config.device]
+    return [*argv, *config.extra_args]
+
+
+def cell_env(config: MatrixConfig, data: dict[str, Any]) -> dict[str, str]:
+    """The environment of a cell: ours plus the data location and version, the config's `env`, no tokenizer
+    threads fighting the evaluation; HF offline flags and the rest pass through."""
+    env = {**os.environ, layout.DATA_DIR_ENV: str(data["dir"]), "TOKENIZERS_PARALLELISM": "false"}
+    if data["version"]:
+        env[layout.VERSION_ENV] = data["version"]
+    return {**env, **config.env}

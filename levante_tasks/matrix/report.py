@@ -1,0 +1,111 @@
+"""The end step of a whole matrix: per group, the summary (model x task matrix) and the comparison with children
+over the finished cells; then matrix.json and report.md (links plus a per-cell status table).
+
+Models are compared only within their group: each group gets its own summary/<group>/ and comparison/<group>/,
+built from that group's finished cells only (cells/<group>/), so models the config did not declare comparable
+never share a matrix or a comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.atomic import write_json, write_text
+from levante_tasks.errors import LevanteError
+from levante_tasks.matrix.plan import Cell
+from levante_tasks.matrix.run import MatrixRun
+from levante_tasks.matrix.state import read_state
+
+SCHEMA_VERSION = 1
+
+
+def _cell_entry(cell: Cell, state: dict[str, Any]) -> dict[str, Any]:
+    """matrix.json's record of one cell (no times: those are under `timing`)."""
+    attempts = [{k: a[k] for k in ("batch_size", "outcome", "exit_code")} for a in state.get("attempts", [])]
+    return {"cell_id": cell.cell_id, "dir": cell.rel_dir, "model": cell.model.name,
+            "public_id": cell.model.public_id, "revision": cell.model.revision, "group": cell.model.group,
+            "task": cell.task, "seed": cell.seed, "lmms_task": cell.lmms_task, "sha256": cell.sha256,
+            "status": state.get("status", "not run"), "batch_size": state.get("batch_size"),
+            "oom_fallback": len(attempts) > 1 and state.get("status") == "done", "attempts": attempts,
+            "error": state.get("error")}
+
+
+def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str], None]) -> dict[str, Any]:
+    """Summarize and compare one group's finished cells; a step that cannot run is recorded, not fatal."""
+    from levante_tasks.compare.pipeline import Settings, run_compare
+    from levante_tasks.summary import summarize_runs
+
+    entry: dict[str, Any] = {"models": list(run.config.groups[group]), "cells_done": len(done), "summary": None,
+                             "comparison": None, "problems": []}
+    if not done:
+        entry["problems"].append("no finished cell: nothing to summarize")
+        return entry
+    try:
+        document = summarize_runs([run.out / c.rel_dir for c in done], run.out / "summary" / group)
+        entry["summary"] = f"summary/{group}/summary.md"
+        entry["problems"] += document["problems"]
+        echo(f"summary ({group}): {len(document['cells'])} cell(s) -> summary/{group}/summary.md")
+    except LevanteError as exc:
+        entry["problems"] += [f"summary: {line}" for line in str(exc).splitlines()]
+    spec = run.config.compare
+    if spec is not None:
+        try:
+            result = run_compare([(None, p) for p in spec.irt], spec.trials, spec.runs, run.out / "cells" / group,
+                                 run.out / "comparison" / group,
+                                 Settings(min_n=spec.min_n, n_boot=spec.n_boot, seed=spec.seed, plots=True),
+                                 items_path=spec.items)
+            entry["comparison"] = f"comparison/{group}/comparison.md"
+            echo(f"comparison ({group}): {len(result['tasks'])} task(s) -> comparison/{group}/comparison.md")
+        except LevanteError as exc:
+            entry["problems"] += [f"comparison: {line}" for line in str(exc).splitlines()]
+    return entry
+
+
+def _markdown(document: dict[str, Any], timing: dict[str, float]) -> str:
+    """report.md: where the summaries and comparisons are, then one row per cell."""
+    lines = ["# Matrix report", "", f"Config: `{document['config']}`; {len(document['cells'])} cell(s), "
+             f"{sum(c['status'] == 'done' for c in document['cells'])} done.", "", "## Groups", ""]
+    for group, entry in document["groups"].items():
+        links = [f"[summary]({entry['summary']})" if entry["summary"] else "no summary"]
+        if entry["comparison"]:
+            links.append(f"[comparison with children]({entry['comparison']})")
+        lines.append(f"- **{group}** ({', '.join(entry['models'])}): {'; '.join(links)}")
+        lines += [f"  - problem: {p}" for p in entry["problems"]]
+    lines += ["", "## Cells", "", "| cell | model | task | seed | status | batch size | attempts | wall time |",
+              "|---|---|---|---|---|---|---|---|"]
+    for cell in document["cells"]:
+        status = ("done (oom fallback)" if cell["oom_fallback"] else cell["status"])
+        attempts = " -> ".join(f"{a['batch_size']}:{a['outcome']}" for a in cell["attempts"]) or "-"
+        seconds = timing.get(cell["cell_id"])
+        wall = f"{seconds:.0f} s" if seconds is not None else "-"
+        lines.append(f"| [{cell['cell_id']}]({cell['dir']}/) | {cell['model']} | {cell['task']} | {cell['seed']} "
+                     f"| {status} | {cell['batch_size'] or '-'} | {attempts} | {wall} |")
+    failed = [c for c in document["cells"] if c["status"] != "done"]
+    if failed:
+        lines += ["", "## Failures", ""]
+        for cell in failed:
+            error = cell["error"] or {}
+            lines += [f"### {cell['cell_id']}", "", error.get("reason", cell["status"]), "", "```",
+                      *error.get("tail", []), "```", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(run: MatrixRun, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Summaries and comparisons per group, then matrix.json and report.md; returns matrix.json's content."""
+    states = {c.cell_id: run.states.get(c.cell_id) or read_state(run.out / c.rel_dir) or {} for c in run.cells}
+    groups = {}
+    for group in run.config.groups:
+        done = [c for c in run.cells if c.model.group == group and states[c.cell_id].get("status") == "done"]
+        groups[group] = _summaries(run, group, done, echo)
+    timing = {c.cell_id: states[c.cell_id]["seconds"] for c in run.cells if "seconds" in states[c.cell_id]}
+    document = {"schema": SCHEMA_VERSION, "config": run.config.path.name,
+                "cells": [_cell_entry(c, states[c.cell_id]) for c in run.cells], "groups": groups,
+                "timing": {"cell_seconds": timing}}
+    write_json(run.out / "matrix.json", document)
+    write_text(run.out / "report.md", _markdown(document, timing))
+    echo(f"report: {Path(run.out.name) / 'report.md'} ({sum(c['status'] == 'done' for c in document['cells'])}/"
+         f"{len(document['cells'])} cell(s) done)")
+    return document
+

@@ -1,0 +1,221 @@
+"""Run the cells of a matrix: one lmms-eval process per cell attempt, state files, out-of-memory fallback.
+
+lmms-eval exits 0 even when an evaluation fails, so an attempt succeeded only when it left exactly one results
+file that parses. An attempt that left none and whose output mentions running out of memory is retried with the
+next configured batch size (only those); any other failure is recorded in the cell's state and log, and the
+matrix goes on with the next cell.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from levante_tasks.atomic import replaceable_dir, write_json, write_text
+from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.matrix.config import MatrixConfig
+from levante_tasks.matrix.plan import Cell, cell_argv, cell_env, data_facts, plan
+from levante_tasks.matrix.state import (
+    LMMS_DIR,
+    LOG_FILE,
+    finished,
+    live_runner,
+    read_state,
+    results_files,
+    scrub,
+    tail,
+    write_state,
+)
+from levante_tasks.summary.read import FileProblem, read_results
+
+PLAN_FILE = "matrix-plan.json"  # marks a folder as a matrix (and lists its cells)
+OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|\bout of memory\b", re.IGNORECASE)
+
+
+@dataclass
+class MatrixRun:
+    """What one invocation did: every planned cell, the ones it selected, and their states afterwards."""
+
+    config: MatrixConfig
+    out: Path
+    cells: list[Cell]
+    selected: list[Cell]
+    states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kept: set[str] = field(default_factory=set)  # cells found finished (not run again)
+    document: dict[str, Any] | None = None  # matrix.json, when the end step ran
+
+    @property
+    def failed(self) -> list[Cell]:
+        """Selected cells that did not finish."""
+        return [c for c in self.selected if (self.states.get(c.cell_id) or {}).get("status") != "done"]
+
+
+def _now() -> str:
+    """UTC time for state files, to the second."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parses(cell_dir: Path) -> str | None:
+    """The single results file of the attempt (relative to the cell folder) when it parses, else None."""
+    found = results_files(cell_dir)
+    if len(found) != 1:
+        return None
+    rel = found[0].relative_to(cell_dir).as_posix()
+    try:
+        read_results(found[0], rel)
+    except FileProblem:
+        return None
+    return rel
+
+
+def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Run one cell (stale output removed first), falling back through the configured batch sizes on
+    out-of-memory only; returns the final state (also written to the cell's state.json)."""
+    pid = live_runner(cell_dir)
+    if pid is not None:
+        raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then rerun")
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    base = {"cell_id": cell.cell_id, "sha256": cell.sha256, "spec": cell.spec, "started": _now()}
+    attempts: list[dict[str, Any]] = []
+    logs: list[str] = []
+    env = cell_env(config, data)
+    started = time.monotonic()
+    results = None
+    output = ""
+    for batch_size in config.batch_sizes:
+        shutil.rmtree(cell_dir / LMMS_DIR, ignore_errors=True)  # a killed or failed attempt's files never count
+        argv = cell_argv(config, cell, batch_size, (cell_dir / LMMS_DIR).resolve())
+        began = time.monotonic()
+        process = subprocess.Popen(argv, cwd=config.base, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, errors="replace")
+        write_state(cell_dir, {**base, "status": "running", "batch_size": batch_size, "attempts": attempts,
+                               "pid": process.pid})
+        output, _ = process.communicate()
+        results = _parses(cell_dir)
+        outcome = "done" if results else "oom" if OOM.search(output) else "failed"
+        attempts.append({"batch_size": batch_size, "outcome": outcome, "exit_code": process.returncode,
+                         "seconds": round(time.monotonic() - began, 1)})
+        logs.append(f"=== batch size {batch_size}: exit {process.returncode}, {outcome} ===\n{scrub(output)}")
+        if outcome != "oom":
+            break
+    write_text(cell_dir / LOG_FILE, "\n".join(logs))
+    state = {**base, "status": "done" if results else "failed", "batch_size": attempts[-1]["batch_size"],
+             "attempts": attempts, "results": results, "finished": _now(),
+             "seconds": round(time.monotonic() - started, 1), "error": None}
+    if not results:
+        shutil.rmtree(cell_dir / LMMS_DIR, ignore_errors=True)  # no partial samples for the summary to meet
+        sizes = ", ".join(str(a["batch_size"]) for a in attempts)
+        reason = (f"out of memory at every configured batch size ({sizes})" if attempts[-1]["outcome"] == "oom"
+                  else f"lmms-eval exit {attempts[-1]['exit_code']}, no results file that parses")
+        state["error"] = {"reason": reason, "tail": tail(output)}
+    write_state(cell_dir, state)
+    return state
+
+
+def check_out(out: Path, resume: bool, partial: bool) -> Path:
+    """The matrix folder: absent, empty or an earlier matrix (it holds matrix-plan.json); continuing an earlier
+    one needs --resume (a shard or single cell always continues it: they are parts of one matrix)."""
+    target = replaceable_dir(out, PLAN_FILE, "matrix")
+    if (target / PLAN_FILE).is_file() and not (resume or partial):
+        raise LevanteError(f"{display_path(out)}: holds an earlier matrix; pass --resume to continue it (finished "
+                           "cells with an unchanged config are kept) or choose another --out")
+    return target
+
+
+def plan_document(config: MatrixConfig, cells: list[Cell]) -> dict[str, Any]:
+    """matrix-plan.json: the config's name and every planned cell with its hash and spec (no times)."""
+    return {"schema": 1, "config": config.path.name,
+            "cells": [{"index": c.index, "cell_id": c.cell_id, "dir": c.rel_dir, "model": c.model.name,
+                       "group": c.model.group, "task": c.task, "seed": c.seed, "lmms_task": c.lmms_task,
+                       "sha256": c.sha256, "spec": c.spec} for c in cells]}
+
+
+def set_aside_superseded(out: Path, cells: list[Cell]) -> list[str]:
+    """Move cell folders of an earlier config (not in this plan) to superseded/, so no old output is reused or
+    summarized; returns their relative paths."""
+    planned = {c.rel_dir for c in cells}
+    moved = []
+    for folder in sorted((out / "cells").glob("*/*")):
+        rel = folder.relative_to(out).as_posix()
+        if folder.is_dir() and rel not in planned and not folder.name.startswith("."):
+            target = out / "superseded" / folder.relative_to(out / "cells")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists():
+                shutil.rmtree(target)
+            folder.rename(target)
+            moved.append(rel)
+    return moved
+
+
+def describe(state: dict[str, Any], kept: bool) -> str:
+    """One word or phrase for a cell's status (progress lines and the report)."""
+    if kept:
+        return "kept (finished earlier)"
+    if state.get("status") == "done":
+        sizes = [a["batch_size"] for a in state.get("attempts", [])]
+        fallback = f", out-of-memory fallback {' -> '.join(map(str, sizes))}" if len(sizes) > 1 else ""
+        return f"done (batch size {state['batch_size']}{fallback}, {state.get('seconds', 0):.0f} s)"
+    return f"failed: {(state.get('error') or {}).get('reason', 'unknown')}"
+
+
+def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: int | None) -> list[Cell]:
+    """The cells this invocation runs: all, one shard (index % n == i), or one cell by index."""
+    if cell_index is not None:
+        if not 0 <= cell_index < len(cells):
+            raise LevanteError(f"--cell {cell_index}: the matrix has cells 0..{len(cells) - 1}")
+        return [cells[cell_index]]
+    if shard is not None:
+        i, n = shard
+        return [c for c in cells if c.index % n == i]
+    return cells
+
+
+def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: tuple[int, int] | None = None,
+               cell_index: int | None = None, dry_run: bool = False,
+               echo: Callable[[str], None] = print) -> MatrixRun:
+    """Plan, run the selected cells that are not finished, and (for a whole matrix) write the report."""
+    data = data_facts(config)
+    cells = plan(config, data)
+    selected = select_cells(cells, shard, cell_index)
+    partial = shard is not None or cell_index is not None
+    run = MatrixRun(config, out, cells, selected)
+    if dry_run:
+        for cell in selected:
+            status = "finished" if finished(out / cell.rel_dir, cell.sha256) else "to run"
+            argv = cell_argv(config, cell, config.batch_sizes[0], out / cell.rel_dir / LMMS_DIR)
+            echo(f"# cell {cell.index} {cell.cell_id} ({status})\n{shlex.join(argv)}")
+        return run
+    target = check_out(out, resume, partial)
+    write_json(target / "matrix-plan.json", plan_document(config, cells))
+    if not partial:
+        for rel in set_aside_superseded(target, cells):
+            echo(f"superseded (config changed): {rel} -> superseded/")
+    bar = tqdm(total=len(selected), desc="matrix cells", unit="cell", disable=None)
+    try:
+        for k, cell in enumerate(selected, start=1):
+            cell_dir = target / cell.rel_dir
+            kept = finished(cell_dir, cell.sha256)
+            bar.set_postfix_str(f"{cell.cell_id}: {'kept' if kept else 'running'}")
+            state = read_state(cell_dir) if kept else run_cell(config, cell, cell_dir, data)
+            run.states[cell.cell_id] = state or {}
+            if kept:
+                run.kept.add(cell.cell_id)
+            bar.update(1)
+            tqdm.write(f"[{k}/{len(selected)}] {cell.cell_id}: {describe(run.states[cell.cell_id], kept)}")
+    finally:
+        bar.close()
+    if not partial:
+        from levante_tasks.matrix.report import write_report
+
+        run.document = write_report(run, echo)
+    return run

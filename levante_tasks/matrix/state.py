@@ -1,0 +1,77 @@
+"""A cell's state file (`state.json`, written atomically) and the one rule for "finished": the state says done,
+its hash is the cell's, and its single results file parses."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.atomic import pid_alive, write_json
+from levante_tasks.summary.read import FileProblem, read_results
+
+STATE_FILE = "state.json"
+LMMS_DIR = "lmms"  # lmms-eval's --output_path inside a cell folder
+LOG_FILE = "cell.log"
+# An absolute path (not part of a URL): scrubbed from logs and error lines down to its last two parts.
+_ABSOLUTE = re.compile(r"(?<![\w.:/~-])/[^\s'\"():,;<>\[\]]+")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # terminal colours in lmms-eval's log lines
+
+
+def read_state(cell_dir: Path) -> dict[str, Any] | None:
+    """The cell's state, or None when it has none or it cannot be read (then the cell simply runs again)."""
+    try:
+        state = json.loads((cell_dir / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def write_state(cell_dir: Path, state: dict[str, Any]) -> None:
+    """Replace the cell's state file atomically (a kill leaves the old state or the new one)."""
+    write_json(cell_dir / STATE_FILE, state)
+
+
+def results_files(cell_dir: Path) -> list[Path]:
+    """Every lmms-eval results file of the cell, sorted."""
+    return sorted((cell_dir / LMMS_DIR).rglob("*_results.json"))
+
+
+def finished(cell_dir: Path, sha256: str) -> bool:
+    """Whether the cell is done: state done with this hash, exactly one results file, and it parses."""
+    state = read_state(cell_dir)
+    if not state or state.get("status") != "done" or state.get("sha256") != sha256:
+        return False
+    found = results_files(cell_dir)
+    if len(found) != 1 or found[0].relative_to(cell_dir).as_posix() != state.get("results"):
+        return False
+    try:
+        read_results(found[0], state["results"])
+    except FileProblem:
+        return False
+    return True
+
+
+def live_runner(cell_dir: Path) -> int | None:
+    """The pid of an lmms-eval process a state file says is running this cell, when it is still alive."""
+    state = read_state(cell_dir) or {}
+    pid = state.get("pid")
+    if state.get("status") == "running" and isinstance(pid, int) and pid_alive(pid):
+        return pid
+    return None
+
+
+def scrub(text: str) -> str:
+    """Text without absolute paths (nor the user and host names they carry): each becomes `.../<last two parts>`."""
+    def short(match: re.Match[str]) -> str:
+        parts = [p for p in match.group(0).split("/") if p]
+        return ".../" + "/".join(parts[-2:]) if parts else "/"
+
+    return _ABSOLUTE.sub(short, _ANSI.sub("", text))
+
+
+def tail(text: str, lines: int = 20) -> list[str]:
+    """The last non-empty lines of a process's output, scrubbed (progress-bar carriage returns folded)."""
+    kept = [line.rsplit("\r", 1)[-1].rstrip() for line in text.splitlines()]
+    return [scrub(line) for line in kept if line.strip()][-lines:]
