@@ -38,11 +38,11 @@ def option_texts(doc: Mapping[str, Any]) -> list[str]:
 
 
 def shown_options(doc: Mapping[str, Any]) -> list[str]:
-    """The choice values in presented order: text options as text, picture options as their `<imageK>` marker."""
-    offset = 0 if doc.get("stimulus_image") else 1
+    """The choice values in presented order: text options as text, picture options as their `<imageK>` marker (the
+    option at position K-1; `<image0>` is the context picture)."""
     if doc["option_kind"] == "text":
         return [str(doc["options"][i]) for i in doc["presented_order"]]
-    return [f"<image{position + offset}>" for position in range(len(doc["presented_order"]))]
+    return [f"<image{position + 1}>" for position in range(len(doc["presented_order"]))]
 
 
 def question_text(doc: Mapping[str, Any], n_images: int) -> str:

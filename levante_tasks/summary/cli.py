@@ -1,8 +1,8 @@
 """`levante-tasks summarize RUN_DIR... --out DIR` and `levante-tasks verify RUN_DIR...`.
 
-summarize: every lmms-eval run under the run folders -> one model x task matrix (matrix.csv, matrix.json,
-summary.md, heatmap.png, runs/<run>/summary.json). A run or task that cannot be read is one line each; the
-rest is still summarized and the exit status is 1 unless --allow-partial. Refused comparisons and
+summarize: every lmms-eval run and inspect_ai `.eval` log under the run folders -> one model x task matrix
+(matrix.csv, matrix.json, summary.md, heatmap.png, runs/<run>/summary.json). A run or task that cannot be read
+is one line each; the rest is still summarized and the exit status is 1 unless --allow-partial. Refused comparisons and
 conflicting duplicates are errors (exit 2, nothing written). `--out` is replaced whole (a staging folder
 swapped in), and only when it is empty, absent or an earlier summary (it holds matrix.json).
 verify: recompute the reported metrics from the samples files and check recorded provenance against this
@@ -20,7 +20,8 @@ from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
-from levante_tasks.summary.discover import discover, folder_label
+from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, folder_label
+from levante_tasks.summary.inspect_logs import parse_eval
 from levante_tasks.summary.read import FileProblem
 from levante_tasks.summary.units import ParsedRun, parse_run
 from levante_tasks.summary.verify import verify_runs
@@ -31,10 +32,12 @@ OUTPUT_MARKER = "matrix.json"
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `summarize` and `verify` subcommands."""
     parser = subparsers.add_parser(
-        "summarize", help="summarize lmms-eval runs into one model x task matrix with a report",
-        description="Read every *_results.json (and its samples files) under RUN_DIR... and write matrix.csv, "
+        "summarize", help="summarize lmms-eval runs and inspect_ai logs into one model x task matrix with a report",
+        description="Read every *_results.json (and its samples files) and every inspect_ai *.eval log under "
+        "RUN_DIR... and write matrix.csv, "
         "matrix.json, summary.md, heatmap.png and runs/<run>/summary.json into --out.")
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="lmms-eval output folder(s)")
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
+                        help="lmms-eval output folder(s) and inspect_ai log folder(s)")
     parser.add_argument("--out", required=True, type=Path, help="output folder (replaced whole)")
     parser.add_argument("--allow-partial", action="store_true",
                         help="exit 0 even when some runs or tasks could not be read (they are still reported)")
@@ -67,6 +70,9 @@ def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str]) -> d
                            "problems": problems}
     if parsed is None:
         return {**doc, "status": "failed"}
+    if parsed.summary is not None:
+        model = {k: parsed.model[k] for k in ("adapter", "public_id", "revision")}
+        return {**doc, **parsed.summary, "status": "completed" if not problems else "partial", "model": model}
     results, run = parsed.results, parsed.results["config"]
     tasks = {}
     for name, info in sorted(parsed.tasks.items()):
@@ -86,6 +92,11 @@ def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str]) -> d
                          "gen_kwargs": run.get("gen_kwargs"),
                          "seeds": [run.get(f"{k}_seed") for k in ("random", "numpy", "torch", "fewshot")]},
             "efficiency": results.get("efficiency"), "tasks": tasks}
+
+
+def _parse(run: RunFiles) -> ParsedRun:
+    """Units of one run, by the harness that wrote it."""
+    return parse_eval(run) if run.kind == INSPECT_AI else parse_run(run)
 
 
 def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = False,
@@ -112,7 +123,7 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
         entries += [(None, line.split(": ", 1)[0], [line]) for line in found]
         for run in runs:
             try:
-                parsed = parse_run(run)
+                parsed = _parse(run)
             except FileProblem as exc:
                 problems.append(str(exc))
                 entries.append((None, run.label, [str(exc)]))

@@ -1,4 +1,5 @@
-"""Find lmms-eval runs under run folders: each `<date>_results.json` with the `<date>_samples_<task>.jsonl` beside it.
+"""Find runs under run folders: each lmms-eval `<date>_results.json` with the `<date>_samples_<task>.jsonl` beside
+it, and each inspect_ai log `<name>.eval` (one task of one run; read by `inspect_logs`).
 
 lmms-eval exits 0 when an evaluation fails, so a folder is judged by its files: samples without a results file,
 or a run folder with no results file at all, is a failed run (reported, never skipped). Labels shown to users
@@ -16,17 +17,21 @@ from pathlib import Path
 from levante_tasks.errors import describe_os_error
 
 RESULTS_SUFFIX = "_results.json"
+EVAL_SUFFIX = ".eval"
+LMMS_EVAL, INSPECT_AI = "lmms-eval", "inspect_ai"  # RunFiles.kind: the harness that wrote the run
 SAMPLES = re.compile(r"^(?P<date>.+?)_samples_(?P<task>.+)\.jsonl$")
 
 
 @dataclass
 class RunFiles:
-    """One lmms-eval run: its results file (None when it is missing) and its samples files by task."""
+    """One run: its results file (None when it is missing) and its samples files by task (lmms-eval), or one
+    inspect_ai `.eval` log as `results` (kind INSPECT_AI, no samples files)."""
 
     folder: str  # `<run folder name>/<relative path>`
     date: str  # the files' date prefix
     results: Path | None
     samples: dict[str, Path] = field(default_factory=dict)
+    kind: str = LMMS_EVAL
 
     @property
     def label(self) -> str:
@@ -67,6 +72,9 @@ def discover(run_dir: Path, label: str) -> tuple[list[RunFiles], list[str]]:
         prefix = label if rel == "." else f"{label}/{rel}"
         for name in sorted(files):
             path = Path(folder) / name
+            if name.endswith(EVAL_SUFFIX) and len(name) > len(EVAL_SUFFIX):
+                found[(prefix, name)] = RunFiles(prefix, name[: -len(EVAL_SUFFIX)], path, kind=INSPECT_AI)
+                continue
             if name.endswith(RESULTS_SUFFIX):
                 date, task = name[: -len(RESULTS_SUFFIX)], None
             elif match := SAMPLES.match(name):
@@ -84,5 +92,6 @@ def discover(run_dir: Path, label: str) -> tuple[list[RunFiles], list[str]]:
             problems.append(f"{run.label}_samples_*.jsonl: samples without a results file: the lmms-eval run "
                             "failed or did not finish")
     if not runs and not problems:
-        problems.append(f"{label}: no lmms-eval results file (*{RESULTS_SUFFIX}): the run failed or did not finish")
+        problems.append(f"{label}: no lmms-eval results file (*{RESULTS_SUFFIX}) and no inspect_ai log "
+                        f"(*{EVAL_SUFFIX}): the run failed or did not finish")
     return [run for run in runs if run.results is not None], problems

@@ -1,5 +1,9 @@
 """Units -> the model x task matrix: duplicates resolved, comparisons checked, replicates and controls combined.
 
+- Harness: lmms-eval and inspect_ai units never share a cell (the harness is part of the cell key, and inspect
+  rows name their provider as adapter `inspect_ai:<model>`), so they are never merged as replicates; comparison
+  keys are checked among the cells of one harness within a column (the harnesses record different budgets and
+  prompts). Agreement across harnesses is a per-item check (docs/inspect.md), not a matrix merge.
 - Duplicate: two units of one cell with the same replicate key (same option-order seed and lmms-eval seeds).
   The newest (results `date`, then label) wins when their provenance is identical; otherwise it is an error
   (never overridden: the two runs claim to be the same thing and are not).
@@ -27,7 +31,8 @@ from levante_tasks.summary.provenance import sha256_json
 from levante_tasks.summary.units import Unit
 
 CONTROLS = {"shuffled": "visual_dependency_delta", "blank": "blank_image_delta"}
-CellKey = tuple[tuple[str, str, str], str, str, str, str, str]  # row, family, task, output type, variant, sig
+CellKey = tuple[tuple[str, str, str], str, str, str, str, str, str]  # row, harness, family, task, output type,
+# variant, comparison signature
 
 
 @dataclass
@@ -66,7 +71,8 @@ def resolve_duplicates(units: list[Unit]) -> tuple[list[Unit], list[dict[str, st
     """Keep one unit per (cell, replicate): newest when provenance is identical; else LevanteError."""
     by_key: dict[tuple, list[Unit]] = defaultdict(list)
     for unit in units:
-        by_key[(unit.row, unit.family, unit.task, unit.output_type, unit.variant, unit.replicate)].append(unit)
+        by_key[(unit.row, unit.harness, unit.family, unit.task, unit.output_type, unit.variant,
+                unit.replicate)].append(unit)
     kept, superseded, errors = [], [], []
     for group in by_key.values():
         group.sort(key=lambda u: (u.date, u.source))
@@ -89,10 +95,10 @@ def check_comparisons(units: list[Unit], allow_mismatch: bool) -> dict[int, list
     """Flags per unit (by id) whose comparison keys differ from its column's; LevanteError unless allowed."""
     by_column: dict[tuple, list[Unit]] = defaultdict(list)
     for unit in units:
-        by_column[(unit.family, unit.task, unit.output_type)].append(unit)
+        by_column[(unit.harness, unit.family, unit.task, unit.output_type)].append(unit)
     flags: dict[int, list[str]] = {}
     lines: list[str] = []
-    for (_, task, _), members in sorted(by_column.items()):
+    for (_, _, task, _), members in sorted(by_column.items()):
         counts = Counter(u.signature for u in members)
         reference_sig = min(counts, key=lambda s: (-counts[s], s))
         reference = next(u for u in members if u.signature == reference_sig)
@@ -110,7 +116,7 @@ def check_comparisons(units: list[Unit], allow_mismatch: bool) -> dict[int, list
                              f"{reference.source} in {'; '.join(differ)}")
     by_cell: dict[tuple, list[Unit]] = defaultdict(list)
     for unit in units:
-        by_cell[(unit.row, unit.family, unit.task, unit.output_type, unit.variant)].append(unit)
+        by_cell[(unit.row, unit.harness, unit.family, unit.task, unit.output_type, unit.variant)].append(unit)
     for members in by_cell.values():
         if len({u.signature for u in members}) > 1:
             for unit in members:
@@ -139,14 +145,14 @@ def _merge_provenance(units: list[Unit]) -> dict[str, Any]:
 
 def _cell(key: CellKey, units: list[Unit], flags: list[str]) -> dict[str, Any]:
     units = sorted(units, key=lambda u: repr(u.replicate))
-    row, family, task, output_type, variant, sig = key
+    row, harness, family, task, output_type, variant, sig = key
     n = sum(u.n for u in units)
     correct = sum(u.correct for u in units)
     low, high = stats.wilson_interval(correct, n)
     spread = stats.seed_summary([u.accuracy for u in units])
     chance_n = sum(u.chance_n for u in units)
     return {
-        "model": row[0], "revision": row[1], "adapter": row[2], "family": family, "task": task,
+        "model": row[0], "revision": row[1], "adapter": row[2], "harness": harness, "family": family, "task": task,
         "parent": units[0].parent, "output_type": output_type, "variant": variant,
         "n_replicates": len(units), "n_items": len(frozenset().union(*(u.items for u in units))),
         "n_responses": n, "n_correct": correct, "accuracy": spread["mean"],
@@ -164,12 +170,12 @@ def _cell(key: CellKey, units: list[Unit], flags: list[str]) -> dict[str, Any]:
 
 def _add_deltas(cells: dict[CellKey, dict[str, Any]], grouped: dict[CellKey, list[Unit]]) -> None:
     for key, cell in cells.items():
-        row, family, task, output_type, variant, sig = key
+        row, harness, family, task, output_type, variant, sig = key
         if variant != "original":
             continue
         mine = {u.replicate: u.accuracy for u in grouped[key]}
         for control, name in CONTROLS.items():
-            other = grouped.get((row, family, task, output_type, control, sig), [])
+            other = grouped.get((row, harness, family, task, output_type, control, sig), [])
             theirs = {u.replicate: u.accuracy for u in other}
             common = sorted(set(mine) & set(theirs), key=repr)
             cell[f"acc_{control}"] = sum(theirs[r] for r in common) / len(common) if common else None
@@ -183,7 +189,8 @@ def build(units: list[Unit], allow_mismatch: bool = False) -> Built:
     flags = check_comparisons(units, allow_mismatch)
     grouped: dict[CellKey, list[Unit]] = defaultdict(list)
     for unit in units:
-        grouped[(unit.row, unit.family, unit.task, unit.output_type, unit.variant, unit.signature)].append(unit)
+        grouped[(unit.row, unit.harness, unit.family, unit.task, unit.output_type, unit.variant,
+                 unit.signature)].append(unit)
     cells = {key: _cell(key, members, [f for u in members for f in flags.get(id(u), [])])
              for key, members in sorted(grouped.items(), key=lambda kv: repr(kv[0]))}
     _add_deltas(cells, grouped)

@@ -50,6 +50,7 @@ class Unit:
     provenance: dict[str, Any]
     comparison: dict[str, Any]
     signature: str  # short hash of `comparison`: units compare only when it is equal
+    harness: str = "lmms-eval"  # lmms-eval or inspect_ai: cells of different harnesses are never merged
 
     @property
     def accuracy(self) -> float:
@@ -66,6 +67,7 @@ class ParsedRun:
     units: list[Unit] = field(default_factory=list)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    summary: dict[str, Any] | None = None  # inspect_ai runs: their runs/<run>/summary.json fields (cli._run_summary)
 
 
 def leaf_tasks(results: Mapping[str, Any]) -> list[str]:

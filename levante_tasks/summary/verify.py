@@ -8,6 +8,8 @@ bootstrap_iters = 0); `_stderr_clt` = the same over numeric values (or dicts wit
 line agree with the record. Groups: the size-weighted (or plain) mean over their leaves, stderr pooled.
 Against the installation (unless skipped): lmms-eval version, commit and patch set; each task's source hash
 (YAML + includes + utils); the dataset fingerprint of the recorded data version in the data dir.
+inspect_ai `.eval` logs (summary.inspect_logs.verify_eval): the reported levante_record accuracy against the
+records, and (unless skipped) the recorded inspect task source hash, inspect_ai version and dataset fingerprint.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from levante_tasks.schema import layout
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
-from levante_tasks.summary.discover import RunFiles, discover, folder_label
+from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, folder_label
+from levante_tasks.summary.inspect_logs import verify_eval
 from levante_tasks.summary.read import FileProblem, read_results, read_samples
 from levante_tasks.summary.units import SUBTYPE_PREFIX, leaf_tasks
 
@@ -277,6 +280,11 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
         for run in runs:
             assert run.results is not None
             where = run.file_label(run.results)
+            if run.kind == INSPECT_AI:
+                check = installation and data_dir is not None
+                report.lines += verify_eval(run, (lambda v, f: _dataset_fingerprint(data_dir, v, f)) if check else None)
+                report.runs, report.tasks = report.runs + 1, report.tasks + 1
+                continue
             try:
                 results = read_results(run.results, where)
             except FileProblem as exc:

@@ -28,10 +28,13 @@ METHODS = {
                     "addresses removed, metadata.levante.provenance left out)",
     "chance": "mean per-item chance: the record's chance_level, else 1 / number of options; items without one "
               "(sliders) are left out",
-    "comparison_keys": "limit, budget, prompt, dataset_fingerprint, patch_set_sha256 must agree within a column",
+    "comparison_keys": "limit, budget, prompt, dataset_fingerprint, patch_set_sha256 must agree within a column "
+                       "(among the cells of one harness)",
+    "harness": "lmms-eval or inspect_ai: cells of different harnesses are never merged as replicates (the harness is "
+               "part of the cell key; inspect rows have adapter inspect_ai:<model>)",
 }
 CSV_FIELDS = [
-    "model", "revision", "adapter", "family", "task", "parent", "output_type", "variant", "n_replicates",
+    "model", "revision", "adapter", "harness", "family", "task", "parent", "output_type", "variant", "n_replicates",
     "n_items", "n_responses", "n_correct", "accuracy", "ci95_low", "ci95_high", "ci_method", "parse_rate", "chance",
     "seed_mean", "seed_sd", "seed_ci95_radius", "acc_blank", "blank_image_delta", "acc_shuffled",
     "visual_dependency_delta", "flags", "lmms_eval_version", "lmms_eval_commit", "patch_set_sha256",

@@ -1,0 +1,218 @@
+"""Read one inspect_ai `.eval` log of a LEVANTE task (levante_tasks.inspect_ai_tasks) into the summary's units.
+
+The log is read with `inspect_ai.log.read_eval_log`; a file that is not a readable log, a run that did not finish
+(status other than `success`), a sample without its `levante_item` record, or a log of several epochs is one
+line naming the file (FileProblem). Units are those of an lmms-eval run (units.Unit) with harness `inspect_ai`:
+row = (public id, revision, `inspect_ai:<model>`), column = the lmms-eval name of the task (`levante_trog`; per
+sub-type columns as in lmms-eval), variant and option-order seed from the task's recorded metadata.
+Provenance keys are those of lmms-eval units; `lmms_eval_*` and `patch_set_sha256` read "n/a", the inspect_ai
+version is in `inspect_ai_version`, the budget is the run's non-default generate config.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.schema.tasks import task_info
+from levante_tasks.summary import provenance as prov
+from levante_tasks.summary.discover import INSPECT_AI, RunFiles
+from levante_tasks.summary.read import FileProblem
+from levante_tasks.summary.units import ParsedRun, Unit, _counts, _record
+
+NOT_APPLICABLE = "n/a"
+RECORD_SCORER = "levante_record"
+TASK_PREFIX = "levante_tasks/"
+ADAPTER_PREFIX = "inspect_ai:"
+
+
+def read_log(path: Path, label: str) -> Any:
+    """The parsed log of a finished run; FileProblem (one line naming the file) otherwise."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise FileProblem(f"{label}: inspect_ai is not installed (pip install 'levante-tasks[inspect]')") from None
+    try:
+        log = read_eval_log(str(path))
+    except Exception as exc:  # noqa: BLE001 (zip, JSON and schema errors alike mean: not a usable log)
+        first = (str(exc).strip().splitlines() or [""])[0][:120]
+        raise FileProblem(f"{label}: not a readable inspect_ai .eval log ({type(exc).__name__}"
+                          f"{': ' + first if first else ''})") from None
+    if log.status != "success":
+        raise FileProblem(f"{label}: the inspect_ai run did not finish (status {log.status})")
+    return log
+
+
+def _spec(log: Any, label: str) -> dict[str, Any]:
+    """The task's `metadata.levante` ({task, lmms_name, seed, variant, provenance}); FileProblem when absent."""
+    spec = (log.eval.metadata or {}).get("levante")
+    if not isinstance(spec, Mapping) or not {"task", "lmms_name", "seed", "variant"} <= set(spec):
+        raise FileProblem(f"{label}: task {log.eval.task!r} is not a LEVANTE inspect task (no metadata.levante)")
+    return dict(spec)
+
+
+def _records(log: Any, label: str) -> list[dict[str, Any]]:
+    """The checked per-item records of the log's samples, in sample order."""
+    if int(log.eval.config.epochs or 1) != 1:
+        raise FileProblem(f"{label}: {log.eval.config.epochs} epochs: one epoch per run is summarized")
+    records = []
+    for sample in log.samples or []:
+        score = (sample.scores or {}).get(RECORD_SCORER)
+        where = f"{label}: sample {sample.id!r}"
+        if score is None:
+            why = sample.error.message.splitlines()[0][:120] if sample.error else "unscored"
+            raise FileProblem(f"{where}: no {RECORD_SCORER} score ({why})")
+        records.append(_record(score.metadata or {}, where))
+    if not records:
+        raise FileProblem(f"{label}: no samples")
+    if len({r["item_uid"] for r in records}) < len(records):
+        raise FileProblem(f"{label}: an item occurs twice")
+    return records
+
+
+def _answer(log: Any) -> dict[str, Any]:
+    """The first §3c JSON answer a sample's output carries (model id and revision of scoring models), else {}."""
+    for sample in (log.samples or [])[:3]:
+        text = (sample.output.metadata or {}).get("levante_answer") if sample.output else None
+        try:
+            value = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and isinstance(value.get("model"), Mapping):
+            return dict(value["model"])
+    return {}
+
+
+def model_row(log: Any) -> dict[str, str]:
+    """`{"adapter", "public_id", "revision"}`: `model_id=`/`revision=` model args, else the model's JSON answer,
+    else the provider's model name (`vllm/Qwen/Qwen2-VL-2B` -> `Qwen/Qwen2-VL-2B`); a local path becomes its name."""
+    args = {str(k): str(v) for k, v in (log.eval.model_args or {}).items()}
+    answer = _answer(log)
+    name = str(log.eval.model).partition("/")[2] or str(log.eval.model)
+    public_id = str(args.get("model_id") or answer.get("model_id") or name)
+    if prov._path_like(public_id):
+        public_id = prov._local_name(public_id)[0]
+    revision = next((r for r in (args.get("revision"), answer.get("revision"))
+                     if isinstance(r, str) and prov._HEX40.fullmatch(r)), prov.UNKNOWN)
+    return {"adapter": ADAPTER_PREFIX + str(log.eval.model), "public_id": public_id, "revision": revision}
+
+
+def _budget(log: Any) -> dict[str, Any]:
+    """The run's generate config without unset values (what the model was allowed to generate)."""
+    config = log.eval.model_generate_config.model_dump(exclude_none=True) if log.eval.model_generate_config else {}
+    return {"generate_config": config, "max_tokens": config.get("max_tokens")}
+
+
+def _provenance(log: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The lmms-eval unit provenance keys, filled from the inspect log (module docstring)."""
+    mine = spec.get("provenance") if isinstance(spec.get("provenance"), Mapping) else {}
+    config = log.eval.config
+    task_version = prov.sha256_json({"task": log.eval.task, "version": log.eval.task_version,
+                                     "args": log.eval.task_args, "plan": log.plan.model_dump() if log.plan else None})
+    seed = log.eval.model_generate_config.seed if log.eval.model_generate_config else None
+    return {
+        "lmms_eval_version": NOT_APPLICABLE, "lmms_eval_commit": NOT_APPLICABLE, "patch_set_sha256": NOT_APPLICABLE,
+        "patched": None, "inspect_ai_version": prov._text(mine.get("inspect_ai_version")),
+        "levante_tasks_version": prov._text(mine.get("levante_tasks_version")), "task_version": task_version,
+        "task_source_sha256": prov._text(mine.get("task_source_sha256")),
+        "dataset_fingerprint": prov._text(mine.get("dataset_fingerprint")),
+        "data_version": prov._text(mine.get("data_version")),
+        "seeds": {"random": seed, "numpy": None, "torch": None, "fewshot": None},
+        "limit": {"limit": config.limit, "offset": 0, "sample_id": config.sample_id},
+        "budget": _budget(log), "batch_size": None, "device_class": prov.UNKNOWN,
+        "model_args": prov.redact_model_args(log.eval.model_args or {}),
+    }
+
+
+def _comparison(log: Any, provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """What inspect cells of one column must share: limit, budget, prompt (solver plan + task source), dataset."""
+    prompt = prov.sha256_json({"plan": log.plan.model_dump() if log.plan else None,
+                               "task_source_sha256": provenance["task_source_sha256"]})
+    return {"limit": provenance["limit"], "budget": provenance["budget"], "prompt": prompt,
+            "dataset_fingerprint": provenance["dataset_fingerprint"], "patch_set_sha256": NOT_APPLICABLE}
+
+
+def leaf_name(spec: Mapping[str, Any]) -> str:
+    """The lmms-eval-style name of the task variant: `levante_trog`, `levante_trog_seed1`, `levante_trog_blank`."""
+    name = str(spec["lmms_name"]) + (f"_seed{spec['seed']}" if int(spec["seed"]) else "")
+    return name + ("" if spec["variant"] == "original" else f"_{spec['variant']}")
+
+
+def parse_eval(run: RunFiles) -> ParsedRun:
+    """One `.eval` log -> a ParsedRun with a unit for the task and one per reported sub-type; FileProblem if bad."""
+    assert run.results is not None and run.kind == INSPECT_AI
+    label = run.file_label(run.results)
+    log = read_log(run.results, label)
+    spec = _spec(log, label)
+    records = _records(log, label)
+    model = model_row(log)
+    provenance = _provenance(log, spec)
+    comparison = _comparison(log, provenance)
+    leaf, column, seed = leaf_name(spec), str(spec["lmms_name"]), int(spec["seed"])
+    family, variant = str(spec["task"]), str(spec["variant"])
+    if any(r.get("seed") != seed or r.get("variant") != variant for r in records):
+        raise FileProblem(f"{label}: records mix variants or seeds")
+    base = dict(source=label, date=str(log.eval.created), leaf=leaf,
+                row=(model["public_id"], model["revision"], model["adapter"]), family=family,
+                output_type=str(records[0]["output_type"]), variant=variant,
+                replicate=(seed, *provenance["seeds"].values()), provenance=provenance, comparison=comparison,
+                signature=prov.sha256_json(comparison)[:16], harness=INSPECT_AI)
+    units = [Unit(task=column, parent="", **base, **_counts(records))]
+    info = task_info(family)
+    for sub, _ in info.subtypes:
+        chosen = [r for r in records if info.subtype_of(r["trial_type"]) == sub]
+        if chosen:
+            units.append(Unit(task=f"{column}/{sub}", parent=column, **base, **_counts(chosen)))
+    accuracy = sum(r["correct"] for r in records) / len(records)
+    summary = {"backend": INSPECT_AI, "date": str(log.eval.created),
+               "protocol": {"limit": log.eval.config.limit, "epochs": log.eval.config.epochs,
+                            "generate_config": provenance["budget"]["generate_config"], "seeds": [seed]},
+               "tasks": {leaf: {"status": "parsed", "records": len(records), "family": family, "column": column,
+                                "variant": variant, "seed": seed, "output_type": base["output_type"],
+                                "metrics": reported_metrics(log), "recomputed_accuracy": accuracy,
+                                "provenance": provenance}}}
+    return ParsedRun(run, {}, model, units=units, tasks={leaf: {"status": "parsed"}}, summary=summary)
+
+
+def reported_metrics(log: Any) -> dict[str, float]:
+    """`<scorer>/<metric>` values inspect reported (e.g. `levante_record/accuracy`, `choice/accuracy`)."""
+    found = {}
+    for score in (log.results.scores if log.results else []):
+        for name, metric in score.metrics.items():
+            if isinstance(metric.value, int | float) and math.isfinite(float(metric.value)):
+                found[f"{score.name}/{name}"] = float(metric.value)
+    return found
+
+
+def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None) -> list[str]:
+    """Mismatch lines of one `.eval` log: the reported levante_record accuracy vs its records; with `fingerprint`
+    (the data dir check), the recorded task source hash, inspect_ai version and dataset fingerprint."""
+    from importlib.metadata import version
+
+    from levante_tasks.inspect_ai_tasks.task import source_sha256
+
+    label = run.file_label(run.results or Path())
+    try:
+        log = read_log(run.results or Path(), label)
+        spec = _spec(log, label)
+        records = _records(log, label)
+    except FileProblem as exc:
+        return [str(exc)]
+    out = []
+    metrics = reported_metrics(log)
+    want = sum(r["correct"] for r in records) / len(records)
+    if not math.isclose(metrics.get(f"{RECORD_SCORER}/accuracy", math.nan), want, abs_tol=1e-12):
+        out.append(f"{label}: {RECORD_SCORER}/accuracy {metrics.get(f'{RECORD_SCORER}/accuracy')!r} disagrees with "
+                   f"its records ({want!r})")
+    if fingerprint is not None:
+        mine = spec.get("provenance") or {}
+        checks = (("task_source_sha256", source_sha256()), ("inspect_ai_version", version("inspect_ai")),
+                  ("dataset_fingerprint", fingerprint(str(mine.get("data_version") or ""), str(spec["task"]))))
+        for key, installed in checks:
+            have = str(mine.get(key) or prov.UNKNOWN)
+            if have != installed:
+                out.append(f"{label}: {key}: recorded {have}, installed {installed}")
+    return out

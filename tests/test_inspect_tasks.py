@@ -1,0 +1,206 @@
+"""The LEVANTE tasks through inspect_ai: the entry point, the Samples (our balanced order, labelled pictures), and
+real `inspect_ai.eval` runs with the offline `levante-tiny/clip` model API, checked against lmms-eval's
+`levante_clip` on the same tiny CLIP, then summarized together; damaged logs are one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+from inspect_ai.model import ContentImage, ContentText
+
+import levante_tasks
+from levante_tasks.errors import LevanteError
+from levante_tasks.harness.options import gold_positions, presented_order
+from levante_tasks.schema.records import RECORD_KEY
+from levante_tasks.schema.tasks import TASKS
+from levante_tasks.summary import summarize_runs, verify_runs
+from levante_tasks.testing.fixture_data import decode_colour, write_fixture
+from levante_tasks.testing.inspect_model import decode_image
+from levante_tasks.testing.tiny_models import build_tiny_clip
+
+TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
+COMPARED = ("levante_trog", "levante_matrix_reasoning")  # a text query and an image query, option-order seed 1
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("levante-data")
+    write_fixture(root)
+    return root
+
+
+@pytest.fixture()
+def fixture_env(data_dir, monkeypatch):
+    monkeypatch.setenv("LEVANTE_DATA_DIR", str(data_dir))
+    monkeypatch.delenv("LEVANTE_DATA_VERSION", raising=False)
+
+
+def _registry():
+    (entry,) = [e for e in entry_points(group="inspect_ai") if e.name == "levante_tasks"]
+    return entry.load()
+
+
+def test_entry_point_registers_one_task_per_catalogue_task():
+    from inspect_ai._util.registry import registry_info
+
+    module = _registry()
+    assert module.__name__ == "levante_tasks._registry"
+    assert sorted(module.TASK_FUNCTIONS) == sorted(info.lmms_name for info in TASKS)
+    names = {registry_info(fn).name for fn in module.TASK_FUNCTIONS.values()}
+    assert names == {f"levante_tasks/{info.lmms_name}" for info in TASKS}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_samples_show_our_balanced_order_and_labelled_pictures(fixture_env, seed):
+    task = _registry().levante_matrix_reasoning(seed=seed)
+    samples = list(task.dataset)
+    positions = gold_positions([(s.id, len(s.choices)) for s in samples], seed)
+    assert len(set(positions.values())) == 4  # the gold letter moves over the items
+    for sample in samples:
+        n, meta = len(sample.choices), sample.metadata
+        gold = positions[sample.id]
+        assert sample.target == "ABCD"[gold] and meta["presented_order"] == presented_order(n, gold)
+        assert sample.choices == [f"<image{k}>" for k in range(1, n + 1)]  # context <image0> comes first
+        (message,) = sample.input
+        text, *images = message.content
+        assert isinstance(text, ContentText) and all(isinstance(i, ContentImage) for i in images)
+        assert "Answer with" not in text.text and "<image0>" in text.text
+        names = ", ".join(f"<image{k}>" for k in range(n + 1))
+        assert text.text.endswith(f"(Pictures attached in this order: {names}.)")
+        colours = [decode_colour(decode_image(i.image)) for i in images]
+        assert colours == [-1, *meta["presented_order"]]  # picture K shows canonical option presented_order[K-1]
+    assert task.metadata["levante"]["seed"] == seed
+
+
+def test_text_options_are_the_choices_and_slider_items_are_left_out(fixture_env, data_dir):
+    samples = list(_registry().levante_egma_math().dataset)
+    assert samples and all(s.metadata["response_format"] == "choice" for s in samples)
+    for sample in samples:
+        meta = sample.metadata
+        if meta["option_kind"] == "text":
+            assert sample.choices == [meta["options"][i] for i in meta["presented_order"]]
+
+
+def _inspect_run(log_dir: Path, clip: Path, data_dir: Path) -> list:
+    """`inspect_ai.eval` of the compared tasks (seed 1) with levante-tiny/clip, offline."""
+    from inspect_ai import eval as inspect_eval
+
+    import levante_tasks.testing.inspect_model  # noqa: F401 (registers levante-tiny)
+
+    old = os.environ.get("LEVANTE_DATA_DIR")
+    os.environ["LEVANTE_DATA_DIR"] = str(data_dir)
+    try:
+        logs = inspect_eval([f"levante_tasks/{t}" for t in COMPARED], model="levante-tiny/clip",
+                            model_args={"pretrained": str(clip)}, task_args={"seed": 1}, log_dir=str(log_dir),
+                            display="none")
+    finally:
+        os.environ.pop("LEVANTE_DATA_DIR") if old is None else os.environ.__setitem__("LEVANTE_DATA_DIR", old)
+    assert [log.status for log in logs] == ["success", "success"], [log.error for log in logs]
+    return logs
+
+
+def _lmms_run(out: Path, clip: Path, data_dir: Path) -> Path:
+    env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "lmms_eval", "--model", "levante_clip", "--model_args", f"pretrained={clip}",
+               "--tasks", ",".join(f"{t}_seed1" for t in COMPARED), "--include_path", str(TASKS_DIR),
+               "--output_path", str(out), "--batch_size", "8", "--log_samples", "--verbosity", "WARNING"]
+    proc = subprocess.run(command, cwd=out.parent, env=env, capture_output=True, text=True, timeout=600)
+    results = sorted(out.rglob("*_results.json"))
+    assert proc.returncode == 0 and results, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return results[-1].parent
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, data_dir):
+    """One inspect run and one lmms-eval run of the same tiny CLIP on the same tasks and seed."""
+    tmp = tmp_path_factory.mktemp("harnesses")
+    clip = build_tiny_clip(tmp / "tiny-clip")
+    logs = _inspect_run(tmp / "inspect-logs", clip, data_dir)
+    lmms = _lmms_run(tmp / "lmms-out", clip, data_dir)
+    return tmp, logs, lmms
+
+
+def _lmms_records(folder: Path, task: str) -> dict[str, dict]:
+    (path,) = folder.glob(f"*_samples_{task}.jsonl")
+    records = [json.loads(line)[RECORD_KEY] for line in path.read_text().splitlines()]
+    return {r["item_uid"]: r for r in records}
+
+
+def test_inspect_logs_hold_records_identical_to_lmms_eval(runs):
+    _, logs, lmms = runs
+    for task, log in zip(COMPARED, logs, strict=True):
+        assert Path(log.location).suffix == ".eval"
+        mine = {s.id: s.scores["levante_record"].metadata[RECORD_KEY] for s in log.samples}
+        theirs = _lmms_records(lmms, f"{task}_seed1")
+        assert sorted(mine) == sorted(theirs) and len(mine) >= 6
+        for uid, record in mine.items():
+            other = theirs[uid]
+            assert record["seed"] == 1 and record["parse_method"] == "scores"
+            for key in ("presented_order", "choice_letter", "choice_index", "correct", "option_scores_kind"):
+                assert record[key] == other[key], (task, uid, key)
+            assert record["option_scores"] == pytest.approx(other["option_scores"], abs=1e-5)  # 6 decimals, batch noise
+        for sample in log.samples:  # inspect's own solver and scorer saw the same letter
+            assert sample.scores["choice"].answer == mine[sample.id]["choice_letter"]
+
+
+def test_summary_reads_both_harnesses_into_one_matrix(runs):
+    tmp, logs, lmms = runs
+    document = summarize_runs([tmp / "inspect-logs", lmms.parent], tmp / "summary", plot=False)
+    assert document["problems"] == []
+    cells = [c for c in document["cells"] if c["task"] in COMPARED]
+    by_harness = {(c["harness"], c["task"]): c for c in cells}
+    assert sorted(by_harness) == sorted((h, t) for h in ("inspect_ai", "lmms-eval") for t in COMPARED)
+    for task in COMPARED:
+        mine, theirs = by_harness[("inspect_ai", task)], by_harness[("lmms-eval", task)]
+        assert mine["model"] == theirs["model"] == "tiny-clip"
+        assert (mine["adapter"], theirs["adapter"]) == ("inspect_ai:levante-tiny/clip", "levante_clip")
+        assert mine["n_items"] == theirs["n_items"] and mine["accuracy"] == theirs["accuracy"]
+        assert mine["n_replicates"] == 1 and mine["provenance"]["option_seeds"] == [1]
+        assert mine["provenance"]["lmms_eval_version"] == "n/a" and mine["provenance"]["inspect_ai_version"] != ""
+    header = (tmp / "summary" / "matrix.csv").read_text().splitlines()[0].split(",")
+    assert header[:4] == ["model", "revision", "adapter", "harness"]
+    assert str(tmp) not in (tmp / "summary" / "matrix.json").read_text()
+
+
+def test_verify_recomputes_inspect_logs(runs, data_dir):
+    tmp, _, _ = runs
+    report = verify_runs([tmp / "inspect-logs"], data_dir, installation=False)
+    assert (report.runs, report.lines) == (2, [])
+    report = verify_runs([tmp / "inspect-logs"], data_dir, installation=True)
+    assert [line.split(": ", 2)[1] for line in report.lines if "inspect-logs/" in line] == [
+        "dataset_fingerprint", "dataset_fingerprint"]  # the fixture's dataset.json records none
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not a zip"])
+def test_a_damaged_eval_log_is_one_line_naming_it(runs, tmp_path, damage):
+    _, logs, _ = runs
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    data = Path(logs[0].location).read_bytes()
+    (bad / "run.eval").write_bytes(data[: len(data) // 2] if damage == "truncated" else b"hello")
+    with pytest.raises(LevanteError) as caught:
+        summarize_runs([bad], tmp_path / "summary", plot=False)
+    first, rest = str(caught.value).split("\n", 1)
+    assert first.startswith("bad/run.eval: not a readable inspect_ai .eval log (") and "\n" not in rest
+    assert not (tmp_path / "summary").exists()
+
+
+def test_cli_summarize_exits_non_zero_on_a_damaged_log_and_keeps_the_rest(runs, tmp_path):
+    tmp, logs, _ = runs
+    mixed = tmp_path / "mixed"
+    shutil.copytree(tmp / "inspect-logs", mixed)
+    (mixed / "broken.eval").write_bytes(b"PK\x03\x04 not really")
+    proc = subprocess.run([sys.executable, "-m", "levante_tasks", "summarize", str(mixed), "--out",
+                           str(tmp_path / "out"), "--no-plot"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("levante-tasks: error:")]
+    assert len(errors) == 1 and "mixed/broken.eval: not a readable inspect_ai .eval log" in errors[0]
+    cells = json.loads((tmp_path / "out" / "matrix.json").read_text())["cells"]
+    assert {c["task"] for c in cells} == set(COMPARED)
