@@ -79,10 +79,11 @@ class _Reader:
     """Typed access to the YAML mapping; errors name the file and the dotted key."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
+        self.shown = display_path(path)  # as the user named it
+        self.path = path.absolute()
 
     def fail(self, key: str, problem: str) -> LevanteError:
-        return LevanteError(f"{display_path(self.path)}: {key}: {problem}")
+        return LevanteError(f"{self.shown}: {key}: {problem}")
 
     def mapping(self, value: Any, key: str, allowed: set[str]) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -145,10 +146,10 @@ def _compare(reader: _Reader, value: Any) -> CompareSpec:
     for required in ("trials", "runs", "irt"):
         if required not in raw:
             raise reader.fail(f"compare.{required}", "missing")
+    trials, runs = reader.path_value(raw["trials"], "compare.trials"), reader.path_value(raw["runs"], "compare.runs")
     irt = tuple(reader.path_value(p, f"compare.irt[{i}]")
                 for i, p in enumerate(reader.items(raw["irt"], "compare.irt")))
-    return CompareSpec(trials=reader.path_value(raw["trials"], "compare.trials"),
-                       runs=reader.path_value(raw["runs"], "compare.runs"), irt=irt,
+    return CompareSpec(trials=trials, runs=runs, irt=irt,
                        items=reader.path_value(raw["items"], "compare.items") if raw.get("items") else None,
                        min_n=reader.integer(raw.get("min_n", 10), "compare.min_n", 1),
                        n_boot=reader.integer(raw.get("n_boot", 2000), "compare.n_boot", 0),
@@ -193,6 +194,7 @@ def _number(reader: _Reader, value: Any, key: str) -> float | None:
 def parse_config(raw: Any, path: Path) -> MatrixConfig:
     """Validate a loaded YAML document (see docs/matrix.md for the keys)."""
     reader = _Reader(path)
+    path = reader.path
     raw = reader.mapping(raw, "", TOP_KEYS)
     if "models" not in raw:
         raise reader.fail("models", "missing")
@@ -265,4 +267,4 @@ def load_config(path: str | Path) -> MatrixConfig:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise LevanteError(f"{display_path(path)}: invalid YAML{where}") from None
-    return parse_config(raw, path.absolute())
+    return parse_config(raw, path)

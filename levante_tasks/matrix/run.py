@@ -30,6 +30,7 @@ from levante_tasks.matrix.state import (
     LOG_FILE,
     finished,
     live_runner,
+    process_start,
     read_state,
     results_files,
     scrub,
@@ -99,7 +100,7 @@ def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, A
         process = subprocess.Popen(argv, cwd=config.base, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, errors="replace")
         write_state(cell_dir, {**base, "status": "running", "batch_size": batch_size, "attempts": attempts,
-                               "pid": process.pid})
+                               "pid": process.pid, "pid_start": process_start(process.pid)})
         output, _ = process.communicate()
         results = _parses(cell_dir)
         outcome = "done" if results else "oom" if OOM.search(output) else "failed"

@@ -53,13 +53,27 @@ def finished(cell_dir: Path, sha256: str) -> bool:
     return True
 
 
+def process_start(pid: int) -> str | None:
+    """A running process's start time (clock ticks since boot, from /proc), None when it is gone or a zombie
+    (an orphan nobody reaped after its parent was killed). Where /proc is missing: "" if the pid exists."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "" if pid_alive(pid) else None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
 def live_runner(cell_dir: Path) -> int | None:
-    """The pid of an lmms-eval process a state file says is running this cell, when it is still alive."""
+    """The pid of the lmms-eval process a state file says is running this cell, when that same process (same
+    start time, so not a reused pid) is still alive."""
     state = read_state(cell_dir) or {}
     pid = state.get("pid")
-    if state.get("status") == "running" and isinstance(pid, int) and pid_alive(pid):
-        return pid
-    return None
+    if state.get("status") != "running" or not isinstance(pid, int):
+        return None
+    start = process_start(pid)
+    return pid if start is not None and start == state.get("pid_start", start) else None
 
 
 def scrub(text: str) -> str:

@@ -1,0 +1,358 @@
+"""`levante-tasks matrix`: config validation, cell hashes, dry-run argv, shards, Slurm script, and real lmms-eval
+runs on the prepared synthetic release (tiny random-init CLIP and offline doubles): SIGKILL mid-cell then
+--resume equals an uninterrupted run, a config change reruns exactly the affected cells, out-of-memory falls
+back through the configured batch sizes only, and a failing cell is recorded while the matrix goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from faults import cli_command, one_error_line, run_cli, tree_snapshot
+
+from levante_tasks.data.prepare import prepare
+from levante_tasks.errors import LevanteError
+from levante_tasks.matrix.config import load_config
+from levante_tasks.matrix.plan import data_facts, plan
+from levante_tasks.matrix.run import select_cells
+from levante_tasks.synth import write_synthetic_release
+from levante_tasks.testing.tiny_models import build_tiny_clip
+
+DOUBLES = "levante_tasks.testing.matrix_doubles"
+DATE = re.compile(r"\d{8}_\d{6}")
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A prepared synthetic release, its children's data, and a tiny random-init CLIP."""
+    root = tmp_path_factory.mktemp("matrix-inputs")
+    write_synthetic_release(root / "release", seed=0, version="synthetic")
+    prepare(str(root / "release"), "synthetic", str(root / "data"), strict=True, progress=False)
+    return {"root": root, "release": root / "release", "data": root / "data",
+            "clip": build_tiny_clip(root / "tiny-clip", seed=0)}
+
+
+def write_config(folder: Path, inputs: dict[str, Path], **overrides: Any) -> Path:
+    """matrix.yaml in `folder`: a tiny CLIP and a fixed-letter double on levante_trog (limit 4), seed 0."""
+    config = {
+        "data": {"dir": str(inputs["data"]), "version": "synthetic"},
+        "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+        "lmms_eval_module": DOUBLES,
+        "models": [{"name": "clip", "model": "levante_clip", "model_args": f"pretrained={inputs['clip']}",
+                    "public_id": "tiny-clip"},
+                   {"name": "fixed", "model": "levante_fixed", "model_args": "letter=B"}],
+        "groups": {"clips": ["clip"], "doubles": ["fixed"]},
+        "tasks": ["levante_trog"], "seeds": [0], "limit": 4, "batch_sizes": [4],
+        "compare": {"trials": str(inputs["release"] / "children" / "trials.csv"),
+                    "runs": str(inputs["release"] / "children" / "runs.csv"),
+                    "irt": [str(inputs["release"] / "irt" / "item_params.csv")],
+                    "items": str(inputs["data"] / "synthetic" / "datasets"), "n_boot": 20},
+        **overrides,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "matrix.yaml"
+    path.write_text(yaml.safe_dump({k: v for k, v in config.items() if v is not None}), encoding="utf-8")
+    return path
+
+
+def normal_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A state without what differs between identical runs: times, pids and lmms-eval's dated file names."""
+    drop = {"started", "finished", "seconds", "pid", "pid_start"}
+    out = {k: v for k, v in state.items() if k not in drop}
+    out["attempts"] = [{k: v for k, v in a.items() if k != "seconds"} for a in state["attempts"]]
+    out["results"] = DATE.sub("DATE", state["results"] or "")
+    return out
+
+
+def matrix_view(out: Path) -> dict[str, Any]:
+    """Everything a matrix run produced that must not depend on being interrupted: matrix.json without timing,
+    each cell's state and files (dates normalised) and per-item records, and the summary numbers."""
+    document = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
+    document.pop("timing")
+    cells = {}
+    for cell in document["cells"]:
+        folder = out / cell["dir"]
+        files = sorted(DATE.sub("DATE", p.relative_to(folder).as_posix()) for p in folder.rglob("*") if p.is_file())
+        records = [json.loads(line)["levante_item"] for p in sorted(folder.rglob("*_samples_*.jsonl"))
+                   for line in p.read_text(encoding="utf-8").splitlines()]
+        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        cells[cell["cell_id"]] = {"files": files, "records": records, "state": normal_state(state)}
+    summaries = {}
+    for group in document["groups"]:
+        summary = json.loads((out / "summary" / group / "matrix.json").read_text(encoding="utf-8"))
+        summaries[group] = [(c["model"], c["task"], c["accuracy"], c["n_items"], c["n_responses"])
+                            for c in summary["cells"]]
+    return {"matrix": document, "cells": cells, "summaries": summaries,
+            "top": sorted(p.name for p in out.iterdir() if not p.name.startswith("."))}
+
+
+@pytest.fixture(scope="module")
+def reference(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An uninterrupted two-cell matrix (with the end step); tests copy it, never change it."""
+    folder = tmp_path_factory.mktemp("matrix-reference")
+    config = write_config(folder, inputs)
+    done = run_cli(["matrix", "--config", config, "--out", folder / "out"], cwd=folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder
+
+
+# --- config and plan (no lmms-eval run) ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"models": None}, "matrix.yaml: models: missing"),
+    ({"model": "x"}, "matrix.yaml: model: unknown key"),
+    ({"models": [{"name": "a", "model": "m"}, {"name": "a", "model": "n"}], "groups": None},
+     "matrix.yaml: models: name 'a' is used twice"),
+    ({"batch_sizes": [2, 4]}, "matrix.yaml: batch_sizes: must be distinct and in decreasing order"),
+    ({"extra_args": ["--limit", "3"]}, "matrix.yaml: extra_args: --limit is set by the matrix runner"),
+    ({"groups": {"clips": ["clip"]}}, "matrix.yaml: groups: model 'fixed' is in no group"),
+    ({"groups": {"clips": ["clip", "fixed"], "doubles": ["fixed"]}}, "matrix.yaml: groups.doubles: 'fixed' is "
+     "already in group 'clips'"),
+    ({"seeds": [0, -1]}, "matrix.yaml: seeds[1]: must be an integer >= 0"),
+    ({"models": [{"name": "../x", "model": "m"}], "groups": None}, "matrix.yaml: models[0].name: '../x' is not"),
+    ({"compare": {"trials": "nope.csv", "runs": "r.csv", "irt": "i.csv"}}, "matrix.yaml: compare.trials: "),
+])
+def test_config_problems_are_one_line_naming_file_and_key(inputs: dict[str, Path], tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch, change: dict[str, Any],
+                                                           message: str) -> None:
+    write_config(tmp_path, inputs, **change)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LevanteError) as caught:
+        load_config(Path("matrix.yaml"))
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+
+
+def test_bad_config_on_the_command_line_exits_2_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "matrix.yaml").write_text("models: [\n", encoding="utf-8")
+    done = run_cli(["matrix", "--config", "matrix.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done.stderr) == "levante-tasks: error: matrix.yaml: invalid YAML at line 2"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_seed_without_an_option_order_variant_is_refused(inputs: dict[str, Path], tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, inputs, tasks=["levante_trog_blank"], seeds=[0, 1]))
+    with pytest.raises(LevanteError, match=r"/matrix.yaml: tasks: levante_trog_blank: has no option-order variant "
+                                           r"for seed 1"):
+        plan(config)
+
+
+def test_hashes_are_stable_and_change_exactly_for_the_affected_cells(inputs: dict[str, Path],
+                                                                      tmp_path: Path) -> None:
+    def hashes(**change: Any) -> dict[tuple[str, str, int], str]:
+        config = load_config(write_config(tmp_path, inputs, **{"tasks": ["levante_trog", "levante_vocab"],
+                                                                "seeds": [0, 1], **change}))
+        return {(c.model.name, c.task, c.seed): c.sha256 for c in plan(config)}
+
+    base = hashes()
+    assert len(base) == 8 and len(set(base.values())) == 8
+    assert hashes() == base
+    changed = hashes(models=[{"name": "clip", "model": "levante_clip", "model_args": f"pretrained={inputs['clip']}",
+                              "public_id": "tiny-clip"},
+                             {"name": "fixed", "model": "levante_fixed", "model_args": "letter=C"}])
+    assert {k for k in base if base[k] != changed[k]} == {k for k in base if k[0] == "fixed"}
+    assert hashes(batch_sizes=[8, 4, 1]) == base  # the out-of-memory fallback list never invalidates a cell
+    assert all(base[k] != v for k, v in hashes(limit=5).items())
+    more = hashes(seeds=[0, 1, 2])
+    assert {k: more[k] for k in base} == base and len(more) == 12
+
+    config = load_config(write_config(tmp_path, inputs, tasks=["levante_trog", "levante_vocab"], seeds=[0, 1]))
+    data = data_facts(config)
+    data["fingerprints"] = {**data["fingerprints"], "trog": "0" * 64}  # trog's dataset was rebuilt
+    rebuilt = {(c.model.name, c.task, c.seed): c.sha256 for c in plan(config, data)}
+    assert {k for k in base if base[k] != rebuilt[k]} == {k for k in base if k[1] == "levante_trog"}
+
+
+def test_dry_run_prints_the_argv_of_each_cell_and_writes_nothing(inputs: dict[str, Path], tmp_path: Path) -> None:
+    config = write_config(tmp_path, inputs, seeds=[0, 1], device="cuda:0", num_processes=2,
+                          lmms_eval_module="lmms_eval", extra_args=["--verbosity", "INFO"])
+    done = run_cli(["matrix", "--config", config, "--out", tmp_path / "out", "--dry-run"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    commands = [shlex.split(line) for line in done.stdout.splitlines() if not line.startswith("#")]
+    headers = [line for line in done.stdout.splitlines() if line.startswith("#")]
+    assert len(commands) == 4 and all("(to run)" in h for h in headers)
+    seed1 = commands[1]  # clip, seed 1
+    assert seed1[:8] == [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "-m",
+                         "lmms_eval", "--model"]
+    flags = {name: seed1[seed1.index(name) + 1] for name in ("--model", "--model_args", "--tasks", "--seed",
+                                                              "--limit", "--device", "--batch_size")}
+    assert flags["--model"] == "levante_clip" and flags["--model_args"] == f"pretrained={inputs['clip']}"
+    assert flags["--tasks"] == "levante_trog_seed1" and flags["--seed"] == "1,1235,1235,1235"
+    assert flags["--limit"] == "4" and flags["--device"] == "cuda:0" and flags["--batch_size"] == "4"
+    assert "--log_samples" in seed1 and seed1[-2:] == ["--verbosity", "INFO"]
+    assert commands[0][commands[0].index("--tasks") + 1] == "levante_trog"
+    assert not (tmp_path / "out").exists()
+
+
+def test_shards_partition_the_cells(inputs: dict[str, Path], tmp_path: Path) -> None:
+    cells = plan(load_config(write_config(tmp_path, inputs, tasks=["levante_trog", "levante_vocab"],
+                                          seeds=[0, 1, 2])))
+    for n in range(1, 6):
+        shards = [select_cells(cells, (i, n), None) for i in range(n)]
+        ids = [c.cell_id for shard in shards for c in shard]
+        assert sorted(ids) == sorted(c.cell_id for c in cells) and len(set(ids)) == len(cells)
+    assert select_cells(cells, None, 3) == [cells[3]]
+    with pytest.raises(LevanteError, match="--cell 12: the matrix has cells 0..11"):
+        select_cells(cells, None, 12)
+
+
+def test_out_must_be_a_matrix_and_an_earlier_one_needs_resume(inputs: dict[str, Path], tmp_path: Path) -> None:
+    config = write_config(tmp_path, inputs)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me", encoding="utf-8")
+    done = run_cli(["matrix", "--config", config, "--out", mine], cwd=tmp_path)
+    assert done.returncode == 2 and "mine: not empty and holds no matrix-plan.json" in one_error_line(done.stderr)
+    assert tree_snapshot(mine) == {"notes.txt": b"keep me"}
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "matrix-plan.json").write_text("{}", encoding="utf-8")
+    done = run_cli(["matrix", "--config", config, "--out", earlier], cwd=tmp_path)
+    assert done.returncode == 2 and "earlier: holds an earlier matrix; pass --resume" in one_error_line(done.stderr)
+
+
+# --- real lmms-eval runs --------------------------------------------------------------------------------------
+
+def test_uninterrupted_matrix_writes_cells_summaries_comparisons_and_report(reference: Path) -> None:
+    out = reference / "out"
+    document = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
+    assert [(c["model"], c["status"], c["batch_size"]) for c in document["cells"]] == [("clip", "done", 4),
+                                                                                       ("fixed", "done", 4)]
+    for group, model in (("clips", "tiny-clip"), ("doubles", "levante_fixed[letter=B]")):
+        entry = document["groups"][group]
+        assert entry["summary"] == f"summary/{group}/summary.md" and entry["problems"] == []
+        assert entry["comparison"] == f"comparison/{group}/comparison.md"
+        summary = json.loads((out / "summary" / group / "matrix.json").read_text(encoding="utf-8"))
+        assert {c["model"] for c in summary["cells"]} == {model}  # a group's summary holds only its models
+        assert (out / "comparison" / group / "comparison.json").is_file()
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "[summary](summary/clips/summary.md)" in report and "| clip | levante_trog | 0 | done | 4 |" in report
+    written = [p for p in out.rglob("*") if p.is_file() and p.suffix in (".md", ".log") or p.name in
+               ("state.json", "matrix.json", "matrix-plan.json")]
+    leaks = [p.name for p in written if str(reference) in p.read_text(encoding="utf-8", errors="replace")]
+    assert leaks == []  # our outputs name no absolute path (lmms-eval's own results files are not ours)
+
+
+def test_sigkill_mid_cell_then_resume_equals_an_uninterrupted_run(inputs: dict[str, Path], reference: Path,
+                                                                   tmp_path: Path) -> None:
+    config = write_config(tmp_path, inputs)
+    out = tmp_path / "out"
+    args = ["matrix", "--config", config, "--out", out]
+    process = subprocess.Popen(cli_command(args), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    second = out / "cells" / "doubles"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            states = list(second.glob("*/state.json"))
+            if states and json.loads(states[0].read_text(encoding="utf-8") or "{}").get("status") == "running":
+                time.sleep(1.0)  # lmms-eval is now starting up inside the second cell
+                break
+            assert process.poll() is None, "the matrix finished before the kill point"
+            time.sleep(0.05)
+        else:
+            pytest.fail("the second cell never started")
+        os.killpg(process.pid, signal.SIGKILL)  # the runner and its lmms-eval child, as a lost node would
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    killed = second / states[0].parent.name
+    assert json.loads((killed / "state.json").read_text(encoding="utf-8"))["status"] == "running"
+    assert not (out / "report.md").exists()
+    partial = killed / "lmms" / "20260101_000000_results.json"  # what a kill during lmms-eval's writes leaves
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    partial.write_text('{"results": {', encoding="utf-8")
+    first_state = next((out / "cells" / "clips").glob("*/state.json"))
+    first_mtime = first_state.stat().st_mtime_ns
+
+    done = run_cli([*args, "--resume"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[1/2] clip__levante_trog__s0__" in done.stdout and "kept (finished earlier)" in done.stdout
+    assert first_state.stat().st_mtime_ns == first_mtime  # the finished cell was not run again
+    assert not partial.exists()
+    assert matrix_view(out) == matrix_view(reference / "out")
+
+
+def test_a_config_change_reruns_exactly_the_affected_cells(inputs: dict[str, Path], reference: Path,
+                                                            tmp_path: Path) -> None:
+    shutil.copytree(reference / "out", tmp_path / "out")
+    before = json.loads((tmp_path / "out" / "matrix.json").read_text(encoding="utf-8"))
+    clip_dir, fixed_dir = (tmp_path / "out" / c["dir"] for c in before["cells"])
+    clip_mtime = (clip_dir / "state.json").stat().st_mtime_ns
+    models = [{"name": "clip", "model": "levante_clip", "model_args": f"pretrained={inputs['clip']}",
+               "public_id": "tiny-clip"}, {"name": "fixed", "model": "levante_fixed", "model_args": "letter=C"}]
+    config = write_config(tmp_path, inputs, models=models)
+    refused = run_cli(["matrix", "--config", config, "--out", tmp_path / "out"], cwd=tmp_path)
+    assert refused.returncode == 2 and "pass --resume" in refused.stderr
+    done = run_cli(["matrix", "--config", config, "--out", tmp_path / "out", "--resume"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = json.loads((tmp_path / "out" / "matrix.json").read_text(encoding="utf-8"))
+    assert after["cells"][0] == before["cells"][0]  # the clip cell: same hash, same folder, kept
+    assert (clip_dir / "state.json").stat().st_mtime_ns == clip_mtime
+    assert after["cells"][1]["sha256"] != before["cells"][1]["sha256"] and after["cells"][1]["status"] == "done"
+    assert not fixed_dir.exists() and (tmp_path / "out" / "superseded" / "doubles" / fixed_dir.name).is_dir()
+    assert f"superseded (config changed): cells/doubles/{fixed_dir.name}" in done.stdout
+    summary = json.loads((tmp_path / "out" / "summary" / "doubles" / "matrix.json").read_text(encoding="utf-8"))
+    assert [c["model"] for c in summary["cells"]] == ["levante_fixed[letter=C]"]  # the old output is not reused
+
+
+def test_out_of_memory_falls_back_through_configured_sizes_and_a_failure_is_recorded(
+        inputs: dict[str, Path], tmp_path: Path) -> None:
+    models = [{"name": "oom", "model": "levante_oom", "model_args": "max_batch=2"},
+              {"name": "oom-always", "model": "levante_oom", "model_args": "max_batch=1"},
+              {"name": "crash", "model": "levante_crash"}]
+    config = write_config(tmp_path, inputs, models=models, groups=None, compare=None, limit=3, batch_sizes=[8, 2])
+    done = run_cli(["matrix", "--config", config, "--out", tmp_path / "out"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    document = json.loads((tmp_path / "out" / "matrix.json").read_text(encoding="utf-8"))
+    cells = {c["model"]: c for c in document["cells"]}
+    assert [(a["batch_size"], a["outcome"]) for a in cells["oom"]["attempts"]] == [(8, "oom"), (2, "done")]
+    assert cells["oom"]["status"] == "done" and cells["oom"]["batch_size"] == 2 and cells["oom"]["oom_fallback"]
+    assert [(a["batch_size"], a["outcome"]) for a in cells["oom-always"]["attempts"]] == [(8, "oom"), (2, "oom")]
+    assert cells["oom-always"]["error"]["reason"] == "out of memory at every configured batch size (8, 2)"
+    crash = cells["crash"]
+    assert crash["status"] == "failed" and [a["outcome"] for a in crash["attempts"]] == ["failed"]
+    assert "RuntimeError: test double: the model is broken" in crash["error"]["tail"]
+    assert not any(line.startswith("/") or str(tmp_path) in line for line in crash["error"]["tail"])
+    assert not (tmp_path / "out" / crash["dir"] / "lmms").exists()  # no partial output for the summary to meet
+    assert "test double: the model is broken" in (tmp_path / "out" / crash["dir"] / "cell.log").read_text()
+    summary = json.loads((tmp_path / "out" / "summary" / "all" / "matrix.json").read_text(encoding="utf-8"))
+    assert [c["model"] for c in summary["cells"]] == ["levante_oom[max_batch=2]"]
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "| oom | levante_trog | 0 | done (oom fallback) | 2 | 8:oom -> 2:done |" in report
+    assert "### crash__levante_trog__s0__" in report
+    assert f"levante-tasks: error: {crash['cell_id']}: lmms-eval exit" in done.stderr
+
+
+def test_emitted_slurm_script_runs_one_cell_per_array_task(inputs: dict[str, Path], tmp_path: Path) -> None:
+    config = write_config(tmp_path, inputs, compare=None, limit=3,
+                          models=[{"name": "a", "model": "levante_fixed", "model_args": "letter=A"},
+                                  {"name": "b", "model": "levante_fixed", "model_args": "letter=B"}],
+                          groups=None, slurm=["--partition=gpu", "--time=01:00:00"])
+    done = run_cli(["matrix", "--config", config.name, "--out", "out", "--emit-slurm", "cells.sbatch"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    script = (tmp_path / "cells.sbatch").read_text(encoding="utf-8")
+    assert "#SBATCH --array=0-1\n" in script and "#SBATCH --partition=gpu\n" in script
+    assert "--config matrix.yaml --out out --cell \"${SLURM_ARRAY_TASK_ID" in script
+    assert str(tmp_path) not in script
+    env = {**os.environ, "SLURM_ARRAY_TASK_ID": "1", "SLURM_SUBMIT_DIR": str(tmp_path),
+           "LEVANTE_TASKS": f"{sys.executable} -m levante_tasks"}
+    task = subprocess.run(["bash", str(tmp_path / "cells.sbatch")], env=env, cwd="/", capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert task.returncode == 0, task.stdout + task.stderr
+    states = {p.parent.name.split("__")[0]: json.loads(p.read_text(encoding="utf-8"))
+              for p in (tmp_path / "out" / "cells").rglob("state.json")}
+    assert list(states) == ["b"] and states["b"]["status"] == "done"  # array task 1 = cell 1 only
+    assert not (tmp_path / "out" / "report.md").exists()  # the end step is the final --resume run's job
