@@ -5,6 +5,7 @@ real `inspect_ai.eval` runs with the offline `levante-tiny/clip` model API, chec
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -204,3 +205,64 @@ def test_cli_summarize_exits_non_zero_on_a_damaged_log_and_keeps_the_rest(runs, 
     assert len(errors) == 1 and "mixed/broken.eval: not a readable inspect_ai .eval log" in errors[0]
     cells = json.loads((tmp_path / "out" / "matrix.json").read_text())["cells"]
     assert {c["task"] for c in cells} == set(COMPARED)
+
+
+def _rewritten(log_path: str, folder: Path, change) -> Path:
+    """A copy of a log with `change(log)` applied, written as `.eval` into `folder`."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(log_path)
+    change(log)
+    folder.mkdir()
+    target = folder / "changed.eval"
+    write_eval_log(log, str(target))
+    return target
+
+
+def test_an_unfinished_run_is_one_line(runs, tmp_path):
+    _, logs, _ = runs
+    _rewritten(logs[0].location, tmp_path / "unfinished", lambda log: setattr(log, "status", "error"))
+    with pytest.raises(LevanteError) as caught:
+        summarize_runs([tmp_path / "unfinished"], tmp_path / "summary", plot=False)
+    assert str(caught.value).split("\n")[0] == ("unfinished/changed.eval: the inspect_ai run did not finish "
+                                                "(status error)")
+
+
+def test_verify_reports_an_accuracy_that_disagrees_with_the_records(runs, tmp_path, data_dir):
+    _, logs, _ = runs
+
+    def tamper(log):
+        (metric,) = [s for s in log.results.scores if s.name == "levante_record"]
+        metric.metrics["accuracy"].value = 0.123
+
+    _rewritten(logs[0].location, tmp_path / "tampered", tamper)
+    report = verify_runs([tmp_path / "tampered"], data_dir, installation=False)
+    assert len(report.lines) == 1
+    assert report.lines[0].startswith("tampered/changed.eval: levante_record/accuracy 0.123 disagrees with its records")
+
+
+def test_tiny_vlm_scores_the_letters_and_egma_math_gets_its_subtype_columns(tmp_path, data_dir):
+    from inspect_ai import eval as inspect_eval
+
+    import levante_tasks.testing.inspect_model  # noqa: F401 (registers levante-tiny)
+    from levante_tasks.testing.tiny_models import build_tiny_vlm
+
+    vlm = build_tiny_vlm(tmp_path / "tiny-vlm")
+    os.environ["LEVANTE_DATA_DIR"] = str(data_dir)
+    try:
+        (log,) = inspect_eval("levante_tasks/levante_egma_math", model="levante-tiny/vlm",
+                              model_args={"pretrained": str(vlm)}, log_dir=str(tmp_path / "logs"), display="none")
+    finally:
+        del os.environ["LEVANTE_DATA_DIR"]
+    assert log.status == "success", log.error
+    records = [s.scores["levante_record"].metadata[RECORD_KEY] for s in log.samples]
+    for sample, record in zip(log.samples, records, strict=True):
+        scores = record["option_scores"]
+        assert record["parse_method"] == "scores" and sum(math.exp(s) for s in scores) == pytest.approx(1, abs=1e-4)
+        assert record["choice_index"] == max(range(len(scores)), key=scores.__getitem__)
+        assert json.loads(sample.output.metadata["levante_answer"])["scorer"] == "levante_vlm_mc"
+    assert "Number Line Slider" not in {r["trial_type"] for r in records}  # the fixture has slider items
+    document = summarize_runs([tmp_path / "logs"], tmp_path / "summary", plot=False)
+    columns = {c["task"] for c in document["cells"]}
+    assert "levante_egma_math" in columns and "levante_egma_math/addition" in columns
+    assert {c["adapter"] for c in document["cells"]} == {"inspect_ai:levante-tiny/vlm"}

@@ -1,12 +1,16 @@
-"""`levante-tiny/clip`: an offline inspect_ai model API around `levante_clip` (a test double, registered on import).
+"""`levante-tiny/clip` and `levante-tiny/vlm`: offline inspect_ai model APIs around the `levante_clip` and
+`levante_vlm_mc` adapters (test doubles, registered on import).
 
-It answers each LEVANTE sample exactly as the lmms-eval adapter does, with the adapter's own code: the item's doc
-is rebuilt by `levante_tasks.harness.docs.task_docs` from the sample message's `levante_item_ref` (task, seed,
+clip answers each LEVANTE sample exactly as the lmms-eval adapter does, with the adapter's own code: the item's
+doc is rebuilt by `levante_tasks.harness.docs.task_docs` from the sample message's `levante_item_ref` (task, seed,
 variant, item_uid), the pictures are the ones the message carries (decoded from their data URIs), and
-`LevanteClip.plan` / `score_plans` / `score_answer` give the choice and the per-letter log-probabilities. The
-completion is `ANSWER: <letter>` (what inspect's multiple_choice() and choice() read); the §3c JSON answer goes to
-`output.metadata["levante_answer"]` for the record scorer. Model args (`-M`): `pretrained=<checkpoint folder>`
-(e.g. `build_tiny_clip`), plus any `levante_clip` argument (device, batch_size, model_id, revision).
+`LevanteClip.plan` / `score_plans` / `score_answer` give the choice and the per-letter log-probabilities.
+vlm reads the message as a chat model would (its text and pictures in their order, through the processor's chat
+template) and scores the item's letters with `LevanteVlmMc.letter_scores` (one forward pass): a deterministic
+generative model that sees what an inspect provider sends (so its prompt, unlike clip's query, is inspect's).
+The completion is `ANSWER: <letter>` (what inspect's multiple_choice() and choice() read); the §3c JSON answer goes
+to `output.metadata["levante_answer"]` for the record scorer. Model args (`-M`): `pretrained=<checkpoint folder>`
+(`build_tiny_clip`, `build_tiny_vlm`), plus any argument of the adapter (device, batch_size, model_id, revision).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from PIL import Image
 from levante_tasks.inspect_ai_tasks.samples import ITEM_KEY
 from levante_tasks.inspect_ai_tasks.scorer import ANSWER_KEY
 
-KINDS = ("clip",)
+KINDS = ("clip", "vlm")
 DEFAULT_CONFIG = GenerateConfig()
 
 
@@ -62,10 +66,12 @@ class LevanteTinyAPI(ModelAPI):
         if model_name not in KINDS:
             raise ValueError(f"levante-tiny/{model_name}: expected one of {', '.join(KINDS)}")
         if not model_args.get("pretrained"):
-            raise ValueError("levante-tiny/clip needs -M pretrained=<checkpoint folder>")
+            raise ValueError(f"levante-tiny/{model_name} needs -M pretrained=<checkpoint folder>")
         from levante_adapters.clip_scorer import LevanteClip
+        from levante_adapters.vlm_mc import LevanteVlmMc
 
-        self.scorer = LevanteClip(**{"device": "cpu", **model_args})
+        adapter = LevanteClip if model_name == "clip" else LevanteVlmMc
+        self.scorer = adapter(**{"device": "cpu", **model_args})
         self._docs: dict[tuple[str, int, str], dict[str, Mapping[str, Any]]] = {}
 
     def _doc(self, ref: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -79,19 +85,36 @@ class LevanteTinyAPI(ModelAPI):
         return self._docs[key][str(ref["item_uid"])]
 
     def answer(self, messages: list[ChatMessage]) -> str:
-        """The §3c JSON answer of `levante_clip` to the item in `messages`."""
+        """The §3c JSON answer of the wrapped adapter to the item in `messages`."""
+        message = item_message(messages)
+        doc = dict(self._doc((message.metadata or {})[ITEM_KEY]))
+        images = [decode_image(part.image) for part in message.content if isinstance(part, ContentImage)]
+        return self._clip_answer(doc, images) if self.model_name == "clip" else self._vlm_answer(doc, message, images)
+
+    def _clip_answer(self, doc: dict[str, Any], images: list[Image.Image]) -> str:
+        """levante_clip's plan and scores for the doc, on the message's pictures."""
         from levante_adapters.common import score_answer
 
         from levante_tasks.harness.lmms_task import doc_to_text
 
-        message = item_message(messages)
-        doc = dict(self._doc((message.metadata or {})[ITEM_KEY]))
-        images = [decode_image(part.image) for part in message.content if isinstance(part, ContentImage)]
         plan = self.scorer.plan(doc, images, doc_to_text(doc))
         if plan is None:
             raise ValueError(f"levante-tiny/clip cannot answer slider item {doc['item_uid']!r}")
         (logprobs,) = self.scorer.score_plans([plan])
         return score_answer(plan.letters, logprobs, scorer="levante_clip", mode=plan.mode, model=self.scorer.identity)
+
+    def _vlm_answer(self, doc: dict[str, Any], message: ChatMessageUser, images: list[Image.Image]) -> str:
+        """levante_vlm_mc's letter scores for the message as a chat model reads it (text and pictures in order)."""
+        from levante_adapters.common import score_answer
+
+        parts = [{"type": "image"} if isinstance(part, ContentImage) else {"type": "text", "text": part.text}
+                 for part in message.content if isinstance(part, ContentImage) or part.type == "text"]
+        prompt = self.scorer.processor.apply_chat_template([{"role": "user", "content": parts}],
+                                                           add_generation_prompt=True, tokenize=False)
+        item = {"prompt": prompt, "images": images, "letters": list(doc["letters"])}
+        ((logprobs, mass),) = self.scorer.letter_scores([item])
+        return score_answer(item["letters"], logprobs, scorer="levante_vlm_mc", letter_mass=round(mass, 6),
+                            model=self.scorer.identity)
 
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
                        config: GenerateConfig) -> ModelOutput:
