@@ -266,3 +266,14 @@ def test_tiny_vlm_scores_the_letters_and_egma_math_gets_its_subtype_columns(tmp_
     columns = {c["task"] for c in document["cells"]}
     assert "levante_egma_math" in columns and "levante_egma_math/addition" in columns
     assert {c["adapter"] for c in document["cells"]} == {"inspect_ai:levante-tiny/vlm"}
+
+
+def test_the_hf_provider_rejects_pictures_as_docs_inspect_md_says():
+    from inspect_ai.model import ChatMessageUser
+    from inspect_ai.model._providers.hf import message_content_to_string
+
+    text_only = [ChatMessageUser(content=[ContentText(text="Which one?")])]
+    assert message_content_to_string(text_only)[0].content == "Which one?"
+    with pytest.raises(NotImplementedError, match="does not support multimodal content"):
+        message_content_to_string([ChatMessageUser(content=[ContentText(text="Which one?"),
+                                                            ContentImage(image="data:image/png;base64,AA==")])])

@@ -20,7 +20,7 @@ from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
-from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, folder_label
+from levante_tasks.summary.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, folder_label
 from levante_tasks.summary.inspect_logs import parse_eval
 from levante_tasks.summary.read import FileProblem
 from levante_tasks.summary.units import ParsedRun, parse_run
@@ -64,9 +64,9 @@ def check_out(out: Path) -> Path:
     return replaceable_dir(out, OUTPUT_MARKER, "summary")
 
 
-def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str]) -> dict[str, Any]:
+def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str], backend: str) -> dict[str, Any]:
     """runs/<run>/summary.json: what was parsed from one run (status, model, protocol, per-task metrics)."""
-    doc: dict[str, Any] = {"schema_version": writers.SCHEMA_VERSION, "source": label, "backend": "lmms-eval",
+    doc: dict[str, Any] = {"schema_version": writers.SCHEMA_VERSION, "source": label, "backend": backend,
                            "problems": problems}
     if parsed is None:
         return {**doc, "status": "failed"}
@@ -110,7 +110,7 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
     target = check_out(out)
     problems: list[str] = []
     parsed_runs: list[ParsedRun] = []
-    entries: list[tuple[ParsedRun | None, str, list[str]]] = []
+    entries: list[tuple[ParsedRun | None, str, list[str], str]] = []
     labels: set[str] = set()
     for run_dir in run_dirs:
         label = folder_label(run_dir)
@@ -120,23 +120,23 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
         labels.add(label)
         runs, found = discover(run_dir, label)
         problems += found
-        entries += [(None, line.split(": ", 1)[0], [line]) for line in found]
+        entries += [(None, line.split(": ", 1)[0], [line], LMMS_EVAL) for line in found]
         for run in runs:
             try:
                 parsed = _parse(run)
             except FileProblem as exc:
                 problems.append(str(exc))
-                entries.append((None, run.label, [str(exc)]))
+                entries.append((None, run.label, [str(exc)], run.kind))
                 continue
             problems += parsed.problems
             parsed_runs.append(parsed)
-            entries.append((parsed, run.label, parsed.problems))
+            entries.append((parsed, run.label, parsed.problems, run.kind))
     units = [u for p in parsed_runs for u in p.units]
     if not units:
         raise LevanteError("\n".join([*problems, "no LEVANTE task results could be read: nothing to summarize"]))
     built = matrix_mod.build(units, allow_mismatch=allow_mismatch)
     taken: set[str] = set()
-    summaries = {writers.run_id(label, taken): _run_summary(p, label, lines) for p, label, lines in entries}
+    summaries = {writers.run_id(label, taken): _run_summary(p, label, lines, kind) for p, label, lines, kind in entries}
     runs_index = [{"run_id": rid, "source": s["source"], "status": s["status"], "problems": s["problems"]}
                   for rid, s in summaries.items()]
     document = writers.matrix_document(built, runs_index, problems)
