@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """CLI: exit 0 when every selected cell finished, 1 when some failed (they are in the report)."""
+    """CLI: exit 0 when every selected cell finished (and the end step had no problem), else 1 (all is in the
+    report)."""
     from levante_tasks.matrix.config import load_config
     from levante_tasks.matrix.plan import plan
     from levante_tasks.matrix.run import run_matrix
@@ -65,4 +66,8 @@ def run(args: argparse.Namespace) -> int:
     for cell in result.failed:
         print(f"levante-tasks: error: {cell.cell_id}: {result.states[cell.cell_id]['error']['reason']}",
               file=sys.stderr)
-    return 1 if result.failed else 0
+    problems = [f"{group}: {line}" for group, entry in (result.document or {}).get("groups", {}).items()
+                for line in entry["problems"]]
+    for line in problems:
+        print(f"levante-tasks: error: {line}", file=sys.stderr)
+    return 1 if result.failed or problems else 0

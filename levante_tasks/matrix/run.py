@@ -143,18 +143,25 @@ def plan_document(config: MatrixConfig, cells: list[Cell]) -> dict[str, Any]:
 
 def set_aside_superseded(out: Path, cells: list[Cell]) -> list[str]:
     """Move cell folders of an earlier config (not in this plan) to superseded/, so no old output is reused or
-    summarized; returns their relative paths."""
-    planned = {c.rel_dir for c in cells}
+    summarized; a cell whose model only changed group moves to its new group's folder. Returns what was set aside."""
+    planned = {c.rel_dir: c for c in cells}
+    by_id = {c.cell_id: c for c in cells}
     moved = []
     for folder in sorted((out / "cells").glob("*/*")):
         rel = folder.relative_to(out).as_posix()
-        if folder.is_dir() and rel not in planned and not folder.name.startswith("."):
-            target = out / "superseded" / folder.relative_to(out / "cells")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.exists():
-                shutil.rmtree(target)
-            folder.rename(target)
-            moved.append(rel)
+        if not folder.is_dir() or rel in planned or folder.name.startswith("."):
+            continue
+        regrouped = by_id.get(folder.name)
+        if regrouped is not None and not (out / regrouped.rel_dir).exists():
+            (out / regrouped.rel_dir).parent.mkdir(parents=True, exist_ok=True)
+            folder.rename(out / regrouped.rel_dir)
+            continue
+        target = out / "superseded" / folder.relative_to(out / "cells")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            shutil.rmtree(target)
+        folder.rename(target)
+        moved.append(rel)
     return moved
 
 

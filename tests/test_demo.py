@@ -1,0 +1,33 @@
+"""`levante-tasks demo` (what `make demo` runs): the whole pipeline on the synthetic release, its lmms-eval step
+as a one-cell matrix; a second demo keeps the finished cell instead of refusing or rerunning it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from faults import run_cli
+
+
+def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_path: Path) -> None:
+    first = run_cli(["demo", "--out", "demo-out"], cwd=tmp_path, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    out = tmp_path / "demo-out"
+    for step in range(1, 6):
+        assert f"[{step}/5]" in first.stdout
+    assert "tiny-clip__levante__s0__" in first.stdout and ": done (batch size 16" in first.stdout
+    assert "levante_trog " in first.stdout  # the accuracy table of the cell's results
+    document = json.loads((out / "matrix" / "matrix.json").read_text(encoding="utf-8"))
+    [cell] = document["cells"]
+    assert (cell["model"], cell["task"], cell["seed"], cell["status"]) == ("tiny-clip", "levante", 0, "done")
+    assert document["groups"]["all"]["problems"] == []
+    summary = json.loads((out / "matrix" / "summary" / "all" / "matrix.json").read_text(encoding="utf-8"))
+    assert len({c["family"] for c in summary["cells"] if not c["parent"]}) == 7  # every LEVANTE task
+    comparison = json.loads((out / "matrix" / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
+    assert len(comparison["tasks"]) == 7
+    assert "comparison/all/comparison.md" in (out / "matrix" / "report.md").read_text(encoding="utf-8")
+
+    second = run_cli(["demo", "--out", "demo-out"], cwd=tmp_path, timeout=600)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "kept (finished earlier)" in second.stdout
+    assert list((out / "matrix" / "cells" / "all").iterdir()) == [out / "matrix" / cell["dir"]]
