@@ -89,6 +89,17 @@ def test_text_options_are_the_choices_and_slider_items_are_left_out(fixture_env,
             assert sample.choices == [meta["options"][i] for i in meta["presented_order"]]
 
 
+def test_every_task_builds_samples_whose_only_option_listing_is_the_solvers(fixture_env):
+    module = _registry()
+    for info in TASKS:
+        samples = list(module.TASK_FUNCTIONS[info.lmms_name](variant="blank").dataset)
+        assert samples, info.name
+        for sample in samples:
+            text = sample.input[0].content[0].text
+            assert "Answer with" not in text and "<option" not in text, (info.name, text)
+            assert sample.metadata["variant"] == "blank" and sample.target in "ABCDEFGH"
+
+
 def _inspect_run(log_dir: Path, clip: Path, data_dir: Path) -> list:
     """`inspect_ai.eval` of the compared tasks (seed 1) with levante-tiny/clip, offline."""
     from inspect_ai import eval as inspect_eval
