@@ -195,6 +195,15 @@ def test_dry_run_prints_the_argv_of_each_cell_and_writes_nothing(inputs: dict[st
     assert not (tmp_path / "out").exists()
 
 
+def test_the_example_config_plans_models_x_tasks_x_seeds_in_groups() -> None:
+    config = load_config(Path(__file__).resolve().parents[1] / "examples" / "matrix.yaml")
+    cells = plan(config)
+    assert len(cells) == 9 and config.data_version == "2026-03-24" and config.batch_sizes == (32, 16, 8, 1)
+    assert [c.lmms_task for c in cells[:3]] == ["levante", "levante_seed1", "levante_seed2"]
+    assert {c.model.group for c in cells} == {"contrastive", "generative"}
+    assert cells[-1].rel_dir.startswith("cells/generative/smolvlm-256m__levante__s2__")
+
+
 def test_shards_partition_the_cells(inputs: dict[str, Path], tmp_path: Path) -> None:
     cells = plan(load_config(write_config(tmp_path, inputs, tasks=["levante_trog", "levante_vocab"],
                                           seeds=[0, 1, 2])))

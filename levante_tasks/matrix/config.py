@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -95,6 +96,8 @@ class _Reader:
         return value
 
     def text(self, value: Any, key: str, pattern: re.Pattern[str] | None = None) -> str:
+        if isinstance(value, dt.date):  # YAML reads an unquoted 2026-03-24 as a date
+            value = value.isoformat()
         if isinstance(value, bool) or not isinstance(value, str | int | float) or not str(value).strip():
             raise self.fail(key, "must be a non-empty string")
         text = str(value).strip()
