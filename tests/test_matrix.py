@@ -25,7 +25,8 @@ from levante_tasks.data.prepare import prepare
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import load_config
 from levante_tasks.matrix.plan import data_facts, plan
-from levante_tasks.matrix.run import select_cells
+from levante_tasks.matrix.run import run_cell, select_cells, set_aside_superseded
+from levante_tasks.matrix.state import live_runner, process_start, write_state
 from levante_tasks.synth import write_synthetic_release
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
@@ -229,6 +230,32 @@ def test_out_must_be_a_matrix_and_an_earlier_one_needs_resume(inputs: dict[str, 
     (earlier / "matrix-plan.json").write_text("{}", encoding="utf-8")
     done = run_cli(["matrix", "--config", config, "--out", earlier], cwd=tmp_path)
     assert done.returncode == 2 and "earlier: holds an earlier matrix; pass --resume" in one_error_line(done.stderr)
+
+
+def test_superseded_cells_are_set_aside_and_a_regrouped_cell_is_moved(inputs: dict[str, Path],
+                                                                        tmp_path: Path) -> None:
+    cells = plan(load_config(write_config(tmp_path, inputs)))  # clip in group clips, fixed in doubles
+    out = tmp_path / "out"
+    old = out / "cells" / "doubles" / "fixed__levante_trog__s0__000000000000"  # an earlier config's cell
+    regrouped = out / "cells" / "all" / cells[0].cell_id  # clip's cell, from when it was in group `all`
+    for folder in (old, regrouped):
+        folder.mkdir(parents=True)
+        (folder / "state.json").write_text("{}", encoding="utf-8")
+    assert set_aside_superseded(out, cells) == [old.relative_to(out).as_posix()]
+    assert (out / "superseded" / "doubles" / old.name / "state.json").is_file() and not old.exists()
+    assert (out / cells[0].rel_dir / "state.json").is_file() and not regrouped.exists()
+
+
+def test_a_cell_whose_lmms_eval_process_is_alive_is_not_run_twice(inputs: dict[str, Path], tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, inputs))
+    cell = plan(config)[0]
+    folder = tmp_path / "out" / cell.rel_dir
+    folder.mkdir(parents=True)
+    write_state(folder, {"status": "running", "pid": os.getpid(), "pid_start": process_start(os.getpid())})
+    with pytest.raises(LevanteError, match=rf"{cell.rel_dir}: still being run by process {os.getpid()}"):
+        run_cell(config, cell, folder, data_facts(config))
+    write_state(folder, {"status": "running", "pid": os.getpid(), "pid_start": "1"})  # the pid was reused
+    assert live_runner(folder) is None
 
 
 # --- real lmms-eval runs --------------------------------------------------------------------------------------
