@@ -288,3 +288,25 @@ def test_the_hf_provider_rejects_pictures_as_docs_inspect_md_says():
     with pytest.raises(NotImplementedError, match="does not support multimodal content"):
         message_content_to_string([ChatMessageUser(content=[ContentText(text="Which one?"),
                                                             ContentImage(image="data:image/png;base64,AA==")])])
+
+
+def test_the_inspect_cli_runs_a_task_by_its_registry_name(runs, data_dir, tmp_path):
+    """`inspect eval levante_tasks/levante_trog` as a user types it (the tiny model API imported first, since test
+    models are not entry points): the log holds our records, the same answers as the `inspect_ai.eval` run."""
+    tmp, logs, _ = runs
+    cli = ("import sys, levante_tasks.testing.inspect_model; from inspect_ai._cli.main import main; "
+           "sys.argv[0] = 'inspect'; main()")
+    command = [sys.executable, "-c", cli, "eval", "levante_tasks/levante_trog", "--model", "levante-tiny/clip",
+               "-M", f"pretrained={tmp / 'tiny-clip'}", "-T", "seed=1", "--log-dir", str(tmp_path / "logs"),
+               "--display", "none"]
+    env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    from inspect_ai.log import read_eval_log
+
+    (path,) = (tmp_path / "logs").glob("*.eval")
+    log = read_eval_log(str(path))
+    assert log.status == "success" and log.eval.task == "levante_tasks/levante_trog"
+    mine = {s.id: s.scores["levante_record"].metadata[RECORD_KEY]["choice_letter"] for s in log.samples}
+    before = {s.id: s.scores["levante_record"].metadata[RECORD_KEY]["choice_letter"] for s in logs[0].samples}
+    assert mine == before and len(mine) >= 6
