@@ -96,6 +96,8 @@ def data_facts(config: MatrixConfig) -> dict[str, Any]:
             version = (root / layout.DEFAULT_VERSION_FILE).read_text(encoding="utf-8").strip() or None
         except (OSError, UnicodeDecodeError):
             version = None  # nothing prepared: LEVANTE cells fail with lmms-eval's one line naming the repair
+    if version is not None and not layout.is_version_name(version):
+        raise LevanteError(f"{display_path(config.path)}: data version {version[:40]!r} is not a version folder name")
     fingerprints: dict[str, str | None] = {}
     for info in TASKS:
         path = layout.dataset_dir(version, info.name, root) / "dataset.json" if version else None
