@@ -32,7 +32,7 @@ from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.tables import rows_with_items
 from levante_tasks.compare.task import compare_task
 from levante_tasks.compare.writers import OUTPUT_MARKER, write_outputs
-from levante_tasks.errors import LevanteError, describe_os_error, display_path
+from levante_tasks.errors import LevanteError, display_path, problem_text
 
 __all__ = ["Results", "Settings", "run_compare"]
 
@@ -141,7 +141,7 @@ def run_compare(
         with staged_dir(target) as staging:
             write_outputs(staging, results, summary, settings)
     except OSError as exc:
-        problem = describe_os_error(OSError(exc.errno, exc.strerror))
+        problem = problem_text(exc)
         kept = "" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else " (nothing was replaced)"
         raise LevanteError(f"{display_path(out)}: {problem}{kept}") from None
     return summary

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import platformdirs
 
-from levante_tasks.errors import LevanteError, describe_os_error
+from levante_tasks.errors import LevanteError, problem_text
 
 DATA_DIR_ENV = "LEVANTE_DATA_DIR"
 VERSION_ENV = "LEVANTE_DATA_VERSION"
@@ -69,7 +69,7 @@ def data_version() -> str:
     except FileNotFoundError:
         version = ""
     except OSError as exc:
-        problem = describe_os_error(OSError(exc.errno, exc.strerror)) if exc.errno else type(exc).__name__
+        problem = problem_text(exc)
         raise LevanteError(f"{DEFAULT_VERSION_FILE}: {problem} (in the data dir): {PREPARE_HINT}") from None
     except UnicodeDecodeError:
         raise LevanteError(f"{DEFAULT_VERSION_FILE}: not UTF-8 text (in the data dir): {PREPARE_HINT}") from None

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from levante_tasks.errors import describe_os_error
+from levante_tasks.errors import problem_text
 
 RESULTS_SUFFIX = "_results.json"
 EVAL_SUFFIX = ".eval"
@@ -62,7 +62,7 @@ def discover(run_dir: Path, label: str) -> tuple[list[RunFiles], list[str]]:
 
     def unreadable(exc: OSError) -> None:
         where = Path(exc.filename).relative_to(run_dir).as_posix() if exc.filename else "."
-        problem = describe_os_error(OSError(exc.errno, exc.strerror)) if exc.errno else type(exc).__name__
+        problem = problem_text(exc)
         problems.append(f"{label}/{where}: {problem} (runs in it are not read)")
 
     found: dict[tuple[str, str], RunFiles] = {}

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.errors import describe_os_error
+from levante_tasks.errors import problem_text
 
 REQUIRED = {"results": dict, "configs": dict, "config": dict, "n-samples": dict}
 OPTIONAL = {"groups": dict, "group_subtasks": dict}
@@ -28,7 +28,7 @@ def _text(path: Path, label: str) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        problem = describe_os_error(OSError(exc.errno, exc.strerror)) if exc.errno else type(exc).__name__
+        problem = problem_text(exc)
         raise FileProblem(f"{label}: {problem}") from None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
