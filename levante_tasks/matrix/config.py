@@ -8,10 +8,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from levante_tasks.errors import LevanteError, display_path, problem_text
+from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.schema.layout import is_version_name
+from levante_tasks.yaml_file import read_yaml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -258,16 +257,5 @@ def parse_config(raw: Any, path: Path) -> MatrixConfig:
 def load_config(path: str | Path) -> MatrixConfig:
     """Read and validate the matrix YAML file at `path`."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LevanteError(f"{display_path(path)}: {problem_text(exc)}") from None
-    except UnicodeDecodeError:
-        raise LevanteError(f"{display_path(path)}: not UTF-8 text") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise LevanteError(f"{display_path(path)}: invalid YAML{where}") from None
+    raw = read_yaml(path)
     return parse_config(raw, path)
