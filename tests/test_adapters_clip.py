@@ -165,3 +165,4 @@ def test_generate_until_records_model_identity(clip_dir):
     docs = make_docs(2, kind="text->images")
     answer = json.loads(_scorer(clip_dir, docs).generate_until(generate_requests(docs))[0])
     assert answer["model"] == {"model_id": "tiny-clip", "revision": "unknown"}
+

@@ -32,7 +32,7 @@ from levante_adapters.common import (
     score_answer,
     to_images,
 )
-from levante_adapters.revision import resolve_identity
+from levante_adapters.revision import load_revision, resolve_identity
 
 # Model families whose text tower pools a fixed position and was trained on text padded to max_length.
 MAX_LENGTH_PADDING_FAMILIES = ("siglip",)
@@ -85,8 +85,9 @@ class LevanteClip(lmms):
             logger.warning(f"levante_clip ignores unknown model_args: {sorted(kwargs)}")
         self.device = resolve_device(device)
         self.batch_size = as_positive_int(batch_size, "batch_size")
-        self.processor = AutoProcessor.from_pretrained(pretrained)
-        self.model = AutoModel.from_pretrained(pretrained, dtype=parse_dtype(dtype)).to(self.device).eval()
+        pinned = load_revision(pretrained, revision)
+        self.processor = AutoProcessor.from_pretrained(pretrained, **pinned)
+        self.model = AutoModel.from_pretrained(pretrained, dtype=parse_dtype(dtype), **pinned).to(self.device).eval()
         family = str(getattr(self.model.config, "model_type", ""))
         if text_padding not in ("auto", "max_length", "longest"):
             raise ValueError(f"text_padding={text_padding!r}: expected auto, max_length or longest")

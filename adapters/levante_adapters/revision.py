@@ -38,6 +38,16 @@ def _cached_snapshot(repo_id: str) -> Path | None:
     return Path(found).parent if isinstance(found, str) else None
 
 
+def load_revision(pretrained: str, revision: str | None) -> dict[str, str]:
+    """`from_pretrained` kwargs that load a hub model at `revision` (a 40-hex commit), so the recorded revision is
+    the one loaded; a local folder is what it holds (there `revision` only names where it came from)."""
+    if revision is None:
+        return {}
+    if not is_commit(revision):
+        raise ValueError(f"revision={revision!r}: expected a 40-character hex commit hash")
+    return {} if Path(pretrained).expanduser().is_dir() else {"revision": revision}
+
+
 def resolve_identity(
     pretrained: str,
     commit_hash: str | None = None,

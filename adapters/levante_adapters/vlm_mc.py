@@ -30,7 +30,7 @@ from levante_adapters.common import (
     score_answer,
     to_images,
 )
-from levante_adapters.revision import resolve_identity
+from levante_adapters.revision import load_revision, resolve_identity
 
 _IMAGE_PLACEHOLDER = re.compile(r"<image(\d+)>")
 # Families whose rotary positions are computed inside the model from the attention mask (3-D mRoPE).
@@ -94,10 +94,11 @@ class LevanteVlmMc(lmms):
         self.device = resolve_device(device)
         self.batch_size = as_positive_int(batch_size, "batch_size")
         self.max_new_tokens = as_positive_int(max_new_tokens, "max_new_tokens")
-        self.processor = AutoProcessor.from_pretrained(pretrained)
+        pinned = load_revision(pretrained, revision)
+        self.processor = AutoProcessor.from_pretrained(pretrained, **pinned)
         self.tokenizer = self.processor.tokenizer
         self.tokenizer.padding_side = "left"
-        load_kwargs: dict[str, Any] = {"dtype": parse_dtype(dtype)}
+        load_kwargs: dict[str, Any] = {"dtype": parse_dtype(dtype), **pinned}
         if attn_implementation:
             load_kwargs["attn_implementation"] = attn_implementation
         self.model = AutoModelForImageTextToText.from_pretrained(pretrained, **load_kwargs)

@@ -1,0 +1,60 @@
+"""`revision=<commit>` pins what the adapters load, not only what they record: an offline hub cache holds two
+snapshots of one repo (main -> A); asking for B loads B's weights and records B. Each load runs in a fresh process
+because the hub cache location and offline flag are read when huggingface_hub is imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_vlm
+
+COMMITS = {"a": "a" * 40, "b": "b" * 40}
+ADAPTERS = {  # kind: (builder, module, class)
+    "clip": (build_tiny_clip, "levante_adapters.clip_scorer", "LevanteClip"),
+    "vlm": (build_tiny_vlm, "levante_adapters.vlm_mc", "LevanteVlmMc"),
+}
+PROBE = """import json, sys, importlib
+cls = getattr(importlib.import_module(sys.argv[1]), sys.argv[2])
+scorer = cls(pretrained=sys.argv[3], device="cpu", **({"revision": sys.argv[4]} if len(sys.argv) > 4 else {}))
+total = sum(float(p.double().sum()) for p in scorer.model.parameters())
+print(json.dumps([total, scorer.identity]))
+"""
+
+
+def _load(tmp_path, module: str, cls: str, *args: str) -> tuple[float, dict]:
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", PROBE, module, cls, *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    total, identity = json.loads(done.stdout.strip().splitlines()[-1])
+    return total, identity
+
+
+@pytest.mark.parametrize("kind", sorted(ADAPTERS))
+def test_a_hub_model_is_loaded_at_the_requested_revision(tmp_path, kind):
+    build, module, cls = ADAPTERS[kind]
+    repo = tmp_path / "hub" / f"models--org--tiny-{kind}"
+    for seed, (name, commit) in enumerate(COMMITS.items()):
+        shutil.copytree(build(tmp_path / f"build-{name}", seed=seed), repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMITS["a"])
+    snapshot_b = _load(tmp_path, module, cls, str(repo / "snapshots" / COMMITS["b"]))[0]
+    main, main_identity = _load(tmp_path, module, cls, f"org/tiny-{kind}")
+    assert main != pytest.approx(snapshot_b)  # the two snapshots differ; main is A
+    assert main_identity == {"model_id": f"org/tiny-{kind}", "revision": COMMITS["a"]}
+    pinned, identity = _load(tmp_path, module, cls, f"org/tiny-{kind}", COMMITS["b"])
+    assert pinned == pytest.approx(snapshot_b)
+    assert identity == {"model_id": f"org/tiny-{kind}", "revision": COMMITS["b"]}
+
+
+def test_a_revision_that_is_not_a_commit_is_refused_before_loading(tmp_path):
+    from levante_adapters.clip_scorer import LevanteClip
+
+    with pytest.raises(ValueError, match="40-character hex commit"):
+        LevanteClip(pretrained=str(tmp_path / "absent"), device="cpu", revision="main")
