@@ -123,6 +123,11 @@ def reference(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     ({"seeds": [0, -1]}, "matrix.yaml: seeds[1]: must be an integer >= 0"),
     ({"models": [{"name": "../x", "model": "m"}], "groups": None}, "matrix.yaml: models[0].name: '../x' is not"),
     ({"compare": {"trials": "nope.csv", "runs": "r.csv", "irt": "i.csv"}}, "matrix.yaml: compare.trials: "),
+    ({"models": [{"name": "a", "model": "levante_clip", "model_args": f"pretrained=o/m,revision={'a' * 40}",
+                  "revision": "b" * 40}], "groups": None},
+     "matrix.yaml: models[0].revision: differs from the revision in model_args"),
+    ({"models": [{"name": "a", "model": "levante_clip", "revision": "main"}], "groups": None},
+     "matrix.yaml: models[0].revision: must be a 40-character hex commit"),
 ])
 def test_config_problems_are_one_line_naming_file_and_key(inputs: dict[str, Path], tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch, change: dict[str, Any],
@@ -392,3 +397,19 @@ def test_emitted_slurm_script_runs_one_cell_per_array_task(inputs: dict[str, Pat
               for p in (tmp_path / "out" / "cells").rglob("state.json")}
     assert list(states) == ["b"] and states["b"]["status"] == "done"  # array task 1 = cell 1 only
     assert not (tmp_path / "out" / "report.md").exists()  # the end step is the final --resume run's job
+
+
+def test_a_models_revision_pins_what_our_adapters_load(inputs: dict[str, Path], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`revision` reaches our adapters as `revision=` in model_args (they then load that commit); a revision only
+    in model_args is recorded as the model's revision; other models keep their model_args as written."""
+    commit = "c" * 40
+    models = [{"name": "pinned", "model": "levante_clip", "model_args": "pretrained=org/m", "revision": commit},
+              {"name": "inline", "model": "levante_vlm_mc", "model_args": {"pretrained": "org/v", "revision": commit}},
+              {"name": "other", "model": "levante_fixed", "model_args": "letter=B", "revision": commit}]
+    write_config(tmp_path, inputs, models=models, groups=None)
+    monkeypatch.chdir(tmp_path)
+    pinned, inline, other = load_config(Path("matrix.yaml")).models
+    assert pinned.model_args == f"pretrained=org/m,revision={commit}" and pinned.revision == commit
+    assert inline.model_args == f"pretrained=org/v,revision={commit}" and inline.revision == commit
+    assert other.model_args == "letter=B" and other.revision == commit

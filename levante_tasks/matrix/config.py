@@ -20,6 +20,10 @@ RESERVED_FLAGS = ("--model", "--model_args", "--tasks", "--batch_size", "--outpu
 TOP_KEYS = {"models", "tasks", "seeds", "limit", "batch_sizes", "device", "num_processes", "extra_args", "env",
             "lmms_eval_module", "data", "compare", "groups", "slurm"}
 MODEL_KEYS = {"name", "model", "model_args", "public_id", "revision"}
+UNKNOWN_REVISION = "unknown"
+COMMIT = re.compile(r"[0-9a-f]{40}")
+# Our lmms-eval models: `revision=<commit>` in their model_args loads that commit (levante_adapters.revision).
+REVISION_PINNING_MODELS = {"levante_clip", "levante_vlm_mc"}
 DEFAULT_GROUP = "all"
 
 
@@ -137,9 +141,28 @@ def _model(reader: _Reader, value: Any, key: str) -> ModelSpec:
         args = ",".join(f"{k}={v}" for k, v in args.items())
     if not isinstance(args, str):
         raise reader.fail(f"{key}.model_args", "must be a `k=v,k2=v2` string or a mapping")
-    return ModelSpec(name=name, model=reader.text(raw["model"], f"{key}.model"), model_args=args.strip(),
-                     public_id=reader.text(raw.get("public_id", name), f"{key}.public_id"),
-                     revision=reader.text(raw.get("revision", "unknown"), f"{key}.revision"))
+    model = reader.text(raw["model"], f"{key}.model")
+    args, revision = _pin_revision(reader, key, model, args.strip(), raw.get("revision"))
+    return ModelSpec(name=name, model=model, model_args=args,
+                     public_id=reader.text(raw.get("public_id", name), f"{key}.public_id"), revision=revision)
+
+
+def _pin_revision(reader: _Reader, key: str, model: str, args: str, value: Any) -> tuple[str, str]:
+    """model_args and the recorded revision: a `revision` reaches our adapters as `revision=` (they load that
+    commit); one given only in model_args is recorded; the two must agree. Other models get model_args as written
+    (put `revision=` there when the model accepts it)."""
+    inline = next((part.split("=", 1)[1].strip() for part in args.split(",") if part.strip().startswith("revision=")),
+                  None)
+    if value is None:
+        return args, inline or UNKNOWN_REVISION
+    revision = reader.text(value, f"{key}.revision")
+    if not COMMIT.fullmatch(revision):
+        raise reader.fail(f"{key}.revision", f"must be a 40-character hex commit, not {revision[:50]!r}")
+    if inline is not None and inline != revision:
+        raise reader.fail(f"{key}.revision", f"differs from the revision in model_args ({inline[:50]!r})")
+    if inline is None and model in REVISION_PINNING_MODELS:
+        args = f"{args},revision={revision}" if args else f"revision={revision}"
+    return args, revision
 
 
 def _compare(reader: _Reader, value: Any) -> CompareSpec:
