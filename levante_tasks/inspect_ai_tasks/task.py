@@ -3,39 +3,62 @@ seed, same controls), inspect's `multiple_choice()` (our order, never shuffled) 
 
 Choice items only: inspect's multiple-choice form has no slider answer, so egma-math's number-line slider items
 are left out (as in lmms-eval's `_mc` variants). The Task's metadata holds the run provenance the summary reads.
+Bad arguments and missing or damaged data raise LevanteTaskError: a LevanteError that is also inspect's
+PrerequisiteError, so `inspect eval` prints its one line (naming the task, the problem and the fix), no traceback.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Mapping
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 from inspect_ai import Task
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset
 from inspect_ai.scorer import choice
 from inspect_ai.solver import multiple_choice
 
 from levante_tasks import __version__
+from levante_tasks.errors import LevanteError
 from levante_tasks.harness import docs
+from levante_tasks.harness.options import DEFAULT_SEEDS
 from levante_tasks.inspect_ai_tasks.samples import TEMPLATE, doc_sample
 from levante_tasks.inspect_ai_tasks.scorer import levante_record
+from levante_tasks.schema import layout
 from levante_tasks.schema.records import VARIANTS
 from levante_tasks.schema.task_source import PACKAGE_ROOT
 from levante_tasks.schema.tasks import TaskInfo
 
 PROVENANCE_KEY = "levante"  # Task metadata key: {task, lmms_name, seed, variant, provenance}
-# The source an inspect task is built from: this package's modules and the harness modules it reuses.
-SOURCE_FILES = ("inspect_ai_tasks/samples.py", "inspect_ai_tasks/scorer.py", "inspect_ai_tasks/task.py",
-                "harness/docs.py", "harness/options.py", "harness/controls.py", "harness/lmms_task.py",
-                "harness/parsing.py", "harness/records.py", "data/prompts.py")
+# The source an inspect task is built from besides every module of inspect_ai_tasks/ and the @task functions of
+# _registry.py (their arguments and defaults): the harness and data modules it reuses.
+SHARED_SOURCE = ("harness/docs.py", "harness/options.py", "harness/controls.py", "harness/lmms_task.py",
+                 "harness/parsing.py", "harness/records.py", "data/prompts.py", "data/images.py")
 
 
-def source_sha256() -> str:
-    """sha256 over (relative path, sha256 of bytes) of SOURCE_FILES: the inspect tasks' version of their source."""
+class LevanteTaskError(LevanteError, PrerequisiteError):
+    """A LEVANTE inspect task that cannot be made; inspect's CLI prints the message alone (no traceback)."""
+
+    def __init__(self, message: str) -> None:
+        LevanteError.__init__(self, message)
+        self.message = message
+
+
+def source_files(root: Path = PACKAGE_ROOT) -> list[str]:
+    """The package-relative paths whose bytes make `source_sha256`, sorted."""
+    own = [p.relative_to(root).as_posix() for p in (root / "inspect_ai_tasks").glob("*.py")]
+    return sorted([*own, "_registry.py", *SHARED_SOURCE])
+
+
+def source_sha256(root: Path = PACKAGE_ROOT) -> str:
+    """sha256 over (relative path, sha256 of bytes) of `source_files`: the inspect tasks' version of their source."""
     digest = hashlib.sha256()
-    for rel in SOURCE_FILES:
-        digest.update(f"{rel}\0{hashlib.sha256((PACKAGE_ROOT / rel).read_bytes()).hexdigest()}\n".encode())
+    for rel in source_files(root):
+        digest.update(f"{rel}\0{hashlib.sha256((root / rel).read_bytes()).hexdigest()}\n".encode())
     return digest.hexdigest()
 
 
@@ -50,14 +73,46 @@ def provenance(info: TaskInfo, version_name: str) -> dict[str, Any]:
     }
 
 
-def levante_task(info: TaskInfo, seed: int = 0, variant: str = "original") -> Task:
-    """The inspect Task of one catalogue task: option-order `seed` (0, 1, 2, ...) and image `variant`."""
+def check_args(name: str, seed: Any, variant: Any, unknown: Mapping[str, Any]) -> int:
+    """The option-order seed of valid task arguments; LevanteTaskError naming the bad one otherwise."""
+    seeds = ", ".join(map(str, DEFAULT_SEEDS))
+    if unknown:
+        raise LevanteTaskError(f"{name}: unknown task argument(s) {', '.join(sorted(unknown))} "
+                               f"(expected -T seed={{{seeds}}} and -T variant={{{', '.join(VARIANTS)}}})")
+    if isinstance(seed, bool) or not isinstance(seed, int | str) or str(seed).strip() not in map(str, DEFAULT_SEEDS):
+        raise LevanteTaskError(f"{name}: seed={seed!r}: expected one of {seeds} (the option-order seeds of the "
+                               f"lmms-eval tasks)")
     if variant not in VARIANTS:
-        raise ValueError(f"variant={variant!r}: expected one of {', '.join(VARIANTS)}")
-    task_docs = docs.task_docs(info.name, seed=int(seed), variant=variant, choice_only=True)
-    version_name = task_docs[0]["data_version"]
-    spec = {"task": info.name, "lmms_name": info.lmms_name, "seed": int(seed), "variant": variant,
-            "provenance": provenance(info, version_name)}
-    return Task(dataset=MemoryDataset([doc_sample(doc) for doc in task_docs], name=info.lmms_name),
+        raise LevanteTaskError(f"{name}: variant={variant!r}: expected one of {', '.join(VARIANTS)}")
+    return int(seed)
+
+
+def data_problem(name: str, exc: LevanteError) -> LevanteTaskError:
+    """Missing or damaged prepared data as one line: the task, the problem, the data dir and the prepare fix."""
+    text = str(exc)
+    if "levante-tasks prepare" not in text:
+        try:
+            text += f": {docs.repair_hint(layout.data_version())}"
+        except LevanteError:
+            text += f": {layout.PREPARE_HINT}"
+    if not os.environ.get(layout.DATA_DIR_ENV):
+        text += f" ({layout.DATA_DIR_ENV} is not set: the data dir is the user cache dir)"
+    return LevanteTaskError(f"{name}: {text}")
+
+
+def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original",
+                 unknown: Mapping[str, Any] | None = None) -> Task:
+    """The inspect Task of one catalogue task: option-order `seed` (0, 1, 2) and image `variant`."""
+    name = f"levante_tasks/{info.lmms_name}"
+    seed = check_args(name, seed, variant, unknown or {})
+    try:
+        task_docs = docs.task_docs(info.name, seed=seed, variant=variant, choice_only=True)
+        samples = [doc_sample(doc) for doc in task_docs]
+        version_name = task_docs[0]["data_version"]
+        spec = {"task": info.name, "lmms_name": info.lmms_name, "seed": seed, "variant": variant,
+                "provenance": provenance(info, version_name)}
+    except LevanteError as exc:
+        raise data_problem(name, exc) from None
+    return Task(dataset=MemoryDataset(samples, name=info.lmms_name),
                 solver=multiple_choice(template=TEMPLATE), scorer=[choice(), levante_record()],
                 metadata={PROVENANCE_KEY: spec}, version=1)

@@ -1,10 +1,12 @@
 """Read one inspect_ai `.eval` log of a LEVANTE task (levante_tasks.inspect_ai_tasks) into the summary's units.
 
-The log is read with `inspect_ai.log.read_eval_log`; a file that is not a readable log, a run that did not finish
-(status other than `success`), a sample without its `levante_item` record, or a log of several epochs is one
-line naming the file (FileProblem). Units are those of an lmms-eval run (units.Unit) with harness `inspect_ai`:
-row = (public id, revision, `inspect_ai:<model>`), column = the lmms-eval name of the task (`levante_trog`; per
-sub-type columns as in lmms-eval), variant and option-order seed from the task's recorded metadata.
+The log is read with `inspect_ai.log.read_eval_log`. A log of a task that is not a LEVANTE task (no
+`metadata.levante`) is skipped and listed in its run summary, as lmms-eval tasks without records are; for a LEVANTE
+task, a file that is not a readable log, a run that did not finish (status other than `success`), a sample without
+its `levante_item` record, or a log of several epochs is one line naming the file (FileProblem).
+Units are those of an lmms-eval run (units.Unit) with harness `inspect_ai`: row = (public id, revision,
+`inspect_ai:<model>`), column = the lmms-eval name of the task (`levante_trog`; per sub-type columns as in
+lmms-eval), variant and option-order seed from the task's recorded metadata.
 Provenance keys are those of lmms-eval units; `lmms_eval_*` and `patch_set_sha256` read "n/a", the inspect_ai
 version is in `inspect_ai_version`, the budget is the run's non-default generate config.
 """
@@ -29,29 +31,46 @@ TASK_PREFIX = "levante_tasks/"
 ADAPTER_PREFIX = "inspect_ai:"
 
 
-def read_log(path: Path, label: str) -> Any:
-    """The parsed log of a finished run; FileProblem (one line naming the file) otherwise."""
+def read_log(path: Path, label: str, header_only: bool = False) -> Any:
+    """The parsed log (with its samples unless `header_only`); FileProblem (one line naming the file) otherwise."""
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise FileProblem(f"{label}: inspect_ai is not installed (pip install 'levante-tasks[inspect]')") from None
     try:
-        log = read_eval_log(str(path))
+        log = read_eval_log(str(path), header_only=header_only)
     except Exception as exc:  # noqa: BLE001 (zip, JSON and schema errors alike mean: not a usable log)
         first = (str(exc).strip().splitlines() or [""])[0][:120]
         raise FileProblem(f"{label}: not a readable inspect_ai .eval log ({type(exc).__name__}"
                           f"{': ' + first if first else ''})") from None
-    if log.status != "success":
-        raise FileProblem(f"{label}: the inspect_ai run did not finish (status {log.status})")
     return log
 
 
-def _spec(log: Any, label: str) -> dict[str, Any]:
-    """The task's `metadata.levante` ({task, lmms_name, seed, variant, provenance}); FileProblem when absent."""
+def levante_log(path: Path, label: str) -> tuple[Any, dict[str, Any] | None]:
+    """(log, its `metadata.levante`): the finished log of a LEVANTE task; for another task's log (any status), its
+    header and None. FileProblem for an unreadable log or an unfinished LEVANTE run."""
+    header = read_log(path, label, header_only=True)
+    spec = levante_spec(header)
+    if spec is None:
+        return header, None
+    if header.status != "success":
+        raise FileProblem(f"{label}: the inspect_ai run did not finish (status {header.status})")
+    return read_log(path, label), spec
+
+
+def levante_spec(log: Any) -> dict[str, Any] | None:
+    """The task's `metadata.levante` ({task, lmms_name, seed, variant, provenance}); None when it has none."""
     spec = (log.eval.metadata or {}).get("levante")
     if not isinstance(spec, Mapping) or not {"task", "lmms_name", "seed", "variant"} <= set(spec):
-        raise FileProblem(f"{label}: task {log.eval.task!r} is not a LEVANTE inspect task (no metadata.levante)")
+        return None
     return dict(spec)
+
+
+def skipped_run(run: RunFiles, log: Any) -> ParsedRun:
+    """Another task's log: no units; its run summary lists the task as skipped."""
+    tasks = {str(log.eval.task): {"status": "skipped", "reason": "not a LEVANTE task (no metadata.levante)"}}
+    return ParsedRun(run, {}, model_row(log), tasks=tasks,
+                     summary={"backend": INSPECT_AI, "date": str(log.eval.created), "tasks": tasks})
 
 
 def _records(log: Any, label: str) -> list[dict[str, Any]]:
@@ -145,8 +164,9 @@ def parse_eval(run: RunFiles) -> ParsedRun:
     """One `.eval` log -> a ParsedRun with a unit for the task and one per reported sub-type; FileProblem if bad."""
     assert run.results is not None and run.kind == INSPECT_AI
     label = run.file_label(run.results)
-    log = read_log(run.results, label)
-    spec = _spec(log, label)
+    log, spec = levante_log(run.results, label)
+    if spec is None:
+        return skipped_run(run, log)
     records = _records(log, label)
     model = model_row(log)
     provenance = _provenance(log, spec)
@@ -189,15 +209,17 @@ def reported_metrics(log: Any) -> dict[str, float]:
 
 def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None) -> list[str]:
     """Mismatch lines of one `.eval` log: the reported levante_record accuracy vs its records; with `fingerprint`
-    (the data dir check), the recorded task source hash, inspect_ai version and dataset fingerprint."""
+    (the data dir check), the recorded task source hash, inspect_ai version and dataset fingerprint. Another
+    task's log has none."""
     from importlib.metadata import version
 
     from levante_tasks.inspect_ai_tasks.task import source_sha256
 
     label = run.file_label(run.results or Path())
     try:
-        log = read_log(run.results or Path(), label)
-        spec = _spec(log, label)
+        log, spec = levante_log(run.results or Path(), label)
+        if spec is None:
+            return []
         records = _records(log, label)
     except FileProblem as exc:
         return [str(exc)]

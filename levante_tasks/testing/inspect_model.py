@@ -1,5 +1,6 @@
-"""`levante-tiny/clip` and `levante-tiny/vlm`: offline inspect_ai model APIs around the `levante_clip` and
-`levante_vlm_mc` adapters (test doubles, registered on import).
+"""`levante-tiny/clip`, `levante-tiny/vlm` and `levante-tiny/reply`: offline inspect_ai model APIs around the
+`levante_clip` and `levante_vlm_mc` adapters, and one that always answers the same text (test doubles, registered
+on import).
 
 clip answers each LEVANTE sample exactly as the lmms-eval adapter does, with the adapter's own code: the item's
 doc is rebuilt by `levante_tasks.harness.docs.task_docs` from the sample message's `levante_item_ref` (task, seed,
@@ -11,6 +12,8 @@ generative model that sees what an inspect provider sends (so its prompt, unlike
 The completion is `ANSWER: <letter>` (what inspect's multiple_choice() and choice() read); the §3c JSON answer goes
 to `output.metadata["levante_answer"]` for the record scorer. Model args (`-M`): `pretrained=<checkpoint folder>`
 (`build_tiny_clip`, `build_tiny_vlm`), plus any argument of the adapter (device, batch_size, model_id, revision).
+reply answers every sample with `-M reply=<text>` as its completion and no JSON answer (a prose-answering or
+format-breaking model, for the parser and the scorers).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from PIL import Image
 from levante_tasks.inspect_ai_tasks.samples import ITEM_KEY
 from levante_tasks.inspect_ai_tasks.scorer import ANSWER_KEY
 
-KINDS = ("clip", "vlm")
+KINDS = ("clip", "vlm", "reply")
 DEFAULT_CONFIG = GenerateConfig()
 
 
@@ -58,13 +61,16 @@ def item_message(messages: list[ChatMessage]) -> ChatMessageUser:
 
 
 class LevanteTinyAPI(ModelAPI):
-    """The `levante_clip` scorer behind inspect's ModelAPI (module docstring)."""
+    """The `levante_clip` or `levante_vlm_mc` scorer, or a fixed reply, behind inspect's ModelAPI (module docstring)."""
 
     def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
                  config: GenerateConfig = DEFAULT_CONFIG, **model_args: Any) -> None:
         super().__init__(model_name=model_name, base_url=base_url, api_key=api_key, config=config)
         if model_name not in KINDS:
             raise ValueError(f"levante-tiny/{model_name}: expected one of {', '.join(KINDS)}")
+        if model_name == "reply":
+            self.reply = str(model_args.get("reply", ""))
+            return
         if not model_args.get("pretrained"):
             raise ValueError(f"levante-tiny/{model_name} needs -M pretrained=<checkpoint folder>")
         from levante_adapters.clip_scorer import LevanteClip
@@ -118,7 +124,10 @@ class LevanteTinyAPI(ModelAPI):
 
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
                        config: GenerateConfig) -> ModelOutput:
-        """`ANSWER: <letter>` as the completion, the JSON answer with per-letter scores in the metadata."""
+        """`ANSWER: <letter>` as the completion, the JSON answer with per-letter scores in the metadata (reply: the
+        fixed text alone)."""
+        if self.model_name == "reply":
+            return ModelOutput.from_content(model="levante-tiny/reply", content=self.reply)
         answer = self.answer(input)
         output = ModelOutput.from_content(model=f"levante-tiny/{self.model_name}",
                                           content=f"ANSWER: {json.loads(answer)['answer']}")
