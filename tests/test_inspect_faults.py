@@ -264,3 +264,27 @@ def test_the_task_source_hash_covers_every_inspect_task_module(tmp_path, change)
     else:
         (root / "inspect_ai_tasks" / "labels.py").write_text('"""Option labels."""\n')
     assert task_mod.source_sha256(root) != task_mod.source_sha256()
+
+
+def test_sampling_seeds_are_replicates_and_connection_settings_are_no_budget(reply_logs, tmp_path, data_dir):
+    """`--seed` is a replicate key (as lmms-eval's --seed), concurrency and retries are not the generation budget,
+    and request headers (API keys) never reach the outputs."""
+    tmp, _, _ = reply_logs
+    prose = _reply("I like the second picture best.", "prose", tmp)
+    _run("levante_tasks/levante_trog", tmp_path / "seed1", data_dir, seed=1, max_connections=3, **prose)
+    _run("levante_tasks/levante_trog", tmp_path / "seed2", data_dir, seed=2, max_retries=2, timeout=99,
+         extra_headers={"Authorization": "Bearer sk-secret-123"}, **prose)
+    document = summarize_runs([tmp_path / "seed1", tmp_path / "seed2"], tmp_path / "summary", plot=False)
+    (cell,) = [c for c in document["cells"] if c["task"] == "levante_trog"]
+    assert cell["n_replicates"] == 2 and cell["flags"] == [] and document["problems"] == []
+    assert sorted(r["seeds"][0] for r in cell["replicates"]) == [1, 2]
+    for path in (tmp_path / "summary").rglob("*.json"):
+        assert "sk-secret-123" not in path.read_text(), path
+
+
+def test_a_different_generation_budget_is_still_refused(reply_logs, tmp_path, data_dir):
+    tmp, _, _ = reply_logs
+    _run("levante_tasks/levante_trog", tmp_path / "short", data_dir, max_tokens=5,
+         **_reply("I like the second picture best.", "other-model", tmp))
+    with pytest.raises(LevanteError, match=r"budget.generate_config.max_tokens"):
+        summarize_runs([tmp / "prose", tmp_path / "short"], tmp_path / "summary", plot=False)

@@ -8,7 +8,8 @@ Units are those of an lmms-eval run (units.Unit) with harness `inspect_ai`: row 
 `inspect_ai:<model>`), column = the lmms-eval name of the task (`levante_trog`; per sub-type columns as in
 lmms-eval), variant and option-order seed from the task's recorded metadata.
 Provenance keys are those of lmms-eval units; `lmms_eval_*` and `patch_set_sha256` read "n/a", the inspect_ai
-version is in `inspect_ai_version`, the budget is the run's non-default generate config.
+version is in `inspect_ai_version`, the budget is the run's set generate config less NOT_BUDGET; the sampling seed
+(`--seed`) is a replicate key, so runs that differ only in it are replicates of one cell.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ NOT_APPLICABLE = "n/a"
 RECORD_SCORER = "levante_record"
 TASK_PREFIX = "levante_tasks/"
 ADAPTER_PREFIX = "inspect_ai:"
+# Generate config fields that are not the generation budget: the sampling seed (a replicate key, as lmms-eval's
+# --seed), concurrency, retries, timeouts, caching and batching, and request headers (which may hold API keys and
+# are never written out).
+NOT_BUDGET = frozenset({"seed", "max_retries", "timeout", "attempt_timeout", "stream_idle_timeout", "max_connections",
+                        "adaptive_connections", "cache", "cache_prompt", "batch", "extra_headers"})
 
 
 def read_log(path: Path, label: str, header_only: bool = False) -> Any:
@@ -120,9 +126,15 @@ def model_row(log: Any) -> dict[str, str]:
 
 
 def _budget(log: Any) -> dict[str, Any]:
-    """The run's generate config without unset values (what the model was allowed to generate)."""
+    """The run's generate config without unset values and NOT_BUDGET (what the model was allowed to generate)."""
     config = log.eval.model_generate_config.model_dump(exclude_none=True) if log.eval.model_generate_config else {}
+    config = {k: v for k, v in config.items() if k not in NOT_BUDGET}
     return {"generate_config": config, "max_tokens": config.get("max_tokens")}
+
+
+def _plan(log: Any) -> dict[str, Any] | None:
+    """The solver plan (steps and finish) without its generate config, which the budget and seeds hold."""
+    return log.plan.model_dump(exclude={"config"}) if log.plan else None
 
 
 def _provenance(log: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,7 +142,7 @@ def _provenance(log: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     mine = spec.get("provenance") if isinstance(spec.get("provenance"), Mapping) else {}
     config = log.eval.config
     task_version = prov.sha256_json({"task": log.eval.task, "version": log.eval.task_version,
-                                     "args": log.eval.task_args, "plan": log.plan.model_dump() if log.plan else None})
+                                     "args": log.eval.task_args, "plan": _plan(log)})
     seed = log.eval.model_generate_config.seed if log.eval.model_generate_config else None
     return {
         "lmms_eval_version": NOT_APPLICABLE, "lmms_eval_commit": NOT_APPLICABLE, "patch_set_sha256": NOT_APPLICABLE,
@@ -148,8 +160,7 @@ def _provenance(log: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def _comparison(log: Any, provenance: Mapping[str, Any]) -> dict[str, Any]:
     """What inspect cells of one column must share: limit, budget, prompt (solver plan + task source), dataset."""
-    prompt = prov.sha256_json({"plan": log.plan.model_dump() if log.plan else None,
-                               "task_source_sha256": provenance["task_source_sha256"]})
+    prompt = prov.sha256_json({"plan": _plan(log), "task_source_sha256": provenance["task_source_sha256"]})
     return {"limit": provenance["limit"], "budget": provenance["budget"], "prompt": prompt,
             "dataset_fingerprint": provenance["dataset_fingerprint"], "patch_set_sha256": NOT_APPLICABLE}
 
