@@ -288,3 +288,13 @@ def test_a_different_generation_budget_is_still_refused(reply_logs, tmp_path, da
          **_reply("I like the second picture best.", "other-model", tmp))
     with pytest.raises(LevanteError, match=r"budget.generate_config.max_tokens"):
         summarize_runs([tmp / "prose", tmp_path / "short"], tmp_path / "summary", plot=False)
+
+
+def test_credentials_in_model_args_never_reach_the_outputs(tmp_path, data_dir):
+    """inspect drops `api_key` from the logged model args but keeps e.g. `hf_token`; the summary writes neither."""
+    _run("levante_tasks/levante_trog", tmp_path / "logs", data_dir, model="levante-tiny/reply",
+         model_args={"reply": "ANSWER: A", "hf_token": "hf_secret42", "max_new_tokens": "7"}, limit=2)
+    document = summarize_runs([tmp_path / "logs"], tmp_path / "summary", plot=False)
+    assert document["cells"][0]["provenance"]["model_args"] == "reply=ANSWER: A,hf_token=<redacted>,max_new_tokens=7"
+    for path in (tmp_path / "summary").rglob("*"):
+        assert not path.is_file() or b"hf_secret42" not in path.read_bytes(), path

@@ -147,10 +147,15 @@ def parse_model_args(value: Any) -> dict[str, str]:
     return {k.strip(): v.strip() for k, sep, v in pairs if sep}
 
 
+_SECRET_ARG = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)
+
+
 def redact_model_args(value: Any) -> str:
-    """model_args with local paths replaced by their public name (never an absolute path)."""
+    """model_args with local paths replaced by their public name (never an absolute path) and credentials
+    (`hf_token=`, `api_key=`, ...) by `<redacted>`."""
     args = parse_model_args(value)
-    return ",".join(f"{k}={_local_name(v)[0] if _path_like(v) else v}" for k, v in args.items())
+    return ",".join(f"{k}={'<redacted>' if _SECRET_ARG.search(k) else _local_name(v)[0] if _path_like(v) else v}"
+                    for k, v in args.items())
 
 
 def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None) -> dict[str, str]:
