@@ -185,7 +185,9 @@ def test_dry_run_prints_the_argv_of_each_cell_and_writes_nothing(inputs: dict[st
                           lmms_eval_module="lmms_eval", extra_args=["--verbosity", "INFO"])
     done = run_cli(["matrix", "--config", config, "--out", tmp_path / "out", "--dry-run"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    commands = [shlex.split(line) for line in done.stdout.splitlines() if not line.startswith("#")]
+    lines = [shlex.split(line) for line in done.stdout.splitlines() if not line.startswith("#")]
+    assert all(words[:3] == ["cd", str(tmp_path), "&&"] and words[3] == "env" for words in lines)
+    commands = [words[words.index(sys.executable):] for words in lines]
     headers = [line for line in done.stdout.splitlines() if line.startswith("#")]
     assert len(commands) == 4 and all("(to run)" in h for h in headers)
     seed1 = commands[1]  # clip, seed 1

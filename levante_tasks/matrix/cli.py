@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     report)."""
     from levante_tasks.matrix.config import load_config
     from levante_tasks.matrix.plan import plan
-    from levante_tasks.matrix.run import run_matrix
+    from levante_tasks.matrix.run import Interrupted, run_matrix
     from levante_tasks.matrix.slurm import emit_slurm
 
     config = load_config(args.config)
@@ -59,8 +60,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {display_path(args.emit_slurm)}: a job array of {len(cells)} cell(s); "
               f"submit with `sbatch {display_path(args.emit_slurm)}`")
         return 0
-    result = run_matrix(config, args.out, resume=args.resume, shard=args.shard, cell_index=args.cell,
-                        dry_run=args.dry_run)
+    try:
+        result = run_matrix(config, args.out, resume=args.resume, shard=args.shard, cell_index=args.cell,
+                            dry_run=args.dry_run)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        print(f"levante-tasks: error: interrupted by {signal.Signals(signum).name}; finished cells are kept, "
+              "rerun with --resume", file=sys.stderr)
+        return 128 + signum
     if args.dry_run:
         return 0
     for cell in result.failed:

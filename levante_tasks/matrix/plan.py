@@ -9,10 +9,13 @@ The batch size is not in it: an out-of-memory fallback must not invalidate a cel
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import importlib.util
 import json
 import os
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -58,6 +61,34 @@ class Cell:
 def package_task_names() -> frozenset[str]:
     """Every task and group name defined by this package's lmms-eval YAMLs (LEVANTE and L0)."""
     return frozenset(m for p in TASKS_DIR.rglob("*.yaml") for m in _NAME_LINE.findall(p.read_text(encoding="utf-8")))
+
+
+@cache
+def lmms_eval_words() -> frozenset[str]:
+    """Every word of lmms-eval's own task YAMLs: a task, group or tag name that is none of them does not exist."""
+    spec = importlib.util.find_spec("lmms_eval")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    words: set[str] = set()
+    for root in spec.submodule_search_locations:
+        for path in (Path(root) / "tasks").rglob("*.yaml"):
+            words.update(re.findall(r"[A-Za-z0-9_.-]+", path.read_text(encoding="utf-8", errors="replace")))
+    return frozenset(words)
+
+
+def check_task(task: str) -> None:
+    """Refuse a task name lmms-eval would not find (before any cell runs): one of ours must be defined by this
+    package's YAMLs; another must appear in lmms-eval's task YAMLs (a lenient check: never refuses a real name)."""
+    ours = package_task_names()
+    if task in ours:
+        return
+    known = ours if task.startswith(("levante", "l0_")) else lmms_eval_words()
+    if not known and not task.startswith(("levante", "l0_")):
+        return  # lmms-eval's task folder not found: nothing to check against
+    if task not in known:
+        close = difflib.get_close_matches(task, sorted(known | ours), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise LevanteError(f"{task!r} is not an lmms-eval task or group{hint}")
 
 
 def seeded_task(task: str, seed: int) -> str:
@@ -142,6 +173,11 @@ def plan(config: MatrixConfig, data: dict[str, Any] | None = None,
     """All cells in a fixed order (models, then tasks, then seeds, as listed); an unknown seed variant is an error."""
     data = data if data is not None else data_facts(config)
     software = software if software is not None else software_facts()
+    for task in config.tasks:
+        try:
+            check_task(task)
+        except LevanteError as exc:
+            raise LevanteError(f"{display_path(config.path)}: tasks: {exc}") from None
     cells = []
     for model in config.models:
         for task in config.tasks:
@@ -174,10 +210,22 @@ def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, output_path: Pa
     return [*argv, *config.extra_args]
 
 
-def cell_env(config: MatrixConfig, data: dict[str, Any]) -> dict[str, str]:
-    """The environment of a cell: ours plus the data location and version, the config's `env`, no tokenizer
-    threads fighting the evaluation; HF offline flags and the rest pass through."""
-    env = {**os.environ, layout.DATA_DIR_ENV: str(data["dir"]), "TOKENIZERS_PARALLELISM": "false"}
+def cell_env_overrides(config: MatrixConfig, data: dict[str, Any]) -> dict[str, str]:
+    """The variables the runner sets for every cell: the data location and version, no tokenizer threads
+    fighting the evaluation, and the config's `env`."""
+    env = {layout.DATA_DIR_ENV: str(data["dir"]), "TOKENIZERS_PARALLELISM": "false"}
     if data["version"]:
         env[layout.VERSION_ENV] = data["version"]
     return {**env, **config.env}
+
+
+def cell_env(config: MatrixConfig, data: dict[str, Any]) -> dict[str, str]:
+    """The environment of a cell: ours (cell_env_overrides) over the caller's; HF offline flags and the rest pass
+    through."""
+    return {**os.environ, **cell_env_overrides(config, data)}
+
+
+def shell_command(config: MatrixConfig, data: dict[str, Any], argv: list[str]) -> str:
+    """A cell attempt as one shell line that runs it as the runner does (working folder, variables, argv)."""
+    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in cell_env_overrides(config, data).items())
+    return f"cd {shlex.quote(str(config.base))} && env {assignments} {shlex.join(argv)}"

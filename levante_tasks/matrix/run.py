@@ -8,39 +8,86 @@ matrix goes on with the next cell.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
 import re
-import shlex
 import shutil
+import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from levante_tasks.atomic import replaceable_dir, write_json, write_text
-from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.atomic import clean_stale, write_json, write_text
+from levante_tasks.errors import LevanteError, display_path, os_error, problem_text
 from levante_tasks.matrix.config import MatrixConfig
-from levante_tasks.matrix.plan import Cell, cell_argv, cell_env, data_facts, plan
+from levante_tasks.matrix.lock import LOCK_NAME, cell_lock, matrix_lock
+from levante_tasks.matrix.plan import Cell, cell_argv, cell_env, data_facts, plan, shell_command
 from levante_tasks.matrix.state import (
     LMMS_DIR,
     LOG_FILE,
-    finished,
     live_runner,
     process_start,
     read_state,
     results_files,
     scrub,
     tail,
+    unfinished_reason,
     write_state,
 )
 from levante_tasks.summary.read import FileProblem, read_results
 
 PLAN_FILE = "matrix-plan.json"  # marks a folder as a matrix (and lists its cells)
 OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|\bout of memory\b", re.IGNORECASE)
+STOP_SECONDS = 10.0  # how long an interrupted lmms-eval gets to exit after SIGTERM before SIGKILL
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM (Slurm preemption, `kill`) while the matrix runs: stop like Ctrl-C, exit 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Turn SIGTERM into Interrupted for the block (Python's default would die without stopping lmms-eval)."""
+    def handler(signum: int, _frame: Any) -> None:
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """Stop an lmms-eval process we started: SIGTERM, then SIGKILL after STOP_SECONDS; reap it."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _clear(folder: Path) -> None:
+    """Remove an attempt's output folder; one that cannot be removed stops the run (its old files must never
+    count as the next attempt's results)."""
+    try:
+        shutil.rmtree(folder)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise os_error(exc, "clearing a cell's earlier output") from None
 
 
 @dataclass
@@ -81,11 +128,19 @@ def _parses(cell_dir: Path) -> str | None:
 
 def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
     """Run one cell (stale output removed first), falling back through the configured batch sizes on
-    out-of-memory only; returns the final state (also written to the cell's state.json)."""
-    pid = live_runner(cell_dir)
-    if pid is not None:
-        raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then rerun")
-    cell_dir.mkdir(parents=True, exist_ok=True)
+    out-of-memory only; returns the final state (also written to the cell's state.json). The cell folder is
+    locked meanwhile; an interrupt (Ctrl-C, SIGTERM) or an error stops lmms-eval, and an interrupt is recorded."""
+    with cell_lock(cell_dir, cell.rel_dir):
+        pid = live_runner(cell_dir)
+        if pid is not None:
+            raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then "
+                               "rerun")
+        clean_stale(cell_dir)
+        return _attempts(config, cell, cell_dir, data)
+
+
+def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The attempts of one cell (see run_cell), with the cell folder locked."""
     base = {"cell_id": cell.cell_id, "sha256": cell.sha256, "spec": cell.spec, "started": _now()}
     attempts: list[dict[str, Any]] = []
     logs: list[str] = []
@@ -94,14 +149,31 @@ def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, A
     results = None
     output = ""
     for batch_size in config.batch_sizes:
-        shutil.rmtree(cell_dir / LMMS_DIR, ignore_errors=True)  # a killed or failed attempt's files never count
+        _clear(cell_dir / LMMS_DIR)  # a killed or failed attempt's files never count
         argv = cell_argv(config, cell, batch_size, (cell_dir / LMMS_DIR).resolve())
         began = time.monotonic()
         process = subprocess.Popen(argv, cwd=config.base, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, errors="replace")
-        write_state(cell_dir, {**base, "status": "running", "batch_size": batch_size, "attempts": attempts,
-                               "pid": process.pid, "pid_start": process_start(process.pid)})
-        output, _ = process.communicate()
+        try:
+            write_state(cell_dir, {**base, "status": "running", "batch_size": batch_size, "attempts": attempts,
+                                   "pid": process.pid, "pid_start": process_start(process.pid)})
+            output, _ = process.communicate()
+        except (KeyboardInterrupt, Interrupted) as exc:
+            _stop(process)
+            name = exc.args[0] if isinstance(exc, Interrupted) else "SIGINT"
+            attempts.append({"batch_size": batch_size, "outcome": "interrupted", "exit_code": process.returncode,
+                             "seconds": round(time.monotonic() - began, 1)})
+            with contextlib.suppress(OSError):  # a full disk must not hide the interrupt; resume reruns the cell
+                _clear(cell_dir / LMMS_DIR)
+                write_text(cell_dir / LOG_FILE, "\n".join([*logs, f"=== batch size {batch_size}: interrupted by "
+                                                                    f"{name} ==="]))
+                write_state(cell_dir, {**base, "status": "failed", "batch_size": batch_size, "attempts": attempts,
+                                       "results": None, "finished": _now(), "error": {
+                                           "reason": f"interrupted by {name}", "tail": []}})
+            raise
+        except BaseException:
+            _stop(process)
+            raise
         results = _parses(cell_dir)
         outcome = "done" if results else "oom" if OOM.search(output) else "failed"
         attempts.append({"batch_size": batch_size, "outcome": outcome, "exit_code": process.returncode,
@@ -114,7 +186,7 @@ def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, A
              "attempts": attempts, "results": results, "finished": _now(),
              "seconds": round(time.monotonic() - started, 1), "error": None}
     if not results:
-        shutil.rmtree(cell_dir / LMMS_DIR, ignore_errors=True)  # no partial samples for the summary to meet
+        _clear(cell_dir / LMMS_DIR)  # no partial samples for the summary to meet
         sizes = ", ".join(str(a["batch_size"]) for a in attempts)
         reason = (f"out of memory at every configured batch size ({sizes})" if attempts[-1]["outcome"] == "oom"
                   else f"lmms-eval exit {attempts[-1]['exit_code']}, no results file that parses")
@@ -124,10 +196,21 @@ def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, A
 
 
 def check_out(out: Path, resume: bool, partial: bool) -> Path:
-    """The matrix folder: absent, empty or an earlier matrix (it holds matrix-plan.json); continuing an earlier
-    one needs --resume (a shard or single cell always continues it: they are parts of one matrix)."""
-    target = replaceable_dir(out, PLAN_FILE, "matrix")
-    if (target / PLAN_FILE).is_file() and not (resume or partial):
+    """The matrix folder (a symlink's target): absent, empty or an earlier matrix (it holds matrix-plan.json);
+    continuing an earlier one needs --resume (a shard or single cell always continues it: they are parts of one
+    matrix). A file, or a non-empty folder without matrix-plan.json (a user's own folder), is refused."""
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out
+    if target.exists() and not target.is_dir():
+        raise LevanteError(f"{display_path(out)}: exists and is not a folder; choose another --out")
+    try:
+        entries = [p.name for p in target.iterdir()] if target.is_dir() else []
+    except OSError as exc:
+        raise os_error(exc, "checking --out") from None
+    has_plan = PLAN_FILE in entries
+    if not has_plan and any(name != LOCK_NAME for name in entries):
+        raise LevanteError(f"{display_path(out)}: not empty and holds no {PLAN_FILE} (not an earlier matrix); "
+                           "it is not replaced: choose another --out")
+    if has_plan and not (resume or partial):
         raise LevanteError(f"{display_path(out)}: holds an earlier matrix; pass --resume to continue it (finished "
                            "cells with an unchanged config are kept) or choose another --out")
     return target
@@ -199,12 +282,27 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
     run = MatrixRun(config, out, cells, selected)
     if dry_run:
         for cell in selected:
-            status = "finished" if finished(out / cell.rel_dir, cell.sha256) else "to run"
-            argv = cell_argv(config, cell, config.batch_sizes[0], out / cell.rel_dir / LMMS_DIR)
-            echo(f"# cell {cell.index} {cell.cell_id} ({status})\n{shlex.join(argv)}")
+            status = "finished" if unfinished_reason(out / cell.rel_dir, cell.sha256) is None else "to run"
+            argv = cell_argv(config, cell, config.batch_sizes[0], (out / cell.rel_dir / LMMS_DIR).absolute())
+            echo(f"# cell {cell.index} {cell.cell_id} ({status})\n{shell_command(config, data, argv)}")
         return run
-    target = check_out(out, resume, partial)
-    write_json(target / "matrix-plan.json", plan_document(config, cells))
+    target = check_out(out, resume, partial)  # before the lock: a user's own folder gets no lock file
+    with matrix_lock(target, shared=partial), sigterm_raises():
+        check_out(out, resume, partial)  # again: a whole run may have started it while this one waited
+        _run_locked(run, target, data, partial, echo)
+    return run
+
+
+def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: bool,
+                echo: Callable[[str], None]) -> None:
+    """The part of run_matrix that holds the matrix lock: plan file, superseded cells, the cells, the end step."""
+    config, cells, selected = run.config, run.cells, run.selected
+    if not partial:
+        clean_stale(target, recursive=True)  # what writers killed earlier left (temp files, staging folders)
+    try:
+        write_json(target / PLAN_FILE, plan_document(config, cells))
+    except OSError as exc:  # a read-only or full --out: name the folder, not the temp file
+        raise LevanteError(f"{display_path(run.out)}: {problem_text(exc)} (cannot write {PLAN_FILE})") from None
     if not partial:
         for rel in set_aside_superseded(target, cells):
             echo(f"superseded (config changed): {rel} -> superseded/")
@@ -212,7 +310,10 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
     try:
         for k, cell in enumerate(selected, start=1):
             cell_dir = target / cell.rel_dir
-            kept = finished(cell_dir, cell.sha256)
+            reason = unfinished_reason(cell_dir, cell.sha256)
+            kept = reason is None
+            if reason is not None and reason != "not run yet":
+                tqdm.write(f"{cell.rel_dir}: {reason}; running it again")
             bar.set_postfix_str(f"{cell.cell_id}: {'kept' if kept else 'running'}")
             state = read_state(cell_dir) if kept else run_cell(config, cell, cell_dir, data)
             run.states[cell.cell_id] = state or {}
@@ -226,4 +327,3 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
         from levante_tasks.matrix.report import write_report
 
         run.document = write_report(run, echo)
-    return run

@@ -38,19 +38,32 @@ def results_files(cell_dir: Path) -> list[Path]:
     return sorted((cell_dir / LMMS_DIR).rglob("*_results.json"))
 
 
-def finished(cell_dir: Path, sha256: str) -> bool:
-    """Whether the cell is done: state done with this hash, exactly one results file, and it parses."""
+def unfinished_reason(cell_dir: Path, sha256: str) -> str | None:
+    """Why the cell must run (again), or None when it is finished: its state says done with this hash, exactly
+    one results file, and it parses. A damaged state is never trusted."""
+    path = cell_dir / STATE_FILE
+    if not path.exists():
+        return "not run yet"
     state = read_state(cell_dir)
-    if not state or state.get("status") != "done" or state.get("sha256") != sha256:
-        return False
+    if state is None:
+        return f"{STATE_FILE} is damaged or unreadable"
+    if state.get("sha256") != sha256:
+        return f"{STATE_FILE} names another hash (damaged or edited)"
+    if state.get("status") != "done":
+        return "interrupted earlier" if state.get("status") == "running" else "failed earlier"
     found = results_files(cell_dir)
     if len(found) != 1 or found[0].relative_to(cell_dir).as_posix() != state.get("results"):
-        return False
+        return "its results file is missing, moved or not alone"
     try:
         read_results(found[0], state["results"])
     except FileProblem:
-        return False
-    return True
+        return "its results file is damaged"
+    return None
+
+
+def finished(cell_dir: Path, sha256: str) -> bool:
+    """Whether the cell is done (see unfinished_reason)."""
+    return unfinished_reason(cell_dir, sha256) is None
 
 
 def process_start(pid: int) -> str | None:

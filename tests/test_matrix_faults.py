@@ -1,0 +1,324 @@
+"""`levante-tasks matrix` under faults, with real concurrent processes: two whole runs, a shard and a single cell
+on one --out (a lock: the later one waits, every cell runs once), the same cell twice (refused), SIGTERM and
+Ctrl-C (lmms-eval stopped, the cell recorded as interrupted, exit 128 + signal), kill -9 leftovers, a damaged
+state (rerun with a note), a full disk, read-only and unreadable folders, bad config input.
+
+lmms-eval runs once for real (the fixed-letter double, limit 4); the other cells use
+`levante_tasks.testing.fake_lmms`, which copies that run's files, so these tests need no model."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from faults import cli_command, fill_disk, kill9_when, one_error_line, run_cli, small_tmpfs, tree_snapshot
+
+from levante_tasks.data.prepare import prepare
+from levante_tasks.matrix.state import process_start
+from levante_tasks.synth import write_synthetic_release
+
+FAKE = "levante_tasks.testing.fake_lmms"
+TEMP_NAME = re.compile(r"^\..+\.(\d+\.[^.]+\.part|(staging|old)-\d+\.[^.]+)$")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A prepared synthetic release and the output folder of one real lmms-eval cell (the fake copies it)."""
+    root = tmp_path_factory.mktemp("matrix-faults")
+    write_synthetic_release(root / "release", seed=0, version="synthetic")
+    prepare(str(root / "release"), "synthetic", str(root / "data"), strict=True, progress=False)
+    config = write_config(root, {"data": root / "data"}, module="levante_tasks.testing.matrix_doubles",
+                          models=[{"name": "fixed", "model": "levante_fixed", "model_args": "letter=B"}])
+    done = run_cli(["matrix", "--config", config, "--out", root / "real"], cwd=root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {"data": root / "data", "lmms": next((root / "real" / "cells" / "all").glob("fixed__*")) / "lmms"}
+
+
+def write_config(folder: Path, template: dict[str, Path], module: str = FAKE,
+                 models: list[dict[str, str]] | None = None, **overrides: Any) -> Path:
+    """matrix.yaml in `folder`: two fake models (cells 0 and 1) on levante_trog, limit 4."""
+    args = f"letter=B,template={template.get('lmms')}"
+    config = {"data": {"dir": str(template["data"]), "version": "synthetic"},
+              "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}, "lmms_eval_module": module,
+              "models": models or [{"name": "a", "model": "levante_fixed", "model_args": args},
+                                   {"name": "b", "model": "levante_fixed", "model_args": args}],
+              "tasks": ["levante_trog"], "limit": 4, "batch_sizes": [4], **overrides}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "matrix.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+class Fake:
+    """The fake lmms-eval's log and gate for one test (environment of the matrix processes)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.log, self.gate = folder / "fake.log", folder / "gate"
+        self.env = {"FAKE_LMMS_LOG": str(self.log), "FAKE_LMMS_GATE": str(self.gate)}
+
+    def starts(self) -> list[tuple[int, str]]:
+        """(pid, task) of every fake lmms-eval started so far."""
+        text = self.log.read_text(encoding="utf-8") if self.log.exists() else ""
+        return [(int(pid), task) for pid, task in (line.split() for line in text.splitlines())]
+
+    def open(self) -> None:
+        self.gate.touch()
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[Fake]:
+    fake = Fake(tmp_path)
+    yield fake
+    fake.open()  # never leave a gated fake waiting
+
+
+def start(args: list[Any], fake: Fake, folder: Path, name: str) -> subprocess.Popen[bytes]:
+    """`levante-tasks ARGS` in the background, stdout/stderr to `<name>.out` / `<name>.err` in `folder`."""
+    return subprocess.Popen(cli_command(args), cwd=folder, env={**os.environ, **fake.env},
+                            stdout=open(folder / f"{name}.out", "wb"), stderr=open(folder / f"{name}.err", "wb"))
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
+    """Poll until `condition()`; fail the test naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def states(out: Path) -> dict[str, dict[str, Any]]:
+    """Every cell's state by model name."""
+    return {p.parent.name.split("__")[0]: json.loads(p.read_text(encoding="utf-8"))
+            for p in (out / "cells").glob("*/*/state.json")}
+
+
+def leftovers(out: Path) -> list[str]:
+    """Temp files and staging folders of killed writers anywhere under `out`."""
+    return sorted(p.relative_to(out).as_posix() for p in out.rglob(".*") if TEMP_NAME.match(p.name))
+
+
+def test_concurrent_runs_on_one_out_wait_for_the_lock_and_run_every_cell_once(template: dict[str, Path],
+                                                                               tmp_path: Path, fake: Fake) -> None:
+    config = write_config(tmp_path, template)
+    whole = start(["matrix", "--config", config, "--out", "out"], fake, tmp_path, "whole")
+    wait_for(lambda: len(fake.starts()) == 1, "the whole run's first cell")
+    second = start(["matrix", "--config", config, "--out", "out", "--resume"], fake, tmp_path, "second")
+    cell = start(["matrix", "--config", config, "--out", "out", "--cell", "1"], fake, tmp_path, "cell")
+    for name in ("second", "cell"):
+        wait_for(lambda name=name: "waiting" in (tmp_path / f"{name}.err").read_text(encoding="utf-8"),
+                 f"{name} to wait for the lock")
+    fake.open()
+    codes = {name: p.wait(120) for name, p in (("whole", whole), ("second", second), ("cell", cell))}
+    errors = {name: (tmp_path / f"{name}.err").read_text(encoding="utf-8") for name in codes}
+    assert codes == {"whole": 0, "second": 0, "cell": 0}, errors
+    assert "whole matrix run is using out (pid" in errors["cell"]
+    assert len(fake.starts()) == 2  # each cell ran once, in the whole run
+    assert all(s["status"] == "done" and len(s["attempts"]) == 1 for s in states(tmp_path / "out").values())
+    assert "kept (finished earlier)" in (tmp_path / "second.out").read_text(encoding="utf-8")
+    assert (tmp_path / "out" / "report.md").is_file() and not leftovers(tmp_path / "out")
+
+
+def test_the_same_cell_from_two_processes_runs_once(template: dict[str, Path], tmp_path: Path, fake: Fake) -> None:
+    config = write_config(tmp_path, template)
+    first = start(["matrix", "--config", config, "--out", "out", "--cell", "0"], fake, tmp_path, "first")
+    wait_for(lambda: len(fake.starts()) == 1, "the first process's cell")
+    done = run_cli(["matrix", "--config", config, "--out", "out", "--shard", "0/2"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 2
+    assert one_error_line(done.stderr).endswith("another matrix process is running this cell; wait for it, then "
+                                                "rerun with --resume")
+    fake.open()
+    assert first.wait(60) == 0 and len(fake.starts()) == 1
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_sigint_stop_lmms_eval_record_the_cell_and_resume_reruns_it(
+        template: dict[str, Path], tmp_path: Path, fake: Fake, signum: int, code: int) -> None:
+    config = write_config(tmp_path, template)
+    runner = start(["matrix", "--config", config, "--out", "out"], fake, tmp_path, "run")
+    wait_for(lambda: len(fake.starts()) == 1, "the first cell")
+    wait_for(lambda: states(tmp_path / "out").get("a", {}).get("status") == "running", "the running state")
+    runner.send_signal(signum)  # the runner only, as Slurm's preemption or `kill` does
+    assert runner.wait(60) == code
+    child = fake.starts()[0][0]
+    wait_for(lambda: process_start(child) is None, "lmms-eval to be stopped", timeout=30)
+    error = one_error_line((tmp_path / "run.err").read_text(encoding="utf-8"))
+    assert error == (f"levante-tasks: error: interrupted by {signal.Signals(signum).name}; finished cells are kept, "
+                     "rerun with --resume")
+    state = states(tmp_path / "out")["a"]
+    assert state["status"] == "failed" and state["error"]["reason"] == f"interrupted by {signal.Signals(signum).name}"
+    assert not (tmp_path / "out" / state_dir(tmp_path / "out", "a") / "lmms").exists()
+    assert not (tmp_path / "out" / "matrix.json").exists()  # no end step after an interrupt
+    fake.open()
+    done = run_cli(["matrix", "--config", config, "--out", "out", "--resume"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    assert "a__levante_trog__s0__" in done.stdout and "failed earlier; running it again" in done.stdout
+    assert len(fake.starts()) == 3 and all(s["status"] == "done" for s in states(tmp_path / "out").values())
+
+
+def state_dir(out: Path, model: str) -> str:
+    """The folder of a model's cell relative to `out`."""
+    return next((out / "cells" / "all").glob(f"{model}__*")).relative_to(out).as_posix()
+
+
+def finished_matrix(template: dict[str, Path], folder: Path, fake: Fake) -> Path:
+    """A finished two-cell fake matrix in `folder/out`; returns its config."""
+    config = write_config(folder, template)
+    fake.open()
+    done = run_cli(["matrix", "--config", config, "--out", folder / "out"], cwd=folder, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    return config
+
+
+def test_kill9_leftovers_are_cleaned_and_a_kill_in_the_end_step_resumes(template: dict[str, Path], tmp_path: Path,
+                                                                        fake: Fake) -> None:
+    config = finished_matrix(template, tmp_path, fake)
+    out = tmp_path / "out"
+    (out / "matrix.json").unlink()
+    shutil.rmtree(out / "summary")
+    kill9_when(["matrix", "--config", config, "--out", out, "--resume"], lambda: (out / "summary").exists(),
+               env=fake.env)
+    dead = 2 ** 22 + 7  # above the default pid_max: no live writer has it
+    cell = out / state_dir(out, "a")
+    (cell / f".state.json.{dead}.x1.part").write_text('{"status": "do', encoding="utf-8")
+    (out / f".matrix.json.{dead}.x2.part").write_text("{", encoding="utf-8")
+    (out / "summary" / f".all.staging-{dead}.x3").mkdir(parents=True, exist_ok=True)
+    done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    assert leftovers(out) == [] and len(fake.starts()) == 2
+    assert json.loads((out / "matrix.json").read_text(encoding="utf-8"))["groups"]["all"]["problems"] == []
+
+
+@pytest.mark.parametrize(("damage", "note"), [
+    (lambda text: text[: len(text) // 2], "state.json is damaged or unreadable; running it again"),
+    (lambda text: re.sub(r'("sha256": "[0-9a-f]{5})([0-9a-f])', lambda m: m[1] + ("0" if m[2] != "0" else "1"),
+                         text, count=1), "state.json names another hash (damaged or edited); running it again"),
+    (lambda text: "\ufeff[]", "state.json is damaged or unreadable; running it again"),
+])
+def test_a_damaged_state_is_never_trusted_the_cell_reruns_with_a_note(template: dict[str, Path], tmp_path: Path,
+                                                                      fake: Fake, damage: Callable[[str], str],
+                                                                      note: str) -> None:
+    config = finished_matrix(template, tmp_path, fake)
+    out = tmp_path / "out"
+    path = out / state_dir(out, "a") / "state.json"
+    before = path.read_text(encoding="utf-8")
+    path.write_text(damage(before), encoding="utf-8")
+    assert path.read_text(encoding="utf-8") != before
+    kept = tree_snapshot(out / state_dir(out, "b"))
+    done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    assert f"{state_dir(out, 'a')}: {note}" in done.stdout.splitlines()
+    assert len(fake.starts()) == 3 and states(out)["a"]["status"] == "done"
+    assert tree_snapshot(out / state_dir(out, "b")) == kept
+
+
+def test_a_full_disk_in_a_cell_and_in_the_end_step_is_one_line_and_resume_completes(
+        template: dict[str, Path], tmp_path: Path, fake: Fake) -> None:
+    config = write_config(tmp_path, template)
+    with small_tmpfs("1m") as disk:
+        out = disk / "out"
+        runner = start(["matrix", "--config", config, "--out", out], fake, tmp_path, "run")
+        wait_for(lambda: len(fake.starts()) == 1, "the first cell")
+        wait_for(lambda: states(out).get("a", {}).get("status") == "running", "the running state")
+        fill_disk(disk)
+        fake.open()
+        assert runner.wait(60) == 2
+        error = one_error_line((tmp_path / "run.err").read_text(encoding="utf-8"))
+        assert "no space left on the device" in error and "/" + disk.parts[1] not in error
+        assert process_start(fake.starts()[0][0]) is None and leftovers(out) == []
+        (disk / ".filler").unlink()
+        done = run_cli(["matrix", "--config", config, "--out", out, "--shard", "0/1"], cwd=tmp_path, env=fake.env)
+        assert done.returncode == 0, done.stderr
+        cells = tree_snapshot(out / "cells")
+        fill_disk(disk, keep_free=16 * 1024)
+        done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env)
+        assert done.returncode != 0 and "no space left on the device" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and leftovers(out) == [] and tree_snapshot(out / "cells") == cells
+        (disk / ".filler").unlink()
+        done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env)
+        assert done.returncode == 0, done.stderr
+        assert (out / "report.md").is_file() and len(fake.starts()) == 3
+
+
+def test_read_only_out_and_an_unreadable_cell_are_one_line_and_change_nothing(template: dict[str, Path],
+                                                                             tmp_path: Path, fake: Fake) -> None:
+    config = finished_matrix(template, tmp_path, fake)
+    out = tmp_path / "out"
+    before = tree_snapshot(out)
+    os.chmod(out, 0o555)
+    try:
+        done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env,
+                       drop_dac=True)
+    finally:
+        os.chmod(out, 0o755)
+    assert done.returncode == 2 and "out: permission denied" in one_error_line(done.stderr)
+    cell = out / state_dir(out, "a")
+    os.chmod(cell, 0)
+    try:
+        done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env,
+                       drop_dac=True)
+    finally:
+        os.chmod(cell, 0o755)
+    assert done.returncode == 2, done.stderr
+    expected = f"levante-tasks: error: out/{state_dir(out, 'a')}/state.json: permission denied"
+    assert one_error_line(done.stderr) == expected
+    assert unlocked(tree_snapshot(out)) == unlocked(before)
+    assert len(fake.starts()) == 2
+
+
+def unlocked(snapshot: dict[str, bytes]) -> dict[str, bytes]:
+    """A tree snapshot without the lock file (it holds the last holder's pid)."""
+    return {k: v for k, v in snapshot.items() if k != ".matrix.lock"}
+
+
+def test_dry_run_prints_commands_that_run_as_the_matrix_runs_them(template: dict[str, Path], tmp_path: Path,
+                                                                    fake: Fake) -> None:
+    relative = {**template, "lmms": Path(os.path.relpath(template["lmms"], tmp_path / "conf"))}
+    config = write_config(tmp_path / "conf", relative, env={"HF_HUB_OFFLINE": "1", "ODD": "a b'c $HOME"})
+    done = run_cli(["matrix", "--config", config, "--out", "out", "--dry-run"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "out").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
+    commands = [line for line in done.stdout.splitlines() if not line.startswith("#")]
+    assert len(commands) == 2
+    fake.open()
+    pasted = subprocess.run(["bash", "-c", commands[0]], cwd=tmp_path, env={**os.environ, **fake.env,
+                            "LEVANTE_DATA_DIR": "/nonexistent", "LEVANTE_DATA_VERSION": "other"},
+                            capture_output=True, text=True, check=False)
+    assert pasted.returncode == 0, pasted.stderr
+    assert list((tmp_path / "out").glob("cells/all/a__*/lmms/*_results.json"))
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("tasks: [levante_trog]\ntasks: [levante_vocab]\n", "matrix.yaml: invalid YAML at line 2: duplicate key 'tasks'"),
+    ("tasks: [levante_trgo]\n", "matrix.yaml: tasks: 'levante_trgo' is not an lmms-eval task or group (did you mean "
+     "'levante_trog'?)"),
+])
+def test_config_input_problems_are_one_line_before_any_cell_runs(template: dict[str, Path], tmp_path: Path,
+                                                                 text: str, message: str) -> None:
+    base = write_config(tmp_path, template).read_text(encoding="utf-8")
+    base = "\n".join(line for line in base.splitlines() if not line.startswith("tasks:") and line != "- levante_trog")
+    (tmp_path / "matrix.yaml").write_text(text + base + "\n", encoding="utf-8")
+    done = run_cli(["matrix", "--config", "matrix.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 2 and one_error_line(done.stderr) == f"levante-tasks: error: {message}"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("shard", ["3/2", "a/b", "0/0", "-1/2"])
+def test_bad_shards_are_refused_before_anything_is_written(template: dict[str, Path], tmp_path: Path,
+                                                           shard: str) -> None:
+    config = write_config(tmp_path, template)
+    done = run_cli(["matrix", "--config", config, "--out", "out", f"--shard={shard}"], cwd=tmp_path)
+    assert done.returncode == 2 and f"{shard!r}: expected i/n with 0 <= i < n" in done.stderr
+    done = run_cli(["matrix", "--config", config, "--out", "out", "--cell", "2"], cwd=tmp_path)
+    assert done.returncode == 2 and one_error_line(done.stderr).endswith("--cell 2: the matrix has cells 0..1")
+    assert not (tmp_path / "out").exists()
