@@ -322,3 +322,18 @@ def test_bad_shards_are_refused_before_anything_is_written(template: dict[str, P
     done = run_cli(["matrix", "--config", config, "--out", "out", "--cell", "2"], cwd=tmp_path)
     assert done.returncode == 2 and one_error_line(done.stderr).endswith("--cell 2: the matrix has cells 0..1")
     assert not (tmp_path / "out").exists()
+
+
+def test_results_for_another_task_never_count_as_the_cells(template: dict[str, Path], tmp_path: Path,
+                                                            fake: Fake) -> None:
+    config = write_config(tmp_path, template, tasks=["levante_vocab"], seeds=[0])  # the fake writes levante_trog's
+    fake.open()
+    done = run_cli(["matrix", "--config", config, "--out", "out"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 1
+    state = states(tmp_path / "out")["a"]
+    assert state["status"] == "failed" and state["error"]["reason"] == ("lmms-eval exit 0, its results file holds "
+                                                                        "levante_trog, not levante_vocab")
+    assert not (tmp_path / "out" / state_dir(tmp_path / "out", "a") / "lmms").exists()
+    document = json.loads((tmp_path / "out" / "matrix.json").read_text(encoding="utf-8"))
+    assert [c["status"] for c in document["cells"]] == ["failed", "failed"]
+    assert document["groups"]["all"]["summary"] is None

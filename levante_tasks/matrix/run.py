@@ -37,6 +37,7 @@ from levante_tasks.matrix.state import (
     results_files,
     scrub,
     tail,
+    task_problem,
     unfinished_reason,
     write_state,
 )
@@ -113,17 +114,18 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _parses(cell_dir: Path) -> str | None:
-    """The single results file of the attempt (relative to the cell folder) when it parses, else None."""
+def _parses(cell_dir: Path, lmms_task: str) -> tuple[str | None, str | None]:
+    """(the attempt's single results file relative to the cell folder, None) when it parses and holds the cell's
+    task; else (None, why not: None when there is no such file)."""
     found = results_files(cell_dir)
     if len(found) != 1:
-        return None
+        return None, f"{len(found)} results files" if found else None
     rel = found[0].relative_to(cell_dir).as_posix()
     try:
-        read_results(found[0], rel)
-    except FileProblem:
-        return None
-    return rel
+        problem = task_problem(read_results(found[0], rel), lmms_task)
+    except FileProblem as exc:
+        return None, str(exc)
+    return (None, problem) if problem else (rel, None)
 
 
 def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
@@ -146,7 +148,8 @@ def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, 
     logs: list[str] = []
     env = cell_env(config, data)
     started = time.monotonic()
-    results = None
+    results: str | None = None
+    problem: str | None = None
     output = ""
     for batch_size in config.batch_sizes:
         _clear(cell_dir / LMMS_DIR)  # a killed or failed attempt's files never count
@@ -174,8 +177,8 @@ def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, 
         except BaseException:
             _stop(process)
             raise
-        results = _parses(cell_dir)
-        outcome = "done" if results else "oom" if OOM.search(output) else "failed"
+        results, problem = _parses(cell_dir, cell.lmms_task)
+        outcome = "done" if results else "oom" if OOM.search(output) and not problem else "failed"
         attempts.append({"batch_size": batch_size, "outcome": outcome, "exit_code": process.returncode,
                          "seconds": round(time.monotonic() - began, 1)})
         logs.append(f"=== batch size {batch_size}: exit {process.returncode}, {outcome} ===\n{scrub(output)}")
@@ -189,6 +192,7 @@ def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, 
         _clear(cell_dir / LMMS_DIR)  # no partial samples for the summary to meet
         sizes = ", ".join(str(a["batch_size"]) for a in attempts)
         reason = (f"out of memory at every configured batch size ({sizes})" if attempts[-1]["outcome"] == "oom"
+                  else f"lmms-eval exit {attempts[-1]['exit_code']}, {problem}" if problem
                   else f"lmms-eval exit {attempts[-1]['exit_code']}, no results file that parses")
         state["error"] = {"reason": reason, "tail": tail(output)}
     write_state(cell_dir, state)
@@ -282,7 +286,7 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
     run = MatrixRun(config, out, cells, selected)
     if dry_run:
         for cell in selected:
-            status = "finished" if unfinished_reason(out / cell.rel_dir, cell.sha256) is None else "to run"
+            status = "to run" if unfinished_reason(out / cell.rel_dir, cell.sha256, cell.lmms_task) else "finished"
             argv = cell_argv(config, cell, config.batch_sizes[0], (out / cell.rel_dir / LMMS_DIR).absolute())
             echo(f"# cell {cell.index} {cell.cell_id} ({status})\n{shell_command(config, data, argv)}")
         return run
@@ -310,7 +314,7 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
     try:
         for k, cell in enumerate(selected, start=1):
             cell_dir = target / cell.rel_dir
-            reason = unfinished_reason(cell_dir, cell.sha256)
+            reason = unfinished_reason(cell_dir, cell.sha256, cell.lmms_task)
             kept = reason is None
             if reason is not None and reason != "not run yet":
                 tqdm.write(f"{cell.rel_dir}: {reason}; running it again")

@@ -38,9 +38,20 @@ def results_files(cell_dir: Path) -> list[Path]:
     return sorted((cell_dir / LMMS_DIR).rglob("*_results.json"))
 
 
-def unfinished_reason(cell_dir: Path, sha256: str) -> str | None:
+def task_problem(results: dict[str, Any], lmms_task: str) -> str | None:
+    """Why a parsed results file is not the cell's (it holds no result for the task or group the cell ran), else
+    None: a wrapper or a task alias must not make another task's numbers count as this cell's."""
+    found = {*results.get("results", {}), *(results.get("groups") or {}), *(results.get("group_subtasks") or {})}
+    if lmms_task in found:
+        return None
+    shown = ", ".join(sorted(found)[:5]) or "no task"
+    return f"its results file holds {shown}, not {lmms_task}"
+
+
+def unfinished_reason(cell_dir: Path, sha256: str, lmms_task: str | None = None) -> str | None:
     """Why the cell must run (again), or None when it is finished: its state says done with this hash, exactly
-    one results file, and it parses. A damaged state is never trusted."""
+    one results file, it parses and (given the cell's lmms-eval task) holds that task. A damaged state is never
+    trusted."""
     path = cell_dir / STATE_FILE
     if not path.exists():
         return "not run yet"
@@ -55,10 +66,10 @@ def unfinished_reason(cell_dir: Path, sha256: str) -> str | None:
     if len(found) != 1 or found[0].relative_to(cell_dir).as_posix() != state.get("results"):
         return "its results file is missing, moved or not alone"
     try:
-        read_results(found[0], state["results"])
+        results = read_results(found[0], state["results"])
     except FileProblem:
         return "its results file is damaged"
-    return None
+    return task_problem(results, lmms_task) if lmms_task is not None else None
 
 
 def finished(cell_dir: Path, sha256: str) -> bool:
