@@ -298,3 +298,20 @@ def test_credentials_in_model_args_never_reach_the_outputs(tmp_path, data_dir):
     assert document["cells"][0]["provenance"]["model_args"] == "reply=ANSWER: A,hf_token=<redacted>,max_new_tokens=7"
     for path in (tmp_path / "summary").rglob("*"):
         assert not path.is_file() or b"hf_secret42" not in path.read_bytes(), path
+
+
+def test_a_local_model_path_in_the_model_name_is_not_written_out(reply_logs, tmp_path):
+    """`--model vllm//home/alice/models/qwen` (vLLM serving a local folder): rows and adapters name the folder only."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    tmp, log, _ = reply_logs
+    changed = read_eval_log(log.location)
+    changed.eval.model = "vllm//home/alice/models/qwen-vl"
+    changed.eval.model_args = {}
+    (tmp_path / "logs").mkdir()
+    write_eval_log(changed, str(tmp_path / "logs" / "local.eval"))
+    document = summarize_runs([tmp_path / "logs"], tmp_path / "summary", plot=False)
+    cell = document["cells"][0]
+    assert (cell["model"], cell["adapter"]) == ("qwen-vl", "inspect_ai:vllm/qwen-vl")
+    for path in (tmp_path / "summary").rglob("*"):
+        assert not path.is_file() or b"/home/alice" not in path.read_bytes(), path

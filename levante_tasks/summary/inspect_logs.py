@@ -113,16 +113,20 @@ def _answer(log: Any) -> dict[str, Any]:
 
 def model_row(log: Any) -> dict[str, str]:
     """`{"adapter", "public_id", "revision"}`: `model_id=`/`revision=` model args, else the model's JSON answer,
-    else the provider's model name (`vllm/Qwen/Qwen2-VL-2B` -> `Qwen/Qwen2-VL-2B`); a local path becomes its name."""
+    else the provider's model name (`vllm/Qwen/Qwen2-VL-2B` -> `Qwen/Qwen2-VL-2B`); a local path becomes its name,
+    in the adapter too (`inspect_ai:vllm/<folder name>`)."""
     args = {str(k): str(v) for k, v in (log.eval.model_args or {}).items()}
     answer = _answer(log)
-    name = str(log.eval.model).partition("/")[2] or str(log.eval.model)
-    public_id = str(args.get("model_id") or answer.get("model_id") or name)
+    provider, _, name = str(log.eval.model).partition("/")
+    if prov._path_like(name):  # `vllm//home/alice/models/qwen`: a local folder served by the provider
+        name = prov._local_name(name)[0]
+    public_id = str(args.get("model_id") or answer.get("model_id") or name or provider)
     if prov._path_like(public_id):
         public_id = prov._local_name(public_id)[0]
     revision = next((r for r in (args.get("revision"), answer.get("revision"))
                      if isinstance(r, str) and prov._HEX40.fullmatch(r)), prov.UNKNOWN)
-    return {"adapter": ADAPTER_PREFIX + str(log.eval.model), "public_id": public_id, "revision": revision}
+    adapter = ADAPTER_PREFIX + (f"{provider}/{name}" if name else provider)
+    return {"adapter": adapter, "public_id": public_id, "revision": revision}
 
 
 def _budget(log: Any) -> dict[str, Any]:
