@@ -121,6 +121,8 @@ def reference(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory)
     ({"groups": {"clips": ["clip", "fixed"], "doubles": ["fixed"]}}, "matrix.yaml: groups.doubles: 'fixed' is "
      "already in group 'clips'"),
     ({"seeds": [0, -1]}, "matrix.yaml: seeds[1]: must be an integer >= 0"),
+    ({"limit": 0}, "matrix.yaml: limit: must be a positive number"),
+    ({"limit": 2.5}, "matrix.yaml: limit: 2.5 is neither a whole count nor a fraction below 1"),
     ({"models": [{"name": "../x", "model": "m"}], "groups": None}, "matrix.yaml: models[0].name: '../x' is not"),
     ({"compare": {"trials": "nope.csv", "runs": "r.csv", "irt": "i.csv"}}, "matrix.yaml: compare.trials: "),
     ({"models": [{"name": "a", "model": "levante_clip", "model_args": f"pretrained=o/m,revision={'a' * 40}",
@@ -376,6 +378,8 @@ def test_out_of_memory_falls_back_through_configured_sizes_and_a_failure_is_reco
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "| oom | levante_trog | 0 | done (oom fallback) | 2 | 8:oom -> 2:done |" in report
     assert "### crash__levante_trog__s0__" in report
+    assert crash["error"]["reason"].endswith(", no results file that parses: RuntimeError: test double: the model is "
+                                             "broken")
     assert f"levante-tasks: error: {crash['cell_id']}: lmms-eval exit" in done.stderr
 
 

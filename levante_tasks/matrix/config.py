@@ -211,8 +211,10 @@ def _number(reader: _Reader, value: Any, key: str) -> float | None:
     """`limit`: a positive count (>= 1) or fraction (< 1), or null."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
         raise reader.fail(key, "must be a positive number (a count, or a fraction below 1) or null")
+    if value >= 1 and value != int(value):  # lmms-eval would run int(value) items while the hash says value
+        raise reader.fail(key, f"{value} is neither a whole count nor a fraction below 1")
     return float(value)
 
 

@@ -31,6 +31,7 @@ from levante_tasks.matrix.plan import Cell, cell_argv, cell_env, data_facts, pla
 from levante_tasks.matrix.state import (
     LMMS_DIR,
     LOG_FILE,
+    error_line,
     live_runner,
     process_start,
     read_state,
@@ -194,6 +195,9 @@ def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, 
         reason = (f"out of memory at every configured batch size ({sizes})" if attempts[-1]["outcome"] == "oom"
                   else f"lmms-eval exit {attempts[-1]['exit_code']}, {problem}" if problem
                   else f"lmms-eval exit {attempts[-1]['exit_code']}, no results file that parses")
+        cause = error_line(output)
+        if cause and attempts[-1]["outcome"] != "oom":
+            reason = f"{reason}: {cause}"
         state["error"] = {"reason": reason, "tail": tail(output)}
     write_state(cell_dir, state)
     return state

@@ -17,6 +17,8 @@ LOG_FILE = "cell.log"
 # An absolute path (not part of a URL): scrubbed from logs and error lines down to its last two parts.
 _ABSOLUTE = re.compile(r"(?<![\w.:/~-])/[^\s'\"():,;<>\[\]]+")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # terminal colours in lmms-eval's log lines
+# The line a Python traceback ends with (`ValueError: Model 'x' not found ...`).
+_EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt)\b: .+)$", re.MULTILINE)
 
 
 def read_state(cell_dir: Path) -> dict[str, Any] | None:
@@ -113,3 +115,12 @@ def tail(text: str, lines: int = 20) -> list[str]:
     """The last non-empty lines of a process's output, scrubbed (progress-bar carriage returns folded)."""
     kept = [line.rsplit("\r", 1)[-1].rstrip() for line in text.splitlines()]
     return [scrub(line) for line in kept if line.strip()][-lines:]
+
+
+def error_line(text: str, width: int = 160) -> str | None:
+    """The last exception line of a process's output (scrubbed, cut to `width`), for a failure's one-line reason."""
+    found = _EXCEPTION.findall(scrub(text))
+    if not found:
+        return None
+    line = found[-1].strip()
+    return line if len(line) <= width else line[: width - 3] + "..."
