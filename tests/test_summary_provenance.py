@@ -79,6 +79,30 @@ def test_task_source_hash_covers_the_package_modules_the_yaml_names(tmp_path: Pa
     assert prov.task_source_sha256 is task_source.task_source_sha256  # what verify recomputes is what runs record
 
 
+def test_task_source_hash_covers_the_package_modules_the_hooks_import(tmp_path: Path) -> None:
+    """A module reached only through imports (absolute, relative or lazy inside a function) is part of the task's
+    source: an edit to the option orders must change the recorded task version."""
+    package = tmp_path / "levante_tasks"
+    tasks = package / "tasks"
+    (package / "harness").mkdir(parents=True)
+    (tasks / "t").mkdir(parents=True)
+    (package / "harness" / "hooks.py").write_text(
+        "from levante_tasks.harness import options\nfrom .prompts import text\n\n"
+        "def f(doc):\n    from levante_tasks.harness.records import record\n    return record(options.order(doc))\n")
+    for name in ("options", "prompts", "records", "unrelated"):
+        (package / "harness" / f"{name}.py").write_text(f"# {name}\n")
+    (tasks / "t" / "my_task.yaml").write_text("task: my_task\ndoc_to_text: !function levante_tasks.harness.hooks.f\n")
+    files = {p.name for p in task_source.source_files(tasks / "t" / "my_task.yaml", package)}
+    assert files == {"my_task.yaml", "hooks.py", "options.py", "prompts.py", "records.py"}
+    for name in ("options", "prompts", "records"):
+        before = task_source.task_source_sha256("my_task", tasks, package)
+        (package / "harness" / f"{name}.py").write_text(f"# {name}, edited\n")
+        assert task_source.task_source_sha256("my_task", tasks, package) != before, name
+    before = task_source.task_source_sha256("my_task", tasks, package)
+    (package / "harness" / "unrelated.py").write_text("# edited, imported by nothing\n")
+    assert task_source.task_source_sha256("my_task", tasks, package) == before
+
+
 def test_task_source_hash_covers_yaml_includes_and_utils(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
     (tasks / "t").mkdir(parents=True)

@@ -9,7 +9,6 @@ PrerequisiteError, so `inspect eval` prints its one line (naming the task, the p
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from importlib.metadata import version
@@ -30,14 +29,10 @@ from levante_tasks.inspect_ai_tasks.samples import TEMPLATE, doc_sample
 from levante_tasks.inspect_ai_tasks.scorer import levante_record
 from levante_tasks.schema import layout
 from levante_tasks.schema.records import VARIANTS
-from levante_tasks.schema.task_source import PACKAGE_ROOT
+from levante_tasks.schema.task_source import PACKAGE_ROOT, files_sha256, package_closure
 from levante_tasks.schema.tasks import TaskInfo
 
 PROVENANCE_KEY = "levante"  # Task metadata key: {task, lmms_name, seed, variant, provenance}
-# The source an inspect task is built from besides every module of inspect_ai_tasks/ and the @task functions of
-# _registry.py (their arguments and defaults): the harness and data modules it reuses.
-SHARED_SOURCE = ("harness/docs.py", "harness/options.py", "harness/controls.py", "harness/lmms_task.py",
-                 "harness/parsing.py", "harness/records.py", "data/prompts.py", "data/images.py")
 
 
 class LevanteTaskError(LevanteError, PrerequisiteError):
@@ -49,17 +44,16 @@ class LevanteTaskError(LevanteError, PrerequisiteError):
 
 
 def source_files(root: Path = PACKAGE_ROOT) -> list[str]:
-    """The package-relative paths whose bytes make `source_sha256`, sorted."""
-    own = [p.relative_to(root).as_posix() for p in (root / "inspect_ai_tasks").glob("*.py")]
-    return sorted([*own, "_registry.py", *SHARED_SOURCE])
+    """The package-relative paths whose bytes make `source_sha256`, sorted: `_registry.py` (the @task functions,
+    their arguments and defaults), every module of inspect_ai_tasks/ and every package module they import,
+    transitively (schema.task_source.package_closure, as for the lmms-eval tasks)."""
+    entry = [root / "_registry.py", *sorted((root / "inspect_ai_tasks").glob("*.py"))]
+    return sorted(p.resolve().relative_to(root.resolve()).as_posix() for p in package_closure(entry, root))
 
 
 def source_sha256(root: Path = PACKAGE_ROOT) -> str:
-    """sha256 over (relative path, sha256 of bytes) of `source_files`: the inspect tasks' version of their source."""
-    digest = hashlib.sha256()
-    for rel in source_files(root):
-        digest.update(f"{rel}\0{hashlib.sha256((root / rel).read_bytes()).hexdigest()}\n".encode())
-    return digest.hexdigest()
+    """The inspect tasks' version of their source: sha256 over (relative path, sha256 of bytes) of `source_files`."""
+    return files_sha256([root / rel for rel in source_files(root)], [root])
 
 
 def provenance(info: TaskInfo, version_name: str) -> dict[str, Any]:

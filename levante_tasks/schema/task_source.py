@@ -1,13 +1,16 @@
 """Task version: a sha256 over the source a task is built from, recorded by the task layer, checked by `verify`.
 
-The files: the task's YAML, the YAMLs it includes (recursively), and the Python modules its `!function` names
-point at directly: local `utils.fn` modules beside the YAML and absolute `levante_tasks.<module>.fn` modules of
-this package (e.g. `levante_tasks/harness/lmms_task.py`). Each file enters as its path relative to the package
-root and the sha256 of its bytes, in path order, so the hash is the same wherever the package is installed.
+The files: the task's YAML, the YAMLs it includes (recursively), the Python modules its `!function` names point
+at (local `utils.fn` modules beside the YAML and absolute `levante_tasks.<module>.fn` modules of this package,
+e.g. `levante_tasks/harness/lmms_task.py`), and every module of this package those import, transitively (read
+from their import statements, lazy ones included: option orders, prompts, parsing, records). Each file enters as
+its path relative to the package root and the sha256 of its bytes, in path order, so the hash is the same wherever
+the package is installed. The inspect_ai tasks use the same closure from `_registry.py` (`package_closure`).
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import re
@@ -33,7 +36,8 @@ def task_yamls(tasks_dir: Path) -> dict[str, Path]:
 
 
 def source_files(yaml: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
-    """A task YAML, the YAMLs it includes (recursively) and the modules its `!function` names point at."""
+    """A task YAML, the YAMLs it includes (recursively), the modules its `!function` names point at and the
+    package modules those import (transitively)."""
     files: list[Path] = []
     pending = [yaml]
     while pending:
@@ -48,7 +52,64 @@ def source_files(yaml: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
         pending += [path.parent / f"{m}.py" for m in _LOCAL_FUNCTION.findall(text)]
         for module in _PACKAGE_FUNCTION.findall(text):
             pending.append(package_root.parent.joinpath(*module.split(".")).with_suffix(".py"))
+    modules = [path for path in files if path.suffix == ".py"]
+    return [*(path for path in files if path.suffix != ".py"), *package_closure(modules, package_root)]
+
+
+def imported_package_files(path: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
+    """The files of this package that the module at `path` imports (absolute and relative imports, at any depth
+    in the module: lazy imports inside functions count)."""
+    try:
+        own = path.resolve().relative_to(package_root.resolve().parent).with_suffix("").parts
+    except ValueError:  # a module outside the package (a local utils.py): its relative imports name no package file
+        own = ()
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_bytes(), filename=path.name)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base_parts = list(own[: len(own) - node.level]) if node.level else []
+            base = ".".join([*base_parts, *([node.module] if node.module else [])])
+            names += [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    files = []
+    for name in names:
+        parts = name.split(".")
+        if parts[0] != package_root.name:
+            continue
+        target = package_root.parent.joinpath(*parts)
+        files += [f for f in (target.with_suffix(".py"), target / "__init__.py") if f.is_file()]
     return files
+
+
+def package_closure(entry: list[Path], package_root: Path = PACKAGE_ROOT) -> list[Path]:
+    """The modules `entry` and every module of this package they import, transitively."""
+    files: list[Path] = []
+    pending = list(entry)
+    while pending:
+        path = pending.pop()
+        if path in files or not path.is_file():
+            continue
+        files.append(path)
+        pending += imported_package_files(path, package_root)
+    return files
+
+
+def files_sha256(files: list[Path], roots: list[Path]) -> str:
+    """sha256 over (path relative to the first root that holds it, sha256 of its bytes), in path order."""
+    resolved_roots = [root.resolve() for root in roots]
+
+    def relative(path: Path) -> str:
+        resolved = path.resolve()
+        for root in resolved_roots:
+            if resolved.is_relative_to(root):
+                return resolved.relative_to(root).as_posix()
+        return path.name
+
+    digest = hashlib.sha256()
+    for path in sorted(set(files), key=relative):
+        digest.update(relative(path).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).hexdigest().encode() + b"\n")
+    return digest.hexdigest()
 
 
 def task_source_sha256(task: str, tasks_dir: Path = TASKS_DIR, package_root: Path = PACKAGE_ROOT) -> str | None:
@@ -56,17 +117,4 @@ def task_source_sha256(task: str, tasks_dir: Path = TASKS_DIR, package_root: Pat
     yaml = task_yamls(tasks_dir.resolve()).get(task)
     if yaml is None:
         return None
-    roots = [package_root.resolve(), tasks_dir.resolve()]
-
-    def relative(path: Path) -> str:
-        resolved = path.resolve()
-        for root in roots:
-            if resolved.is_relative_to(root):
-                return resolved.relative_to(root).as_posix()
-        return path.name
-
-    digest = hashlib.sha256()
-    for path in sorted(source_files(yaml, package_root), key=relative):
-        digest.update(relative(path).encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).hexdigest().encode() + b"\n")
-    return digest.hexdigest()
+    return files_sha256(source_files(yaml, package_root), [package_root, tasks_dir])
