@@ -337,3 +337,18 @@ def test_results_for_another_task_never_count_as_the_cells(template: dict[str, P
     document = json.loads((tmp_path / "out" / "matrix.json").read_text(encoding="utf-8"))
     assert [c["status"] for c in document["cells"]] == ["failed", "failed"]
     assert document["groups"]["all"]["summary"] is None
+
+
+def test_kill9_of_the_runner_stops_its_lmms_eval_and_resume_reruns_the_cell(template: dict[str, Path],
+                                                                             tmp_path: Path, fake: Fake) -> None:
+    config = write_config(tmp_path, template)
+    out = tmp_path / "out"
+    kill9_when(["matrix", "--config", config, "--out", out],
+               lambda: fake.starts() != [] and states(out).get("a", {}).get("status") == "running", env=fake.env)
+    child = fake.starts()[0][0]
+    wait_for(lambda: process_start(child) is None, "the orphaned lmms-eval to be stopped", timeout=30)
+    fake.open()
+    done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    assert f"{state_dir(out, 'a')}: interrupted earlier; running it again" in done.stdout.splitlines()
+    assert len(fake.starts()) == 3 and leftovers(out) == []

@@ -9,6 +9,7 @@ matrix goes on with the next cell.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as dt
 import os
 import re
@@ -68,6 +69,24 @@ def sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """On Linux, a preexec function that asks the kernel to SIGTERM lmms-eval when the runner dies (kill -9, OOM
+    killer), so no orphan keeps the GPU and writes into a cell nobody owns; resolved here, not in the child."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong]
+
+    def ask() -> None:
+        prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+
+    return ask
+
+
+_PDEATHSIG = _parent_death_signal()
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
@@ -157,7 +176,7 @@ def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, 
         argv = cell_argv(config, cell, batch_size, (cell_dir / LMMS_DIR).resolve())
         began = time.monotonic()
         process = subprocess.Popen(argv, cwd=config.base, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, errors="replace")
+                                   stderr=subprocess.STDOUT, text=True, errors="replace", preexec_fn=_PDEATHSIG)
         try:
             write_state(cell_dir, {**base, "status": "running", "batch_size": batch_size, "attempts": attempts,
                                    "pid": process.pid, "pid_start": process_start(process.pid)})
