@@ -30,6 +30,10 @@ _ANSWER_IS = re.compile(
     r"[\(\[\"'*]*\s*([A-Z])\s*[\)\]\"'*]*(?=$|[\s.,;:!])",
     re.IGNORECASE,
 )
+# `ANSWER: b` as the last thing on its line (inspect's multiple_choice() asks for that form; a lower-case letter is
+# read only here, where it cannot be an article: "the answer is a ..." stays prose).
+_ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*[\(\[\"'*]*\s*([a-z])\s*[\)\]\"'*]*[.!]?\s*$",
+                          re.IGNORECASE | re.MULTILINE)
 _LONE = re.compile(r"^[\s\(\[\"'*]*([A-Z])[\s\)\]\"'*]*[.,:;!]?[\s\)\]\"'*]*$")
 _HEDGE = re.compile(r"\b[A-Z]\s*(?:or|and|/)\s*[A-Z]\b")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -94,6 +98,7 @@ def parse_choice(text: str, letters: Sequence[str], option_texts: Sequence[str] 
     if parsed:
         return parsed
     found = {m.group(1) for m in _ANSWER_IS.finditer(cleaned) if m.group(1).isupper()}
+    found |= {m.group(1).upper() for m in _ANSWER_LINE.finditer(cleaned)}
     if len(found) == 1 and found <= set(letters) and not _HEDGE.search(cleaned):
         return Parsed(found.pop(), "answer_is")
     lone = _LONE.match(cleaned)
