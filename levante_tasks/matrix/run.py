@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -60,7 +61,12 @@ class Interrupted(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def sigterm_raises() -> Iterator[None]:
-    """Turn SIGTERM into Interrupted for the block (Python's default would die without stopping lmms-eval)."""
+    """Turn SIGTERM into Interrupted for the block (Python's default would die without stopping lmms-eval); only
+    the main thread can set a handler, so elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
     def handler(signum: int, _frame: Any) -> None:
         raise Interrupted(signum)
 
