@@ -1,5 +1,5 @@
-"""A cell's state file (`state.json`, written atomically) and the one rule for "finished": the state says done,
-its hash is the cell's, and its single results file parses."""
+"""A cell's state file (`state.json`, written atomically) and the one rule for "finished" (unfinished_reason): the
+state says done, its hash is the cell's, and its single results file parses and holds the cell's task."""
 
 from __future__ import annotations
 
@@ -72,11 +72,6 @@ def unfinished_reason(cell_dir: Path, sha256: str, lmms_task: str | None = None)
     except FileProblem:
         return "its results file is damaged"
     return task_problem(results, lmms_task) if lmms_task is not None else None
-
-
-def finished(cell_dir: Path, sha256: str) -> bool:
-    """Whether the cell is done (see unfinished_reason)."""
-    return unfinished_reason(cell_dir, sha256) is None
 
 
 def process_start(pid: int) -> str | None:
