@@ -352,3 +352,23 @@ def test_kill9_of_the_runner_stops_its_lmms_eval_and_resume_reruns_the_cell(temp
     assert done.returncode == 0, done.stderr
     assert f"{state_dir(out, 'a')}: interrupted earlier; running it again" in done.stdout.splitlines()
     assert len(fake.starts()) == 3 and leftovers(out) == []
+
+
+def test_a_config_changed_back_restores_its_superseded_cells_instead_of_rerunning_them(
+        template: dict[str, Path], tmp_path: Path, fake: Fake) -> None:
+    config = finished_matrix(template, tmp_path, fake)
+    original = config.read_text(encoding="utf-8")
+    out = tmp_path / "out"
+    b_cell = state_dir(out, "b")
+    b_files = tree_snapshot(out / b_cell)
+    without_b = yaml.safe_load(original)
+    without_b["models"] = without_b["models"][:1]
+    config.write_text(yaml.safe_dump(without_b), encoding="utf-8")
+    done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0 and not (out / b_cell).exists(), done.stderr
+    config.write_text(original, encoding="utf-8")
+    done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    assert f"restored from superseded/ (same config again): {b_cell}" in done.stdout.splitlines()
+    assert len(fake.starts()) == 2 and tree_snapshot(out / b_cell) == b_files
+    assert not list((out / "superseded").rglob("state.json"))

@@ -281,6 +281,22 @@ def set_aside_superseded(out: Path, cells: list[Cell]) -> list[str]:
     return moved
 
 
+def restore_superseded(out: Path, cells: list[Cell]) -> list[str]:
+    """Move back from superseded/ the folders of planned cells that are not in cells/ (a config changed and then
+    changed back: the same hash is the same protocol, so a finished cell is kept, not run again). Returns them."""
+    restored = []
+    for cell in cells:
+        target = out / cell.rel_dir
+        if target.exists():
+            continue
+        found = sorted(p for p in (out / "superseded").glob(f"*/{cell.cell_id}") if p.is_dir())
+        if found:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            found[0].rename(target)
+            restored.append(cell.rel_dir)
+    return restored
+
+
 def describe(state: dict[str, Any], kept: bool) -> str:
     """One word or phrase for a cell's status (progress lines and the report)."""
     if kept:
@@ -339,6 +355,8 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
     if not partial:
         for rel in set_aside_superseded(target, cells):
             echo(f"superseded (config changed): {rel} -> superseded/")
+        for rel in restore_superseded(target, cells):
+            echo(f"restored from superseded/ (same config again): {rel}")
     bar = tqdm(total=len(selected), desc="matrix cells", unit="cell", disable=None)
     try:
         for k, cell in enumerate(selected, start=1):
