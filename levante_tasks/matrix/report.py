@@ -8,17 +8,28 @@ never share a matrix or a comparison.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import write_json, write_text
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.matrix.plan import Cell
 from levante_tasks.matrix.run import MatrixRun
 from levante_tasks.matrix.state import read_state
 
 SCHEMA_VERSION = 1
+
+
+@contextlib.contextmanager
+def _writing(out: Path, rel: str) -> Iterator[None]:
+    """Name the output an OSError (a full disk, a read-only folder) hit, as `<out>/<rel>: <problem>`; what was there
+    before stays (every output is written whole or not at all)."""
+    try:
+        yield
+    except OSError as exc:
+        raise LevanteError(f"{Path(out.name) / rel}: {problem_text(exc)}") from None
 
 
 def _cell_entry(cell: Cell, state: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +54,8 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
         entry["problems"].append("no finished cell: nothing to summarize")
         return entry
     try:
-        document = summarize_runs([run.out / c.rel_dir for c in done], run.out / "summary" / group)
+        with _writing(run.out, f"summary/{group}"):
+            document = summarize_runs([run.out / c.rel_dir for c in done], run.out / "summary" / group)
         entry["summary"] = f"summary/{group}/summary.md"
         entry["problems"] += document["problems"]
         echo(f"summary ({group}): {len(document['cells'])} cell(s) -> summary/{group}/summary.md")
@@ -52,10 +64,11 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
     spec = run.config.compare
     if spec is not None:
         try:
-            result = run_compare([(None, p) for p in spec.irt], spec.trials, spec.runs, run.out / "cells" / group,
-                                 run.out / "comparison" / group,
-                                 Settings(min_n=spec.min_n, n_boot=spec.n_boot, seed=spec.seed, plots=True),
-                                 items_path=spec.items)
+            with _writing(run.out, f"comparison/{group}"):
+                result = run_compare([(None, p) for p in spec.irt], spec.trials, spec.runs,
+                                     run.out / "cells" / group, run.out / "comparison" / group,
+                                     Settings(min_n=spec.min_n, n_boot=spec.n_boot, seed=spec.seed, plots=True),
+                                     items_path=spec.items)
             entry["comparison"] = f"comparison/{group}/comparison.md"
             echo(f"comparison ({group}): {len(result['tasks'])} task(s) -> comparison/{group}/comparison.md")
         except LevanteError as exc:
@@ -103,8 +116,10 @@ def write_report(run: MatrixRun, echo: Callable[[str], None] = print) -> dict[st
     document = {"schema": SCHEMA_VERSION, "config": run.config.path.name,
                 "cells": [_cell_entry(c, states[c.cell_id]) for c in run.cells], "groups": groups,
                 "timing": {"cell_seconds": timing}}
-    write_json(run.out / "matrix.json", document)
-    write_text(run.out / "report.md", _markdown(document, timing))
+    with _writing(run.out, "matrix.json"):
+        write_json(run.out / "matrix.json", document)
+    with _writing(run.out, "report.md"):
+        write_text(run.out / "report.md", _markdown(document, timing))
     echo(f"report: {Path(run.out.name) / 'report.md'} ({sum(c['status'] == 'done' for c in document['cells'])}/"
          f"{len(document['cells'])} cell(s) done)")
     return document
