@@ -163,8 +163,11 @@ def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, A
         if pid is not None:
             raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then "
                                "rerun")
-        clean_stale(cell_dir)
-        return _attempts(config, cell, cell_dir, data)
+        try:
+            clean_stale(cell_dir)
+            return _attempts(config, cell, cell_dir, data)
+        except OSError as exc:  # a full disk, a read-only folder: name the cell, not a temp file
+            raise LevanteError(f"{cell.rel_dir}: {problem_text(exc)}") from None
 
 
 def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
