@@ -26,7 +26,7 @@ from PIL import Image, ImageFile
 
 from levante_tasks.atomic import clean_stale
 from levante_tasks.cli import main
-from levante_tasks.data.build import build_datasets, stage_datasets
+from levante_tasks.data.build import stage_datasets
 from levante_tasks.data.manifest import MANIFEST_COLUMNS
 from levante_tasks.data.tom import CORPUS_COLUMNS, CORPUS_RELPATH
 from levante_tasks.errors import LevanteError
@@ -99,7 +99,7 @@ def _stage_without_dac(root: Path, tmp_path: Path) -> subprocess.CompletedProces
         pytest.skip("dropping capabilities needs root (CI runs as root)")
     script = textwrap.dedent(f"""
         from pathlib import Path
-        from levante_tasks.data.build import build_datasets, stage_datasets
+        from levante_tasks.data.build import stage_datasets
         from levante_tasks.errors import LevanteError
         try:
             stage_datasets(Path({str(root)!r}), "v", False, "key", Path({str(tmp_path / "staging")!r}))
@@ -429,23 +429,6 @@ def test_real_sample_images_decode_in_reasonable_time(sample_base, tmp_path):
     assert (counts["vocab"], counts["theory-of-mind"], counts["egma-math"]) == (170, 31, 224)
     assert elapsed < 60, elapsed
     print(f"real sample staged with full image decode in {elapsed:.1f}s")
-
-
-# --- build_datasets (the wrapper around stage_datasets): whole trees swapped in, or the old ones kept -----------
-
-def test_build_datasets_swaps_in_whole_trees_or_keeps_the_old_ones(tmp_path):
-    version_root = tmp_path / VERSION
-    rows = [*default_rows(), {**math_row("math_line_3", "0,10", "3", "5,6,1"), "trial_type": "Number Line 4afc"}]
-    version_root.mkdir()
-    write_release(tmp_path / "base", rows=rows).rename(version_root / "release")
-    build_datasets(version_root, VERSION, True, "key")
-    before = tree_snapshot(version_root)
-    assert "generated/egma-math/number-line-3-0-10.png" in before and "datasets/build.json" in before
-    (version_root / "release/visual/vocab/cup.png").write_bytes(truncated_jpeg())
-    with pytest.raises(LevanteError):
-        build_datasets(version_root, VERSION, True, "other-key")
-    assert tree_snapshot(version_root) == {**before, "release/visual/vocab/cup.png": truncated_jpeg()}
-    assert sorted(p.name for p in version_root.iterdir()) == ["datasets", "generated", "release"]
 
 
 def test_theory_of_mind_option_pictures_are_decoded_too(tmp_path, capsys):

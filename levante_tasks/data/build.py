@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from levante_tasks.atomic import make_staging_dir, swap_dir, write_json
+from levante_tasks.atomic import write_json
 from levante_tasks.data import numberline
 from levante_tasks.data.items import ReleaseItems, read_release_items
 from levante_tasks.data.mirror import sha256_file
@@ -159,21 +158,3 @@ def stage_datasets(release_root: Path, version: str, strict: bool, build_key: st
     })
     return summaries
 
-
-def build_datasets(version_root: Path, version: str, strict: bool, build_key: str,
-                   allow_empty_tasks: bool = False) -> list[TaskSummary]:
-    """Validate `<version_root>/release/` and replace `datasets/` and `generated/` whole, or change nothing.
-
-    The new trees are built in an `atomic.make_staging_dir` folder (its pid-tagged name lets
-    `atomic.clean_stale` remove it after a kill -9) and swapped in by renames; `generated/` goes first, so
-    `datasets/build.json` names the new build only once both are in place.
-    """
-    staging = make_staging_dir(version_root / "datasets")
-    try:
-        summaries = stage_datasets(version_root / "release", version, strict, build_key, staging,
-                                   allow_empty_tasks=allow_empty_tasks)
-        for name in ("generated", "datasets"):
-            swap_dir(staging / name, version_root / name)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return summaries
