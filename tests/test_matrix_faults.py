@@ -82,10 +82,12 @@ def fake(tmp_path: Path) -> Iterator[Fake]:
     fake.open()  # never leave a gated fake waiting
 
 
-def start(args: list[Any], fake: Fake, folder: Path, name: str) -> subprocess.Popen[bytes]:
-    """`levante-tasks ARGS` in the background, stdout/stderr to `<name>.out` / `<name>.err` in `folder`."""
+def start(args: list[Any], fake: Fake, folder: Path, name: str, session: bool = False) -> subprocess.Popen[bytes]:
+    """`levante-tasks ARGS` in the background, stdout/stderr to `<name>.out` / `<name>.err` in `folder` (in a
+    session of its own, as a terminal's foreground job, when `session`)."""
     return subprocess.Popen(cli_command(args), cwd=folder, env={**os.environ, **fake.env},
-                            stdout=open(folder / f"{name}.out", "wb"), stderr=open(folder / f"{name}.err", "wb"))
+                            stdout=open(folder / f"{name}.out", "wb"), stderr=open(folder / f"{name}.err", "wb"),
+                            start_new_session=session)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
@@ -141,14 +143,18 @@ def test_the_same_cell_from_two_processes_runs_once(template: dict[str, Path], t
     assert first.wait(60) == 0 and len(fake.starts()) == 1
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("signum", "code", "group"), [(signal.SIGTERM, 143, False), (signal.SIGINT, 130, False),
+                                                      (signal.SIGINT, 130, True)])
 def test_sigterm_and_sigint_stop_lmms_eval_record_the_cell_and_resume_reruns_it(
-        template: dict[str, Path], tmp_path: Path, fake: Fake, signum: int, code: int) -> None:
+        template: dict[str, Path], tmp_path: Path, fake: Fake, signum: int, code: int, group: bool) -> None:
     config = write_config(tmp_path, template)
-    runner = start(["matrix", "--config", config, "--out", "out"], fake, tmp_path, "run")
+    runner = start(["matrix", "--config", config, "--out", "out"], fake, tmp_path, "run", session=group)
     wait_for(lambda: len(fake.starts()) == 1, "the first cell")
     wait_for(lambda: states(tmp_path / "out").get("a", {}).get("status") == "running", "the running state")
-    runner.send_signal(signum)  # the runner only, as Slurm's preemption or `kill` does
+    if group:  # Ctrl-C in a terminal: the whole foreground process group, lmms-eval included
+        os.killpg(runner.pid, signum)
+    else:  # the runner only, as `kill` does (Slurm's preemption signals every process of the step)
+        runner.send_signal(signum)
     assert runner.wait(60) == code
     child = fake.starts()[0][0]
     wait_for(lambda: process_start(child) is None, "lmms-eval to be stopped", timeout=30)
