@@ -25,6 +25,8 @@ from levante_tasks import __version__
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.alignment import read_items
+from levante_tasks.compare.difficulty import MIN_ITEMS
+from levante_tasks.compare.distributions import GRID_POINTS
 from levante_tasks.compare.humans import read_runs, read_trials
 from levante_tasks.compare.irt import IrtModel, read_irt
 from levante_tasks.compare.records import read_records
@@ -123,8 +125,8 @@ def run_compare(
             "n_boot": settings.n_boot,
             "seed": settings.seed,
             "ci_level": settings.level,
-            "beta_grid_points": 201,
-            "min_items_for_r": 10,
+            "beta_grid_points": GRID_POINTS,
+            "min_items_for_r": MIN_ITEMS,
         },
         "inputs": {
             "irt": [p.name for _, p in irt],
