@@ -13,7 +13,7 @@ from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.age import AgeCurves
 from levante_tasks.compare.alignment import align, options_from_trials, unmatched_responses
 from levante_tasks.compare.difficulty import correlate_many
-from levante_tasks.compare.distributions import Cells, compare_units, human_distributions
+from levante_tasks.compare.distributions import Cells, bin_label, compare_units, human_distributions
 from levante_tasks.compare.humans import children_theta
 from levante_tasks.compare.irt import IrtModel
 from levante_tasks.compare.results import Results, Settings
@@ -203,7 +203,7 @@ def compare_units_of_task(
         child_bins = _children_bins(children)
         bins = bins.merge(child_bins, on="bin_low", how="left")
         results.add("kl_bins", _by_unit(bins, names, task))
-        ages = dict(zip(child_bins["bin_low"].map(lambda b: f"{b}_{b + 1}"), child_bins["mean_child_age"],
+        ages = dict(zip(child_bins["bin_low"].map(bin_label), child_bins["mean_child_age"],
                         strict=True))
         for summary in kl:
             if "closest_bin" in summary:
