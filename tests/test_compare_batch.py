@@ -106,7 +106,12 @@ def weighted_kl(dist: pd.DataFrame, scores: dict[str, list[float]], beta: float)
 def test_beta_fit_equals_bounded_search_on_the_definition() -> None:
     dist, units = cells_and_scores()
     for scores in units:
-        _, summary = compare_model(dist, scores, Counter())
+        pairs, summary = compare_model(dist, scores, Counter())
+        for row in pairs.itertuples():  # every cell's KL and uniform KL, not only their weighted mean
+            cell = dist[(dist["item_uid"] == row.item_uid) & (dist["bin_low"] == row.bin_low)]
+            p = cell.sort_values("option_index")["p"].to_numpy()
+            assert row.kl == pytest.approx(kl_by_definition(p, scores[row.item_uid], summary["beta"]), rel=1e-10)
+            assert row.kl_uniform == pytest.approx(kl_by_definition(p, [0.0] * len(p), 1.0), rel=1e-12)
         grid = np.geomspace(0.025, 40, 201)
         best = int(np.argmin([weighted_kl(dist, scores, g) for g in grid]))
         lo, hi = np.log(grid[max(best - 1, 0)]), np.log(grid[min(best + 1, 200)])
