@@ -37,13 +37,14 @@ class Outcome:
     record: dict[str, Any] | None = None
 
 
-def _step(target: Target, patch_set: PatchSet, path: str) -> int:
-    """How many patches of `path`'s chain the file carries (0 = upstream); refuse a missing or foreign file."""
+def _read_target(target: Target, patch_set: PatchSet, path: str) -> tuple[int, bytes]:
+    """`path`'s bytes and how many patches of its chain they carry (0 = upstream); refuse a missing or foreign file."""
     file = target.root / path
     try:
-        digest = sha256_bytes(file.read_bytes())
+        data = file.read_bytes()
     except OSError as exc:
         raise LevanteError(f"{target.shown(path)}: cannot read patch target ({exc.strerror})") from exc
+    digest = sha256_bytes(data)
     chain = patch_set.chains[path]
     if digest not in chain:
         restore = (
@@ -55,23 +56,31 @@ def _step(target: Target, patch_set: PatchSet, path: str) -> int:
             f"{target.shown(path)}: sha256 {digest[:16]} matches neither the pinned lmms-eval {patch_set.version} "
             f"file nor its patched form; refusing to touch it (restore it, e.g. {restore})"
         )
-    return chain.index(digest)
+    return chain.index(digest), data
+
+
+def _read_targets(target: Target, patch_set: PatchSet) -> dict[str, tuple[int, bytes]]:
+    """Every target file read and hashed once: `{path: (step, bytes)}` (see `_read_target`)."""
+    return {path: _read_target(target, patch_set, path) for path in patch_set.chains}
+
+
+def _states(patch_set: PatchSet, read: dict[str, tuple[int, bytes]]) -> dict[str, str]:
+    """`{path: "pinned" | "patched" | "outdated"}` from the steps of `_read_targets`."""
+    last = {path: len(chain) - 1 for path, chain in patch_set.chains.items()}
+    return {path: PINNED if step == 0 else PATCHED if step == last[path] else OUTDATED
+            for path, (step, _) in read.items()}
 
 
 def file_states(target: Target, patch_set: PatchSet) -> dict[str, str]:
     """`{path: "pinned" | "patched" | "outdated"}` for every target file; refuse a missing or foreign file by name."""
-    states = {}
-    for path, chain in patch_set.chains.items():
-        step = _step(target, patch_set, path)
-        states[path] = PINNED if step == 0 else PATCHED if step == len(chain) - 1 else OUTDATED
-    return states
+    return _states(patch_set, _read_targets(target, patch_set))
 
 
-def _transform(target: Target, patch_set: PatchSet, path: str, reverse: bool) -> bytes:
-    """Run the rest of `path`'s series (or undo what it carries) over its bytes, checking every step's hash."""
+def _transform(patch_set: PatchSet, path: str, step: int, data: bytes, reverse: bool) -> bytes:
+    """Run the rest of `path`'s series over its bytes (at `step` of its chain), or undo what it carries, checking
+    every step's hash."""
     pins = [pin for pin in patch_set.pins if pin.path == path]
-    step = _step(target, patch_set, path)
-    text = (target.root / path).read_bytes().decode("utf-8")
+    text = data.decode("utf-8")
     for pin in reversed(pins[:step]) if reverse else pins[step:]:
         goal = pin.before if reverse else pin.after
         where = display_path(patch_set.folder / pin.name)
@@ -143,9 +152,10 @@ def _write_record(target: Target, record: dict[str, Any]) -> None:
 
 def apply_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) -> Outcome:
     """Bring every target file to its fully patched hash and (re)write the record; a no-op when done."""
-    outcome = Outcome(target, file_states(target, patch_set))
+    read = _read_targets(target, patch_set)
+    outcome = Outcome(target, _states(patch_set, read))
     new_contents = {
-        path: _transform(target, patch_set, path, reverse=False)
+        path: _transform(patch_set, path, *read[path], reverse=False)
         for path, state in outcome.before.items()
         if state != PATCHED
     }
@@ -161,9 +171,10 @@ def apply_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) 
 
 def revert_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) -> Outcome:
     """Restore every (fully or partly) patched file to its exact upstream bytes and remove the record."""
-    outcome = Outcome(target, file_states(target, patch_set))
+    read = _read_targets(target, patch_set)
+    outcome = Outcome(target, _states(patch_set, read))
     old_contents = {
-        path: _transform(target, patch_set, path, reverse=True)
+        path: _transform(patch_set, path, *read[path], reverse=True)
         for path, state in outcome.before.items()
         if state != PINNED
     }
