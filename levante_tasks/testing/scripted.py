@@ -101,7 +101,7 @@ class ScriptedChatModel(lmms):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
-        self.seen: dict[tuple[str, int], list[Any]] = {}
+        self.seen: dict[tuple[str, int, str], list[Any]] = {}  # (item_uid, seed, variant) -> what it was shown
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
         """One answer per request, from the doc and the chat turns it was shown."""
