@@ -24,23 +24,10 @@ from levante_tasks.errors import LevanteError
 from levante_tasks.inspect_ai_tasks import task as task_mod
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import summarize_runs, verify_runs
-from levante_tasks.testing.fixture_data import write_fixture
 
 PACKAGE = Path(levante_tasks.__file__).resolve().parent
 PREPARE = "levante-tasks prepare"
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("levante-data")
-    write_fixture(root)
-    return root
-
-
-@pytest.fixture()
-def fixture_env(data_dir, monkeypatch):
-    monkeypatch.setenv("LEVANTE_DATA_DIR", str(data_dir))
-    monkeypatch.delenv("LEVANTE_DATA_VERSION", raising=False)
+pytest_plugins = ["inspect_helpers"]  # the data_dir and fixture_env fixtures
 
 
 def _one_line_error(call) -> str:

@@ -22,26 +22,14 @@ from levante_tasks.harness.options import gold_positions, presented_order
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.summary import summarize_runs, verify_runs
-from levante_tasks.testing.fixture_data import decode_colour, write_fixture
+from levante_tasks.testing.fixture_data import decode_colour
 from levante_tasks.testing.inspect_model import decode_image
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
 TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
 # Every catalogue task at option-order seed 1 (trog first: the tests below reuse its log).
 COMPARED = ("levante_trog", *sorted(info.lmms_name for info in TASKS if info.lmms_name != "levante_trog"))
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("levante-data")
-    write_fixture(root)
-    return root
-
-
-@pytest.fixture()
-def fixture_env(data_dir, monkeypatch):
-    monkeypatch.setenv("LEVANTE_DATA_DIR", str(data_dir))
-    monkeypatch.delenv("LEVANTE_DATA_VERSION", raising=False)
+pytest_plugins = ["inspect_helpers"]  # the data_dir and fixture_env fixtures
 
 
 def _registry():
