@@ -291,10 +291,15 @@ def test_shipped_patch_sets_and_their_pins() -> None:
 
 def test_a_patch_set_in_the_wrong_folder_is_refused(tmp_path: Path) -> None:
     shutil.copytree(ALL_SETS["0.7.3"].folder, tmp_path / "v0.7.4")
-    with pytest.raises(LevanteError, match=r"says version 0\.7\.3 but lies in v0\.7\.4/"):
+    with pytest.raises(LevanteError, match=r"says version 0\.7\.3 but lies in v0\.7\.4/") as wrong:
         patch_sets(tmp_path)
-    with pytest.raises(LevanteError, match="no lmms-eval patch sets here"):
+    with pytest.raises(LevanteError, match="no lmms-eval patch sets here") as empty:
         patch_sets(tmp_path / "v0.7.4")
+    (tmp_path / "v0.7.4" / "pins.txt").write_text("version 0.7.4\n", encoding="utf-8")
+    with pytest.raises(LevanteError, match="pins.txt: no 'upstream' line") as damaged:
+        _ = PatchSet(tmp_path / "v0.7.4").upstream
+    for info in (wrong, empty, damaged):  # messages never show the absolute folder (user names live there)
+        assert str(tmp_path) not in str(info.value), info.value
 
 
 def test_installed_files_match_the_pinned_wheel_record() -> None:

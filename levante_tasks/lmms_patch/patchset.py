@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.lmms_patch.unidiff import FilePatch, PatchError, parse_patch
 
 PATCHES_DIR = Path(__file__).resolve().parent / "patches" / "lmms-eval"
@@ -41,13 +41,17 @@ class PatchSet:
 
     folder: Path
 
+    def _shown(self, name: str) -> str:
+        """A file of this set for messages (never an absolute path, which would name the user's folders)."""
+        return display_path(self.folder / name)
+
     def _read(self, name: str) -> str:
         try:
             return (self.folder / name).read_text(encoding="utf-8")
         except OSError as exc:
-            raise LevanteError(f"{self.folder / name}: cannot read patch-set file ({exc.strerror})") from exc
+            raise LevanteError(f"{self._shown(name)}: cannot read patch-set file ({exc.strerror})") from exc
         except UnicodeDecodeError as exc:
-            raise LevanteError(f"{self.folder / name}: not UTF-8 text ({exc.reason})") from exc
+            raise LevanteError(f"{self._shown(name)}: not UTF-8 text ({exc.reason})") from exc
 
     @cached_property
     def series(self) -> list[str]:
@@ -63,7 +67,7 @@ class PatchSet:
         for line in self._pin_lines:
             if line[0] == key and len(line) == fields:
                 return line[1:]
-        raise LevanteError(f"{self.folder / 'pins.txt'}: no '{key}' line with {fields - 1} values")
+        raise LevanteError(f"{self._shown('pins.txt')}: no '{key}' line with {fields - 1} values")
 
     @cached_property
     def version(self) -> str:
@@ -101,7 +105,7 @@ class PatchSet:
         by_name = {f[0]: PatchPin(*f) for f in self._pin_lines if f[0] not in ("upstream", "wheel") and len(f) == 4}
         missing = [name for name in self.series if name not in by_name]
         if missing or len(by_name) != len(self.series):
-            raise LevanteError(f"{self.folder / 'pins.txt'}: pins do not match the series (unpinned: {missing})")
+            raise LevanteError(f"{self._shown('pins.txt')}: pins do not match the series (unpinned: {missing})")
         return [by_name[name] for name in self.series]
 
     def file_patch(self, name: str) -> FilePatch:
@@ -109,9 +113,9 @@ class PatchSet:
         try:
             sections = parse_patch(self._read(name))
         except PatchError as exc:
-            raise LevanteError(f"{self.folder / name}: {exc}") from exc
+            raise LevanteError(f"{self._shown(name)}: {exc}") from exc
         if len(sections) != 1:
-            raise LevanteError(f"{self.folder / name}: expected one file per patch, found {len(sections)}")
+            raise LevanteError(f"{self._shown(name)}: expected one file per patch, found {len(sections)}")
         return sections[0]
 
     @cached_property
@@ -167,10 +171,12 @@ def patch_sets(root: Path = PATCHES_DIR) -> dict[str, PatchSet]:
     for folder in sorted(root.glob("v*/pins.txt")):
         patch_set = PatchSet(folder.parent)
         if folder.parent.name != f"v{patch_set.version}":
-            raise LevanteError(f"{folder}: says version {patch_set.version} but lies in {folder.parent.name}/")
+            raise LevanteError(
+                f"{display_path(folder)}: says version {patch_set.version} but lies in {folder.parent.name}/"
+            )
         found[patch_set.version] = patch_set
     if not found:
-        raise LevanteError(f"{root}: no lmms-eval patch sets here (a broken levante-tasks install?)")
+        raise LevanteError(f"{display_path(root)}: no lmms-eval patch sets here (a broken levante-tasks install?)")
     return found
 
 
