@@ -8,7 +8,7 @@ from collections.abc import Sequence
 def auto_thresholds(lengths: Sequence[int], num_bins: int) -> list[float]:
     """`num_bins - 1` thresholds evenly spaced from 1.5 x the shortest to 0.8 x the longest trace (L0-Bench).
 
-    None when that span is empty (tiny pools): every trace then falls in bin 1, as upstream.
+    No thresholds when that span is empty (tiny pools): every trace then falls in bin 1, as upstream.
     """
     if num_bins < 2 or not lengths:
         return []
