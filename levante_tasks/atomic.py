@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from levante_tasks.errors import LevanteError, display_path, os_error
+
 # `.<name>.<pid>.<random>.part` (files) and `.<name>.staging-<pid>.<random>` / `.<name>.old-<pid>.<random>`
 _TEMP_NAME = re.compile(
     r"^\.(?P<name>.+)\.(?:(?P<pid>\d+)\.[^.]+\.part|(?P<kind>staging|old)-(?P<dpid>\d+)\.[^.]+)$")
@@ -131,8 +133,6 @@ def replaceable_dir(out: str | os.PathLike[str], marker: str, what: str) -> Path
     """The folder an output command may replace whole (a symlink's target): absent, empty, or an earlier output
     of that command (it holds `marker`). A file, or a non-empty folder without `marker` (a user's own folder), is
     refused with one line naming it."""
-    from levante_tasks.errors import LevanteError, display_path, os_error
-
     out = Path(out)
     target = Path(os.path.realpath(out)) if out.is_symlink() else out
     if target.exists() and not target.is_dir():
