@@ -177,9 +177,10 @@ def clean_stale(folder: str | os.PathLike[str], recursive: bool = False) -> list
         match = _TEMP_NAME.match(path.name)
         if match and not pid_alive(int(match.group("pid") or match.group("dpid"))):
             stale.append((path, match))
-    for path, match in sorted(stale, key=lambda pm: pm[0].stat().st_mtime_ns, reverse=True):
+    set_aside = [(path, match) for path, match in stale if match.group("kind") == "old"]
+    for path, match in sorted(set_aside, key=lambda pm: pm[0].stat().st_mtime_ns, reverse=True):
         target = path.with_name(match.group("name"))
-        if match.group("kind") == "old" and path.is_dir() and not (target.exists() or target.is_symlink()):
+        if path.is_dir() and not (target.exists() or target.is_symlink()):
             path.rename(target)
             handled.append(target.relative_to(folder).as_posix())
     for path, _match in sorted(stale, key=lambda pm: len(pm[0].parts), reverse=True):
