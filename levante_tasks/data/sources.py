@@ -23,6 +23,7 @@ from urllib.parse import quote, urlsplit
 import requests
 
 from levante_tasks.errors import LevanteError, problem_text
+from levante_tasks.schema import layout
 
 DATED_VERSION = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 RETRIES = 3
@@ -87,7 +88,7 @@ class LocalSource:
 
     def manifest_problem(self, version: str) -> str | None:
         """Why `<base>/<version>/` is no usable version though the folder exists; None when there is no folder."""
-        if version.startswith(".") or "/" in version or not (self.base / version).is_dir():
+        if not layout.is_version_name(version) or not (self.base / version).is_dir():
             return None
         try:
             os.stat(self.base / version / "manifest.csv")
