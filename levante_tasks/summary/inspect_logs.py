@@ -24,7 +24,7 @@ from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles
 from levante_tasks.summary.read import FileProblem
-from levante_tasks.summary.units import ParsedRun, Unit, _counts, _record
+from levante_tasks.summary.units import ParsedRun, Unit, checked_record, record_counts
 
 NOT_APPLICABLE = "n/a"
 RECORD_SCORER = "levante_record"
@@ -90,7 +90,7 @@ def _records(log: Any, label: str) -> list[dict[str, Any]]:
         if score is None:
             why = sample.error.message.splitlines()[0][:120] if sample.error else "unscored"
             raise FileProblem(f"{where}: no {RECORD_SCORER} score ({why})")
-        records.append(_record(score.metadata or {}, where))
+        records.append(checked_record(score.metadata or {}, where))
     if not records:
         raise FileProblem(f"{label}: no samples")
     if len({r["item_uid"] for r in records}) < len(records):
@@ -118,13 +118,13 @@ def model_row(log: Any) -> dict[str, str]:
     args = {str(k): str(v) for k, v in (log.eval.model_args or {}).items()}
     answer = _answer(log)
     provider, _, name = str(log.eval.model).partition("/")
-    if prov._path_like(name):  # `vllm//home/alice/models/qwen`: a local folder served by the provider
-        name = prov._local_name(name)[0]
+    if prov.path_like(name):  # `vllm//home/alice/models/qwen`: a local folder served by the provider
+        name = prov.local_name(name)[0]
     public_id = str(args.get("model_id") or answer.get("model_id") or name or provider)
-    if prov._path_like(public_id):
-        public_id = prov._local_name(public_id)[0]
+    if prov.path_like(public_id):
+        public_id = prov.local_name(public_id)[0]
     revision = next((r for r in (args.get("revision"), answer.get("revision"))
-                     if isinstance(r, str) and prov._HEX40.fullmatch(r)), prov.UNKNOWN)
+                     if isinstance(r, str) and prov.HEX40.fullmatch(r)), prov.UNKNOWN)
     adapter = ADAPTER_PREFIX + (f"{provider}/{name}" if name else provider)
     return {"adapter": adapter, "public_id": public_id, "revision": revision}
 
@@ -150,11 +150,11 @@ def _provenance(log: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     seed = log.eval.model_generate_config.seed if log.eval.model_generate_config else None
     return {
         "lmms_eval_version": NOT_APPLICABLE, "lmms_eval_commit": NOT_APPLICABLE, "patch_set_sha256": NOT_APPLICABLE,
-        "patched": None, "inspect_ai_version": prov._text(mine.get("inspect_ai_version")),
-        "levante_tasks_version": prov._text(mine.get("levante_tasks_version")), "task_version": task_version,
-        "task_source_sha256": prov._text(mine.get("task_source_sha256")),
-        "dataset_fingerprint": prov._text(mine.get("dataset_fingerprint")),
-        "data_version": prov._text(mine.get("data_version")),
+        "patched": None, "inspect_ai_version": prov.or_unknown(mine.get("inspect_ai_version")),
+        "levante_tasks_version": prov.or_unknown(mine.get("levante_tasks_version")), "task_version": task_version,
+        "task_source_sha256": prov.or_unknown(mine.get("task_source_sha256")),
+        "dataset_fingerprint": prov.or_unknown(mine.get("dataset_fingerprint")),
+        "data_version": prov.or_unknown(mine.get("data_version")),
         "seeds": {"random": seed, "numpy": None, "torch": None, "fewshot": None},
         "limit": {"limit": config.limit, "offset": 0, "sample_id": config.sample_id},
         "budget": _budget(log), "batch_size": None, "device_class": prov.UNKNOWN,
@@ -195,12 +195,12 @@ def parse_eval(run: RunFiles) -> ParsedRun:
                 output_type=str(records[0]["output_type"]), variant=variant,
                 replicate=(seed, *provenance["seeds"].values()), provenance=provenance, comparison=comparison,
                 signature=prov.sha256_json(comparison)[:16], harness=INSPECT_AI)
-    units = [Unit(task=column, parent="", **base, **_counts(records))]
+    units = [Unit(task=column, parent="", **base, **record_counts(records))]
     info = task_info(family)
     for sub, _ in info.subtypes:
         chosen = [r for r in records if info.subtype_of(r["trial_type"]) == sub]
         if chosen:
-            units.append(Unit(task=f"{column}/{sub}", parent=column, **base, **_counts(chosen)))
+            units.append(Unit(task=f"{column}/{sub}", parent=column, **base, **record_counts(chosen)))
     accuracy = sum(r["correct"] for r in records) / len(records)
     summary = {"backend": INSPECT_AI, "date": str(log.eval.created),
                "protocol": {"limit": log.eval.config.limit, "epochs": log.eval.config.epochs,

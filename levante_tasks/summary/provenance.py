@@ -29,7 +29,7 @@ from levante_tasks.schema.task_source import task_source_sha256  # noqa: F401 (v
 UNKNOWN = "unknown"
 COMPARISON_KEYS = ("limit", "budget", "prompt", "dataset_fingerprint", "patch_set_sha256")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
-_HEX40 = re.compile(r"[0-9a-f]{40}")
+HEX40 = re.compile(r"[0-9a-f]{40}")
 _SNAPSHOT = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<rev>[0-9a-f]{40})")
 
 
@@ -84,7 +84,8 @@ def prompt_hash(config: Mapping[str, Any], results: Mapping[str, Any]) -> str:
     return sha256_json({"config": shared, **extra})
 
 
-def _text(value: Any) -> str:
+def or_unknown(value: Any) -> str:
+    """The value as text; UNKNOWN when it is absent or empty."""
     return UNKNOWN if value in (None, "") else str(value)
 
 
@@ -95,20 +96,20 @@ def task_provenance(results: Mapping[str, Any], config: Mapping[str, Any]) -> di
     lmms = mine.get("lmms_eval") if isinstance(mine.get("lmms_eval"), Mapping) else {}
     device = mine.get("device_class") or (str(run["device"]).split(":")[0] if run.get("device") else None)
     return {
-        "lmms_eval_version": _text(lmms.get("version")),
-        "lmms_eval_commit": _text(lmms.get("commit")),
-        "patch_set_sha256": _text(lmms.get("patch_set_sha256")),
+        "lmms_eval_version": or_unknown(lmms.get("version")),
+        "lmms_eval_commit": or_unknown(lmms.get("commit")),
+        "patch_set_sha256": or_unknown(lmms.get("patch_set_sha256")),
         "patched": lmms.get("patched"),
-        "levante_tasks_version": _text(mine.get("levante_tasks_version")),
+        "levante_tasks_version": or_unknown(mine.get("levante_tasks_version")),
         "task_version": task_version(config),
-        "task_source_sha256": _text(mine.get("task_source_sha256")),
-        "dataset_fingerprint": _text(mine.get("dataset_fingerprint")),
-        "data_version": _text(mine.get("data_version")),
+        "task_source_sha256": or_unknown(mine.get("task_source_sha256")),
+        "dataset_fingerprint": or_unknown(mine.get("dataset_fingerprint")),
+        "data_version": or_unknown(mine.get("data_version")),
         "seeds": {k: run.get(f"{k}_seed") for k in ("random", "numpy", "torch", "fewshot")},
         "limit": {"limit": run.get("limit"), "offset": run.get("offset") or 0},
         "budget": {"gen_kwargs": run.get("gen_kwargs") or "", "generation_kwargs": config.get("generation_kwargs")},
         "batch_size": run.get("batch_size"),
-        "device_class": _text(device),
+        "device_class": or_unknown(device),
         "model_args": redact_model_args(run.get("model_args")),
     }
 
@@ -127,11 +128,12 @@ def comparison(provenance: Mapping[str, Any], config: Mapping[str, Any], results
 # ------------------------------------------------------------------ the model
 
 
-def _path_like(value: str) -> bool:
+def path_like(value: str) -> bool:
+    """Whether a model name is a local path (absolute, home, relative or Windows-style), never written out as is."""
     return value.startswith(("/", "~", "./", "../")) or "\\" in value or Path(value).is_absolute()
 
 
-def _local_name(value: str) -> tuple[str, str | None]:
+def local_name(value: str) -> tuple[str, str | None]:
     """(public name, revision) of a local checkpoint path: a hub-cache snapshot gives its id and commit."""
     snapshot = _SNAPSHOT.search(value.replace("\\", "/"))
     if snapshot:
@@ -154,7 +156,7 @@ def redact_model_args(value: Any) -> str:
     """model_args with local paths replaced by their public name (never an absolute path) and credentials
     (`hf_token=`, `api_key=`, ...) by `<redacted>`."""
     args = parse_model_args(value)
-    return ",".join(f"{k}={'<redacted>' if _SECRET_ARG.search(k) else _local_name(v)[0] if _path_like(v) else v}"
+    return ",".join(f"{k}={'<redacted>' if _SECRET_ARG.search(k) else local_name(v)[0] if path_like(v) else v}"
                     for k, v in args.items())
 
 
@@ -167,20 +169,20 @@ def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None)
     else "unknown".
     """
     run = results["config"]
-    adapter = _text(run.get("model") or results.get("model_source"))
+    adapter = or_unknown(run.get("model") or results.get("model_source"))
     args = parse_model_args(run.get("model_args"))
     answer = answer or {}
     path_rev = None
     name = str(results.get("model_name") or args.get("pretrained") or "")
-    if name and _path_like(name):
-        name, path_rev = _local_name(name)
+    if name and path_like(name):
+        name, path_rev = local_name(name)
     public_id = str(args.get("model_id") or answer.get("model_id") or name)
-    if _path_like(public_id):
-        public_id = _local_name(public_id)[0]
+    if path_like(public_id):
+        public_id = local_name(public_id)[0]
     if not public_id:
         public_id = f"{adapter}[{redact_model_args(run.get('model_args'))}]" if args else adapter
     revision = next((r for r in (args.get("revision"), answer.get("revision"), path_rev)
-                     if isinstance(r, str) and _HEX40.fullmatch(r)), UNKNOWN)
+                     if isinstance(r, str) and HEX40.fullmatch(r)), UNKNOWN)
     return {"adapter": adapter, "public_id": public_id, "revision": revision}
 
 

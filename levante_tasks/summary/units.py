@@ -86,7 +86,7 @@ def strip_suffixes(name: str, variant: str, seed: int) -> str:
     return name
 
 
-def _record(line: Mapping[str, Any], where: str) -> dict[str, Any]:
+def checked_record(line: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The checked per-item record of a samples line; FileProblem names the line."""
     record = line.get(RECORD_KEY)
     if not isinstance(record, dict):
@@ -110,7 +110,8 @@ def _chance(record: Mapping[str, Any]) -> float | None:
     return 1.0 / len(order)
 
 
-def _counts(records: list[dict[str, Any]]) -> dict[str, Any]:
+def record_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """A unit's counts from its checked records: n, correct, parsed, chance sum and count, item uids."""
     chances = [c for c in map(_chance, records) if c is not None]
     return {
         "n": len(records),
@@ -144,7 +145,7 @@ def _describe_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any
     config = results["configs"].get(name)
     if not isinstance(config, dict):
         raise FileProblem(f"{results_label}: no config for task {name!r} under 'configs'")
-    records = [_record(line, f"{where}:{line['_line']}") for line in lines]
+    records = [checked_record(line, f"{where}:{line['_line']}") for line in lines]
     if not records:
         raise FileProblem(f"{where}: no samples (empty file)")
     if len({line.get("doc_id") for line in lines}) < len(lines):
@@ -174,7 +175,7 @@ def _unit(run: ParsedRun, leaf: _Leaf, records: list[dict[str, Any]], column: st
         leaf=leaf.name, row=(run.model["public_id"], run.model["revision"], run.model["adapter"]),
         family=leaf.family, task=column, parent=parent, output_type=leaf.output_type, variant=leaf.variant,
         replicate=(leaf.seed, seeds["random"], seeds["numpy"], seeds["torch"], seeds["fewshot"]),
-        provenance=leaf.provenance, comparison=leaf.comparison, signature=leaf.signature, **_counts(records))
+        provenance=leaf.provenance, comparison=leaf.comparison, signature=leaf.signature, **record_counts(records))
 
 
 def _subtype_units(run: ParsedRun, leaf: _Leaf, config: Mapping[str, Any]) -> list[Unit]:
