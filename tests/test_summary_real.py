@@ -147,6 +147,14 @@ def test_outputs_hold_no_absolute_path_host_or_user_name(root: Path, summary: Pa
             assert user not in text, path
 
 
+def test_summarize_messages_hold_no_absolute_path(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["summarize", str(root / "runs" / "fixed"), "--out", str(tmp_path / "out"), "--no-plot"]) == 0
+    printed = capsys.readouterr()
+    assert "outputs in" in printed.out and str(tmp_path) not in printed.out + printed.err
+
+
 def test_verify_accepts_an_untouched_run(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["verify", str(root / "runs" / "fixed"), "--skip-installation"])
     out = capsys.readouterr()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
 from levante_tasks.summary.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, folder_label
@@ -152,7 +152,8 @@ def run_summarize(args: argparse.Namespace) -> int:
     for line in document["problems"]:
         print(f"levante-tasks: error: {line}", file=sys.stderr)
     print(f"summarized {len(document['cells'])} cell(s): {len(document['models'])} model(s) x "
-          f"{len(document['columns'])} task column(s) from {len(document['runs'])} run(s); outputs in {args.out}")
+          f"{len(document['columns'])} task column(s) from {len(document['runs'])} run(s); outputs in "
+          f"{display_path(args.out)}")
     return 1 if document["problems"] and not args.allow_partial else 0
 
 
