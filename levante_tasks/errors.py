@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 _HINTS = {
@@ -16,6 +17,9 @@ _HINTS = {
     errno.EISDIR: "is a folder, expected a file",
     errno.ENOENT: "no such file or folder",
 }
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/[^\s:'\"(),]+")
 
 
 class LevanteError(Exception):
@@ -50,8 +54,9 @@ def describe_os_error(exc: OSError) -> str:
 
 def problem_text(exc: OSError) -> str:
     """The problem of an OSError in words, without its (absolute) file name, e.g. `permission denied`."""
-    if exc.errno is None:  # e.g. pyarrow's IO errors: their first line is the message
-        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if exc.errno is None:  # e.g. pyarrow's IO errors: their first line is the message (paths in it shown relative)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return _ABSOLUTE_PATH.sub(lambda m: display_path(m.group()), first) or type(exc).__name__
     return describe_os_error(OSError(exc.errno, exc.strerror))
 
 
