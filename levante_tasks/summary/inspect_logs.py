@@ -222,14 +222,20 @@ def reported_metrics(log: Any) -> dict[str, float]:
     return found
 
 
-def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None) -> list[str]:
-    """Mismatch lines of one `.eval` log: the reported levante_record accuracy vs its records; with `fingerprint`
-    (the data dir check), the recorded task source hash, inspect_ai version and dataset fingerprint. Another
-    task's log has none."""
+def installed_inspect() -> dict[str, str]:
+    """What this installation would record: the inspect tasks' source hash and the inspect_ai version."""
     from importlib.metadata import version
 
     from levante_tasks.inspect_ai_tasks.task import source_sha256
 
+    return {"task_source_sha256": source_sha256(), "inspect_ai_version": version("inspect_ai")}
+
+
+def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
+                installed: Mapping[str, str] | None) -> list[str]:
+    """Mismatch lines of one `.eval` log: the reported levante_record accuracy vs its records; with `fingerprint`
+    (the data dir check) and `installed` (installed_inspect()), the recorded task source hash, inspect_ai version
+    and dataset fingerprint. Another task's log has none."""
     label = run.file_label(run.results or Path())
     try:
         log, spec = levante_log(run.results or Path(), label)
@@ -244,12 +250,12 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None) ->
     if not math.isclose(metrics.get(f"{RECORD_SCORER}/accuracy", math.nan), want, abs_tol=1e-12):
         out.append(f"{label}: {RECORD_SCORER}/accuracy {metrics.get(f'{RECORD_SCORER}/accuracy')!r} disagrees with "
                    f"its records ({want!r})")
-    if fingerprint is not None:
+    if fingerprint is not None and installed is not None:
         mine = spec.get("provenance") or {}
-        checks = (("task_source_sha256", source_sha256()), ("inspect_ai_version", version("inspect_ai")),
+        checks = (*installed.items(),
                   ("dataset_fingerprint", fingerprint(str(mine.get("data_version") or ""), str(spec["task"]))))
-        for key, installed in checks:
+        for key, current in checks:
             have = str(mine.get(key) or prov.UNKNOWN)
-            if have != installed:
-                out.append(f"{label}: {key}: recorded {have}, installed {installed}")
+            if have != current:
+                out.append(f"{label}: {key}: recorded {have}, installed {current}")
     return out

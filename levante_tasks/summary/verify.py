@@ -14,6 +14,7 @@ records, and (unless skipped) the recorded inspect task source hash, inspect_ai 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
@@ -28,7 +29,7 @@ from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, folder_label
-from levante_tasks.summary.inspect_logs import verify_eval
+from levante_tasks.summary.inspect_logs import installed_inspect, verify_eval
 from levante_tasks.summary.read import FileProblem, read_results, read_samples
 from levante_tasks.summary.units import SUBTYPE_PREFIX, leaf_tasks
 
@@ -233,7 +234,7 @@ def _dataset_fingerprint(data_dir: Path, version: str, family: str) -> str:
 
 
 def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str], data_dir: Path,
-                        installed: Mapping[str, Any]) -> list[str]:
+                        installed: Mapping[str, Any], source_sha256: Callable[[str], str | None]) -> list[str]:
     where = run.file_label(run.results or Path())
     out: list[str] = []
     run_level: Counter[str] = Counter()
@@ -249,7 +250,7 @@ def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str
             if have != want:
                 run_level[f"lmms_eval {key}: recorded {have}, installed {want}"] += 1
         have = str(mine.get("task_source_sha256") or prov.UNKNOWN)
-        want = prov.task_source_sha256(name) or "not installed"
+        want = source_sha256(name) or "not installed"
         if have != want:
             out.append(f"{where}: {name}: task_source_sha256: recorded {have}, installed {want}")
         family = str(spec.get("task") or name)
@@ -266,6 +267,8 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
     """Check every run under `run_dirs`; the report's lines are the mismatches (empty = all verified)."""
     report = Report()
     installed: Mapping[str, Any] = {}
+    # once per task (and once for the inspect tasks), not per run: each hashes ~30 source files
+    source_sha256, inspect_installed = functools.cache(prov.task_source_sha256), functools.cache(installed_inspect)
     if installation:
         from levante_tasks.lmms_patch import installed_lmms_eval
 
@@ -282,7 +285,8 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
             where = run.file_label(run.results)
             if run.kind == INSPECT_AI:
                 check = installation and data_dir is not None
-                report.lines += verify_eval(run, (lambda v, f: _dataset_fingerprint(data_dir, v, f)) if check else None)
+                report.lines += verify_eval(run, (lambda v, f: _dataset_fingerprint(data_dir, v, f)) if check else None,
+                                            inspect_installed() if check else None)
                 report.runs, report.tasks = report.runs + 1, report.tasks + 1
                 continue
             try:
@@ -309,5 +313,5 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
                 report.lines += problems
             report.lines += _check_groups(results, recomputed, where)
             if installation and data_dir is not None:
-                report.lines += _check_installation(run, results, leaves, data_dir, installed)
+                report.lines += _check_installation(run, results, leaves, data_dir, installed, source_sha256)
     return report
