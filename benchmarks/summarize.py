@@ -20,6 +20,7 @@ Run: `.venv/bin/python benchmarks/summarize.py` (about a minute on 2 cores); `--
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -33,6 +34,8 @@ from pathlib import Path
 
 from levante_tasks.lmms_patch import installed_lmms_eval
 from levante_tasks.summary.provenance import task_source_sha256
+
+source_sha256 = functools.cache(task_source_sha256)  # once per task, not per result set: it hashes ~30 files
 
 TASKS = (  # (lmms-eval task, family, option count)
     ("levante_vocab", "vocab", 4),
@@ -107,7 +110,7 @@ def _task(task: str, family: str, n_options: int, skill: float, rng: random.Rand
         "generation_kwargs": {"max_new_tokens": 128, "do_sample": False, "until": ["\n\n"]},
         "metadata": {"version": 1.0, "levante": {"task": family, "seed": 0, "variant": "original",
                                                   "provenance": {**provenance,
-                                                                 "task_source_sha256": task_source_sha256(task),
+                                                                 "task_source_sha256": source_sha256(task),
                                                                  "dataset_fingerprint": f"{family:x<64}"[:64]}}},
     }
     return results, config, lines
