@@ -50,10 +50,9 @@ def task_problem(results: dict[str, Any], lmms_task: str) -> str | None:
     return f"its results file holds {shown}, not {lmms_task}"
 
 
-def unfinished_reason(cell_dir: Path, sha256: str, lmms_task: str | None = None) -> str | None:
+def unfinished_reason(cell_dir: Path, sha256: str, lmms_task: str) -> str | None:
     """Why the cell must run (again), or None when it is finished: its state says done with this hash, exactly
-    one results file, it parses and (given the cell's lmms-eval task) holds that task. A damaged state is never
-    trusted."""
+    one results file, it parses and holds the cell's lmms-eval task. A damaged state is never trusted."""
     path = cell_dir / STATE_FILE
     if not path.exists():
         return "not run yet"
@@ -71,7 +70,7 @@ def unfinished_reason(cell_dir: Path, sha256: str, lmms_task: str | None = None)
         results = read_results(found[0], state["results"])
     except FileProblem:
         return "its results file is damaged"
-    return task_problem(results, lmms_task) if lmms_task is not None else None
+    return task_problem(results, lmms_task)
 
 
 def process_start(pid: int) -> str | None:
