@@ -1,4 +1,4 @@
-"""Build tiny releases in the real layout for data-layer tests."""
+"""Build tiny releases in the real layout for data-layer tests (and the prepared synthetic release)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 from PIL import Image
 
 from levante_tasks.data.manifest import MANIFEST_COLUMNS
+from levante_tasks.data.prepare import prepare
+from levante_tasks.synth import write_synthetic_release
 
 VOCAB_TEMPLATE = ('Choose the image that matches the text: "<prompt_phrase>". Answer with A, B, C, or D. '
                   "A: <image1>; B: <image2>; C: <image3>; D: <image4>")
@@ -50,3 +52,9 @@ def write_release(base: Path, version: str = "2026-01-01", rows: list[dict[str, 
     for index, word in enumerate(words):
         Image.new("RGB", (8, 8), (40 * index, 0, 0)).save(root / "visual" / "vocab" / f"{word}.png")
     return root
+
+
+def prepared_synthetic(root: Path) -> None:
+    """The synthetic release (seed 0, version `synthetic`) written to `<root>/release`, prepared into `<root>/data`."""
+    write_synthetic_release(root / "release", seed=0, version="synthetic")
+    prepare(str(root / "release"), "synthetic", str(root / "data"), strict=True, progress=False)

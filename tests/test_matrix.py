@@ -19,15 +19,14 @@ from typing import Any
 
 import pytest
 import yaml
+from data_helpers import prepared_synthetic
 from faults import cli_command, one_error_line, run_cli, tree_snapshot
 
-from levante_tasks.data.prepare import prepare
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import load_config
 from levante_tasks.matrix.plan import data_facts, plan
 from levante_tasks.matrix.run import run_cell, select_cells, set_aside_superseded
 from levante_tasks.matrix.state import live_runner, process_start, write_state
-from levante_tasks.synth import write_synthetic_release
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
 DOUBLES = "levante_tasks.testing.matrix_doubles"
@@ -38,8 +37,7 @@ DATE = re.compile(r"\d{8}_\d{6}")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A prepared synthetic release, its children's data, and a tiny random-init CLIP."""
     root = tmp_path_factory.mktemp("matrix-inputs")
-    write_synthetic_release(root / "release", seed=0, version="synthetic")
-    prepare(str(root / "release"), "synthetic", str(root / "data"), strict=True, progress=False)
+    prepared_synthetic(root)
     return {"root": root, "release": root / "release", "data": root / "data",
             "clip": build_tiny_clip(root / "tiny-clip", seed=0)}
 

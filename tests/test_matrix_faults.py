@@ -21,11 +21,10 @@ from typing import Any
 
 import pytest
 import yaml
+from data_helpers import prepared_synthetic
 from faults import cli_command, fill_disk, kill9_when, one_error_line, run_cli, small_tmpfs, tree_snapshot
 
-from levante_tasks.data.prepare import prepare
 from levante_tasks.matrix.state import process_start
-from levante_tasks.synth import write_synthetic_release
 
 FAKE = "levante_tasks.testing.fake_lmms"
 TEMP_NAME = re.compile(r"^\..+\.(\d+\.[^.]+\.part|(staging|old)-\d+\.[^.]+)$")
@@ -35,8 +34,7 @@ TEMP_NAME = re.compile(r"^\..+\.(\d+\.[^.]+\.part|(staging|old)-\d+\.[^.]+)$")
 def template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A prepared synthetic release and the output folder of one real lmms-eval cell (the fake copies it)."""
     root = tmp_path_factory.mktemp("matrix-faults")
-    write_synthetic_release(root / "release", seed=0, version="synthetic")
-    prepare(str(root / "release"), "synthetic", str(root / "data"), strict=True, progress=False)
+    prepared_synthetic(root)
     config = write_config(root, {"data": root / "data"}, module="levante_tasks.testing.matrix_doubles",
                           models=[{"name": "fixed", "model": "levante_fixed", "model_args": "letter=B"}])
     done = run_cli(["matrix", "--config", config, "--out", root / "real"], cwd=root)
