@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import atomic_path
+from levante_tasks.summary.writers import model_label
 
 
 def _pick(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -25,7 +26,7 @@ def write_heatmap(path: Path, matrix: dict[str, Any]) -> None:
     from matplotlib.patches import Rectangle
 
     columns = matrix["columns"]
-    models = [f"{m['model']} @ {m['revision'][:12]} ({m['adapter']})" for m in matrix["models"]]
+    models = [model_label(m) for m in matrix["models"]]
     keys = [(m["model"], m["revision"], m["adapter"]) for m in matrix["models"]]
     # margins in inches for the rotated column labels and the model labels (7 pt: ~0.06 inch a character)
     left = 0.3 + 0.06 * max((len(m) for m in models), default=1)

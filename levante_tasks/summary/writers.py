@@ -89,7 +89,8 @@ def _cell_text(cell: dict[str, Any]) -> str:
     return text + (" ⚠" if cell["flags"] else "")
 
 
-def _model_label(cell: dict[str, Any]) -> str:
+def model_label(cell: dict[str, Any]) -> str:
+    """A model row as summary.md and heatmap.png show it: `<public id> @ <revision, 12> (<adapter>)`."""
     return f"{cell['model']} @ {cell['revision'][:12]} ({cell['adapter']})"
 
 
@@ -103,7 +104,7 @@ def _family_section(family: str, matrix: dict[str, Any]) -> list[str]:
     """One family: a table per image variant (rows = task columns, columns = models), then the control deltas."""
     columns = [c for c in matrix["columns"] if c["family"] == family]
     cells = [c for c in matrix["cells"] if c["family"] == family]
-    models = sorted({_model_label(c) for c in cells})
+    models = sorted({model_label(c) for c in cells})
     lines = [f"## {family}", ""]
     for variant in ("original", "blank", "shuffled"):
         chosen = [c for c in cells if c["variant"] == variant]
@@ -114,13 +115,13 @@ def _family_section(family: str, matrix: dict[str, Any]) -> list[str]:
             found = [c for c in chosen if c["task"] == column["task"] and c["output_type"] == column["output_type"]]
             if found:
                 rows.append([column["task"], _pct(column["chance"]),
-                             *("<br>".join(_cell_text(c) for c in found if _model_label(c) == m) for m in models)])
+                             *("<br>".join(_cell_text(c) for c in found if model_label(c) == m) for m in models)])
         lines += [f"Accuracy with {variant} images:", "", *_table(["task", "chance", *models], rows)]
     rows = []
     for cell in (c for c in cells if c["variant"] == "original"):
         for control, delta in (("shuffled", "visual_dependency_delta"), ("blank", "blank_image_delta")):
             if cell.get(delta) is not None:
-                rows.append([_model_label(cell), cell["task"], control, str(cell[f"{control}_pairs"]),
+                rows.append([model_label(cell), cell["task"], control, str(cell[f"{control}_pairs"]),
                              _pct(cell[f"acc_{control}"] + cell[delta]), _pct(cell[f"acc_{control}"]),
                              f"{delta} = {cell[delta]:+.3f}"])
     if rows:
