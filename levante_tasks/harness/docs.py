@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from levante_tasks.errors import LevanteError, describe_os_error
+from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.harness import controls
 from levante_tasks.harness.options import gold_positions, presented_order
 from levante_tasks.schema import layout
@@ -29,13 +29,6 @@ from levante_tasks.schema.tasks import task_info
 def repair_hint(version: str) -> str:
     """What to run when a prepared file of `version` is missing or damaged (re-hashes and rebuilds it)."""
     return f"rerun `levante-tasks prepare --verify --release BASE --version {version}`"
-
-
-def os_problem(exc: OSError) -> str:
-    """The problem of an OSError in a few words, without its file name (messages name files relative)."""
-    if exc.errno is None:
-        return exc.__class__.__name__
-    return describe_os_error(OSError(exc.errno, exc.strerror))
 
 
 def load_rows(task: str, version: str) -> list[dict[str, Any]]:
@@ -53,7 +46,7 @@ def load_rows(task: str, version: str) -> list[dict[str, Any]]:
                                f"levante-tasks prepare): {repair_hint(version)}")
         return table.to_pylist()
     except OSError as exc:
-        raise LevanteError(f"{where}: {os_problem(exc)}: {repair_hint(version)}") from None
+        raise LevanteError(f"{where}: {problem_text(exc)}: {repair_hint(version)}") from None
     except pa.ArrowException as exc:
         raise LevanteError(f"{where}: not a readable parquet file, corrupt or truncated "
                            f"({exc.__class__.__name__}): {repair_hint(version)}") from None
