@@ -15,7 +15,6 @@ import contextlib
 import errno
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -23,10 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from levante_tasks.errors import LevanteError, display_path, os_error
-
-# `.<name>.<pid>.<random>.part` (files) and `.<name>.staging-<pid>.<random>` / `.<name>.old-<pid>.<random>`
-_TEMP_NAME = re.compile(
-    r"^\.(?P<name>.+)\.(?:(?P<pid>\d+)\.[^.]+\.part|(?P<kind>staging|old)-(?P<dpid>\d+)\.[^.]+)$")
+from levante_tasks.temp_names import TEMP_NAME
 
 
 def current_umask() -> int:
@@ -55,6 +51,13 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def name_target(exc: OSError, target: str | os.PathLike[str]) -> None:
+    """Let a write error that names no file (ENOSPC from an encoder's flush, say) name the output being written, so
+    its message says where (`out/summary: no space left ...`) instead of the bare problem."""
+    if exc.errno is not None and exc.filename is None:
+        exc.filename = os.fspath(target)
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temp path next to `target`; rename it onto `target` only if the block succeeds.
@@ -70,6 +73,9 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
         os.chmod(tmp_path, 0o666 & ~current_umask())
         yield tmp_path
         os.replace(tmp_path, target)
+    except OSError as exc:
+        name_target(exc, target)
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -155,6 +161,9 @@ def staged_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield staging
         swap_dir(staging, target)
+    except OSError as exc:
+        name_target(exc, target)
+        raise
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
@@ -174,7 +183,7 @@ def clean_stale(folder: str | os.PathLike[str], recursive: bool = False) -> list
     candidates = folder.rglob(".*") if recursive else folder.glob(".*")
     stale = []
     for path in candidates:
-        match = _TEMP_NAME.match(path.name)
+        match = TEMP_NAME.match(path.name)
         if match and not pid_alive(int(match.group("pid") or match.group("dpid"))):
             stale.append((path, match))
     set_aside = [(path, match) for path, match in stale if match.group("kind") == "old"]

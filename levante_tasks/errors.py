@@ -7,6 +7,8 @@ import os
 import re
 from pathlib import Path
 
+from levante_tasks.temp_names import target_path
+
 _HINTS = {
     errno.ENOSPC: "no space left on the device (nothing was replaced; free space and rerun)",
     errno.EDQUOT: "disk quota exceeded (nothing was replaced; free space and rerun)",
@@ -41,14 +43,20 @@ def display_path(path: str | os.PathLike[str]) -> str:
         return ".../" + "/".join(parts[-2:]) if parts else "/"
 
 
+def _shown(filename: str | bytes | int) -> str:
+    """A file name from an OSError as messages show it: a writer's hidden temp or staging name becomes the target it
+    stands for (the user never typed `.out.staging-<pid>.<random>`), and no absolute path."""
+    return display_path(target_path(os.fsdecode(filename) if not isinstance(filename, int) else str(filename)))
+
+
 def describe_os_error(exc: OSError) -> str:
     """`<file>: <problem>` for an OSError, e.g. `out/comparison.json: no space left on the device (...)`."""
     problem = _HINTS.get(exc.errno or -1) or exc.strerror or exc.__class__.__name__
     if exc.filename is None:
         return problem
-    where = display_path(exc.filename)
+    where = _shown(exc.filename)
     if exc.filename2 is not None:
-        where = f"{where} -> {display_path(exc.filename2)}"
+        where = f"{where} -> {_shown(exc.filename2)}"
     return f"{where}: {problem}"
 
 

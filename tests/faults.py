@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
+from levante_tasks.temp_names import TEMP_NAME
 
 DROP_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -111,4 +114,6 @@ def one_error_line(stderr: str) -> str:
     assert "Traceback" not in stderr, stderr
     errors = [line for line in lines if line.startswith("levante-tasks: error:")]
     assert errors, f"no error line in stderr: {stderr!r}"
+    hidden = [part for part in re.split(r"[\s/:'\"()]+", errors[0]) if TEMP_NAME.match(part)]
+    assert not hidden, f"the error names a hidden temp or staging path, not the output the user gave: {errors[0]}"
     return errors[0]

@@ -7,7 +7,8 @@ import errno
 import pyarrow.parquet as pq
 import pytest
 
-from levante_tasks.errors import problem_text
+from levante_tasks.atomic import atomic_path, staged_dir
+from levante_tasks.errors import describe_os_error, problem_text
 
 
 def test_an_oserror_without_errno_shows_its_paths_relative(tmp_path, monkeypatch):
@@ -28,3 +29,32 @@ def test_an_oserror_without_errno_shows_its_paths_relative(tmp_path, monkeypatch
 def test_an_oserror_with_errno_is_its_words():
     assert problem_text(OSError(errno.EACCES, "Permission denied", "/home/alice/f")) == "permission denied"
     assert problem_text(OSError()) == "OSError"
+
+
+@pytest.mark.parametrize(("hidden", "shown"), [
+    ("ro/.out.staging-4242.k2j_x9ab", "ro/out"),
+    ("out/.summary.staging-17.abcdefgh/heatmap.png", "out/summary/heatmap.png"),
+    ("runs/.cells.sbatch.4242.q1w2e3r4.part", "runs/cells.sbatch"),
+    ("data/.2026-03-24.old-9.zzzzzzzz", "data/2026-03-24"),
+    ("out/.hidden-by-the-user/x.json", "out/.hidden-by-the-user/x.json"),  # not one of our temp names: kept
+])
+def test_messages_name_the_target_not_a_writers_temp_name(hidden, shown):
+    exc = PermissionError(errno.EACCES, "Permission denied", hidden)
+    assert describe_os_error(exc) == f"{shown}: permission denied"
+
+
+def test_a_write_error_without_a_file_names_the_output_being_written(tmp_path, monkeypatch):
+    """ENOSPC from an encoder's flush names no file: staged_dir and atomic_path name their target instead."""
+    monkeypatch.chdir(tmp_path)
+
+    def full_disk():
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    for writer, target in ((staged_dir, "out/summary"), (atomic_path, "out/cells.sbatch")):
+        with pytest.raises(OSError) as caught, writer(target):
+            full_disk()
+        assert describe_os_error(caught.value).startswith(f"{target}: no space left on the device")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == []  # nothing half-written left behind
+    with pytest.raises(OSError) as caught, staged_dir("out/summary"):
+        raise OSError("pyarrow: bad file")  # no errno: not a write error of ours; left as it was
+    assert caught.value.filename is None

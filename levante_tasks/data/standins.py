@@ -160,9 +160,7 @@ def write_standin_release(base: Path, version: str, out: Path) -> list[str]:
             listing = "\n".join(f"- {rel}" for rel in made)
             write_text(staging / MARKER, f"# Stand-in images ({TAG})\n\nDrawn by `levante-tasks standins` for "
                        f"images the release lacks; not LEVANTE's pictures.\n\n{listing}\n")
-    except OSError as exc:
-        if exc.filename is None:  # e.g. ENOSPC from the PNG encoder: name the folder being written
-            exc.filename = str(out)
+    except OSError as exc:  # staged_dir names the folder being written when the error names no file
         raise os_error(exc, "writing the stand-in release") from None
     return made
 
