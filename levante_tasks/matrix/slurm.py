@@ -115,7 +115,8 @@ def _preamble(config: MatrixConfig) -> list[str]:
     """What every job sets before it runs levante-tasks: this interpreter first on PATH, the submitting shell's
     software and data variables, the config's folder as the working folder."""
     bindir = Path(sys.executable).parent
-    lines = ["set -euo pipefail", f"export PATH={shlex.quote(str(bindir))}:\"${{PATH:-/usr/local/bin:/usr/bin:/bin}}\""]
+    lines = ["set -euo pipefail", f"export PATH={shlex.quote(str(bindir))}:\"${{PATH:-/usr/local/bin:/usr/bin:/bin}}\"",
+             "export PYTHONUNBUFFERED=1  # each line reaches the log when it is printed, in order"]
     if sys.prefix != sys.base_prefix:
         lines.append(f"export VIRTUAL_ENV={shlex.quote(sys.prefix)}")
     lines += [f"export {name}={shlex.quote(os.environ[name])}" for name in PASSED_ENV if os.environ.get(name)]
