@@ -287,6 +287,8 @@ def test_uninterrupted_matrix_writes_cells_summaries_comparisons_and_report(refe
     leaks = [p.name for p in out.rglob("*") if p.is_file()
              and any(path in p.read_text(encoding="utf-8", errors="replace") for path in runner_paths)]
     assert leaks == []  # no output names where it was written or where the package is (lmms-eval records its argv)
+    logs = [p.read_text(encoding="utf-8") for p in out.rglob("cell.log")]
+    assert len(logs) == 2 and not any("\x1b[" in log or "it/s]" in log for log in logs)  # no colours, no bars
     argv = json.loads(next(out.rglob("*_results.json")).read_text(encoding="utf-8"))["config"]["resolved_cli_args"]
     assert argv["output_path"].startswith("out/cells/") and argv.get("include_path") is None
 
