@@ -27,6 +27,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 test: $(STAMP)
 	bash scripts/ensure_r.sh
+	bash scripts/ensure_slurm.sh
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory test-lmms-eval-0.7.2 test-lmms-eval-0.7.3

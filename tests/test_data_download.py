@@ -125,6 +125,13 @@ def test_http_release_resolves_newest_version_and_locks_hashes(bucket, tmp_path)
     assert sum(handler.gets.values()) == 5  # nothing downloaded twice
 
 
+def test_the_download_bar_is_off_when_output_is_not_a_terminal(bucket, tmp_path, capsys):
+    _, url = bucket
+    result = prepare(url, None, str(tmp_path / "data"), strict=True, progress=True)
+    assert result.fetched == 5
+    assert "fetch 2026-02-01" not in capsys.readouterr().err  # a log file keeps its first error line visible
+
+
 def test_truncated_download_is_retried(bucket, tmp_path):
     handler, url = bucket
     handler.truncate["corpus_data/2026-01-01/visual/vocab/cat.png"] = 2

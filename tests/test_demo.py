@@ -26,6 +26,9 @@ def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_
     comparison = json.loads((out / "matrix" / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
     assert len(comparison["tasks"]) == 7
     assert "comparison/all/comparison.md" in (out / "matrix" / "report.md").read_text(encoding="utf-8")
+    leaks = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl",
+             ".md", ".log") and str(tmp_path) in p.read_text(encoding="utf-8", errors="replace")]
+    assert leaks == []  # lmms-eval's results record its argv: the runner passes no absolute path
 
     second = run_cli(["demo", "--out", "demo-out"], cwd=tmp_path, timeout=600)
     assert second.returncode == 0, second.stdout + second.stderr

@@ -22,10 +22,12 @@ import yaml
 from data_helpers import prepared_synthetic
 from faults import cli_command, one_error_line, run_cli, tree_snapshot
 
+import levante_tasks
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import load_config
-from levante_tasks.matrix.plan import data_facts, plan
-from levante_tasks.matrix.run import run_cell, select_cells, set_aside_superseded
+from levante_tasks.matrix.plan import data_facts, plan, plan_sha256
+from levante_tasks.matrix.run import plan_document, run_cell, select_cells, set_aside_superseded
+from levante_tasks.matrix.slurm import cell_script, chunk_cells
 from levante_tasks.matrix.state import live_runner, process_start, write_state
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
@@ -281,10 +283,14 @@ def test_uninterrupted_matrix_writes_cells_summaries_comparisons_and_report(refe
         assert (out / "comparison" / group / "comparison.json").is_file()
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "[summary](summary/clips/summary.md)" in report and "| clip | levante_trog | 0 | done | 4 |" in report
-    written = [p for p in out.rglob("*") if p.is_file() and p.suffix in (".md", ".log") or p.name in
-               ("state.json", "matrix.json", "matrix-plan.json")]
-    leaks = [p.name for p in written if str(reference) in p.read_text(encoding="utf-8", errors="replace")]
-    assert leaks == []  # our outputs name no absolute path (lmms-eval's own results files are not ours)
+    runner_paths = (str(reference), str(Path(levante_tasks.__file__).resolve().parents[1]))
+    leaks = [p.name for p in out.rglob("*") if p.is_file()
+             and any(path in p.read_text(encoding="utf-8", errors="replace") for path in runner_paths)]
+    assert leaks == []  # no output names where it was written or where the package is (lmms-eval records its argv)
+    logs = [p.read_text(encoding="utf-8") for p in out.rglob("cell.log")]
+    assert len(logs) == 2 and not any("\x1b[" in log or "it/s]" in log for log in logs)  # no colours, no bars
+    argv = json.loads(next(out.rglob("*_results.json")).read_text(encoding="utf-8"))["config"]["resolved_cli_args"]
+    assert argv["output_path"].startswith("out/cells/") and argv.get("include_path") is None
 
 
 def test_sigkill_mid_cell_then_resume_equals_an_uninterrupted_run(inputs: dict[str, Path], reference: Path,
@@ -381,26 +387,50 @@ def test_out_of_memory_falls_back_through_configured_sizes_and_a_failure_is_reco
     assert f"levante-tasks: error: {crash['cell_id']}: lmms-eval exit" in done.stderr
 
 
-def test_emitted_slurm_script_runs_one_cell_per_array_task(inputs: dict[str, Path], tmp_path: Path) -> None:
-    config = write_config(tmp_path, inputs, compare=None, limit=3,
-                          models=[{"name": "a", "model": "levante_fixed", "model_args": "letter=A"},
-                                  {"name": "b", "model": "levante_fixed", "model_args": "letter=B"}],
-                          groups=None, slurm=["--partition=gpu", "--time=01:00:00"])
-    done = run_cli(["matrix", "--config", config.name, "--out", "out", "--emit-slurm", "cells.sbatch"], cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    script = (tmp_path / "cells.sbatch").read_text(encoding="utf-8")
-    assert "#SBATCH --array=0-1\n" in script and "#SBATCH --partition=gpu\n" in script
-    assert "--config matrix.yaml --out out --cell \"${SLURM_ARRAY_TASK_ID" in script
-    assert str(tmp_path) not in script
-    env = {**os.environ, "SLURM_ARRAY_TASK_ID": "1", "SLURM_SUBMIT_DIR": str(tmp_path),
-           "LEVANTE_TASKS": f"{sys.executable} -m levante_tasks"}
-    task = subprocess.run(["bash", str(tmp_path / "cells.sbatch")], env=env, cwd="/", capture_output=True,
-                          text=True, timeout=300, check=False)
+def test_the_cell_script_runs_offset_plus_task_id_from_any_folder_with_an_empty_environment(
+        inputs: dict[str, Path], tmp_path: Path) -> None:
+    """What --export=NONE gives a job: no PATH, no venv, another working folder; the script sets them."""
+    config = load_config(write_config(tmp_path, inputs, compare=None, limit=3, groups=None,
+                                      models=[{"name": "a", "model": "levante_fixed", "model_args": "letter=A"},
+                                              {"name": "b", "model": "levante_fixed", "model_args": "letter=B"}]))
+    cells = plan(config)
+    out = tmp_path / "out"
+    (out / "slurm" / "logs").mkdir(parents=True)  # what --submit writes before it submits
+    (out / "matrix-plan.json").write_text(json.dumps(plan_document(config, cells)), encoding="utf-8")
+    script = tmp_path / "cells.sbatch"
+    script.write_text(cell_script(config, out, plan_sha256(cells)), encoding="utf-8")
+    task = subprocess.run(["/usr/bin/env", "-i", "SLURM_ARRAY_TASK_ID=0", "SLURM_ARRAY_JOB_ID=7", "/bin/bash",
+                           str(script), "1"], cwd="/", capture_output=True, text=True, timeout=300, check=False)
     assert task.returncode == 0, task.stdout + task.stderr
     states = {p.parent.name.split("__")[0]: json.loads(p.read_text(encoding="utf-8"))
-              for p in (tmp_path / "out" / "cells").rglob("state.json")}
-    assert list(states) == ["b"] and states["b"]["status"] == "done"  # array task 1 = cell 1 only
-    assert not (tmp_path / "out" / "report.md").exists()  # the end step is the final --resume run's job
+              for p in (out / "cells").rglob("state.json")}
+    assert list(states) == ["b"] and states["b"]["status"] == "done"  # offset 1 + task 0 = cell 1 only
+    log = (out / "slurm" / "logs" / "cell-1.log").read_text(encoding="utf-8")
+    assert log.startswith("=== cell 1: job 7_0, restart 0, ") and f"{cells[1].cell_id}: done" in log
+    assert not (out / "report.md").exists()  # the end step is its own job
+
+
+def test_arrays_split_at_max_array_size_and_where_resources_change(inputs: dict[str, Path], tmp_path: Path) -> None:
+    models = [{"name": n, "model": "levante_fixed", "model_args": f"letter={n.upper()}"} for n in "abc"]
+    config = load_config(write_config(tmp_path, inputs, models=models, groups=None, seeds=[0, 1], device="cuda:0",
+                                      slurm={"partition": "gpu", "throttle": 4, "options": ["--constraint=a100"],
+                                             "models": {"c": {"gres": "gpu:2", "time": "08:00:00"}},
+                                             "end_step": {"partition": "cpu", "gres": "none"}}))
+    cells = plan(config)
+    chunks = chunk_cells(config, [c for c in cells if c.index != 1], 3, "m1")  # cell 1 finished earlier
+    assert [(c.offset, c.indices, c.array_spec()) for c in chunks] == [
+        (0, (0,), "0%4"), (2, (2, 3), "0-1%4"), (4, (4, 5), "0-1%4")]
+    assert chunks[0].resources.sbatch_args() == ["--partition=gpu", "--gres=gpu:1", "--job-name=m1-a",
+                                                 "--constraint=a100"]
+    assert chunks[2].resources.sbatch_args() == ["--partition=gpu", "--gres=gpu:2", "--time=08:00:00",
+                                                 "--job-name=m1-c", "--constraint=a100"]
+    assert config.slurm.for_end_step(1).sbatch_args() == ["--partition=cpu", "--gres=none", "--constraint=a100"]
+    one = chunk_cells(config, cells[:2], 1, "m1")  # MaxArraySize 1: one task per array
+    assert [(c.offset, c.array_spec()) for c in one] == [(0, "0%4"), (1, "0%4")]
+    with pytest.raises(LevanteError, match=r"matrix.yaml: slurm.models: 'z' is not a model name"):
+        load_config(write_config(tmp_path, inputs, slurm={"models": {"z": {"time": "1:00"}}}))
+    with pytest.raises(LevanteError, match=r"matrix.yaml: slurm.options: --array, --dependency"):
+        load_config(write_config(tmp_path, inputs, slurm={"options": ["--array=0-3"]}))
 
 
 def test_a_models_revision_pins_what_our_adapters_load(inputs: dict[str, Path], tmp_path: Path,

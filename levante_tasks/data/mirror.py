@@ -166,7 +166,7 @@ def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Pa
         if not (path.is_file() and path.stat().st_size == remote.size):
             missing.append(remote)
     with tqdm(total=sum(f.size for f in missing), unit="B", unit_scale=True, desc=f"fetch {version}",
-              disable=not progress or not missing, leave=False) as bar:
+              disable=True if not progress or not missing else None, leave=False) as bar:  # None: off unless a tty
         for remote in missing:
             with atomic_path(fetched[remote.relpath]) as tmp:
                 copy_file_with_retries(source, version, remote, tmp, bar.update)

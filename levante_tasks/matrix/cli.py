@@ -1,5 +1,5 @@
 """`levante-tasks matrix --config matrix.yaml --out DIR [--resume] [--dry-run] [--shard i/n | --cell K]
-[--emit-slurm FILE]`: model x task x seed evaluations through lmms-eval, resumable (docs/matrix.md)."""
+[--submit]`: model x task x seed evaluations through lmms-eval, resumable (docs/matrix.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import signal
 import sys
 from pathlib import Path
 
-from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.errors import LevanteError
 
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
@@ -38,8 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument("--shard", type=shard_arg, metavar="I/N",
                        help="run only the cells whose index is I modulo N (no end step)")
     which.add_argument("--cell", type=int, metavar="K", help="run only cell K (0-based; no end step)")
-    parser.add_argument("--emit-slurm", type=Path, metavar="FILE",
-                        help="write a Slurm job-array script (one cell per array task) and exit")
+    parser.add_argument("--submit", action="store_true",
+                        help="submit the unfinished cells to Slurm as job arrays, and the end step after them")
+    parser.add_argument("--plan-sha256", metavar="HASH",
+                        help="run only if the plan still has this SHA-256 (set by the --submit jobs)")
     parser.set_defaults(func=run)
 
 
@@ -47,22 +49,18 @@ def run(args: argparse.Namespace) -> int:
     """CLI: exit 0 when every selected cell finished (and the end step had no problem), else 1 (all is in the
     report)."""
     from levante_tasks.matrix.config import load_config
-    from levante_tasks.matrix.plan import plan
     from levante_tasks.matrix.run import Interrupted, run_matrix
-    from levante_tasks.matrix.slurm import emit_slurm
+    from levante_tasks.matrix.slurm import submit
 
     config = load_config(args.config)
-    if args.emit_slurm is not None:
-        if args.dry_run or args.shard or args.cell is not None:
-            raise LevanteError("--emit-slurm: writes the script only; drop --dry-run, --shard and --cell")
-        cells = plan(config)
-        emit_slurm(config, args.config, args.out, len(cells), args.emit_slurm)
-        print(f"wrote {display_path(args.emit_slurm)}: a job array of {len(cells)} cell(s); "
-              f"submit with `sbatch {display_path(args.emit_slurm)}`")
+    if args.submit:
+        if args.dry_run or args.shard or args.cell is not None or args.plan_sha256:
+            raise LevanteError("--submit: submits the whole matrix; drop --dry-run, --shard, --cell and --plan-sha256")
+        submit(config, args.out, args.resume)
         return 0
     try:
         result = run_matrix(config, args.out, resume=args.resume, shard=args.shard, cell_index=args.cell,
-                            dry_run=args.dry_run)
+                            dry_run=args.dry_run, expect_plan=args.plan_sha256)
     except (KeyboardInterrupt, Interrupted) as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
         print(f"levante-tasks: error: interrupted by {signal.Signals(signum).name}; finished cells are kept, "

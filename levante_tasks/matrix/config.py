@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.matrix.slurm_options import SlurmSpec, parse_slurm
 from levante_tasks.schema.layout import is_version_name
 from levante_tasks.yaml_file import read_yaml
 
@@ -71,7 +72,7 @@ class MatrixConfig:
     data_version: str | None = None
     compare: CompareSpec | None = None
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    slurm: tuple[str, ...] = ()
+    slurm: SlurmSpec = SlurmSpec()
 
     @property
     def base(self) -> Path:
@@ -262,9 +263,7 @@ def parse_config(raw: Any, path: Path) -> MatrixConfig:
     module = reader.text(raw.get("lmms_eval_module", "lmms_eval"), "lmms_eval_module")
     if not MODULE.fullmatch(module):
         raise reader.fail("lmms_eval_module", f"{module!r} is not a Python module name")
-    slurm = raw.get("slurm", []) or []
-    if not isinstance(slurm, list) or not all(isinstance(s, str) and s.startswith("--") for s in slurm):
-        raise reader.fail("slurm", "must be a list of sbatch options such as --partition=gpu")
+    slurm = parse_slurm(raw.get("slurm"), [m.name for m in models], reader.fail)
     groups = _groups(reader, raw.get("groups"), models)
     group_of = {m: g for g, members in groups.items() for m in members}
     models = [replace(m, group=group_of[m.name]) for m in models]
@@ -276,7 +275,7 @@ def parse_config(raw: Any, path: Path) -> MatrixConfig:
         env={k: str(v) for k, v in env.items()}, lmms_eval_module=module,
         data_dir=reader.path_value(data["dir"], "data.dir", must_exist=False) if data.get("dir") else None,
         data_version=version, compare=_compare(reader, raw["compare"]) if raw.get("compare") else None,
-        groups=groups, slurm=tuple(slurm))
+        groups=groups, slurm=slurm)
 
 
 def load_config(path: str | Path) -> MatrixConfig:

@@ -31,6 +31,8 @@ from levante_tasks.schema.tasks import TASKS
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
 SCHEMA_VERSION = 1
+# Progress bars in a log are noise: tqdm honours TQDM_<parameter> defaults, Hugging Face its own switches.
+NO_PROGRESS_BARS = {"TQDM_DISABLE": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 _NAME_LINE = re.compile(r"^(?:task|group):\s*([A-Za-z0-9_.-]+)\s*$", re.MULTILINE)
 
 
@@ -191,9 +193,22 @@ def plan(config: MatrixConfig, data: dict[str, Any] | None = None,
     return cells
 
 
-def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, output_path: Path) -> list[str]:
+def plan_sha256(cells: list[Cell]) -> str:
+    """The SHA-256 of the whole plan (every cell's hash, in order): a Slurm job checks it before it runs a cell."""
+    return hashlib.sha256(canonical_json([c.sha256 for c in cells]).encode("utf-8")).hexdigest()
+
+
+def relative_to_base(config: MatrixConfig, path: Path) -> str:
+    """`path` relative to the folder cells run in (the config's folder; `..` parts where it lies elsewhere), both
+    resolved first so that `..` means what the kernel will make of it."""
+    return Path(os.path.relpath(os.path.realpath(path), os.path.realpath(config.base))).as_posix()
+
+
+def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, cell_output: Path) -> list[str]:
     """The command of one cell attempt, as an argument list (never a shell string); `accelerate launch` when the
-    config asks for more than one process."""
+    config asks for more than one process. lmms-eval records its argv in every results file, so paths are
+    relative to the cell's working folder, and a patched lmms-eval (it finds our tasks through their entry
+    point) gets no --include_path."""
     module = config.lmms_eval_module
     launcher = [sys.executable, "-m", module] if config.num_processes == 1 else [
         sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(config.num_processes),
@@ -201,8 +216,11 @@ def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, output_path: Pa
     argv = [*launcher, "--model", cell.model.model]
     if cell.model.model_args:
         argv += ["--model_args", cell.model.model_args]
-    argv += ["--tasks", cell.lmms_task, "--include_path", str(TASKS_DIR), "--batch_size", str(batch_size),
-             "--output_path", str(output_path), "--log_samples", "--seed", cell.spec["lmms_seed"]]
+    argv += ["--tasks", cell.lmms_task]
+    if not cell.spec["software"]["lmms_eval"].get("patched"):
+        argv += ["--include_path", relative_to_base(config, TASKS_DIR)]
+    argv += ["--batch_size", str(batch_size), "--output_path", relative_to_base(config, cell_output),
+             "--log_samples", "--seed", cell.spec["lmms_seed"]]
     if config.limit is not None:
         argv += ["--limit", f"{config.limit:g}"]
     if config.device is not None:
@@ -212,8 +230,9 @@ def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, output_path: Pa
 
 def cell_env_overrides(config: MatrixConfig, data: dict[str, Any]) -> dict[str, str]:
     """The variables the runner sets for every cell: the data location and version, no tokenizer threads
-    fighting the evaluation, and the config's `env`."""
-    env = {layout.DATA_DIR_ENV: str(data["dir"]), "TOKENIZERS_PARALLELISM": "false"}
+    fighting the evaluation, no progress bars (tqdm's and Hugging Face's: the output goes to cell.log), and the
+    config's `env`."""
+    env = {layout.DATA_DIR_ENV: str(data["dir"]), "TOKENIZERS_PARALLELISM": "false", **NO_PROGRESS_BARS}
     if data["version"]:
         env[layout.VERSION_ENV] = data["version"]
     return {**env, **config.env}

@@ -29,16 +29,16 @@ from levante_tasks.atomic import clean_stale, write_json, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error, problem_text
 from levante_tasks.matrix.config import MatrixConfig
 from levante_tasks.matrix.lock import LOCK_NAME, cell_lock, matrix_lock
-from levante_tasks.matrix.plan import Cell, cell_argv, cell_env, data_facts, plan, shell_command
+from levante_tasks.matrix.plan import Cell, cell_argv, cell_env, data_facts, plan, plan_sha256, shell_command
 from levante_tasks.matrix.state import (
     LMMS_DIR,
     LOG_FILE,
     error_line,
     live_runner,
+    log_text,
     process_start,
     read_state,
     results_files,
-    scrub,
     tail,
     task_problem,
     unfinished_reason,
@@ -154,15 +154,19 @@ def _parses(cell_dir: Path, lmms_task: str) -> tuple[str | None, str | None]:
     return (None, problem) if problem else (rel, None)
 
 
-def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
+def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, Any],
+             note: str | None = None) -> dict[str, Any]:
     """Run one cell (stale output removed first), falling back through the configured batch sizes on
     out-of-memory only; returns the final state (also written to the cell's state.json). The cell folder is
-    locked meanwhile; an interrupt (Ctrl-C, SIGTERM) or an error stops lmms-eval, and an interrupt is recorded."""
+    locked meanwhile; an interrupt (Ctrl-C, SIGTERM) or an error stops lmms-eval, and an interrupt is recorded.
+    `note` (why it runs again) is printed once the cell is known to be ours: not when another process runs it."""
     with cell_lock(cell_dir, cell.rel_dir):
         pid = live_runner(cell_dir)
         if pid is not None:
             raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then "
                                "rerun")
+        if note:
+            tqdm.write(note)
         try:
             clean_stale(cell_dir)
             return _attempts(config, cell, cell_dir, data)
@@ -182,7 +186,7 @@ def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, 
     output = ""
     for batch_size in config.batch_sizes:
         _clear(cell_dir / LMMS_DIR)  # a killed or failed attempt's files never count
-        argv = cell_argv(config, cell, batch_size, (cell_dir / LMMS_DIR).resolve())
+        argv = cell_argv(config, cell, batch_size, cell_dir / LMMS_DIR)
         began = time.monotonic()
         process = subprocess.Popen(argv, cwd=config.base, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, errors="replace", preexec_fn=_PDEATHSIG)
@@ -210,7 +214,7 @@ def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, 
         outcome = "done" if results else "oom" if OOM.search(output) and not problem else "failed"
         attempts.append({"batch_size": batch_size, "outcome": outcome, "exit_code": process.returncode,
                          "seconds": round(time.monotonic() - began, 1)})
-        logs.append(f"=== batch size {batch_size}: exit {process.returncode}, {outcome} ===\n{scrub(output)}")
+        logs.append(f"=== batch size {batch_size}: exit {process.returncode}, {outcome} ===\n{log_text(output)}")
         if outcome != "oom":
             break
     write_text(cell_dir / LOG_FILE, "\n".join(logs))
@@ -324,18 +328,23 @@ def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: i
 
 
 def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: tuple[int, int] | None = None,
-               cell_index: int | None = None, dry_run: bool = False,
+               cell_index: int | None = None, dry_run: bool = False, expect_plan: str | None = None,
                echo: Callable[[str], None] = print) -> MatrixRun:
-    """Plan, run the selected cells that are not finished, and (for a whole matrix) write the report."""
+    """Plan, run the selected cells that are not finished, and (for a whole matrix) write the report.
+    `expect_plan`: the plan_sha256 a Slurm job was submitted with; another plan is refused before anything runs."""
     data = data_facts(config)
     cells = plan(config, data)
+    if expect_plan is not None and plan_sha256(cells) != expect_plan:
+        raise LevanteError(f"{display_path(config.path)}: the plan changed after it was submitted to Slurm (plan "
+                           f"{expect_plan[:12]} then, {plan_sha256(cells)[:12]} now: the config, the prepared data "
+                           "or the software changed); nothing was run: submit again")
     selected = select_cells(cells, shard, cell_index)
     partial = shard is not None or cell_index is not None
     run = MatrixRun(config, out, cells, selected)
     if dry_run:
         for cell in selected:
             status = "to run" if unfinished_reason(out / cell.rel_dir, cell.sha256, cell.lmms_task) else "finished"
-            argv = cell_argv(config, cell, config.batch_sizes[0], (out / cell.rel_dir / LMMS_DIR).absolute())
+            argv = cell_argv(config, cell, config.batch_sizes[0], out / cell.rel_dir / LMMS_DIR)
             echo(f"# cell {cell.index} {cell.cell_id} ({status})\n{shell_command(config, data, argv)}")
         return run
     target = check_out(out, resume, partial)  # before the lock: a user's own folder gets no lock file
@@ -366,10 +375,9 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
             cell_dir = target / cell.rel_dir
             reason = unfinished_reason(cell_dir, cell.sha256, cell.lmms_task)
             kept = reason is None
-            if reason is not None and reason != "not run yet":
-                tqdm.write(f"{cell.rel_dir}: {reason}; running it again")
+            note = f"{cell.rel_dir}: {reason}; running it again" if reason not in (None, "not run yet") else None
             bar.set_postfix_str(f"{cell.cell_id}: {'kept' if kept else 'running'}")
-            state = read_state(cell_dir) if kept else run_cell(config, cell, cell_dir, data)
+            state = read_state(cell_dir) if kept else run_cell(config, cell, cell_dir, data, note)
             run.states[cell.cell_id] = state or {}
             if kept:
                 run.kept.add(cell.cell_id)

@@ -17,6 +17,8 @@ LOG_FILE = "cell.log"
 # An absolute path (not part of a URL): scrubbed from logs and error lines down to its last two parts.
 _ABSOLUTE = re.compile(r"(?<![\w.:/~-])/[^\s'\"():,;<>\[\]]+")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # terminal colours in lmms-eval's log lines
+# A tqdm progress-bar update (`Postprocessing:  50%|#####     | 2/4 [00:00<00:00, 99.1it/s]`).
+_BAR = re.compile(r"^.*\d+%\|.*\|\s*[\d.]+[kMG]?/[\d.?]+[kMG]?\s*\[.*\]\s*$")
 # The line a Python traceback ends with (`ValueError: Model 'x' not found ...`).
 _EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt)\b: .+)$", re.MULTILINE)
 
@@ -103,6 +105,17 @@ def scrub(text: str) -> str:
         return ".../" + "/".join(parts[-2:]) if parts else "/"
 
     return _ABSOLUTE.sub(short, _ANSI.sub("", text))
+
+
+def log_text(text: str) -> str:
+    """A process's output for cell.log: scrubbed (see scrub), without progress-bar updates (a bar some code
+    shows despite TQDM_DISABLE), a carriage-return-updated line kept as its last state."""
+    kept = []
+    for line in _ANSI.sub("", text).splitlines():
+        parts = [part for part in line.split("\r") if not _BAR.match(part)]
+        if parts and (parts[-1].strip() or "\r" not in line):
+            kept.append(parts[-1].rstrip())
+    return scrub("\n".join(kept))
 
 
 def tail(text: str, lines: int = 20) -> list[str]:
