@@ -156,8 +156,9 @@ def test_uniform_baseline_and_count_weighted_kl(tmp_path: Path) -> None:
     out, _ = compare(tmp_path, trials, records(tmp_path / "records.csv", extra))
     kl = pd.read_csv(out / "kl_summary.csv").set_index("model")
     assert kl.loc["flat", "kl_ratio_to_uniform"] == pytest.approx(1.0, abs=1e-12)
-    assert not kl.loc["flat", "closest_bin_better_than_uniform"]
-    assert kl.loc["aligned", "kl_ratio_to_uniform"] < 0.5 and kl.loc["aligned", "closest_bin_better_than_uniform"]
+    assert not kl.loc["flat", "better_than_uniform"] and kl.loc["flat", "uniform_test_p"] == 1.0  # S = 0 always
+    assert kl.loc["aligned", "kl_ratio_to_uniform"] < 0.5 and kl.loc["aligned", "better_than_uniform"]
+    assert kl.loc["aligned", "uniform_test_p"] == pytest.approx(1 / 2001)  # no permutation reaches it
     dist = pd.read_csv(out / "human_distributions.csv")
     dist["plogp"] = np.where(dist["p"] > 0, dist["p"] * np.log(dist["p"].where(dist["p"] > 0, 1.0)), 0.0)
     cells = dist.groupby(["item_uid", "bin_low"]).agg(n=("n_bin", "first"), k=("n_options", "first"),
@@ -167,13 +168,16 @@ def test_uniform_baseline_and_count_weighted_kl(tmp_path: Path) -> None:
     items = pd.read_csv(out / "kl_items.csv").query("model == 'aligned'")
     weighted = float(np.sum(items["kl"] * items["n_bin"]) / items["n_bin"].sum())
     assert kl.loc["aligned", "mean_kl"] == pytest.approx(weighted, rel=1e-12)
-    assert kl.loc["aligned", "mean_kl_unweighted"] == pytest.approx(items["kl"].mean(), rel=1e-12)
-    # beta minimises the count-weighted mean KL
+    # beta minimises the count-weighted mean KL, beta_unweighted the equal-weight mean (each at its own optimum)
     scores = {u: [2.0, 0.5, 0.0, -0.5] for u in trials["item_uid"].unique()}
-    beta = kl.loc["aligned", "beta"]
-    at = {f: compare_model(dist, scores, Counter(), beta=beta * f)[1]["mean_kl"] for f in (0.99, 1.0, 1.01)}
-    assert at[1.0] < at[0.99] and at[1.0] < at[1.01]
-    assert at[1.0] == pytest.approx(kl.loc["aligned", "mean_kl"], rel=1e-12)
+    for beta_key, kl_key in (("beta", "mean_kl"), ("beta_unweighted", "mean_kl_unweighted")):
+        beta = kl.loc["aligned", beta_key]
+        at = {f: compare_model(dist, scores, Counter(), beta=beta * f)[1][kl_key] for f in (0.99, 1.0, 1.01)}
+        assert at[1.0] < at[0.99] and at[1.0] < at[1.01], beta_key
+        assert at[1.0] == pytest.approx(kl.loc["aligned", kl_key], rel=1e-9)
+    unweighted = compare_model(dist, scores, Counter(), beta=kl.loc["aligned", "beta_unweighted"])[0]["kl"].mean()
+    assert kl.loc["aligned", "mean_kl_unweighted"] == pytest.approx(unweighted, rel=1e-9)
+    assert kl.loc["aligned", "beta_unweighted"] != pytest.approx(kl.loc["aligned", "beta"], rel=1e-3)
 
 
 # ---------------------------------------------------------------- 6. age intervals

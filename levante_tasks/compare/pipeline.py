@@ -123,6 +123,7 @@ def run_compare(
         "settings": {
             "min_n": settings.min_n,
             "n_boot": settings.n_boot,
+            "n_perm": settings.n_perm,
             "seed": settings.seed,
             "ci_level": settings.level,
             "beta_grid_points": GRID_POINTS,

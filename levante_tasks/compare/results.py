@@ -14,6 +14,7 @@ class Settings:
 
     min_n: int = 10
     n_boot: int = 2000
+    n_perm: int = 2000  # permutations of the better-than-uniform test
     seed: int = 0
     level: float = 0.95
     plots: bool = True

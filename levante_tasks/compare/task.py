@@ -13,7 +13,7 @@ from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.age import AgeCurves
 from levante_tasks.compare.alignment import align, options_from_trials, unmatched_responses
 from levante_tasks.compare.difficulty import correlate_many
-from levante_tasks.compare.distributions import Cells, bin_label, compare_units, human_distributions
+from levante_tasks.compare.distributions import Cells, compare_units, human_distributions
 from levante_tasks.compare.humans import children_theta
 from levante_tasks.compare.irt import IrtModel
 from levante_tasks.compare.results import Results, Settings
@@ -38,7 +38,7 @@ def canonical_options(
 
 
 def _children_bins(children: pd.DataFrame) -> pd.DataFrame:
-    """Children per ability bin with their mean age (the bin -> age map of the KL-min bin idea)."""
+    """Children per ability bin with their mean age (descriptive: kl_bins.csv, never an age readout)."""
     frame = children.dropna(subset=["theta"])
     frame = frame.assign(bin_low=np.floor(frame["theta"].to_numpy(float)).astype(int))
     return frame.groupby("bin_low", as_index=False).agg(n_children=("run_id", "size"), mean_child_age=("age", "mean"))
@@ -197,17 +197,12 @@ def compare_units_of_task(
     results.add("difficulty", _frame(units, task, difficulty, b_definition=conv.B_DEFINITION, sign=conv.R_SIGN))
     kl_counts = [Counter() for _ in units.names]
     if cells is not None:
-        pairs, bins, kl, kl_counts = compare_units(cells, units.scores)
+        pairs, bins, kl, kl_counts = compare_units(cells, units.scores, n_perm=settings.n_perm, seed=settings.seed,
+                                                   level=settings.level)
         names = np.asarray(units.names, dtype=object)
         results.add("kl_items", _by_unit(pairs, names, task))
-        child_bins = _children_bins(children)
-        bins = bins.merge(child_bins, on="bin_low", how="left")
+        bins = bins.merge(_children_bins(children), on="bin_low", how="left")
         results.add("kl_bins", _by_unit(bins, names, task))
-        ages = dict(zip(child_bins["bin_low"].map(bin_label), child_bins["mean_child_age"],
-                        strict=True))
-        for summary in kl:
-            if "closest_bin" in summary:
-                summary["closest_bin_mean_child_age"] = float(ages.get(summary["closest_bin"], np.nan))
     else:
         kl = [{"note": "no children's (item, bin) pairs with n >= min_n"} for _ in units.names]
     results.add("kl_summary", _frame(units, task, kl, kl_definition=conv.KL_DEFINITION))
