@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from compare_inputs import canonical, trog_trials, write_items
 from shared_paths import irt_fixture_dir
 
 from levante_tasks.cli import main
@@ -63,8 +64,9 @@ def trog_inputs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def run_cli(tmp_path: Path, trials: Path, records: Path, *extra: str) -> int:
-    """Run the compare subcommand on the trog fixture with a small bootstrap."""
+    """Run the compare subcommand on the trog fixture with a small bootstrap and its canonical options."""
     folder = irt_fixture_dir()
+    items = write_items(canonical(trog_trials()), tmp_path / "items.csv")
     return main(
         [
             "compare",
@@ -78,8 +80,12 @@ def run_cli(tmp_path: Path, trials: Path, records: Path, *extra: str) -> int:
             str(records),
             "--out",
             str(tmp_path / "out"),
+            "--items",
+            str(items),
             "--n-boot",
             "100",
+            "--n-perm",
+            "200",
             *extra,
         ]
     )

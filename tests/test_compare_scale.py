@@ -23,6 +23,7 @@ from levante_tasks.compare.age import age_equivalent
 from levante_tasks.compare.distributions import compare_model
 from levante_tasks.compare.eap import eap
 from levante_tasks.compare.irt import read_irt
+from levante_tasks.errors import LevanteError
 
 TROG = "trog_rasch_f1_scalar.rds"
 
@@ -146,6 +147,35 @@ def test_calibration_check_matches_scores_to_runs_by_id(tmp_path: Path) -> None:
     assert check["n_runs"] == 300 and check["n_runs_unmatched"] == 0
 
 
+def test_record_whose_scores_contradict_its_data_is_refused(tmp_path: Path) -> None:
+    rdata = pytest.importorskip("rdata")
+    slots = record_slots(TROG)
+    slots["scores"].loc[0, "ability"] += 5.6
+    rdata.write_rds(tmp_path / "record.rds", slots)
+    with pytest.raises(LevanteError, match=r"disagree with its own data rescored \(max \|diff\| 5\.6"):
+        compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), irt=tmp_path / "record.rds")
+    _, summary = compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), name="tolerant",
+                         irt=tmp_path / "record.rds", calibration_tolerance=10.0)
+    assert summary["tasks"]["trog"]["calibration_rescore_max_abs_diff"]["ability"] == pytest.approx(5.6, abs=0.01)
+
+
+def test_empty_or_na_correct_is_missing_not_wrong(tmp_path: Path) -> None:
+    trials = trog_trials()
+    run = trials["run_id"].iloc[0]
+    rows = trials.index[(trials["run_id"] == run) & (trials["response"] == trials["answer"])][:3]
+    assert len(rows) == 3
+    dropped = trials.drop(index=rows)
+    trials.loc[rows, "correct"] = ["", "NA", "NA"]
+    out, summary = compare(tmp_path, trials, records(tmp_path / "records.csv"))
+    ref, _ = compare(tmp_path, dropped, records(tmp_path / "records.csv"), name="dropped")
+    got = pd.read_csv(out / "children_theta.csv", dtype={"run_id": str}).set_index("run_id")
+    want = pd.read_csv(ref / "children_theta.csv", dtype={"run_id": str}).set_index("run_id")
+    assert got.loc[run, "theta_common"] == pytest.approx(want.loc[run, "theta_common"], abs=1e-12)
+    assert got.loc[run, "n_trials"] == want.loc[run, "n_trials"]
+    overall = {e["reason"]: e["count"] for e in summary["exclusions"] if not e["task"]}
+    assert overall["trials_correct_missing"] == 3
+
+
 # ---------------------------------------------------------------- 5. uniform baseline, weighted cells
 
 
@@ -158,7 +188,7 @@ def test_uniform_baseline_and_count_weighted_kl(tmp_path: Path) -> None:
     assert kl.loc["flat", "kl_ratio_to_uniform"] == pytest.approx(1.0, abs=1e-12)
     assert not kl.loc["flat", "better_than_uniform"] and kl.loc["flat", "uniform_test_p"] == 1.0  # S = 0 always
     assert kl.loc["aligned", "kl_ratio_to_uniform"] < 0.5 and kl.loc["aligned", "better_than_uniform"]
-    assert kl.loc["aligned", "uniform_test_p"] == pytest.approx(1 / 2001)  # no permutation reaches it
+    assert kl.loc["aligned", "uniform_test_p"] == pytest.approx(1 / 201)  # none of the 200 permutations reaches it
     dist = pd.read_csv(out / "human_distributions.csv")
     dist["plogp"] = np.where(dist["p"] > 0, dist["p"] * np.log(dist["p"].where(dist["p"] > 0, 1.0)), 0.0)
     cells = dist.groupby(["item_uid", "bin_low"]).agg(n=("n_bin", "first"), k=("n_options", "first"),

@@ -36,11 +36,13 @@ class Inputs:
     trials: Path
     runs: Path
     records: Path
+    items: Path
 
     def args(self, out: Path, *extra: str) -> list[str]:
         """`compare` arguments with a small bootstrap and small cells (fast, and KL pairs exist)."""
         return ["compare", "--irt", str(self.irt), "--trials", str(self.trials), "--runs", str(self.runs),
-                "--models", str(self.records), "--out", str(out), "--n-boot", "20", "--min-n", "2", *extra]
+                "--models", str(self.records), "--items", str(self.items), "--out", str(out), "--n-boot", "20",
+                "--n-perm", "50", "--min-n", "2", *extra]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +74,8 @@ def inputs(release: Path, tmp_path: Path) -> Inputs:
     trials = pd.read_csv(release / "children" / "trials.csv", dtype=str)
     folder = tmp_path / "in"
     folder.mkdir()
-    found = Inputs(folder / "item_params.csv", folder / "trials.csv", folder / "runs.csv", folder / "records.csv")
+    found = Inputs(folder / "item_params.csv", folder / "trials.csv", folder / "runs.csv", folder / "records.csv",
+                   release / "synthetic" / "manifest.csv")
     params.to_csv(found.irt, index=False)
     trials[trials["task_id"] == TASK].to_csv(found.trials, index=False)
     found.runs.write_bytes((release / "children" / "runs.csv").read_bytes())

@@ -9,6 +9,7 @@ KL_DEFINITION = (
     "q = softmax(beta * option_scores); q_k == 0 replaced by epsilon"
 )
 KL_EPSILON = 1e-5
+CALIBRATION_TOLERANCE = 0.01  # logits: an IRT record whose scores differ more from its own data rescored is refused
 BETA_BOUNDS = (0.025, 40.0)
 THETA_GRID = (-6.0, 6.0, 61)
 EAP_DEFINITION = (

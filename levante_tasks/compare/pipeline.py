@@ -112,6 +112,7 @@ def run_compare(
     results.count(
         Counter(
             trials_item_not_in_irt=int((~rows_with_items(trials, known_uids)).sum()),
+            trials_correct_missing=int(trials["correct"].isna().sum()),
             records_task_without_irt_model=int((~records["task"].isin(by_task)).sum()),
         )
     )

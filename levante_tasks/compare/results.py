@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE
+
 
 @dataclass
 class Settings:
@@ -18,6 +20,7 @@ class Settings:
     seed: int = 0
     level: float = 0.95
     plots: bool = True
+    calibration_tolerance: float = CALIBRATION_TOLERANCE
 
 
 @dataclass

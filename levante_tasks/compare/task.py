@@ -11,7 +11,7 @@ import pandas as pd
 
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.age import AgeCurves
-from levante_tasks.compare.alignment import align, options_from_trials, unmatched_responses
+from levante_tasks.compare.alignment import align, duplicate_option_items, unmatched_responses
 from levante_tasks.compare.difficulty import correlate_many
 from levante_tasks.compare.distributions import Cells, compare_units, human_distributions
 from levante_tasks.compare.humans import children_theta
@@ -20,8 +20,11 @@ from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.scoring import calibration_check
 from levante_tasks.compare.tables import rows_with_items
 from levante_tasks.compare.units import Units, share_below
+from levante_tasks.errors import LevanteError
 
 NO_ITEMS = "no items matched the IRT model"
+NO_CELLS = "no children's (item, bin) pairs with n >= min_n"
+NO_OPTION_TEXTS = "none (no --items: option texts unknown, so no KL)"
 DIFFICULTY_KEYS = ("pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho", "spearman_ci_low",
                    "spearman_ci_high", "accuracy", "note")
 
@@ -29,12 +32,20 @@ DIFFICULTY_KEYS = ("pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_r
 def canonical_options(
     trials: pd.DataFrame, items_file: dict[str, list[str]] | None, uids: set[str], counts: Counter
 ) -> tuple[dict[str, list[str]], str]:
-    """Canonical options of the task's items and where they come from (`items file` or `trials`)."""
+    """Canonical options of the task's items and where they come from; none without `--items` (no KL then).
+
+    Items with two options of one loose key are excluded and counted (their responses cannot be told apart).
+    """
     if items_file is None:
-        return options_from_trials(trials, counts), "trials (every trial of an item lists the same order)"
+        counts["trials_without_option_texts"] += len(trials)
+        return {}, NO_OPTION_TEXTS
     seen = {str(u) for u in trials["item_uid"].dropna().unique()}
     counts["items_not_in_items_file"] += len((seen & uids) - set(items_file))
-    return {uid: items_file[uid] for uid in uids if uid in items_file}, "items file"
+    options = {uid: items_file[uid] for uid in uids if uid in items_file}
+    duplicates = duplicate_option_items(options)
+    counts["items_with_duplicate_options"] += len(duplicates)
+    counts["trials_item_with_duplicate_options"] += int(trials["item_uid"].isin(duplicates).sum())
+    return {uid: opts for uid, opts in options.items() if uid not in duplicates}, "items file"
 
 
 def _children_bins(children: pd.DataFrame) -> pd.DataFrame:
@@ -70,6 +81,11 @@ def compare_task(
     }
     check = calibration_check(model)
     if check is not None:
+        if check.get("ability", 0.0) > settings.calibration_tolerance:
+            raise LevanteError(
+                f"{model.name}: its recorded scores disagree with its own data rescored (max |diff| "
+                f"{check['ability']:.3g} logits over {check['n_runs']} runs > --calibration-tolerance "
+                f"{settings.calibration_tolerance:g}): children's abilities would not be on the model's scale")
         info["calibration_rescore_max_abs_diff"] = check
     results.add("items", items.reset_index().assign(task=task, convention=conv.B_DEFINITION)[
         ["task", "item_uid", "irt_item", "a1", "d", "g", "u", "b", "convention"]])
@@ -96,7 +112,8 @@ def compare_task(
     curves = (AgeCurves(with_age["age"].to_numpy(float), with_age["theta_common"].to_numpy(float),
                         settings.n_boot, settings.seed) if len(with_age) >= 2 else None)
     units = Units.build(records[records["task"] == task], items)
-    info["models"] = compare_units_of_task(task, model, units, children, cells, curves, settings, results)
+    no_kl = "no option texts (pass --items): KL not computed" if items_file is None else NO_CELLS
+    info["models"] = compare_units_of_task(task, model, units, children, cells, curves, settings, results, no_kl)
     results.tasks[task] = info
 
 
@@ -175,6 +192,7 @@ def compare_units_of_task(
     curves: AgeCurves | None,
     settings: Settings,
     results: Results,
+    no_kl: str = "",
 ) -> dict[str, dict[str, object]]:
     """Every scoring unit of a task at once; returns the per-unit summaries of comparison.json."""
     if not units.names:
@@ -204,7 +222,7 @@ def compare_units_of_task(
         bins = bins.merge(_children_bins(children), on="bin_low", how="left")
         results.add("kl_bins", _by_unit(bins, names, task))
     else:
-        kl = [{"note": "no children's (item, bin) pairs with n >= min_n"} for _ in units.names]
+        kl = [{"note": no_kl or NO_CELLS} for _ in units.names]
     results.add("kl_summary", _frame(units, task, kl, kl_definition=conv.KL_DEFINITION))
     ages_out: list[dict[str, object]] = []
     equivalents = iter(curves.equivalents(theta[scored], se[scored], settings.level) if curves and scored.any()
