@@ -22,7 +22,7 @@ from levante_tasks.compare.tables import numeric, parse_correct, positions, read
 from levante_tasks.errors import LevanteError
 
 TRIAL_COLUMNS = ("run_id", "item_uid", "response", "answer", "distractors")
-OPTIONAL_COLUMNS = ("correct", "site", "task_id", "trial_number")
+OPTIONAL_COLUMNS = ("correct", "site", "task_id", "trial_number", "dataset")
 AGE_RANGE = (0.0, 25.0)  # years; outside it an age is impossible for a LEVANTE child (months, typos, -1 codes)
 CHILD_COLUMNS = ["run_id", "group", "theta", "se", "theta_source", "theta_common", "se_common", "n_trials"]
 
