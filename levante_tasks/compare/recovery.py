@@ -159,8 +159,10 @@ def figures(table: pd.DataFrame) -> dict[str, object]:
     """Bias, RMSE and 95% coverage of theta and the age equivalent, closest-bin hit rates, null flag rates."""
     child = table[table["kind"] == "childlike"]
     err = child["theta"] - child["true_theta"]
-    low = np.where(child["age_ci_low_flag"].fillna("") == "below_youngest", -np.inf, child["age_ci_low"])
-    high = np.where(child["age_ci_high_flag"].fillna("") == "above_oldest", np.inf, child["age_ci_high"])
+    low = pd.Series(np.where(child["age_ci_low_flag"].fillna("") == "below_youngest", -np.inf, child["age_ci_low"]),
+                    index=child.index)  # an end "below youngest" is open: it covers every younger age
+    high = pd.Series(np.where(child["age_ci_high_flag"].fillna("") == "above_oldest", np.inf, child["age_ci_high"]),
+                     index=child.index)
     covered = (low <= child["true_age"]) & (child["true_age"] <= high)
     age_err = (child["age_equivalent"] - child["true_age"]).dropna()
     bands = pd.cut(child["true_age"], [5.0, 6.5, 8.0, 10.0, 12.0], right=False)
@@ -177,12 +179,15 @@ def figures(table: pd.DataFrame) -> dict[str, object]:
         "age_point_defined": float(child["age_equivalent"].notna().mean()),
         "age_coverage": float(covered.mean()),
         "age_coverage_by_true_age": {str(k): float(v) for k, v in covered.groupby(bands, observed=True).mean().items()},
+        "age_ci_low_below_youngest_by_true_age": {
+            str(k): float(v) for k, v in np.isinf(low).astype(float).groupby(bands, observed=True).mean().items()},
         "closest_bin_hit_rate": float((child["closest_bin"] == child["true_bin"]).mean()),
         "beta_median_weak_strong": [float(child.loc[~strong, "beta"].median()),
                                     float(child.loc[strong, "beta"].median())],
         "childlike_better_than_uniform": float(child["better_than_uniform"].astype(bool).mean()),
         "null_flag_rate": {k: float(g["better_than_uniform"].astype(bool).mean()) for k, g in nulls.groupby("kind")},
         "null_flag_count": int(nulls["better_than_uniform"].astype(bool).sum()),
+        "null_p_at_most_0.2": {k: float((g["uniform_test_p"] <= 0.2).mean()) for k, g in nulls.groupby("kind")},
         "n_null": int(len(nulls)),
         "null_old_closest_bin_rule_rate": {k: float(v) for k, v in old_flag.groupby(nulls["kind"]).mean().items()},
     }
