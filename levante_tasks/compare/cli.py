@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, display_path
 
 
 def _irt_arg(value: str) -> tuple[str | None, Path]:
@@ -61,8 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the comparison and print where the outputs went."""
-    if args.min_n < 1 or args.n_boot < 1:
-        raise LevanteError("--min-n and --n-boot must be positive")
+    if args.min_n < 1 or args.n_boot < 1 or args.n_perm < 1:
+        raise LevanteError("--min-n, --n-boot and --n-perm must be positive")
+    if not args.calibration_tolerance >= 0:
+        raise LevanteError("--calibration-tolerance must be a number >= 0 (logits)")
     from levante_tasks.compare.pipeline import Settings, run_compare  # heavy (pandas, scipy): only when run
 
     settings = Settings(min_n=args.min_n, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed,
@@ -70,6 +72,6 @@ def run(args: argparse.Namespace) -> int:
     summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
     print(
         f"compared {sum(len(t['models']) for t in summary['tasks'].values())} model x task pairs on "
-        f"{len(summary['tasks'])} task(s); outputs in {args.out}"
+        f"{len(summary['tasks'])} task(s); outputs in {display_path(args.out)}"
     )
     return 0
