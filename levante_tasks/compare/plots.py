@@ -88,7 +88,8 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
     panel keeps a model at beta's bound (q close to uniform) visible as a line on zero instead of hidden."""
     bins = results.table("kl_bins")
     summary = results.table("kl_summary")
-    at_bound = set(summary.loc[summary["beta_at_bound"].fillna(False).astype(bool), "model"]) if len(summary) else set()
+    flagged = summary["beta_at_bound"].fillna(False).astype(bool) if "beta_at_bound" in summary.columns else []
+    at_bound = set(summary.loc[flagged, "model"]) if len(flagged) else set()
     paths = []
     for task, part in bins.groupby("task") if len(bins) else []:
         fig, (ax, diff) = plt.subplots(2, 1, figsize=(6.5, 5.2), sharex=True, height_ratios=(3, 2),
