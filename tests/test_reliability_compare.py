@@ -486,7 +486,7 @@ def test_synthetic_data_and_test_models_are_labelled_in_comparison_md(inputs: In
     out = tmp_path / "out"
     good_output(inputs, out, "--no-plots")
     text = (out / "comparison.md").read_text()
-    assert text.count("**Synthetic data** (") == 1 and "SYNTHETIC.md beside item_params.csv" in text
+    assert "**Synthetic data** (SYNTHETIC.md beside trials.csv, runs.csv, item_params.csv; " in text
     assert "trials with dataset = synthetic)" in text
     assert "| tiny-clip @ unknown (levante_clip)/original/mc/seed0 (random-init test model) |" in text
     assert "| aligned |" in text  # not a test model

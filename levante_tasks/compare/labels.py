@@ -22,11 +22,8 @@ def synthetic_evidence(inputs: list[Path], trials: pd.DataFrame) -> list[str]:
     """Why the comparison's data is synthetic (empty when nothing says so), naming files by name only."""
     from levante_tasks.synth.release import MARKER  # the generator's own marker name (PIL: imported late)
 
-    found = []
-    for path in inputs:
-        folder = path if path.is_dir() else path.parent
-        if (folder / MARKER).is_file():
-            found.append(f"{MARKER} beside {path.name}")
+    marked = [path.name for path in inputs if ((path if path.is_dir() else path.parent) / MARKER).is_file()]
+    found = [f"{MARKER} beside {', '.join(marked)}"] if marked else []
     if "dataset" in trials.columns:
         values = trials["dataset"].astype(object).dropna().astype(str).str.strip().str.lower()
         if (values == SYNTHETIC_DATASET).any():
