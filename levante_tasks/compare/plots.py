@@ -90,6 +90,8 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
     summary = results.table("kl_summary")
     flagged = summary["beta_at_bound"].fillna(False).astype(bool) if "beta_at_bound" in summary.columns else []
     at_bound = set(summary.loc[flagged, "model"]) if len(flagged) else set()
+    tested = summary.dropna(subset=["uniform_test_p"]) if "uniform_test_p" in summary.columns else summary.head(0)
+    p_value = {(m, t): p for m, t, p in zip(tested["model"], tested["task"], tested["uniform_test_p"], strict=True)}
     paths = []
     for task, part in bins.groupby("task") if len(bins) else []:
         fig, (ax, diff) = plt.subplots(2, 1, figsize=(6.5, 5.2), sharex=True, height_ratios=(3, 2),
@@ -102,7 +104,8 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
         for i, (unit, rows) in enumerate(part.groupby("model")):
             rows = rows.sort_values("bin_low")
             bound = " at its bound" if unit in at_bound else ""
-            label = f"{unit} (beta={rows['beta'].iloc[0]:.3g}{bound})"
+            p = p_value.get((unit, task), float("nan"))
+            label = f"{unit} (beta={rows['beta'].iloc[0]:.3g}{bound}; vs uniform p={p:.3g})"
             style = {"color": f"C{i % 10}", "zorder": 3, "lw": 1.5 if detailed else 0.6,
                      "alpha": 1.0 if detailed else 0.4, "marker": "o" if detailed else None, "ms": 4}
             x = rows["bin_low"] + 0.5
