@@ -90,8 +90,8 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
     summary = results.table("kl_summary")
     flagged = summary["beta_at_bound"].fillna(False).astype(bool) if "beta_at_bound" in summary.columns else []
     at_bound = set(summary.loc[flagged, "model"]) if len(flagged) else set()
-    tested = summary.dropna(subset=["uniform_test_p"]) if "uniform_test_p" in summary.columns else summary.head(0)
-    p_value = {(m, t): p for m, t, p in zip(tested["model"], tested["task"], tested["uniform_test_p"], strict=True)}
+    p_value = ({(m, t): p for m, t, p in zip(summary["model"], summary["task"], summary["uniform_test_p"], strict=True)}
+               if "uniform_test_p" in summary.columns else {})
     paths = []
     for task, part in bins.groupby("task") if len(bins) else []:
         fig, (ax, diff) = plt.subplots(2, 1, figsize=(6.5, 5.2), sharex=True, height_ratios=(3, 2),
