@@ -3,21 +3,24 @@
 # KL) from exported CSVs; used to check the Python implementation (tests/test_r_parity.py) to 1e-8.
 #
 # Usage: Rscript R/compare_levante.R --model-vals model_vals.csv --scores scores.csv --trials trials.csv \
-#          --records records.csv --task TASK --out DIR [--min-n 10] [--items items.csv]
+#          --records records.csv --task TASK --items items.csv --out DIR [--min-n 10]
 # Inputs: model_vals.csv / scores.csv from R/export_irt_params.R; trials in the Redivis layout;
 #         records.csv = model records (model, task, item_uid, correct, option_scores as "[s0, s1, ...]"
 #         or "s0;s1;..." in canonical order, higher = preferred); items.csv = canonical options per item
 #         (item_uid + options as a JSON list of strings, or a manifest's answer + response_alternatives).
 # Conventions: b = -d / a1 (higher = harder); a child-aligned model has NEGATIVE r(correct, b).
 #   Reference group: the one group whose MEAN_1 is fixed (est FALSE); ambiguous flags are an error.
-#   Canonical options: [answer] + distractors as listed, from --items, else from the trials when every trial of
-#   an item lists the same order. A response is mapped to an option by its text (exact, else case/space-
-#   insensitive with image paths reduced to their stem), never by its position in the trial's list; trials
-#   listing another option set are dropped.
+#   Canonical options: [answer] + distractors as listed, from --items only (required: the trials' own order need
+#   not be the models'); items with two options of one loose key are dropped. A response is mapped to an option
+#   by its text (exact, else case/space-insensitive with image paths reduced to their stem), never by its
+#   position in the trial's list; trials whose answer is not option 0, or listing another option set, are
+#   dropped.
 #   KL(human || model) = sum_k p_k log(p_k / q_k) (natural log), p_k = 0 terms are 0, q_k == 0 -> 1e-5,
 #   q = softmax(beta * scores). Cells (item, bin) are weighted by their children's count n; beta minimises the
 #   weighted mean KL in [0.025, 40]: 201-point log grid, then optimize() on log(beta) between the best point's
-#   neighbours (tol 1e-10). Baseline: a uniform model, KL = log K + sum p log p.
+#   neighbours (tol 1e-10); mean_kl_unweighted (cells equal) is minimised on its own, beta_unweighted.
+#   Baseline: a uniform model, KL = log K + sum p log p. Better-than-uniform statistic (its permutation p-value
+#   is Python's only): S = sum_ik m_ik (s_ik - mean_k s_ik), m = children's counts pooled over an item's cells.
 #   Bins: floor(theta) of the calibration score; (item, bin) cells need n >= min-n children.
 # Outputs (DIR): difficulty.csv, human_distributions.csv, kl_items.csv, kl_summary.csv, kl_bins.csv,
 #   alignment.csv (counts of unmatched responses and dropped trials).
@@ -30,7 +33,7 @@ parse_args <- function(args) {
     opts[[key]] <- args[[i + 1]]
     i <- i + 2
   }
-  for (need in c("model_vals", "scores", "trials", "records", "task", "out")) {
+  for (need in c("model_vals", "scores", "trials", "records", "task", "items", "out")) {
     if (is.null(opts[[need]])) stop(sprintf("missing --%s", gsub("_", "-", need)), call. = FALSE)
   }
   opts$min_n <- as.integer(opts$min_n)
@@ -129,25 +132,16 @@ listed <- lapply(seq_len(nrow(trials)), function(i) {
   c(trimws(trials$answer[i]), parse_distractors(trials$distractors[i]))
 })
 canonical <- list()
-if (!is.na(opts$items)) {
-  it <- utils::read.csv(opts$items, stringsAsFactors = FALSE, colClasses = "character")
-  for (i in seq_len(nrow(it))) {
-    opt <- if ("options" %in% names(it)) parse_json_strings(it$options[i]) else
-      c(trimws(it$answer[i]), parse_distractors(it$response_alternatives[i]))
-    uid <- it$item_uid[i]
-    if (length(opt) < 2) next
-    if (!is.null(canonical[[uid]]) && !identical(canonical[[uid]], opt)) canonical[[uid]] <- character(0) else
-      canonical[[uid]] <- opt
-  }
-  canonical <- canonical[vapply(canonical, length, integer(1)) >= 2]
-} else {
-  keys <- vapply(listed, function(o) paste(o, collapse = "\r"), character(1))
-  for (uid in unique(trials$item_uid)) {
-    orders <- unique(keys[trials$item_uid == uid])
-    if (length(orders) == 1) canonical[[uid]] <- listed[[match(uid, trials$item_uid)]]
-  }
-  canonical <- canonical[vapply(canonical, length, integer(1)) >= 2]
+it <- utils::read.csv(opts$items, stringsAsFactors = FALSE, colClasses = "character")
+for (i in seq_len(nrow(it))) {
+  opt <- if ("options" %in% names(it)) parse_json_strings(it$options[i]) else
+    c(trimws(it$answer[i]), parse_distractors(it$response_alternatives[i]))
+  uid <- it$item_uid[i]
+  if (length(opt) < 2) next
+  if (!is.null(canonical[[uid]]) && !identical(canonical[[uid]], opt)) canonical[[uid]] <- character(0) else
+    canonical[[uid]] <- opt
 }
+canonical <- canonical[vapply(canonical, function(o) length(o) >= 2 && !anyDuplicated(loose_key(o)), logical(1))]
 option_index <- function(uid, response) {
   opts_i <- canonical[[uid]]
   if (is.na(response)) return(-1L)
@@ -161,14 +155,17 @@ option_index <- function(uid, response) {
 has_options <- trials$item_uid %in% names(canonical)
 trials <- trials[has_options, ]
 listed <- listed[has_options]
+answer_differs <- mapply(function(uid, answer) option_index(uid, answer) != 0L, trials$item_uid, trials$answer,
+                         USE.NAMES = FALSE)
 set_differs <- vapply(seq_len(nrow(trials)), function(i) {
-  if (length(listed[[i]]) < 2) return(FALSE)
+  if (answer_differs[i] || length(listed[[i]]) < 2) return(FALSE)
   !setequal(loose_key(listed[[i]]), loose_key(canonical[[trials$item_uid[i]]]))
 }, logical(1))
-trials <- trials[!set_differs, ]
+trials <- trials[!set_differs & !answer_differs, ]
 trials$n_options <- vapply(trials$item_uid, function(u) length(canonical[[u]]), integer(1))
 trials$option_index <- mapply(option_index, trials$item_uid, trials$response, USE.NAMES = FALSE)
-write_out(data.frame(trials_option_set_differs = sum(set_differs),
+write_out(data.frame(trials_answer_not_canonical_answer = sum(answer_differs),
+                     trials_option_set_differs = sum(set_differs),
                      trials_response_unmatched = sum(trials$option_index < 0)), "alignment.csv")
 
 scores <- utils::read.csv(opts$scores, stringsAsFactors = FALSE, colClasses = c(run_id = "character"))
@@ -218,14 +215,20 @@ for (m in sort(unique(records$model))) {
   s_list <- lapply(pairs$item_uid, function(uid) sc[[uid]])
   w <- pairs$n_bin / sum(pairs$n_bin)
   kls <- function(beta) mapply(function(p, s) kl_row(p, softmax(s, beta)), p_list, s_list)
-  mean_kl <- function(beta) sum(w * kls(beta))
-  grid <- exp(seq(log(BOUNDS[1]), log(BOUNDS[2]), length.out = 201))
-  values <- vapply(grid, mean_kl, numeric(1))
-  best <- which.min(values)
-  lo <- log(grid[max(best - 1, 1)])
-  hi <- log(grid[min(best + 1, length(grid))])
-  fit <- stats::optimize(function(x) mean_kl(exp(x)), c(lo, hi), tol = 1e-10)
-  beta <- if (fit$objective <= values[best]) exp(fit$minimum) else grid[best]
+  fit_beta <- function(weights) {
+    mean_kl <- function(beta) sum(weights * kls(beta))
+    grid <- exp(seq(log(BOUNDS[1]), log(BOUNDS[2]), length.out = 201))
+    values <- vapply(grid, mean_kl, numeric(1))
+    best <- which.min(values)
+    lo <- log(grid[max(best - 1, 1)])
+    hi <- log(grid[min(best + 1, length(grid))])
+    fit <- stats::optimize(function(x) mean_kl(exp(x)), c(lo, hi), tol = 1e-10)
+    if (fit$objective <= values[best]) exp(fit$minimum) else grid[best]
+  }
+  beta <- fit_beta(w)
+  beta_unweighted <- fit_beta(rep(1 / nrow(pairs), nrow(pairs)))
+  kl_unweighted <- kls(beta_unweighted)
+  statistic <- sum(mapply(function(p, s, n) sum(n * p * (s - mean(s))), p_list, s_list, pairs$n_bin))
   pairs$kl <- kls(beta)
   pairs$kl_uniform <- mapply(function(p) kl_row(p, rep(1 / length(p), length(p))), p_list)
   pairs$model <- m
@@ -233,7 +236,7 @@ for (m in sort(unique(records$model))) {
   bins <- do.call(rbind, lapply(bin_of, function(ix) {
     data.frame(bin_low = pairs$bin_low[ix[1]], n_items = length(ix), n_responses = sum(pairs$n_bin[ix]),
                mean_kl = sum(pairs$kl[ix] * pairs$n_bin[ix]) / sum(pairs$n_bin[ix]),
-               mean_kl_unweighted = mean(pairs$kl[ix]),
+               mean_kl_unweighted = mean(kl_unweighted[ix]),
                uniform_kl = sum(pairs$kl_uniform[ix] * pairs$n_bin[ix]) / sum(pairs$n_bin[ix]))
   }))
   closest <- bins[order(bins$mean_kl, bins$bin_low), ][1, ]
@@ -241,7 +244,8 @@ for (m in sort(unique(records$model))) {
   kl_bins[[m]] <- cbind(model = m, bins, stringsAsFactors = FALSE)
   uniform_mean <- sum(w * pairs$kl_uniform)
   kl_summary[[m]] <- data.frame(model = m, beta = beta, mean_kl = sum(w * pairs$kl),
-                                mean_kl_unweighted = mean(pairs$kl), uniform_mean_kl = uniform_mean,
+                                beta_unweighted = beta_unweighted, mean_kl_unweighted = mean(kl_unweighted),
+                                uniform_mean_kl = uniform_mean, uniform_test_statistic = statistic,
                                 kl_ratio_to_uniform = sum(w * pairs$kl) / uniform_mean, n_pairs = nrow(pairs),
                                 closest_bin = sprintf("%d_%d", closest$bin_low, closest$bin_low + 1L),
                                 closest_bin_mean_kl = closest$mean_kl, closest_bin_uniform_kl = closest$uniform_kl,

@@ -58,9 +58,14 @@ def records(path: Path, extra: list[dict] | None = None) -> Path:
     return path
 
 
-def compare(tmp: Path, trials: pd.DataFrame | Path, recs: Path, name: str = "out", items: Path | None = None,
+def compare(tmp: Path, trials: pd.DataFrame | Path, recs: Path, name: str = "out", items: Path | None | str = "auto",
             irt: Path | None = None, **settings: object) -> tuple[Path, dict]:
-    """run_compare on the trog record (or `irt`) with small bootstraps; returns (output folder, summary)."""
+    """run_compare on the trog record (or `irt`) with small bootstraps; returns (output folder, summary).
+
+    `items="auto"` writes the fixture's canonical options (the unshuffled trials' order) as `--items`.
+    """
+    if items == "auto":
+        items = write_items(canonical(trog_trials()), tmp / f"{name}_items.csv")
     if isinstance(trials, pd.DataFrame):
         path = tmp / f"{name}_trials.csv"
         trials.to_csv(path, index=False)
@@ -68,7 +73,7 @@ def compare(tmp: Path, trials: pd.DataFrame | Path, recs: Path, name: str = "out
     out = tmp / name
     summary = run_compare([(None, irt or irt_fixture_dir() / "trog_rasch_f1_scalar.rds")], trials,
                           irt_fixture_dir() / "runs.csv", recs, out,
-                          Settings(**{"n_boot": 50, "plots": False, **settings}), items_path=items)
+                          Settings(**{"n_boot": 50, "n_perm": 200, "plots": False, **settings}), items_path=items)
     return out, summary
 
 

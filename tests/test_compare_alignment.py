@@ -45,15 +45,42 @@ def test_per_child_distractor_order_gives_the_canonical_distributions(tmp_path: 
     assert "trials_option_order_unknown" not in exclusions(summary)
 
 
-def test_without_items_a_per_child_order_is_excluded_not_guessed(tmp_path: Path) -> None:
-    """Without --items the canonical order of an item whose trials disagree cannot be known: no distribution."""
-    trials = shuffle_distractors(trog_trials())
+def test_without_items_there_is_no_kl_never_a_guessed_order(tmp_path: Path) -> None:
+    """Without --items the models' option order is unknown (the trials' own order may differ): no KL, counted;
+    theta and the difficulty correlation need no option texts and are still computed."""
+    trials = trog_trials()
+    out, summary = compare(tmp_path, trials, records(tmp_path / "records.csv"), items=None)
+    assert pd.read_csv(out / "human_distributions.csv").empty and "beta" not in pd.read_csv(out / "kl_summary.csv")
+    assert exclusions(summary)["trials_without_option_texts"] == len(trials)
+    aligned = summary["tasks"]["trog"]["models"]["aligned"]
+    assert "--items" in aligned["kl"]["note"] and np.isfinite(aligned["theta"])
+    assert summary["tasks"]["trog"]["option_source"].startswith("none")
+
+
+def test_trial_whose_answer_is_not_option_0_is_dropped_and_counted(tmp_path: Path) -> None:
+    """A miscoded `answer` (here: the first distractor, the answer moved into the distractors) is not aligned."""
+    trials = trog_trials()
+    bad = trials["run_id"] == trials["run_id"].iloc[0]
+    first = trials.loc[bad, "distractors"].str.split(",").str[0]
+    rest = trials.loc[bad, "distractors"].str.split(",").str[1:].str.join(",")
+    trials.loc[bad, "distractors"] = trials.loc[bad, "answer"] + "," + rest
+    trials.loc[bad, "answer"] = first
     out, summary = compare(tmp_path, trials, records(tmp_path / "records.csv"))
-    assert pd.read_csv(out / "human_distributions.csv").empty
+    assert exclusions(summary)["trials_answer_not_canonical_answer"] == int(bad.sum()) > 0
+    assert "trials_option_set_differs" not in exclusions(summary)  # the set is the same: only the answer moved
+
+
+def test_items_with_two_identical_options_are_excluded_and_counted(tmp_path: Path) -> None:
+    trials = trog_trials()
+    options = canonical(trials)
+    twin = sorted(options)[0]
+    options[twin] = [options[twin][0], options[twin][1], " " + options[twin][1].upper(), options[twin][3]]
+    out, summary = compare(tmp_path, trials, records(tmp_path / "records.csv"),
+                           items=write_items(options, tmp_path / "items.csv"))
     counted = exclusions(summary)
-    assert counted["items_option_order_unknown"] == trials["item_uid"].nunique()
-    assert counted["trials_option_order_unknown"] == len(trials)
-    assert "no children's" in summary["tasks"]["trog"]["models"]["aligned"]["kl"]["note"]
+    assert counted["items_with_duplicate_options"] == 1
+    assert counted["trials_item_with_duplicate_options"] == int((trials["item_uid"] == twin).sum())
+    assert twin not in set(pd.read_csv(out / "human_distributions.csv", dtype={"item_uid": str})["item_uid"])
 
 
 def test_unmatched_responses_are_counted_and_listed_and_image_keys_match(tmp_path: Path) -> None:

@@ -8,11 +8,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from compare_inputs import canonical, trog_trials, write_items
 from shared_paths import irt_fixture_dir
 
 from levante_tasks.cli import main
 from levante_tasks.compare.humans import parse_distractors
 from levante_tasks.compare.records import read_records
+from levante_tasks.summary.writers import model_label
 
 
 def trog_inputs(tmp_path: Path) -> tuple[Path, Path]:
@@ -63,8 +65,9 @@ def trog_inputs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def run_cli(tmp_path: Path, trials: Path, records: Path, *extra: str) -> int:
-    """Run the compare subcommand on the trog fixture with a small bootstrap."""
+    """Run the compare subcommand on the trog fixture with a small bootstrap and its canonical options."""
     folder = irt_fixture_dir()
+    items = write_items(canonical(trog_trials()), tmp_path / "items.csv")
     return main(
         [
             "compare",
@@ -78,8 +81,12 @@ def run_cli(tmp_path: Path, trials: Path, records: Path, *extra: str) -> int:
             str(records),
             "--out",
             str(tmp_path / "out"),
+            "--items",
+            str(items),
             "--n-boot",
             "100",
+            "--n-perm",
+            "200",
             *extra,
         ]
     )
@@ -199,6 +206,13 @@ def test_samples_of_math_subtasks_pool_into_one_unit_without_paths(tmp_path) -> 
             (run / name).write_text(json.dumps({"doc_id": 0, "levante_item": record}) + "\n")
     table, counts = read_records(run)
     units = sorted(table["model"].unique())
-    assert units == ["ckpt__tiny-clip/original/gen/seed0", "ckpt__tiny-clip/original/mc/seed0"]
+    assert units == ["tiny-clip/original/gen/seed0", "tiny-clip/original/mc/seed0"]
     assert len(table) == 4 and counts["duplicate_records_dropped"] == 0
     assert not any("/home/" in name for name in table["model"])
+    # a full lmms-eval results.json: the model's label is summary.md's (summary.writers.model_label)
+    (run / "20260101_000000_results.json").write_text(json.dumps({
+        "model_name": "/home/someone/ckpt/tiny-clip", "config": {
+            "model": "levante_clip", "model_args": f"pretrained=/home/someone/ckpt/tiny-clip,revision={'a' * 40}"}}))
+    label = model_label({"model": "tiny-clip", "revision": "a" * 40, "adapter": "levante_clip"})
+    assert sorted(read_records(run)[0]["model"].unique()) == [f"{label}/original/gen/seed0",
+                                                              f"{label}/original/mc/seed0"]

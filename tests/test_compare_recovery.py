@@ -6,11 +6,15 @@ from collections import Counter
 
 import numpy as np
 import pandas as pd
+import pytest
+from scipy import stats
 
 from levante_tasks.compare.age import age_equivalent
 from levante_tasks.compare.difficulty import correlate
 from levante_tasks.compare.distributions import compare_model, human_distributions
 from levante_tasks.compare.irt import GroupPrior, IrtModel, item_table
+from levante_tasks.compare.recovery import Design, figures
+from levante_tasks.compare.recovery import run as run_study
 from levante_tasks.compare.scoring import score_items
 
 
@@ -118,3 +122,47 @@ def test_age_equivalent_recovers_the_generating_curve() -> None:
     assert res["age_ci_low"] < 9.0 < res["age_ci_high"] and res["age_flag"] == ""
     assert age_equivalent(5.0, 0.2, age, theta, n_boot=50)["age_flag"] == "above_oldest"
     assert age_equivalent(-5.0, 0.2, age, theta, n_boot=50)["age_flag"] == "below_youngest"
+
+
+# ---------------------------------------------------------------- the recovery study (compare.recovery), fixed seeds
+
+STUDY = Design(replicates=5, n_children=800, n_childlike=30, n_null_each=12, n_boot=300, n_perm=300, seed=1)
+
+
+@pytest.fixture(scope="module")
+def study() -> pd.DataFrame:
+    """Five replicates of the full pipeline: 150 child-like models of known theta, 240 null models."""
+    return run_study(STUDY)
+
+
+def test_theta_and_age_are_recovered_with_near_nominal_coverage(study: pd.DataFrame) -> None:
+    found = figures(study)
+    assert found["n_childlike"] == 150
+    assert abs(found["theta_bias"]) < 0.1 and found["theta_rmse"] < 0.8
+    assert 0.90 <= found["theta_coverage"] <= 0.995  # theta +- 1.96 SE, as the report's bands
+    assert abs(found["age_bias"]) < 0.5
+    assert 0.88 <= found["age_coverage"] <= 1.0
+    assert all(v >= 0.8 for v in found["age_coverage_by_true_age"].values())  # the youngest band included
+
+
+def test_null_models_are_flagged_at_no_more_than_the_nominal_rate(study: pd.DataFrame) -> None:
+    """The permutation test is exact: null models beat uniform at <= 5% (binomial 99.9% bound), and at <= 20%
+    for p <= 0.2; the old closest-bin rule flagged them far more often; child-like models are all found."""
+    found = figures(study)
+    nulls = study[study["kind"] != "childlike"]
+    for kind, part in nulls.groupby("kind"):
+        n = len(part)
+        assert part["better_than_uniform"].astype(bool).sum() <= stats.binom.ppf(0.999, n, 0.05), kind
+        assert (part["uniform_test_p"] <= 0.2).sum() <= stats.binom.ppf(0.999, n, 0.2), kind
+    assert not nulls.loc[nulls["kind"] == "uniform", "better_than_uniform"].astype(bool).any()
+    assert found["childlike_better_than_uniform"] >= 0.95
+    old = found["null_old_closest_bin_rule_rate"]
+    assert max(old["random_choice"], old["random_scores"], old["fixed_position"]) > 0.15  # why it was replaced
+
+
+def test_closest_bin_is_not_an_ability_readout(study: pd.DataFrame) -> None:
+    """Documented, not presented: the fitted beta falls with ability although every model's true beta is 1."""
+    found = figures(study)
+    weak, strong = found["beta_median_weak_strong"]
+    assert weak > 1.05 and strong < 0.95
+    assert found["closest_bin_hit_rate"] < 0.9

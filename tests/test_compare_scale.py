@@ -23,6 +23,7 @@ from levante_tasks.compare.age import age_equivalent
 from levante_tasks.compare.distributions import compare_model
 from levante_tasks.compare.eap import eap
 from levante_tasks.compare.irt import read_irt
+from levante_tasks.errors import LevanteError
 
 TROG = "trog_rasch_f1_scalar.rds"
 
@@ -146,6 +147,35 @@ def test_calibration_check_matches_scores_to_runs_by_id(tmp_path: Path) -> None:
     assert check["n_runs"] == 300 and check["n_runs_unmatched"] == 0
 
 
+def test_record_whose_scores_contradict_its_data_is_refused(tmp_path: Path) -> None:
+    rdata = pytest.importorskip("rdata")
+    slots = record_slots(TROG)
+    slots["scores"].loc[0, "ability"] += 5.6
+    rdata.write_rds(tmp_path / "record.rds", slots)
+    with pytest.raises(LevanteError, match=r"disagree with its own data rescored \(max \|diff\| 5\.6"):
+        compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), irt=tmp_path / "record.rds")
+    _, summary = compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), name="tolerant",
+                         irt=tmp_path / "record.rds", calibration_tolerance=10.0)
+    assert summary["tasks"]["trog"]["calibration_rescore_max_abs_diff"]["ability"] == pytest.approx(5.6, abs=0.01)
+
+
+def test_empty_or_na_correct_is_missing_not_wrong(tmp_path: Path) -> None:
+    trials = trog_trials()
+    run = trials["run_id"].iloc[0]
+    rows = trials.index[(trials["run_id"] == run) & (trials["response"] == trials["answer"])][:3]
+    assert len(rows) == 3
+    dropped = trials.drop(index=rows)
+    trials.loc[rows, "correct"] = ["", "NA", "NA"]
+    out, summary = compare(tmp_path, trials, records(tmp_path / "records.csv"))
+    ref, _ = compare(tmp_path, dropped, records(tmp_path / "records.csv"), name="dropped")
+    got = pd.read_csv(out / "children_theta.csv", dtype={"run_id": str}).set_index("run_id")
+    want = pd.read_csv(ref / "children_theta.csv", dtype={"run_id": str}).set_index("run_id")
+    assert got.loc[run, "theta_common"] == pytest.approx(want.loc[run, "theta_common"], abs=1e-12)
+    assert got.loc[run, "n_trials"] == want.loc[run, "n_trials"]
+    overall = {e["reason"]: e["count"] for e in summary["exclusions"] if not e["task"]}
+    assert overall["trials_correct_missing"] == 3
+
+
 # ---------------------------------------------------------------- 5. uniform baseline, weighted cells
 
 
@@ -156,8 +186,9 @@ def test_uniform_baseline_and_count_weighted_kl(tmp_path: Path) -> None:
     out, _ = compare(tmp_path, trials, records(tmp_path / "records.csv", extra))
     kl = pd.read_csv(out / "kl_summary.csv").set_index("model")
     assert kl.loc["flat", "kl_ratio_to_uniform"] == pytest.approx(1.0, abs=1e-12)
-    assert not kl.loc["flat", "closest_bin_better_than_uniform"]
-    assert kl.loc["aligned", "kl_ratio_to_uniform"] < 0.5 and kl.loc["aligned", "closest_bin_better_than_uniform"]
+    assert not kl.loc["flat", "better_than_uniform"] and kl.loc["flat", "uniform_test_p"] == 1.0  # S = 0 always
+    assert kl.loc["aligned", "kl_ratio_to_uniform"] < 0.5 and kl.loc["aligned", "better_than_uniform"]
+    assert kl.loc["aligned", "uniform_test_p"] == pytest.approx(1 / 201)  # none of the 200 permutations reaches it
     dist = pd.read_csv(out / "human_distributions.csv")
     dist["plogp"] = np.where(dist["p"] > 0, dist["p"] * np.log(dist["p"].where(dist["p"] > 0, 1.0)), 0.0)
     cells = dist.groupby(["item_uid", "bin_low"]).agg(n=("n_bin", "first"), k=("n_options", "first"),
@@ -167,13 +198,16 @@ def test_uniform_baseline_and_count_weighted_kl(tmp_path: Path) -> None:
     items = pd.read_csv(out / "kl_items.csv").query("model == 'aligned'")
     weighted = float(np.sum(items["kl"] * items["n_bin"]) / items["n_bin"].sum())
     assert kl.loc["aligned", "mean_kl"] == pytest.approx(weighted, rel=1e-12)
-    assert kl.loc["aligned", "mean_kl_unweighted"] == pytest.approx(items["kl"].mean(), rel=1e-12)
-    # beta minimises the count-weighted mean KL
+    # beta minimises the count-weighted mean KL, beta_unweighted the equal-weight mean (each at its own optimum)
     scores = {u: [2.0, 0.5, 0.0, -0.5] for u in trials["item_uid"].unique()}
-    beta = kl.loc["aligned", "beta"]
-    at = {f: compare_model(dist, scores, Counter(), beta=beta * f)[1]["mean_kl"] for f in (0.99, 1.0, 1.01)}
-    assert at[1.0] < at[0.99] and at[1.0] < at[1.01]
-    assert at[1.0] == pytest.approx(kl.loc["aligned", "mean_kl"], rel=1e-12)
+    for beta_key, kl_key in (("beta", "mean_kl"), ("beta_unweighted", "mean_kl_unweighted")):
+        beta = kl.loc["aligned", beta_key]
+        at = {f: compare_model(dist, scores, Counter(), beta=beta * f)[1][kl_key] for f in (0.99, 1.0, 1.01)}
+        assert at[1.0] < at[0.99] and at[1.0] < at[1.01], beta_key
+        assert at[1.0] == pytest.approx(kl.loc["aligned", kl_key], rel=1e-9)
+    unweighted = compare_model(dist, scores, Counter(), beta=kl.loc["aligned", "beta_unweighted"])[0]["kl"].mean()
+    assert kl.loc["aligned", "mean_kl_unweighted"] == pytest.approx(unweighted, rel=1e-9)
+    assert kl.loc["aligned", "beta_unweighted"] != pytest.approx(kl.loc["aligned", "beta"], rel=1e-3)
 
 
 # ---------------------------------------------------------------- 6. age intervals
@@ -238,3 +272,13 @@ def test_many_models_get_summary_plots(tmp_path: Path) -> None:
     sizes = {p.name: Image.open(p).size for p in (out / "plots").glob("*.png")}
     assert set(sizes) == {"accuracy_vs_difficulty_trog.png", "kl_by_bin_trog.png", "theta_on_children_trog.png"}
     assert sizes["accuracy_vs_difficulty_trog.png"][1] < 600  # 15 rows of 0.14 in, not 15 panels of 2.4 in
+
+
+def test_plots_without_any_kl_are_written(tmp_path: Path) -> None:
+    """No unit with option scores: kl_summary has no beta columns, and the plots still draw (no KL plot)."""
+    recs = pd.read_csv(records(tmp_path / "records.csv")).assign(option_scores="")
+    recs.to_csv(tmp_path / "records.csv", index=False)
+    out, _ = compare(tmp_path, trog_trials(), tmp_path / "records.csv", plots=True)
+    assert "beta_at_bound" not in pd.read_csv(out / "kl_summary.csv").columns
+    assert sorted(p.name for p in (out / "plots").iterdir()) == ["accuracy_vs_difficulty_trog.png",
+                                                                "theta_on_children_trog.png"]

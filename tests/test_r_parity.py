@@ -112,7 +112,8 @@ def simulated_records(path: Path) -> None:
 
 def shuffled_trials(source: Path, out: Path, items: Path) -> None:
     """Fixture trials with each trial's distractors in its own random order (comma list or dict string), one
-    response as an image path in other case, one unmatched response and one trial listing another option set;
+    response as an image path in other case, one unmatched response, one trial listing another option set and
+    one whose answer is a distractor;
     `items` gets the canonical options ([answer] + distractors as the fixture lists them)."""
     trials = pd.read_csv(source, dtype=str, keep_default_na=False)
     canonical = {u: [a, *d.split(",")] for u, a, d in zip(trials["item_uid"], trials["answer"], trials["distractors"],
@@ -129,6 +130,8 @@ def shuffled_trials(source: Path, out: Path, items: Path) -> None:
     trials.loc[3, "response"] = "visual/trog/" + trials.loc[3, "response"].upper() + ".webp"
     trials.loc[5, "response"] = "no-such-option"
     trials.loc[8, "distractors"] = "zz-other-a,zz-other-b,zz-other-c"
+    trials.loc[10, "answer"] = trials.loc[10, "distractors"].split(",")[0]  # even row: a comma list; a miscoded
+    # answer column (a distractor): not aligned on either side
     trials.to_csv(out, index=False)
 
 
@@ -145,7 +148,7 @@ def test_comparisons_match_r_reference(tmp_path: Path) -> None:
         folder / "runs.csv",
         records,
         py_out,
-        Settings(n_boot=20, plots=False),
+        Settings(n_boot=20, n_perm=20, plots=False),
         items_path=items,
     )
     run_r("export_irt_params.R", str(folder / "trog_rasch_f1_scalar.rds"), str(export))
@@ -181,6 +184,7 @@ def test_comparisons_match_r_reference(tmp_path: Path) -> None:
     alignment = pd.read_csv(r_out / "alignment.csv").iloc[0]
     assert excl["trials_option_set_differs"] == alignment["trials_option_set_differs"] == 1
     assert excl["trials_response_unmatched"] == alignment["trials_response_unmatched"] == 1
+    assert excl["trials_answer_not_canonical_answer"] == alignment["trials_answer_not_canonical_answer"] == 1
 
     key = ["item_uid", "bin_low", "option_index"]
     py_dist = pd.read_csv(py_out / "human_distributions.csv").sort_values(key).reset_index(drop=True)
@@ -194,7 +198,8 @@ def test_comparisons_match_r_reference(tmp_path: Path) -> None:
     py_sum = pd.read_csv(py_out / "kl_summary.csv").dropna(subset=["beta"]).set_index("model").sort_index()
     r_sum = pd.read_csv(r_out / "kl_summary.csv").set_index("model").sort_index()
     assert list(py_sum.index) == list(r_sum.index) == ["childlike", "noise"]
-    np.testing.assert_allclose(py_sum["beta"], r_sum["beta"], rtol=1e-6)
+    np.testing.assert_allclose(py_sum[["beta", "beta_unweighted"]], r_sum[["beta", "beta_unweighted"]], rtol=1e-6)
+    np.testing.assert_allclose(py_sum["uniform_test_statistic"], r_sum["uniform_test_statistic"], rtol=1e-12)
     for col in ["mean_kl", "mean_kl_unweighted", "uniform_mean_kl", "kl_ratio_to_uniform", "closest_bin_mean_kl",
                 "closest_bin_uniform_kl"]:
         np.testing.assert_allclose(py_sum[col], r_sum[col], rtol=0, atol=1e-8, err_msg=col)

@@ -36,11 +36,13 @@ class Inputs:
     trials: Path
     runs: Path
     records: Path
+    items: Path
 
     def args(self, out: Path, *extra: str) -> list[str]:
         """`compare` arguments with a small bootstrap and small cells (fast, and KL pairs exist)."""
         return ["compare", "--irt", str(self.irt), "--trials", str(self.trials), "--runs", str(self.runs),
-                "--models", str(self.records), "--out", str(out), "--n-boot", "20", "--min-n", "2", *extra]
+                "--models", str(self.records), "--items", str(self.items), "--out", str(out), "--n-boot", "20",
+                "--n-perm", "50", "--min-n", "2", *extra]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +74,8 @@ def inputs(release: Path, tmp_path: Path) -> Inputs:
     trials = pd.read_csv(release / "children" / "trials.csv", dtype=str)
     folder = tmp_path / "in"
     folder.mkdir()
-    found = Inputs(folder / "item_params.csv", folder / "trials.csv", folder / "runs.csv", folder / "records.csv")
+    found = Inputs(folder / "item_params.csv", folder / "trials.csv", folder / "runs.csv", folder / "records.csv",
+                   release / "synthetic" / "manifest.csv")
     params.to_csv(found.irt, index=False)
     trials[trials["task_id"] == TASK].to_csv(found.trials, index=False)
     found.runs.write_bytes((release / "children" / "runs.csv").read_bytes())
@@ -472,3 +475,29 @@ def test_unwritable_out_parent_is_one_line(inputs: Inputs, tmp_path: Path) -> No
     done = run_cli(inputs.args(parent / "out"), drop_dac=True)
     assert_one_error(done, "ro", "permission denied")
     assert list(parent.iterdir()) == []
+
+
+def test_synthetic_data_and_test_models_are_labelled_in_comparison_md(inputs: Inputs, tmp_path: Path) -> None:
+    """The synthetic release's trials say dataset = synthetic; a `tiny-clip` unit is a random-init test model."""
+    records = pd.read_csv(inputs.records)
+    records.loc[records["model"] == "noise", "model"] = "tiny-clip @ unknown (levante_clip)/original/mc/seed0"
+    records.to_csv(inputs.records, index=False)
+    (inputs.irt.parent / "SYNTHETIC.md").write_text("synthetic\n")
+    out = tmp_path / "out"
+    good_output(inputs, out, "--no-plots")
+    text = (out / "comparison.md").read_text()
+    assert "**Synthetic data** (SYNTHETIC.md beside trials.csv, runs.csv, item_params.csv; " in text
+    assert "trials with dataset = synthetic)" in text
+    assert "| tiny-clip @ unknown (levante_clip)/original/mc/seed0 (random-init test model) |" in text
+    assert "| aligned |" in text  # not a test model
+    data = json.loads((out / "comparison.json").read_text())["data"]
+    assert data["test_models"] == ["tiny-clip @ unknown (levante_clip)/original/mc/seed0"]
+
+
+def test_real_like_data_and_models_carry_no_label(inputs: Inputs, tmp_path: Path) -> None:
+    trials = pd.read_csv(inputs.trials, dtype=str)
+    trials.drop(columns="dataset").to_csv(inputs.trials, index=False)
+    out = tmp_path / "out"
+    good_output(inputs, out, "--no-plots")
+    text = (out / "comparison.md").read_text()
+    assert "Synthetic data" not in text and "random-init" not in text

@@ -1,11 +1,11 @@
 """Children's responses mapped to each item's canonical options by content (option text or image key).
 
 The canonical order is `[answer] + response_alternatives as listed` (docs/design.md §5), the order of the models'
-`option_scores`. Its source, in order of authority: `--items` (a prepared dataset's test.parquet `options`, a
-manifest.csv's `answer` + `response_alternatives`, or a CSV with `item_uid` and a JSON-list `options` column);
-else the trials, only for items whose every trial lists the same answer and distractors in the same order (the
-order cannot be known otherwise, so such items are excluded and counted). A trial's position in its own
-answer-plus-distractors list is never used: the response is looked up by its text.
+`option_scores`. Its only source is `--items` (a prepared dataset's test.parquet `options`, a manifest.csv's
+`answer` + `response_alternatives`, or a CSV with `item_uid` and a JSON-list `options` column): the trials list
+options in the export's order, which need not be the models' (and the model records carry no option texts), so
+without `--items` there is no KL. A trial's position in its own answer-plus-distractors list is never used: the
+response is looked up by its text, and the trial's `answer` must be the canonical option 0.
 """
 
 from __future__ import annotations
@@ -157,23 +157,9 @@ def read_items(path: Path) -> tuple[dict[str, list[str]], Counter]:
     return found, counts
 
 
-def options_from_trials(trials: pd.DataFrame, counts: Counter) -> dict[str, list[str]]:
-    """Canonical options of items whose every trial lists the same ordered answer + distractors.
-
-    An item whose trials list different orders (or sets) has no knowable canonical order without `--items`:
-    it gets no entry, and the item and its trials are counted.
-    """
-    pairs = trials[["item_uid", "answer", "distractors"]].drop_duplicates()
-    pairs = pairs.assign(options=[
-        (str(a).strip(), *split_alternatives(d)) for a, d in zip(pairs["answer"], pairs["distractors"], strict=True)
-    ])
-    distinct = pairs.drop_duplicates(["item_uid", "options"])
-    n_orders = distinct.groupby("item_uid")["options"].size()
-    unknown = set(n_orders.index[n_orders > 1])
-    counts["items_option_order_unknown"] += len(unknown)
-    counts["trials_option_order_unknown"] += int(trials["item_uid"].isin(unknown).sum())
-    return {uid: list(opts) for uid, opts in zip(distinct["item_uid"], distinct["options"], strict=True)
-            if uid not in unknown and len(opts) >= 2}
+def duplicate_option_items(options: dict[str, list[str]]) -> set[str]:
+    """Items listing two options with the same loose key: a response naming either cannot be told apart."""
+    return {uid for uid, opts in options.items() if len({loose_key(o) for o in opts}) < len(opts)}
 
 
 def _codes(column: pd.Series) -> tuple[np.ndarray, int]:
@@ -203,7 +189,9 @@ def align(trials: pd.DataFrame, canonical: dict[str, list[str]], counts: Counter
 
     Trials that list a different option set than the canonical one (the child saw another version of the
     item) are dropped and counted; trials without a distractor list cannot be checked and are kept, counted.
-    Responses that name no canonical option get option_index -1 (counted by the caller, kept for reporting).
+    A trial whose `answer` is not the canonical option 0 (a miscoded answer column, or another item's options)
+    is dropped and counted. Responses that name no canonical option get option_index -1 (counted by the
+    caller, kept for reporting).
     """
     known = trials[rows_with_items(trials, canonical)]
     if known.empty:
@@ -211,6 +199,8 @@ def align(trials: pd.DataFrame, canonical: dict[str, list[str]], counts: Counter
     lookup = {uid: OptionIndex(opts) for uid, opts in canonical.items()}
 
     def listed(uid: str, answer: object, distractors: object) -> str:
+        if lookup[uid].index(answer) != 0:
+            return "answer_differs"
         alternatives = split_alternatives(distractors)
         if not alternatives:
             return "not_listed"
@@ -218,9 +208,10 @@ def align(trials: pd.DataFrame, canonical: dict[str, list[str]], counts: Counter
         return "same" if keys == lookup[uid].key_set else "differs"
 
     status = _per_distinct(known, ["item_uid", "answer", "distractors"], listed)
+    counts["trials_answer_not_canonical_answer"] += int((status == "answer_differs").sum())
     counts["trials_option_set_differs"] += int((status == "differs").sum())
     counts["trials_options_not_listed"] += int((status == "not_listed").sum())
-    kept = known[status != "differs"]
+    kept = known[(status != "differs") & (status != "answer_differs")]
     index = _per_distinct(kept, ["item_uid", "response"], lambda uid, r: lookup[uid].index(r)).astype(int)
     n_options = _per_distinct(kept, ["item_uid"], lambda uid: len(canonical[uid])).astype(int)
     return kept.assign(option_index=index, n_options=n_options)

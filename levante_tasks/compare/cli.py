@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from levante_tasks.errors import LevanteError
+from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE
+from levante_tasks.errors import LevanteError, display_path
 
 
 def _irt_arg(value: str) -> tuple[str | None, Path]:
@@ -49,21 +50,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--min-n", type=int, default=10, help="children needed per (item, ability bin)")
     parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for CIs")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap and permutation seed")
+    parser.add_argument("--n-perm", type=int, default=2000, help="permutations of the better-than-uniform test")
+    parser.add_argument("--calibration-tolerance", type=float, default=CALIBRATION_TOLERANCE,
+                        help="largest |rescored - recorded| calibration ability accepted, logits "
+                             f"(default {CALIBRATION_TOLERANCE:g})")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the comparison and print where the outputs went."""
-    if args.min_n < 1 or args.n_boot < 1:
-        raise LevanteError("--min-n and --n-boot must be positive")
+    if args.min_n < 1 or args.n_boot < 1 or args.n_perm < 1:
+        raise LevanteError("--min-n, --n-boot and --n-perm must be positive")
+    if not args.calibration_tolerance >= 0:
+        raise LevanteError("--calibration-tolerance must be a number >= 0 (logits)")
     from levante_tasks.compare.pipeline import Settings, run_compare  # heavy (pandas, scipy): only when run
 
-    settings = Settings(min_n=args.min_n, n_boot=args.n_boot, seed=args.seed, plots=not args.no_plots)
+    settings = Settings(min_n=args.min_n, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed,
+                        plots=not args.no_plots, calibration_tolerance=args.calibration_tolerance)
     summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
     print(
         f"compared {sum(len(t['models']) for t in summary['tasks'].values())} model x task pairs on "
-        f"{len(summary['tasks'])} task(s); outputs in {args.out}"
+        f"{len(summary['tasks'])} task(s); outputs in {display_path(args.out)}"
     )
     return 0

@@ -9,6 +9,7 @@ KL_DEFINITION = (
     "q = softmax(beta * option_scores); q_k == 0 replaced by epsilon"
 )
 KL_EPSILON = 1e-5
+CALIBRATION_TOLERANCE = 0.01  # logits: an IRT record whose scores differ more from its own data rescored is refused
 BETA_BOUNDS = (0.025, 40.0)
 THETA_GRID = (-6.0, 6.0, 61)
 EAP_DEFINITION = (
@@ -27,9 +28,15 @@ COMMON_SCALE = (
     "one scale: the model's theta is its EAP under the reference group's prior and children's theta_common is "
     "their EAP from their trials under the same prior (children_below_theta, age curve)"
 )
+UNIFORM_TEST = (
+    "permutation test over items: S = sum_ik m_ik (s_ik - mean_k s_ik), the slope at beta = 0 of the children's "
+    "count-weighted log-likelihood; null: each item's option scores exchangeable (options permuted per item); "
+    "p = (1 + #{S_perm >= S}) / (1 + n_perm)"
+)
 KL_WEIGHTING = (
     "(item, bin) cells weighted by their children's count n (mean_kl; beta maximises the likelihood of the "
-    "children's responses); mean_kl_unweighted weights cells equally (DevBench); uniform = q_k = 1/K baseline"
+    "children's responses); mean_kl_unweighted weights cells equally (DevBench), at its own beta_unweighted; "
+    "uniform = q_k = 1/K baseline"
 )
 
 
@@ -46,5 +53,6 @@ def conventions() -> dict[str, object]:
         "option_order": OPTION_ORDER,
         "theta_scale": COMMON_SCALE,
         "kl_weighting": KL_WEIGHTING,
+        "uniform_test": UNIFORM_TEST,
         "ml": ML_DEFINITION,
     }

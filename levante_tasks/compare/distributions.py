@@ -6,7 +6,9 @@ replaced by epsilon = 1e-5 (philentropy's rule). Cells are weighted by their chi
 mean KL is, up to a constant, the mean negative log-likelihood of the children's individual responses under the
 model, so beta (one per model x task, in [0.025, 40]) is the maximum-likelihood inverse temperature. It is found
 on a 201-point log grid, then by golden-section search on log(beta) between the best point's neighbours (xatol
-1e-10), for all models of a task at once. Baseline: a uniform model (q = 1/K), whose KL needs no beta.
+1e-10), for all models of a task at once. Baseline: a uniform model (q = 1/K), whose KL needs no beta; whether a
+model beats it is decided by a permutation test over items (`uniform_test`). `mean_kl_unweighted` (every cell
+equal, DevBench's mean) is reported at its own best beta, `beta_unweighted`.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import pandas as pd
 
 from levante_tasks.compare.conventions import BETA_BOUNDS, KL_EPSILON
 from levante_tasks.compare.tables import positions, rows_with_items
+from levante_tasks.compare.uniform_test import centred_scores, permutation_test
 
 GRID_POINTS = 201
 GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 BETA_XATOL = 1e-10
 TINY_Z = -700.0  # below it exp(z) nears underflow: q is formed and the epsilon rule applied exactly
-SAME_KL = 1e-9  # relative: a model KL this close to the uniform model's is not lower (rounding, not skill)
 GRID_CHUNK_ELEMENTS = 2_000_000  # beta x model x item x option values evaluated at once (memory bound)
 DIST_COLUMNS = ["item_uid", "bin_low", "ability_bin", "n_options", "option_index", "option", "n", "n_bin", "p"]
 NO_PAIRS = "no (item, bin) pair with children's data and model option scores"
@@ -143,7 +145,8 @@ class Cells:
     """The children's side of one task, built once and shared by every model: (item, bin) cells with n >= min_n.
 
     `p` is cells x K (zero beyond an item's option count); `m` sums counts over an item's cells (items x K),
-    which is all the weighted beta fit needs; `plogp` is sum_k p ln p per cell.
+    which is all the weighted beta fit needs; `m_unweighted` sums p over them (each cell weighs 1: the
+    unweighted fit); `plogp` is sum_k p ln p per cell.
     """
 
     keys: pd.DataFrame  # item_uid, bin_low, ability_bin, n_options, n_bin (one row per cell, sorted)
@@ -153,6 +156,7 @@ class Cells:
     p: np.ndarray
     n: np.ndarray  # children per cell
     m: np.ndarray
+    m_unweighted: np.ndarray
     plogp: np.ndarray
 
     @classmethod
@@ -171,11 +175,13 @@ class Cells:
         n = keys["n_bin"].to_numpy(float)
         m = np.zeros((len(items), kmax))
         np.add.at(m, item, p * n[:, None])
+        m_unweighted = np.zeros((len(items), kmax))
+        np.add.at(m_unweighted, item, p)
         n_options = np.zeros(len(items), dtype=int)
         n_options[item] = keys["n_options"].to_numpy(int)
         with np.errstate(divide="ignore", invalid="ignore"):
             plogp = np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
-        return cls(keys, list(items), n_options, item, p, n, m, plogp)
+        return cls(keys, list(items), n_options, item, p, n, m, m_unweighted, plogp)
 
     def uniform_kl(self) -> np.ndarray:
         """KL(human || uniform) per cell = ln K + sum p ln p (the baseline of a model that knows nothing)."""
@@ -296,12 +302,19 @@ def fit_betas(scores: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def compare_units(
-    cells: Cells, units: list[dict[str, list[float] | None]], betas: np.ndarray | None = None
+    cells: Cells,
+    units: list[dict[str, list[float] | None]],
+    betas: np.ndarray | None = None,
+    n_perm: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, object]], list[Counter]]:
     """KL of every unit (model scoring unit) on one task's cells, all at once.
 
     Returns per-(unit, item, bin) KL rows (`unit` = position in `units`), per-(unit, bin) means, one summary per
-    unit and one Counter of item exclusions per unit. `betas` fixes beta per unit instead of fitting it.
+    unit and one Counter of item exclusions per unit. `betas` fixes beta per unit (both fits) instead of fitting
+    it. A unit beats the uniform model when its count-weighted KL is lower and the permutation test
+    (`n_perm` permutations, `seed`) gives p <= 1 - `level`.
     """
     scores, status = score_array(cells, units)
     usable = status == USABLE
@@ -312,17 +325,22 @@ def compare_units(
     ]
     has_pairs = usable.any(axis=1)
     m = np.where(usable[:, :, None], cells.m[None], 0.0)
+    m_unweighted = np.where(usable[:, :, None], cells.m_unweighted[None], 0.0)
     beta = np.full(len(units), np.nan)
+    beta_unweighted = np.full(len(units), np.nan)
     at_bound = np.zeros(len(units), dtype=bool)
     fit = np.flatnonzero(has_pairs)
     if len(fit):
         if betas is None:
             beta[fit], at_bound[fit] = fit_betas(scores[fit], m[fit])
+            beta_unweighted[fit] = fit_betas(scores[fit], m_unweighted[fit])[0]
         else:
-            beta[fit] = np.asarray(betas, dtype=float)[fit]
-    logq = log_q(shifted_scores(scores), np.where(np.isnan(beta), 1.0, beta)[:, None])  # units x items x K
-    cross = np.einsum("ck,uck->uc", cells.p, logq[:, cells.item, :])
-    kl = cells.plogp[None, :] - cross  # units x cells
+            beta[fit] = beta_unweighted[fit] = np.asarray(betas, dtype=float)[fit]
+    shifted = shifted_scores(scores)
+    kl = _cell_kl(cells, shifted, beta)  # units x cells
+    kl_unweighted = _cell_kl(cells, shifted, beta_unweighted)
+    statistic, p_value = permutation_test(cells.m, centred_scores(scores, usable, cells.n_options),
+                                          cells.n_options, n_perm, seed)
     mask = usable[:, cells.item]
     uniform = cells.uniform_kl()
     bins, bin_of = np.unique(cells.keys["bin_low"].to_numpy(int), return_inverse=True)
@@ -334,7 +352,7 @@ def compare_units(
         bin_kl = np.where(mask, kl * cells.n, 0.0) @ onehot / bin_n
         bin_uniform = (w * uniform) @ onehot / bin_n
         bin_items = mask.astype(float) @ onehot
-        bin_unweighted = np.where(mask, kl, 0.0) @ onehot / bin_items
+        bin_unweighted = np.where(mask, kl_unweighted, 0.0) @ onehot / bin_items
     summaries = []
     for u in range(len(units)):
         if not has_pairs[u]:
@@ -351,16 +369,19 @@ def compare_units(
             "beta": float(beta[u]),
             "beta_at_bound": bool(at_bound[u]),
             "mean_kl": mean_kl,
-            "mean_kl_unweighted": float(kl[u, sel].mean()),
+            "beta_unweighted": float(beta_unweighted[u]),
+            "mean_kl_unweighted": float(kl_unweighted[u, sel].mean()),
             "uniform_mean_kl": uniform_mean,
             "kl_ratio_to_uniform": mean_kl / uniform_mean if uniform_mean > 0 else float("nan"),
+            "uniform_test_statistic": float(statistic[u]),
+            "uniform_test_p": float(p_value[u]),
+            "better_than_uniform": bool(mean_kl < uniform_mean and p_value[u] <= 1.0 - level),
             "n_pairs": int(sel.sum()),
             "n_items": int(usable[u].sum()),
             "n_responses": int(n_u.sum()),
             "closest_bin": bin_label(int(bins[closest])),
             "closest_bin_mean_kl": float(bin_kl[u, closest]),
             "closest_bin_uniform_kl": float(bin_uniform[u, closest]),
-            "closest_bin_better_than_uniform": bool(bin_kl[u, closest] < bin_uniform[u, closest] * (1 - SAME_KL)),
             "note": "",
         })
     unit_idx, cell_idx = np.nonzero(mask)
@@ -378,8 +399,15 @@ def compare_units(
         "mean_kl_unweighted": bin_unweighted[b_unit, b_idx],
         "uniform_kl": bin_uniform[b_unit, b_idx],
         "beta": beta[b_unit],
+        "beta_unweighted": beta_unweighted[b_unit],
     })
     return pairs, bin_table, summaries, counters
+
+
+def _cell_kl(cells: Cells, shifted: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """KL(human || softmax(beta * scores)) per unit x cell (NaN beta: evaluated at 1, masked by the caller)."""
+    logq = log_q(shifted, np.where(np.isnan(beta), 1.0, beta)[:, None])  # units x items x K
+    return cells.plogp[None, :] - np.einsum("ck,uck->uc", cells.p, logq[:, cells.item, :])
 
 
 def compare_model(

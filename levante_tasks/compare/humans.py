@@ -22,7 +22,7 @@ from levante_tasks.compare.tables import numeric, parse_correct, positions, read
 from levante_tasks.errors import LevanteError
 
 TRIAL_COLUMNS = ("run_id", "item_uid", "response", "answer", "distractors")
-OPTIONAL_COLUMNS = ("correct", "site", "task_id", "trial_number")
+OPTIONAL_COLUMNS = ("correct", "site", "task_id", "trial_number", "dataset")
 AGE_RANGE = (0.0, 25.0)  # years; outside it an age is impossible for a LEVANTE child (months, typos, -1 codes)
 CHILD_COLUMNS = ["run_id", "group", "theta", "se", "theta_source", "theta_common", "se_common", "n_trials"]
 
@@ -42,7 +42,8 @@ def _map_categories(column: pd.Series, func) -> pd.Series:
 
 
 def _correct(trials: pd.DataFrame, path: Path) -> np.ndarray:
-    """The `correct` column as 1.0/0.0 (an empty cell counts as 0); other values name the file and row."""
+    """The `correct` column as 1.0/0.0, NaN where empty or NA (missing: the trial's IRT item is skipped, never
+    counted wrong, whatever the response); other values name the file and row."""
     column = trials["correct"]
     values = np.zeros(len(column.cat.categories))
     for k, cat in enumerate(column.cat.categories):
@@ -51,16 +52,17 @@ def _correct(trials: pd.DataFrame, path: Path) -> np.ndarray:
         except ValueError as exc:
             row = int(np.flatnonzero(column.cat.codes.to_numpy() == k)[0]) + 1
             raise LevanteError(f"{path.name}: row {row}: {exc}") from None
-        values[k] = 0.0 if np.isnan(parsed) else parsed
+        values[k] = parsed
     codes = column.cat.codes.to_numpy()
-    return np.where(codes >= 0, values[np.maximum(codes, 0)] if len(values) else 0.0, 0.0)
+    return np.where(codes >= 0, values[np.maximum(codes, 0)] if len(values) else np.nan, np.nan)
 
 
 def read_trials(path: Path) -> pd.DataFrame:
-    """Trials with canonical item uids (categoricals) and a 0/1 `correct` (float).
+    """Trials with canonical item uids (categoricals) and a 0/1/NaN `correct` (float).
 
-    `correct` must be true/false-like or 0/1 (an empty cell counts as 0); without the column, a response equal
-    to the trial's answer is correct. Rows keep the file's order (the order repeated items were seen).
+    `correct` must be true/false-like or 0/1; an empty or NA cell is missing (NaN: skipped in the likelihood,
+    counted by the caller); without the column, a response equal to the trial's answer is correct.
+    Rows keep the file's order (the order repeated items were seen).
     """
     trials = read_columns(path, "trials", TRIAL_COLUMNS + OPTIONAL_COLUMNS, TRIAL_COLUMNS)
     trials["item_uid"] = _map_categories(trials["item_uid"], lambda u: canonical_uid(u))

@@ -29,6 +29,7 @@ from levante_tasks.compare.difficulty import MIN_ITEMS
 from levante_tasks.compare.distributions import GRID_POINTS
 from levante_tasks.compare.humans import read_runs, read_trials
 from levante_tasks.compare.irt import IrtModel, read_irt
+from levante_tasks.compare.labels import is_test_model, synthetic_evidence
 from levante_tasks.compare.records import read_records
 from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.tables import rows_with_items
@@ -112,6 +113,7 @@ def run_compare(
     results.count(
         Counter(
             trials_item_not_in_irt=int((~rows_with_items(trials, known_uids)).sum()),
+            trials_correct_missing=int(trials["correct"].isna().sum()),
             records_task_without_irt_model=int((~records["task"].isin(by_task)).sum()),
         )
     )
@@ -123,6 +125,7 @@ def run_compare(
         "settings": {
             "min_n": settings.min_n,
             "n_boot": settings.n_boot,
+            "n_perm": settings.n_perm,
             "seed": settings.seed,
             "ci_level": settings.level,
             "beta_grid_points": GRID_POINTS,
@@ -135,6 +138,9 @@ def run_compare(
             "models": models_path.name,
             "items": items_path.name if items_path is not None else None,
         },
+        "data": {"synthetic_evidence": synthetic_evidence([trials_path, runs_path, *(p for _, p in irt)], trials),
+                 "test_models": sorted({name for info in results.tasks.values() for name in info["models"]
+                                        if is_test_model(name)})},
         "levante_tasks_version": __version__,
         "tasks": results.tasks,
         "exclusions": results.exclusions,

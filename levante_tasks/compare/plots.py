@@ -83,24 +83,40 @@ def _r_forest(task: str, diff: pd.DataFrame) -> plt.Figure:
 
 
 def kl_by_bin(results: Results, folder: Path) -> list[Path]:
-    """One line plot per task: mean KL(human || model) per children's ability bin, a line per model."""
+    """Per task: mean KL(human || model) per children's ability bin (top) and its difference from the uniform
+    model's (bottom), a line per model. The baseline is drawn first and under the models, and the difference
+    panel keeps a model at beta's bound (q close to uniform) visible as a line on zero instead of hidden."""
     bins = results.table("kl_bins")
+    summary = results.table("kl_summary")
+    flagged = summary["beta_at_bound"].fillna(False).astype(bool) if "beta_at_bound" in summary.columns else []
+    at_bound = set(summary.loc[flagged, "model"]) if len(flagged) else set()
+    p_value = ({(m, t): p for m, t, p in zip(summary["model"], summary["task"], summary["uniform_test_p"], strict=True)}
+               if "uniform_test_p" in summary.columns else {})
     paths = []
     for task, part in bins.groupby("task") if len(bins) else []:
-        fig, ax = plt.subplots(figsize=(6.5, 3.5))
-        detailed = part["model"].nunique() <= MAX_DETAILED
-        for unit, rows in part.groupby("model"):
-            rows = rows.sort_values("bin_low")
-            label = f"{unit} (beta={rows['beta'].iloc[0]:.3g})"
-            ax.plot(rows["bin_low"] + 0.5, rows["mean_kl"], marker="o" if detailed else None,
-                    label=label if detailed else None, lw=1.5 if detailed else 0.6, alpha=1.0 if detailed else 0.4)
+        fig, (ax, diff) = plt.subplots(2, 1, figsize=(6.5, 5.2), sharex=True, height_ratios=(3, 2),
+                                       layout="constrained")
         uniform = part.drop_duplicates("bin_low").sort_values("bin_low")
-        ax.plot(uniform["bin_low"] + 0.5, uniform["uniform_kl"], color="k", ls="--", label="uniform model (baseline)")
-        ax.set_xlabel("children's ability bin (theta, 1-logit bins; point at bin centre)")
+        ax.plot(uniform["bin_low"] + 0.5, uniform["uniform_kl"], color="0.6", ls="--", lw=3.5, zorder=1,
+                label="uniform model (baseline)")
+        diff.axhline(0.0, color="0.6", ls="--", lw=3.5, zorder=1, label="uniform model")
+        detailed = part["model"].nunique() <= MAX_DETAILED
+        for i, (unit, rows) in enumerate(part.groupby("model")):
+            rows = rows.sort_values("bin_low")
+            bound = " at its bound" if unit in at_bound else ""
+            p = p_value.get((unit, task), float("nan"))
+            label = f"{unit} (beta={rows['beta'].iloc[0]:.3g}{bound}; vs uniform p={p:.3g})"
+            style = {"color": f"C{i % 10}", "zorder": 3, "lw": 1.5 if detailed else 0.6,
+                     "alpha": 1.0 if detailed else 0.4, "marker": "o" if detailed else None, "ms": 4}
+            x = rows["bin_low"] + 0.5
+            ax.plot(x, rows["mean_kl"], label=label if detailed else None, **style)
+            diff.plot(x, rows["mean_kl"] - rows["uniform_kl"], **style)
         ax.set_ylabel("mean KL(human || model), nats")
-        ax.set_title(f"{task}: response-distribution distance by ability (lower = closer; count-weighted)",
-                     fontsize=10)
+        ax.set_title(f"{task}: response-distribution distance by ability\n(lower = closer; count-weighted; "
+                     "descriptive, not an ability readout)", fontsize=10)
         ax.legend(fontsize=7)
+        diff.set_ylabel("model - uniform KL, nats\n(< 0: closer than uniform)", fontsize=8)
+        diff.set_xlabel("children's ability bin (theta, 1-logit bins; point at bin centre)")
         path = folder / f"kl_by_bin_{slug(task)}.png"
         _save(fig, path)
         paths.append(path)

@@ -22,6 +22,8 @@ from levante_tasks.compare.crosswalk import canonical_uid
 from levante_tasks.compare.tables import parse_correct, read_table, text_problem
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
+from levante_tasks.summary.provenance import local_name, model_identity, path_like
+from levante_tasks.summary.writers import model_label
 
 # the record fields that key a scoring unit, named by the schema (a renamed field fails here at import)
 _FIELDS = {f.name: f.name for f in fields(ItemRecord)}
@@ -46,10 +48,12 @@ def parse_scores(value: object) -> list[float] | None:
 
 
 def _model_name(path: Path) -> str:
-    """The model name lmms-eval recorded next to a samples file (`<date>_results.json`), else the folder.
+    """The model's label as summary.md shows it (`<public id> @ <revision> (<adapter>)`, summary.writers'
+    `model_label` from the `<date>_results.json` next to a samples file), else lmms-eval's model name, else the
+    folder: one model has one name in summary.md, comparison.md and the plots.
 
-    A local checkpoint path is never used as a name (outputs carry no absolute paths): lmms-eval's
-    `model_name_sanitized` (last two path segments) stands in for it.
+    A local checkpoint path is never used as a name (outputs carry no absolute paths): its public name (folder
+    name or hub id) stands in for it.
     """
     match = _SAMPLES.match(path.name)
     date = match.group("date") if match else ""
@@ -60,9 +64,13 @@ def _model_name(path: Path) -> str:
             continue
         if not isinstance(results, dict):
             continue
+        if isinstance(results.get("config"), dict):
+            identity = model_identity(results, None)
+            return model_label({"model": identity["public_id"], "revision": identity["revision"],
+                                "adapter": identity["adapter"]})
         name = str(results.get("model_name") or "")
-        if name.startswith(("/", "~", ".")) or "\\" in name or Path(name).is_absolute():
-            name = str(results.get("model_name_sanitized") or Path(name).name)
+        if path_like(name):
+            name = local_name(name)[0]
         if name:
             return name
     return path.parent.name

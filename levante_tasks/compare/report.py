@@ -31,12 +31,15 @@ def _age(age: dict) -> str:
 def section(summary: dict, figures: list[Path]) -> str:
     """Markdown: conventions, then per task a table of models (theta, r with b, KL, age) and the plots."""
     conv = summary["conventions"]
-    lines = [
-        "## Comparison with children",
-        "",
+    lines = ["## Comparison with children", "", *_warnings(summary)]
+    lines += [
         f"- Difficulty: {conv['difficulty']}. **{conv['correlation_sign']}.**",
         f"- Distributions: {conv['kl']} (epsilon = {conv['kl_epsilon']}); beta fitted per model x task in "
         f"{conv['beta_bounds']}. {conv['kl_weighting']}.",
+        f"- Beats uniform: {conv['uniform_test']}; {summary['settings'].get('n_perm', 'n/a')} permutations, "
+        f"yes when p <= {1 - summary['settings']['ci_level']:.2f} and the KL is lower. The KL has no ability or "
+        "age readout (the bin with the lowest KL is pulled to the middle bins: docs/comparison.md); read ability "
+        "from theta and the age equivalent.",
         f"- Options: {conv['option_order']}.",
         f"- Ability: {conv['eap']}. Scale: {conv['theta_scale']}. {conv['ml']}.",
         f"- {conv['ability_bins']}; (item, bin) cells need n >= {summary['settings']['min_n']} children.",
@@ -52,21 +55,24 @@ def section(summary: dict, figures: list[Path]) -> str:
             f"{info['n_children']} children; options from {info.get('option_source', 'n/a')}; "
             f"uniform-model KL {_fmt(uniform)})",
             "",
+            *_calibration(info),
             "| model | items | theta (SE) | ML theta | children below | r_pb with b [CI] (negative = child-aligned) "
-            "| Spearman [CI] | beta | mean KL (x uniform) | closest bin (beats uniform?) | age equivalent [CI] |",
+            "| Spearman [CI] | beta | mean KL (x uniform) | beats uniform (p) | age equivalent [CI] |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
+        tests = set(summary.get("data", {}).get("test_models", []))
         for unit, res in info["models"].items():
             d, kl, age = res["difficulty"], res["kl"], res["age"]
-            better = kl.get("closest_bin_better_than_uniform")
-            closest = f"{kl.get('closest_bin', 'n/a')} ({'yes' if better else 'no' if better is False else 'n/a'})"
+            better = kl.get("better_than_uniform")
+            beats = f"{'yes' if better else 'no' if better is False else 'n/a'} ({_fmt(kl.get('uniform_test_p'))})"
+            shown = f"{unit} (random-init test model)" if unit in tests else unit
             lines.append(
-                f"| {unit} | {res['n_items']} | {_fmt(res['theta'], 2)} ({_fmt(res['se'], 2)}) | "
+                f"| {shown} | {res['n_items']} | {_fmt(res['theta'], 2)} ({_fmt(res['se'], 2)}) | "
                 f"{_fmt(res.get('theta_ml'), 2)} | {_fmt(res.get('children_below_theta'), 2)} | "
                 f"{_fmt(d['pearson_r'])} [{_fmt(d['pearson_ci_low'])}, {_fmt(d['pearson_ci_high'])}] | "
                 f"{_fmt(d['spearman_rho'])} [{_fmt(d['spearman_ci_low'])}, {_fmt(d['spearman_ci_high'])}] | "
                 f"{_fmt(kl.get('beta'))} | {_fmt(kl.get('mean_kl'))} ({_fmt(kl.get('kl_ratio_to_uniform'), 2)}) | "
-                f"{closest} | {_age(age)} |"
+                f"{beats} | {_age(age)} |"
             )
         lines.append("")
     if summary["exclusions"]:
@@ -79,3 +85,27 @@ def section(summary: dict, figures: list[Path]) -> str:
     if figures:
         lines += ["### Plots", ""] + [f"![{p.stem}](plots/{p.name})" for p in figures] + [""]
     return "\n".join(lines)
+
+
+def _warnings(summary: dict) -> list[str]:
+    """Bold lines saying that the data is synthetic or that a model is a random-init test model (or nothing)."""
+    data = summary.get("data", {})
+    lines = []
+    if data.get("synthetic_evidence"):
+        lines.append(f"**Synthetic data** ({'; '.join(data['synthetic_evidence'])}): the children, their answers "
+                     "and the IRT parameters are simulated; nothing here describes real children.")
+    if data.get("test_models"):
+        lines.append(f"**Random-init test model(s)**: {', '.join(data['test_models'])}: a pipeline check, not a "
+                     "capability result.")
+    return [*lines, ""] if lines else []
+
+
+def _calibration(info: dict) -> list[str]:
+    """The IRT record's own scores against its data rescored here (refused above --calibration-tolerance)."""
+    check = info.get("calibration_rescore_max_abs_diff")
+    if not check:
+        return []
+    if "ability" not in check:
+        return [f"Calibration check: {check.get('note', 'n/a')}.", ""]
+    return [f"Calibration check: the record's scores reproduce from its data to {check['ability']:.2g} logits "
+            f"(ability) and {check['se']:.2g} (SE) over {check['n_runs']} runs.", ""]

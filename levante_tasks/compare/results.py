@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE
+
 
 @dataclass
 class Settings:
@@ -14,9 +16,11 @@ class Settings:
 
     min_n: int = 10
     n_boot: int = 2000
+    n_perm: int = 2000  # permutations of the better-than-uniform test
     seed: int = 0
     level: float = 0.95
     plots: bool = True
+    calibration_tolerance: float = CALIBRATION_TOLERANCE
 
 
 @dataclass

@@ -11,17 +11,20 @@ import pandas as pd
 
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.age import AgeCurves
-from levante_tasks.compare.alignment import align, options_from_trials, unmatched_responses
+from levante_tasks.compare.alignment import align, duplicate_option_items, unmatched_responses
 from levante_tasks.compare.difficulty import correlate_many
-from levante_tasks.compare.distributions import Cells, bin_label, compare_units, human_distributions
+from levante_tasks.compare.distributions import Cells, compare_units, human_distributions
 from levante_tasks.compare.humans import children_theta
 from levante_tasks.compare.irt import IrtModel
 from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.scoring import calibration_check
 from levante_tasks.compare.tables import rows_with_items
 from levante_tasks.compare.units import Units, share_below
+from levante_tasks.errors import LevanteError
 
 NO_ITEMS = "no items matched the IRT model"
+NO_CELLS = "no children's (item, bin) pairs with n >= min_n"
+NO_OPTION_TEXTS = "none (no --items: option texts unknown, so no KL)"
 DIFFICULTY_KEYS = ("pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho", "spearman_ci_low",
                    "spearman_ci_high", "accuracy", "note")
 
@@ -29,16 +32,24 @@ DIFFICULTY_KEYS = ("pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_r
 def canonical_options(
     trials: pd.DataFrame, items_file: dict[str, list[str]] | None, uids: set[str], counts: Counter
 ) -> tuple[dict[str, list[str]], str]:
-    """Canonical options of the task's items and where they come from (`items file` or `trials`)."""
+    """Canonical options of the task's items and where they come from; none without `--items` (no KL then).
+
+    Items with two options of one loose key are excluded and counted (their responses cannot be told apart).
+    """
     if items_file is None:
-        return options_from_trials(trials, counts), "trials (every trial of an item lists the same order)"
+        counts["trials_without_option_texts"] += len(trials)
+        return {}, NO_OPTION_TEXTS
     seen = {str(u) for u in trials["item_uid"].dropna().unique()}
     counts["items_not_in_items_file"] += len((seen & uids) - set(items_file))
-    return {uid: items_file[uid] for uid in uids if uid in items_file}, "items file"
+    options = {uid: items_file[uid] for uid in uids if uid in items_file}
+    duplicates = duplicate_option_items(options)
+    counts["items_with_duplicate_options"] += len(duplicates)
+    counts["trials_item_with_duplicate_options"] += int(trials["item_uid"].isin(duplicates).sum())
+    return {uid: opts for uid, opts in options.items() if uid not in duplicates}, "items file"
 
 
 def _children_bins(children: pd.DataFrame) -> pd.DataFrame:
-    """Children per ability bin with their mean age (the bin -> age map of the KL-min bin idea)."""
+    """Children per ability bin with their mean age (descriptive: kl_bins.csv, never an age readout)."""
     frame = children.dropna(subset=["theta"])
     frame = frame.assign(bin_low=np.floor(frame["theta"].to_numpy(float)).astype(int))
     return frame.groupby("bin_low", as_index=False).agg(n_children=("run_id", "size"), mean_child_age=("age", "mean"))
@@ -70,6 +81,11 @@ def compare_task(
     }
     check = calibration_check(model)
     if check is not None:
+        if check.get("ability", 0.0) > settings.calibration_tolerance:
+            raise LevanteError(
+                f"{model.name}: its recorded scores disagree with its own data rescored (max |diff| "
+                f"{check['ability']:.3g} logits over {check['n_runs']} runs > --calibration-tolerance "
+                f"{settings.calibration_tolerance:g}): children's abilities would not be on the model's scale")
         info["calibration_rescore_max_abs_diff"] = check
     results.add("items", items.reset_index().assign(task=task, convention=conv.B_DEFINITION)[
         ["task", "item_uid", "irt_item", "a1", "d", "g", "u", "b", "convention"]])
@@ -96,7 +112,8 @@ def compare_task(
     curves = (AgeCurves(with_age["age"].to_numpy(float), with_age["theta_common"].to_numpy(float),
                         settings.n_boot, settings.seed) if len(with_age) >= 2 else None)
     units = Units.build(records[records["task"] == task], items)
-    info["models"] = compare_units_of_task(task, model, units, children, cells, curves, settings, results)
+    no_kl = "no option texts (pass --items): KL not computed" if items_file is None else NO_CELLS
+    info["models"] = compare_units_of_task(task, model, units, children, cells, curves, settings, results, no_kl)
     results.tasks[task] = info
 
 
@@ -175,6 +192,7 @@ def compare_units_of_task(
     curves: AgeCurves | None,
     settings: Settings,
     results: Results,
+    no_kl: str = "",
 ) -> dict[str, dict[str, object]]:
     """Every scoring unit of a task at once; returns the per-unit summaries of comparison.json."""
     if not units.names:
@@ -197,19 +215,14 @@ def compare_units_of_task(
     results.add("difficulty", _frame(units, task, difficulty, b_definition=conv.B_DEFINITION, sign=conv.R_SIGN))
     kl_counts = [Counter() for _ in units.names]
     if cells is not None:
-        pairs, bins, kl, kl_counts = compare_units(cells, units.scores)
+        pairs, bins, kl, kl_counts = compare_units(cells, units.scores, n_perm=settings.n_perm, seed=settings.seed,
+                                                   level=settings.level)
         names = np.asarray(units.names, dtype=object)
         results.add("kl_items", _by_unit(pairs, names, task))
-        child_bins = _children_bins(children)
-        bins = bins.merge(child_bins, on="bin_low", how="left")
+        bins = bins.merge(_children_bins(children), on="bin_low", how="left")
         results.add("kl_bins", _by_unit(bins, names, task))
-        ages = dict(zip(child_bins["bin_low"].map(bin_label), child_bins["mean_child_age"],
-                        strict=True))
-        for summary in kl:
-            if "closest_bin" in summary:
-                summary["closest_bin_mean_child_age"] = float(ages.get(summary["closest_bin"], np.nan))
     else:
-        kl = [{"note": "no children's (item, bin) pairs with n >= min_n"} for _ in units.names]
+        kl = [{"note": no_kl or NO_CELLS} for _ in units.names]
     results.add("kl_summary", _frame(units, task, kl, kl_definition=conv.KL_DEFINITION))
     ages_out: list[dict[str, object]] = []
     equivalents = iter(curves.equivalents(theta[scored], se[scored], settings.level) if curves and scored.any()
