@@ -20,7 +20,7 @@ from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
-from levante_tasks.summary.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, folder_label
+from levante_tasks.summary.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, run_labels
 from levante_tasks.summary.inspect_logs import parse_eval
 from levante_tasks.summary.read import FileProblem
 from levante_tasks.summary.units import ParsedRun, parse_run
@@ -111,13 +111,7 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
     problems: list[str] = []
     parsed_runs: list[ParsedRun] = []
     entries: list[tuple[ParsedRun | None, str, list[str], str]] = []
-    labels: set[str] = set()
-    for run_dir in run_dirs:
-        label = folder_label(run_dir)
-        k = 2
-        while label in labels:
-            label, k = f"{folder_label(run_dir)}-{k}", k + 1
-        labels.add(label)
+    for run_dir, label in zip(run_dirs, run_labels(run_dirs), strict=True):
         runs, found = discover(run_dir, label)
         problems += found
         entries += [(None, line.split(": ", 1)[0], [line], LMMS_EVAL) for line in found]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from levante_tasks.harness.reparse import NotReparsable, disagreement
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles
@@ -231,9 +232,25 @@ def installed_inspect() -> dict[str, str]:
     return {"task_source_sha256": source_sha256(), "inspect_ai_version": version("inspect_ai")}
 
 
+def response_of(sample: Any) -> str:
+    """What the record scorer parsed of a logged sample (its output's §3c JSON, else the completion)."""
+    from levante_tasks.inspect_ai_tasks.scorer import answer_text
+
+    return answer_text(sample.output)
+
+
+def reparse_problem(sample: Any, record: Mapping[str, Any]) -> str | None:
+    """How a logged sample's record differs from what its response re-parses to (None when it agrees)."""
+    try:
+        return disagreement(record, response_of(sample))
+    except NotReparsable as exc:
+        return f"its response cannot be re-parsed: {exc}"
+
+
 def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
                 installed: Mapping[str, str] | None) -> list[str]:
-    """Mismatch lines of one `.eval` log: the reported levante_record accuracy vs its records; with `fingerprint`
+    """Mismatch lines of one `.eval` log: each record vs its response re-parsed, the reported levante_record
+    accuracy vs the records; with `fingerprint`
     (the data dir check) and `installed` (installed_inspect()), the recorded task source hash, inspect_ai version
     and dataset fingerprint. Another task's log has none."""
     label = run.file_label(run.results or Path())
@@ -244,7 +261,8 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
         records = _records(log, label)
     except FileProblem as exc:
         return [str(exc)]
-    out = []
+    out = [f"{label}: sample {sample.id!r}: {problem}" for sample, record in zip(log.samples, records, strict=True)
+           if (problem := reparse_problem(sample, record))]
     metrics = reported_metrics(log)
     want = sum(r["correct"] for r in records) / len(records)
     if not math.isclose(metrics.get(f"{RECORD_SCORER}/accuracy", math.nan), want, abs_tol=1e-12):
