@@ -182,7 +182,7 @@ def _rescore_eval(run: RunFiles, staging: Path, out: _Run) -> None:
     _rescore_metrics(log)
     from inspect_ai.log import write_eval_log
 
-    temp = staging / f".{run.results.name}.rescore"
+    temp = staging / f".rescore.{run.results.name}"  # inspect picks the log format by the .eval suffix
     write_eval_log(log, str(temp))
     out.files[run.results.name] = temp.read_bytes()
     temp.unlink()
