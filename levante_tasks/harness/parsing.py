@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 PARSER_VERSION = "2"  # set by hand: bump whenever a response may be read differently
 
@@ -43,7 +44,7 @@ _LETTER_FORMS = {
     "answer_is": re.compile(
         r"\b(?:answer|option|choice)\s*(?:is|:|would\s+be|should\s+be|must\s+be)\s*:?\s*" + _TOKEN, re.IGNORECASE),
     "option_is": re.compile(
-        r"(?:\b(?:option|choice|answer|picture)\s+|(?:^|(?<=[.!?\n])\s*))" + _TOKEN
+        r"(?:\b(?:option|choice|answer|picture)\s+|(?:^|(?<=[.!?\n])\s*)|(?<=\s)(?=[\(\[*]))" + _TOKEN
         + r"\s+(?:is|seems|looks)\s+(?:to\s+be\s+)?(?:the\s+)?(?:correct|right|best)\b", re.IGNORECASE),
     "i_choose": re.compile(
         r"\bI\s*(?:would|will|'d|'ll)?\s+(?:pick|choose|select|go\s+with)\s+(?:option\s+|answer\s+)?" + _TOKEN,
@@ -95,6 +96,14 @@ def _json_letter(value: object, letters: Sequence[str]) -> str | None:
     return letter if letter in letters else None
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique; `{"answer": "B", "answer": "C"}` is ambiguous (ValueError)."""
+    keys = [key.lower() for key, _ in pairs]
+    if len(set(keys)) < len(keys):
+        raise ValueError("a key occurs twice")
+    return dict(pairs)
+
+
 def _scores(data: dict, letters: Sequence[str]) -> Parsed | None:
     """The argmax of a JSON object's finite per-letter `scores` (one per letter), else None."""
     scores = data.get("scores")
@@ -111,10 +120,10 @@ def _from_json(text: str, letters: Sequence[str]) -> Parsed | None:
     """A JSON answer: the strict object (`scores`, `json`), else an object-like `answer` field (`near_json`).
 
     None when the text holds no JSON answer; NONE when it does but names no single letter of the item (the prose
-    of other fields is never read)."""
+    of other fields is never read; prose around an object in prose must not name another letter)."""
     if text.startswith("{"):
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique_keys)
         except ValueError:
             data = None
         if isinstance(data, dict):
@@ -131,6 +140,12 @@ def _from_json(text: str, letters: Sequence[str]) -> Parsed | None:
     if not values:
         return None
     chosen = {_json_letter(v, letters) for v in values}
+    end = text.rfind("}")
+    outside = text[:start] + (text[end + 1:] if end > start else "")
+    try:
+        chosen |= set(_prose_letters(outside).values())
+    except ValueError:
+        return NONE
     return Parsed(chosen.pop(), "near_json") if len(chosen) == 1 and None not in chosen else NONE
 
 
