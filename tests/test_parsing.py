@@ -56,6 +56,7 @@ FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
         ('{"answer": "b"}', "B", "json"),
         ('{"answer": "b", "reason": "The answer is C"}', "B", "json"),
         ("The answer is B because the dog is bigger", "B", "answer_is"),
+        ("A) cat\nB) dog\nC) bird\n\nANSWER: B", "B", "answer_is"),  # the options restated, then the answer
         # ambiguous or out of range: unparsed
         ("The answer is A cat.", None, "none"),
         ("Answer: A because", None, "none"),

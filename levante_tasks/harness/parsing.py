@@ -2,12 +2,14 @@
 (`Parsed.method`, recorded as `parse_method`) with a fixed confidence; anything else is left unparsed (wrong).
 
 Order: a JSON object decides alone (strict `json`/`scores`, else `near_json`: an object in prose, truncated, with
-single quotes or a trailing comma); then the letter forms of the prose (`answer_is`, `option_is`, `i_choose`,
-`letter_first`, `final_letter`), which must all name the same letter; then the whole answer as one letter
-(`lone_letter`) or as one option's text (`option_text`). Rejected as ambiguous: two different letters, a hedge
-("A or B"), a letter outside the item's options, and a bare letter followed by a word ("The answer is A cat":
-the article). Upper-case letters only, except where a letter cannot be an article: a JSON answer value and a
-line `ANSWER: b`. `PARSER_VERSION` names this grammar in every record; change it with any change of what is read.
+single quotes or a trailing comma); then the whole answer as one letter (`lone_letter`); then the letter forms of
+the prose (`answer_is`, `option_is`, `i_choose`, `letter_first`, `final_letter`), which must all name the same
+letter (`letter_first` only when no second line opens with a marked letter, as a restated option list "A) cat /
+B) dog" does); then the whole answer as one option's text (`option_text`). Rejected as ambiguous: two different
+letters, a hedge ("A or B"), a letter outside the item's options, and a bare `A` followed by a word ("The answer
+is A cat": the article). Upper-case letters only, except where a letter cannot be an article: a JSON answer value
+and a line `ANSWER: b`. `PARSER_VERSION` names this grammar in every record; change it with any change of what is
+read.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ _LETTER_FORMS = {
 _ANSWER_LINE = re.compile(rf"^\s*answer\s*:\s*{_OPEN}\s*([a-z])\s*{_CLOSE}[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
 _LONE = re.compile(rf"^[\s\(\[\"'*]*([A-Z])[\s\)\]\"'*]*[.,:;!]?{_CLOSE}\s*$")
 _FINAL = re.compile(rf"(?:^|[.!?:]\s+|\n\s*){_OPEN}\s*([A-Z])\s*{_CLOSE}[.!]?\s*$")
+_LISTED = re.compile(r"^\s*[\(\[*]*[A-Z][\)\]*]*\s*[).:\]]", re.MULTILINE)  # a line opening with a marked letter
 _ARTICLES = frozenset("A")  # the one upper-case option letter (A-H) that is also an English word
 _HEDGE = re.compile(r"\b[A-Z]\s*(?:or|and|/)\s*[A-Z]\b")
 _NEAR_ANSWER = re.compile(r"[\"']answer[\"']\s*:\s*(?:\"([^\"\n]*)\"?|'([^'\n]*)'?|([^,}\s\"']*))", re.IGNORECASE)
@@ -163,7 +166,10 @@ def _prose_letters(text: str) -> dict[str, str]:
     """Form -> letter of each letter form found in prose (every occurrence; ValueError when they disagree)."""
     found: dict[str, str] = {}
     seen: set[str] = set()
+    listing = len(_LISTED.findall(text)) > 1  # "A) cat\nB) dog\n...": the options restated, not an answer
     for form, pattern in _LETTER_FORMS.items():
+        if form == "letter_first" and listing:
+            continue
         for match in pattern.finditer(text):
             if match.group("letter").isupper() and _bounded(text, match):
                 found.setdefault(form, match.group("letter"))
