@@ -5,8 +5,8 @@ summarize: every lmms-eval run and inspect_ai `.eval` log under the run folders 
 is one line each; the rest is still summarized and the exit status is 1 unless --allow-partial. Refused comparisons and
 conflicting duplicates are errors (exit 2, nothing written). `--out` is replaced whole (a staging folder
 swapped in), and only when it is empty, absent or an earlier summary (it holds matrix.json).
-verify: recompute the reported metrics from the samples files and check recorded provenance against this
-installation; one line per mismatch, exit 1 if any.
+verify: recompute the reported metrics from the samples files, re-parse each saved response against its record
+(harness.reparse) and check recorded provenance against this installation; one line per mismatch, exit 1 if any.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     check = subparsers.add_parser(
         "verify", help="recompute a run's metrics from its samples and check its provenance",
-        description="Recompute every metric in each *_results.json under RUN_DIR from the samples files, and "
+        description="Recompute every metric in each *_results.json under RUN_DIR from the samples files, "
+        "re-parse every saved response with this installation's parser and the record's presented order, and "
         "check the recorded task source hash, dataset fingerprint, lmms-eval commit and patch set against this "
         "installation. One line per mismatch; exit 1 if any.")
     check.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="lmms-eval output folder(s)")
