@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
-from summary_runs import copy_runs, real_runs, results_file
+from summary_runs import copy_runs, real_runs, results_file, samples
 
 from levante_tasks.cli import main
 from levante_tasks.schema.records import RECORD_KEY
@@ -134,6 +134,10 @@ def test_rescore_rereads_an_older_parsers_records_and_verify_names_them(
     row = data["results"]["levante_vocab"]
     original_acc = row["levante_acc,none"]
     row["levante_acc,none"] = row["levante_item,none"] = target["acc"]
+    pooled = [x[RECORD_KEY]["correct"] for task in ("levante_vocab", "levante_egma_math")
+              for x in samples(folder, task)]
+    data["group_subtasks"]["pair"] = ["levante_vocab", "levante_egma_math"]  # a group row, pooled over items
+    data["groups"] = {"pair": {"alias": "pair", "levante_acc,none": sum(pooled) / len(pooled)}}
     results_file(folder).write_text(json.dumps(data, indent=2), encoding="utf-8")
     assert main(["verify", str(folder), "--skip-installation"]) == 1
     err = capsys.readouterr().err
@@ -158,6 +162,8 @@ def test_rescore_rereads_an_older_parsers_records_and_verify_names_them(
     assert (record["choice_letter"], record["parse_method"], record["parser_version"]) == (None, "none", "2")
     rescored = json.loads(results_file(out / "fixed").read_text(encoding="utf-8"))["results"]["levante_vocab"]
     assert rescored["levante_acc,none"] == pytest.approx(original_acc)
+    group = json.loads(results_file(out / "fixed").read_text(encoding="utf-8"))["groups"]["pair"]["levante_acc,none"]
+    assert group == pytest.approx((sum(pooled) - 1) / len(pooled))
     assert main(["verify", str(out), "--skip-installation"]) == 0, capsys.readouterr().err
     assert main(["summarize", str(out), "--out", str(tmp_path / "summary"), "--no-plot"]) == 0
 
