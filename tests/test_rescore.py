@@ -269,3 +269,27 @@ def test_inspect_log_round_trips_and_an_older_record_is_rescored(
     assert "1 changed (answer_is -> none 1)" in capsys.readouterr().out
     assert _log_records(tmp_path / "again" / "older") == records
     assert main(["verify", str(tmp_path / "again"), "--skip-installation"]) == 0, capsys.readouterr().err
+
+
+def test_records_written_before_re_parsing_are_one_line_per_file(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Records without the parser's inputs (runs older than parser version 2): verify and rescore say so once per
+    samples file, and rescore still writes the run (copied: nothing could be re-read)."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+
+    def older(lines: list[dict]) -> None:
+        for line in lines:
+            del line[RECORD_KEY]["parser_version"], line[RECORD_KEY]["option_texts"]
+
+    path = _edit_samples(runs / "fixed", "levante_vocab", older)
+    n = len(path.read_text(encoding="utf-8").splitlines())
+    assert main(["verify", str(runs / "fixed"), "--skip-installation"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"levante_vocab: {n} record(s) cannot be re-parsed (first: line 1): the record names no parser_version" \
+        in line, line
+    out = tmp_path / "rescored"
+    assert main(["rescore", str(runs / "fixed"), "--out", str(out)]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert f"{path.name}: {n} record(s) cannot be re-parsed" in line, line
+    assert _tree(out / "fixed") == _tree(runs / "fixed")

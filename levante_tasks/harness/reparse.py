@@ -57,18 +57,33 @@ def reparse(record: Mapping[str, Any], response: Any) -> dict[str, Any]:
     return records.choice_record(doc, parsing.parse_choice(text, doc["letters"], options), option_texts=options)
 
 
+def answer_of(record: Mapping[str, Any]) -> Any:
+    """What a record says was answered: the letter as presented, or a slider's position (None when unparsed)."""
+    return record.get("response_position") if "target_value" in record else record.get("choice_letter")
+
+
+def _shown(record: Mapping[str, Any]) -> str:
+    return f"{answer_of(record)!r} by {record.get('parse_method')}, correct {record.get('correct')}"
+
+
 def disagreement(record: Mapping[str, Any], response: Any) -> str | None:
     """Why a saved record is not what its response re-parses to (None when it is); NotReparsable if it cannot
     be re-parsed."""
     fresh = reparse(record, response)
     if fresh == dict(record):
         return None
-    def shown(r: Mapping[str, Any]) -> str:
-        answer = r.get("choice_letter") if "target_value" not in r else r.get("response_position")
-        return f"{answer!r} by {r.get('parse_method')}, correct {r.get('correct')}"
-
     if record.get("parser_version") != parsing.PARSER_VERSION:
-        return (f"recorded by parser version {record.get('parser_version')} as {shown(record)}; parser version "
-                f"{parsing.PARSER_VERSION} reads its response as {shown(fresh)} (levante-tasks rescore)")
+        return (f"recorded by parser version {record.get('parser_version')} as {_shown(record)}; parser version "
+                f"{parsing.PARSER_VERSION} reads its response as {_shown(fresh)} (levante-tasks rescore)")
     differs = sorted(k for k in set(fresh) | set(record) if fresh.get(k) != record.get(k))
-    return f"record says {shown(record)}, its response re-parses to {shown(fresh)} ({', '.join(differs)} differ)"
+    return f"record says {_shown(record)}, its response re-parses to {_shown(fresh)} ({', '.join(differs)} differ)"
+
+
+def not_reparsable_lines(where: str, failures: list[tuple[str, str]]) -> list[str]:
+    """One line per reason of `(position, reason)` failures: `<where>: N record(s) cannot be re-parsed (first:
+    <position>): <reason>` (an old run is one line per task, not one per record)."""
+    by_reason: dict[str, list[str]] = {}
+    for position, reason in failures:
+        by_reason.setdefault(reason, []).append(position)
+    return [f"{where}: {len(positions)} record(s) cannot be re-parsed (first: {positions[0]}): {reason}"
+            for reason, positions in by_reason.items()]

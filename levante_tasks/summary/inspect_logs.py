@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.harness.reparse import NotReparsable, disagreement
+from levante_tasks.harness.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles
@@ -239,14 +239,6 @@ def response_of(sample: Any) -> str:
     return answer_text(sample.output)
 
 
-def reparse_problem(sample: Any, record: Mapping[str, Any]) -> str | None:
-    """How a logged sample's record differs from what its response re-parses to (None when it agrees)."""
-    try:
-        return disagreement(record, response_of(sample))
-    except NotReparsable as exc:
-        return f"its response cannot be re-parsed: {exc}"
-
-
 def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
                 installed: Mapping[str, str] | None) -> list[str]:
     """Mismatch lines of one `.eval` log: each record vs its response re-parsed, the reported levante_record
@@ -261,8 +253,16 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
         records = _records(log, label)
     except FileProblem as exc:
         return [str(exc)]
-    out = [f"{label}: sample {sample.id!r}: {problem}" for sample, record in zip(log.samples, records, strict=True)
-           if (problem := reparse_problem(sample, record))]
+    out, failures = [], []
+    for sample, record in zip(log.samples, records, strict=True):
+        try:
+            problem = disagreement(record, response_of(sample))
+        except NotReparsable as exc:
+            failures.append((f"sample {sample.id!r}", str(exc)))
+            continue
+        if problem:
+            out.append(f"{label}: sample {sample.id!r}: {problem}")
+    out += not_reparsable_lines(label, failures)
     metrics = reported_metrics(log)
     want = sum(r["correct"] for r in records) / len(records)
     if not math.isclose(metrics.get(f"{RECORD_SCORER}/accuracy", math.nan), want, abs_tol=1e-12):

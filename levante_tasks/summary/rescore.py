@@ -28,7 +28,7 @@ from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.harness.metrics import item_metrics
 from levante_tasks.harness.parsing import PARSER_VERSION
-from levante_tasks.harness.reparse import NotReparsable, reparse
+from levante_tasks.harness.reparse import NotReparsable, answer_of, not_reparsable_lines, reparse
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import stats
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, run_labels
@@ -69,19 +69,16 @@ def _check_out(out: Path, run_dirs: list[Path]) -> Path:
     return target
 
 
-def _answer(record: Mapping[str, Any]) -> Any:
-    """What a record says was answered: the letter, or a slider's position."""
-    return record.get("response_position") if "target_value" in record else record.get("choice_letter")
+def _side(record: Mapping[str, Any]) -> dict[str, Any]:
+    """One side of a changed item: how the record was read."""
+    return {"parser_version": record.get("parser_version"), "answer": answer_of(record),
+            "parse_method": record.get("parse_method"), "correct": record.get("correct")}
 
 
 def _change(source: str, task: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     """One changed item of the diff report."""
-    def side(record: Mapping[str, Any]) -> dict[str, Any]:
-        return {"parser_version": record.get("parser_version"), "answer": _answer(record),
-                "parse_method": record.get("parse_method"), "correct": record.get("correct")}
-
     return {"source": source, "task": task, "item_uid": new["item_uid"], "seed": new["seed"],
-            "variant": new["variant"], "before": side(old), "after": side(new)}
+            "variant": new["variant"], "before": _side(old), "after": _side(new)}
 
 
 class _Run:
@@ -94,34 +91,32 @@ class _Run:
         self.problems: list[str] = []
 
 
-def _rescore_samples(path: Path, label: str, task: str, out: _Run) -> list[dict[str, Any]] | None:
-    """New text of one samples file (None when unchanged) into `out.files`; returns its lines as read, updated."""
+def _rescore_samples(path: Path, label: str, task: str, out: _Run) -> tuple[list[dict[str, Any]], bool]:
+    """Re-parse one samples file into `out.files` (a copy, or only its changed lines rewritten); returns its lines
+    (updated) and whether any changed."""
     lines = read_samples(path, label)
     raw = path.read_text(encoding="utf-8-sig").split("\n")
-    changed = False
+    changed, failures = False, []
     for line in lines:
         record = line.get(RECORD_KEY)
         if not isinstance(record, dict):
             continue
         out.records += 1
+        number = line["_line"]
         try:
             fresh = reparse(record, line.get("filtered_resps"))
         except NotReparsable as exc:
-            out.problems.append(f"{label}:{line['_line']}: cannot re-parse: {exc}")
+            failures.append((f"line {number}", str(exc)))
             continue
         if fresh == record:
             continue
         out.changes.append(_change(label, task, record, fresh))
-        number = line.pop("_line")
-        for key, value in item_metrics(fresh).items():
-            if key in line:
-                line[key] = value
-        raw[number - 1] = json.dumps(line, ensure_ascii=False)
-        line["_line"] = number
+        line.update((key, value) for key, value in item_metrics(fresh).items() if key in line)
+        raw[number - 1] = json.dumps({k: v for k, v in line.items() if k != "_line"}, ensure_ascii=False)
         changed = True
-    if changed:
-        out.files[path.name] = "\n".join(raw).encode("utf-8")
-    return lines if changed else None
+    out.problems += not_reparsable_lines(label, failures)
+    out.files[path.name] = "\n".join(raw).encode("utf-8") if changed else path
+    return lines, changed
 
 
 def _rescore_lmms(run: RunFiles, out: _Run) -> None:
@@ -131,13 +126,9 @@ def _rescore_lmms(run: RunFiles, out: _Run) -> None:
     all_lines: dict[str, list[dict[str, Any]]] = {}
     changed: set[str] = set()
     for task, path in sorted(run.samples.items()):
-        label = run.file_label(path)
-        new = _rescore_samples(path, label, task, out)
-        if new is None:
-            out.files[path.name] = path
-            all_lines[task] = read_samples(path, label)
-        else:
-            all_lines[task], _ = new, changed.add(task)
+        all_lines[task], task_changed = _rescore_samples(path, run.file_label(path), task, out)
+        if task_changed:
+            changed.add(task)
     if not changed:
         out.files[run.results.name] = run.results
         return
@@ -159,7 +150,7 @@ def _rescore_eval(run: RunFiles, staging: Path, out: _Run) -> None:
     assert run.results is not None
     label = run.file_label(run.results)
     log, spec = levante_log(run.results, label)
-    changed = False
+    changed, failures = False, []
     for sample in (log.samples or []) if spec is not None else []:
         score = (sample.scores or {}).get(RECORD_SCORER)
         record = (score.metadata or {}).get(RECORD_KEY) if score is not None else None
@@ -170,12 +161,13 @@ def _rescore_eval(run: RunFiles, staging: Path, out: _Run) -> None:
         try:
             fresh = reparse(record, response_of(sample))
         except NotReparsable as exc:
-            out.problems.append(f"{label}: sample {sample.id!r}: cannot re-parse: {exc}")
+            failures.append((f"sample {sample.id!r}", str(exc)))
             continue
         if fresh != record:
             out.changes.append(_change(label, str(spec["lmms_name"]), record, fresh))
             sample.scores[RECORD_SCORER] = score_of(fresh)
             changed = True
+    out.problems += not_reparsable_lines(label, failures)
     if not changed:
         out.files[run.results.name] = run.results
         return

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.errors import LevanteError
-from levante_tasks.harness.reparse import NotReparsable, disagreement
+from levante_tasks.harness.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.schema import layout
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import provenance as prov
@@ -170,22 +170,19 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
         got = None if reported[check] == "N/A" else reported[check]
         if not _close(got, want):
             out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
+    failures: list[tuple[str, str]] = []
     for number, line in enumerate(lines):
-        problem = _record_disagreement(line) or _reparse_disagreement(line)
+        position = f"line {line.get('_line', number + 1)}"
+        record = line.get(RECORD_KEY)
+        problem = _record_disagreement(line)
+        if problem is None and isinstance(record, Mapping):
+            try:
+                problem = disagreement(record, line.get("filtered_resps"))
+            except NotReparsable as exc:
+                failures.append((position, str(exc)))
         if problem:
-            out.append(f"{where}: {name}: line {line.get('_line', number + 1)}: {problem}")
-    return out, recomputed
-
-
-def _reparse_disagreement(line: Mapping[str, Any]) -> str | None:
-    """How a line's record differs from what its saved response re-parses to (None when it agrees)."""
-    record = line.get(RECORD_KEY)
-    if not isinstance(record, Mapping):
-        return None
-    try:
-        return disagreement(record, line.get("filtered_resps"))
-    except NotReparsable as exc:
-        return f"its response cannot be re-parsed: {exc}"
+            out.append(f"{where}: {name}: {position}: {problem}")
+    return out + not_reparsable_lines(f"{where}: {name}", failures), recomputed
 
 
 def _group_leaves(group: str, children: Mapping[str, list[str]]) -> list[str]:
