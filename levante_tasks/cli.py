@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "levante_tasks.demo",
     "levante_tasks.l0.cli",
     "levante_tasks.summary.cli",
+    "levante_tasks.summary.rescore",
     "levante_tasks.matrix.cli",
 ]
 

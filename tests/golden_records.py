@@ -4,6 +4,11 @@ A unit is (task, output type, option-order seed, image variant), read from the r
 do not depend on how variants are split into lmms-eval tasks. Per unit: the number of records, the sha256 of the
 records (sorted by item_uid, canonical JSON) and the sha256 of what each item showed the model (prompt,
 generation kwargs or continuations, or the chat turns; target; image paths).
+
+Regenerate (only for an intended change of records or prompts, in a commit of its own): prepare the synthetic
+release of seed 0 as version `synthetic` into DATA_DIR (as tests/test_golden_records.py does), then run
+`python tests/golden_records.py DATA_DIR tests/golden/records_synthetic_seed0.json [KEY...]`; the KEYs named are
+record keys the change adds, and the records without them must hash as before.
 """
 
 from __future__ import annotations
@@ -51,3 +56,40 @@ def run_suites(model: Any, tasks_dir: str, suites: list[str]) -> dict[str, list[
 
     manager = TaskManager(include_path=tasks_dir, include_defaults=False)
     return evaluator.simple_evaluate(model=model, tasks=suites, task_manager=manager, log_samples=True)["samples"]
+
+
+def regenerate(data_dir: str, golden: str, without: tuple[str, ...] = ()) -> None:
+    """Rewrite the golden file from this tree on a prepared synthetic release (seed 0, version `synthetic`) in
+    `data_dir`. With `without`, first check that the records minus those keys are the golden ones (a change that
+    only adds record keys changes nothing else); AssertionError names the units that differ."""
+    import os
+    from pathlib import Path
+
+    from levante_tasks.tasks._generate_configs import TASKS_DIR
+    from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
+    from levante_tasks.testing.scripted import ScriptedChatModel, ScriptedModel
+
+    os.environ.update(LEVANTE_DATA_DIR=data_dir, LEVANTE_DATA_VERSION="synthetic", HF_DATASETS_OFFLINE="1",
+                      HF_HUB_OFFLINE="1")
+    old = json.loads(Path(golden).read_text(encoding="utf-8"))
+    models = {"fixed_B": (lambda: FixedLetterModel(letter="B"), SUITES), "image_oracle": (ImageIndexOracle, SUITES),
+              "scripted": (ScriptedModel, SUITES),
+              "scripted_chat": (ScriptedChatModel, [s for s in SUITES if "_mc" not in s])}
+    new = {}
+    for name, (make, suites) in models.items():
+        model = make()
+        samples = run_suites(model, str(TASKS_DIR), suites)
+        turns = model.seen if name == "scripted_chat" else None
+        if without:
+            kept = {task: [{**line, "levante_item": {k: v for k, v in line["levante_item"].items() if k not in without}}
+                           for line in lines] for task, lines in samples.items()}
+            differ = [unit for unit, want in unit_hashes(kept, turns).items() if old[name].get(unit) != want]
+            assert not differ, f"{name}: records differ beyond {without}: {differ[:5]}"
+        new[name] = unit_hashes(samples, turns)
+    Path(golden).write_text(json.dumps(new, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":  # python tests/golden_records.py DATA_DIR GOLDEN [KEY...] (module docstring)
+    import sys
+
+    regenerate(sys.argv[1], sys.argv[2], tuple(sys.argv[3:]))

@@ -1,4 +1,5 @@
-"""Answer parsing: explicit answers are read, ambiguous prose is not; fuzzed with hypothesis."""
+"""Answer parsing: each accepted form of the grammar (docs/tasks.md) is read with its form name and confidence,
+ambiguous prose is not; fuzzed with hypothesis on both sides (small, derandomized runs: CI is reproducible)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from levante_tasks.harness.parsing import parse_choice, parse_number
+from levante_tasks.harness.parsing import CONFIDENCE, parse_choice, parse_number
 
 LETTERS = ["A", "B", "C", "D"]
+FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
 
 
 @pytest.mark.parametrize(
@@ -37,6 +39,37 @@ LETTERS = ["A", "B", "C", "D"]
         ("I think it is the first one", None, "none"),
         ("E", None, "none"),
         ("", None, "none"),
+        # forms of the grammar beyond the ones above
+        ("C) the red one", "C", "letter_first"),
+        ("D. four", "D", "letter_first"),
+        ("(B) because it is bigger", "B", "letter_first"),
+        ("Option D is correct", "D", "option_is"),
+        ("I think (C) is the right answer.", "C", "option_is"),
+        ("I pick (B)", "B", "i_choose"),
+        ("I would choose C because it has more dots.", "C", "i_choose"),
+        ("The dog is on the left in the second picture.\nB", "B", "final_letter"),
+        ("The dog is on the left in the second picture. B.", "B", "final_letter"),
+        ('{"answer": "B", "reason": "the dog is on the le', "B", "near_json"),
+        ('{"answer": "C",}', "C", "near_json"),
+        ("{'answer': 'd'}", "D", "near_json"),
+        ('Here is my answer: {"answer": "A"} as asked.', "A", "near_json"),
+        ('{"answer": "b"}', "B", "json"),
+        ('{"answer": "b", "reason": "The answer is C"}', "B", "json"),
+        ("The answer is B because the dog is bigger", "B", "answer_is"),
+        ("A) cat\nB) dog\nC) bird\n\nANSWER: B", "B", "answer_is"),  # the options restated, then the answer
+        # ambiguous or out of range: unparsed
+        ("The answer is A cat.", None, "none"),
+        ("Answer: A because", None, "none"),
+        ("A cat is on the mat.", None, "none"),
+        ("The answer is B. Option C is correct.", None, "none"),
+        ("C) the red one. The answer is D.", None, "none"),
+        ('{"answer": "maybe", "reason": "The answer is B"}', None, "none"),
+        ('{"answer": "B", "answer": "C"}', None, "none"),
+        ("{'answer': 'B', 'other': {'answer': 'C'}}", None, "none"),
+        ("Option B is not correct", None, "none"),
+        ("The answer is E.", None, "none"),
+        ("E) none of them", None, "none"),
+        ("I am not sure which one. Maybe the first", None, "none"),
     ],
 )
 def test_examples(text: str, letter: str | None, method: str) -> None:
@@ -51,7 +84,7 @@ def test_scores_json_gives_argmax_and_scores() -> None:
     assert parsed.method == "scores" and parsed.letter == "B" and parsed.scores["C"] == -3.0
 
 
-@settings(max_examples=300, deadline=None)
+@FUZZ
 @given(st.text(max_size=80), st.integers(2, 5))
 def test_fuzz_never_crashes_and_stays_in_label_set(text: str, n: int) -> None:
     letters = LETTERS[:n] if n <= 4 else LETTERS + ["E"]
@@ -60,20 +93,82 @@ def test_fuzz_never_crashes_and_stays_in_label_set(text: str, n: int) -> None:
     assert (parsed.letter is None) == (parsed.method == "none")
 
 
-@settings(max_examples=200, deadline=None)
+@FUZZ
 @given(st.sampled_from(LETTERS), st.sampled_from(["{}", "({})", "{}.", " {} ", "Answer: {}", '{{"answer": "{}"}}']))
 def test_fuzz_explicit_letters_round_trip(letter: str, template: str) -> None:
     assert parse_choice(template.format(letter), LETTERS).letter == letter
 
 
-@settings(max_examples=200, deadline=None)
+@FUZZ
 @given(st.sampled_from(["A", "B"]), st.text(alphabet="abcdefghij ,", min_size=1, max_size=30))
 def test_fuzz_prose_with_two_letters_is_not_parsed(first: str, prose: str) -> None:
     assert parse_choice(f"It could be {first} or {'B' if first == 'A' else 'A'} {prose}", LETTERS).letter is None
 
 
 @pytest.mark.parametrize(
-    ("text", "value"), [("0.35", 0.35), ('{"answer": 0.2}', 0.2), ("The answer is 0.7.", 0.7), ("0.2 or 0.3", None)]
+    ("text", "value"), [("0.35", 0.35), ('{"answer": 0.2}', 0.2), ("The answer is 0.7.", 0.7), ("0.2 or 0.3", None),
+                        ("The answer is 0.3. No, the answer is 0.5.", None)]
 )
 def test_numbers(text: str, value: float | None) -> None:
     assert parse_number(text)[0] == value
+
+
+def test_every_form_has_a_confidence_and_a_letter_outside_the_items_options_is_never_read() -> None:
+    assert all(0 < value <= 1 for form, value in CONFIDENCE.items() if form != "none") and CONFIDENCE["none"] == 0
+    for text in ("C", "The answer is C.", "C) red", "I pick (C)", '{"answer": "c"}', "Option C is correct"):
+        assert parse_choice(text, ["A", "B"]).method == "none", text  # a two-option item shows A and B only
+        assert parse_choice(text, ["A", "B", "C"]).letter == "C", text
+
+
+# Surrounding prose that cannot itself be an answer: no upper-case letter, no brace, none of the form words.
+PROSE = st.text(alphabet="bcdefghijklm ,", max_size=40).map(str.strip)
+# (template, where): `any` sits between two sentences of prose, `start` opens the answer, `end` closes it.
+FORMS = [
+    ("The answer is {X}.", "any", "answer_is"), ("Answer: ({X})", "any", "answer_is"),
+    ("the correct option is **{X}**.", "any", "answer_is"), ("Option {X} is correct.", "any", "option_is"),
+    ("I pick ({X}).", "any", "i_choose"), ("I would choose {X}.", "any", "i_choose"),
+    ("\nANSWER: {x}\n", "any", "answer_is"), ('{{"answer": "{x}"}}', "any", "near_json"),
+    ("{{'answer': '{X}',}}", "any", "near_json"), ("{X}) ", "start", "letter_first"),
+    ("{X}. ", "start", "letter_first"), ("({X}) ", "start", "letter_first"), ("\n{X}", "end", "final_letter"),
+    ('{{"answer": "{X}", "reason": "the', "end", "near_json"),
+]
+
+
+def _embed(template: str, where: str, letter: str, before: str, after: str) -> str:
+    form = template.format(X=letter, x=letter.lower())
+    if where == "start":
+        return f"{form}{after}"
+    if where == "end":
+        return f"{before}.{form}" if before else form.strip()
+    return f"{before}. {form} {after}".strip(" ")
+
+
+@FUZZ
+@given(st.sampled_from(FORMS), st.integers(2, 8), st.data(), PROSE, PROSE)
+def test_fuzz_every_accepted_form_in_prose_reads_its_letter(form, n, data, before, after) -> None:
+    letters = list("ABCDEFGH"[:n])
+    letter = data.draw(st.sampled_from(letters))
+    template, where, name = form
+    parsed = parse_choice(_embed(template, where, letter, before, after), letters)
+    assert parsed.letter == letter
+    assert parsed.method in (name, "lone_letter") and parsed.confidence == CONFIDENCE[parsed.method]
+
+
+@FUZZ
+@given(st.sampled_from([f for f in FORMS if f[1] != "end"]), st.sampled_from([f for f in FORMS if f[1] != "start"]),
+       st.integers(2, 8), st.data(), PROSE)
+def test_fuzz_near_misses_stay_unparsed(first, second, n, data, prose) -> None:
+    """Two forms naming different letters (one opening or inside the answer, one inside or closing it), a letter
+    beyond the item's options, the article, a lower-case prose letter, a hedge: all unparsed."""
+    letters = list("ABCDEFGH"[:n])
+    x, y = data.draw(st.lists(st.sampled_from(letters), min_size=2, max_size=2, unique=True))
+    outside = "ABCDEFGH"[n] if n < 8 else "Z"
+    texts = [
+        _embed(first[0], first[1], x, prose, "") + ". " + _embed(second[0], second[1], y, prose, ""),
+        _embed(first[0], first[1], outside, prose, prose),
+        f"{prose}. The answer is A cat {prose}.",
+        f"{prose}. the answer is {x.lower()}.",
+        f"{prose}. The answer is {x} or {y}.",
+    ]
+    for text in texts:
+        assert parse_choice(text, letters).method == "none", text

@@ -8,7 +8,6 @@ and chat models get the same task (`model_kinds.BothKindsTask`).
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -94,25 +93,17 @@ def doc_to_target_index(doc: Mapping[str, Any]) -> int:
     return list(doc["letters"]).index(doc["target_letter"])
 
 
-def _loss(result: Any) -> float:
-    """The loss of one multiple_choice option: (loss, greedy), or its stringified form from unpatched 0.7.x."""
-    if isinstance(result, str):
-        result = ast.literal_eval(result)
-    if isinstance(result, (tuple, list)):
-        result = result[0]
-    return float(result)
-
-
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """generate_until: parse the answer (letter, scores JSON, or slider number) and build the item record."""
     text = generated_text(results[0])
     if doc["response_format"] == "slider":
         position, method = parsing.parse_number(text)
         return metrics.item_metrics(records.slider_record(doc, position, method))
-    parsed = parsing.parse_choice(text, doc["letters"], _shown_options(doc))
-    return metrics.item_metrics(records.choice_record(doc, parsed))
+    options = _shown_options(doc)
+    parsed = parsing.parse_choice(text, doc["letters"], options)
+    return metrics.item_metrics(records.choice_record(doc, parsed, option_texts=options))
 
 
 def process_results_mc(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """multiple_choice: the option with the lowest loss is the choice; scores stored as -loss."""
-    return metrics.item_metrics(records.loss_record(doc, [_loss(r) for r in results]))
+    return metrics.item_metrics(records.loss_record(doc, [records.option_loss(r) for r in results]))

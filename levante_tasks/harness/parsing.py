@@ -1,8 +1,15 @@
-"""Read a model's answer: per-option scores, JSON, "the answer is X", a lone letter, or an option's text.
+"""Read a model's answer by a small grammar of accepted forms (docs/tasks.md, "Answer parsing"), each a form name
+(`Parsed.method`, recorded as `parse_method`) with a fixed confidence; anything else is left unparsed (wrong).
 
-Only upper-case letters of the item's own label set count (so the article "a" is never read as option A);
-prose that names no single option is left unparsed (an unparsed answer is scored wrong). The confidence is
-a fixed value per method, from the most explicit (scores, JSON) to the least (option text).
+Order: a JSON object decides alone (strict `json`/`scores`, else `near_json`: an object in prose, truncated, with
+single quotes or a trailing comma); then the whole answer as one letter (`lone_letter`); then the letter forms of
+the prose (`answer_is`, `option_is`, `i_choose`, `letter_first`, `final_letter`), which must all name the same
+letter (`letter_first` only when no second line opens with a marked letter, as a restated option list "A) cat /
+B) dog" does); then the whole answer as one option's text (`option_text`). Rejected as ambiguous: two different
+letters, a hedge ("A or B"), a letter outside the item's options, and a bare `A` followed by a word ("The answer
+is A cat": the article). Upper-case letters only, except where a letter cannot be an article: a JSON answer value
+and a line `ANSWER: b`. `PARSER_VERSION` names this grammar in every record; change it with any change of what is
+read.
 """
 
 from __future__ import annotations
@@ -12,36 +19,57 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+PARSER_VERSION = "2"  # set by hand: bump whenever a response may be read differently
 
 CONFIDENCE = {
-    "scores": 1.0,
-    "json": 1.0,
-    "answer_is": 0.9,
-    "lone_letter": 0.8,
-    "lone_number": 0.8,
-    "option_text": 0.7,
+    "scores": 1.0,  # JSON with one finite score per letter: the argmax
+    "json": 1.0,  # the answer is a JSON object {"answer": "B"}
+    "near_json": 0.9,  # an object-like answer field: in prose, truncated, single quotes, trailing comma
+    "answer_is": 0.9,  # "The answer is B.", "Answer: (C)", "final answer: D", a line "ANSWER: b"
+    "option_is": 0.85,  # "Option D is correct", "(B) is the right answer"
+    "i_choose": 0.85,  # "I pick (B)", "I would choose C", "I'll go with D"
+    "lone_letter": 0.8,  # the whole answer is one letter: "B", "(C).", "**D**"
+    "letter_first": 0.8,  # a marked letter opening the answer: "C) the red one", "D. four", "(B) because ..."
+    "final_letter": 0.7,  # reasoning, then a last sentence or line that is one letter: "... on the left. B"
+    "option_text": 0.7,  # the whole answer equals one option's text
+    "lone_number": 0.8,  # slider: the whole answer is one number
     "none": 0.0,
 }
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-_ANSWER_IS = re.compile(
-    r"(?:the\s+)?(?:correct\s+|final\s+|best\s+)?(?:answer|option|choice)\s*(?:is|:)\s*[:\s]*"
-    r"[\(\[\"'*]*\s*([A-Z])\s*[\)\]\"'*]*(?=$|[\s.,;:!])",
-    re.IGNORECASE,
-)
+_OPEN, _CLOSE = r"[\(\[\"'*]*", r"[\)\]\"'*]*"
+_TOKEN = rf"(?P<open>{_OPEN})\s*(?P<letter>[A-Z])(?P<close>{_CLOSE})"
+_LETTER_FORMS = {
+    "answer_is": re.compile(
+        r"\b(?:answer|option|choice)\s*(?:is|:|would\s+be|should\s+be|must\s+be)\s*:?\s*" + _TOKEN, re.IGNORECASE),
+    "option_is": re.compile(
+        r"(?:\b(?:option|choice|answer|picture)\s+|(?:^|(?<=[.!?\n])\s*)|(?<=\s)(?=[\(\[*]))" + _TOKEN
+        + r"\s+(?:is|seems|looks)\s+(?:to\s+be\s+)?(?:the\s+)?(?:correct|right|best)\b", re.IGNORECASE),
+    "i_choose": re.compile(
+        r"\bI\s*(?:would|will|'d|'ll)?\s+(?:pick|choose|select|go\s+with)\s+(?:option\s+|answer\s+)?" + _TOKEN,
+        re.IGNORECASE),
+    "letter_first": re.compile(r"^\s*(?P<open>[\(\[*]*)\s*(?P<letter>[A-Z])(?P<close>[\)\]*]*)(?=\s*[).:\]])"),
+}
 # `ANSWER: b` as the last thing on its line (inspect's multiple_choice() asks for that form; a lower-case letter is
-# read only here, where it cannot be an article: "the answer is a ..." stays prose).
-_ANSWER_LINE = re.compile(r"^\s*answer\s*:\s*[\(\[\"'*]*\s*([a-z])\s*[\)\]\"'*]*[.!]?\s*$",
-                          re.IGNORECASE | re.MULTILINE)
-_LONE = re.compile(r"^[\s\(\[\"'*]*([A-Z])[\s\)\]\"'*]*[.,:;!]?[\s\)\]\"'*]*$")
+# read only here and in JSON, where it cannot be an article: "the answer is a ..." stays prose).
+_ANSWER_LINE = re.compile(rf"^\s*answer\s*:\s*{_OPEN}\s*([a-z])\s*{_CLOSE}[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
+_LONE = re.compile(rf"^[\s\(\[\"'*]*([A-Z])[\s\)\]\"'*]*[.,:;!]?{_CLOSE}\s*$")
+_FINAL = re.compile(rf"(?:^|[.!?:]\s+|\n\s*){_OPEN}\s*([A-Z])\s*{_CLOSE}[.!]?\s*$")
+_LISTED = re.compile(r"^\s*[\(\[*]*[A-Z][\)\]*]*\s*[).:\]]", re.MULTILINE)  # a line opening with a marked letter
+_ARTICLES = frozenset("A")  # the one upper-case option letter (A-H) that is also an English word
 _HEDGE = re.compile(r"\b[A-Z]\s*(?:or|and|/)\s*[A-Z]\b")
+_NEAR_ANSWER = re.compile(r"[\"']answer[\"']\s*:\s*(?:\"([^\"\n]*)\"?|'([^'\n]*)'?|([^,}\s\"']*))", re.IGNORECASE)
+_JSON_VALUE = re.compile(rf"^\s*{_OPEN}\s*([A-Za-z])\s*{_CLOSE}[.]?\s*$")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_NUMBER_IS = re.compile(r"answer\s*(?:is|:)\s*:?\s*(" + _NUMBER.pattern + r")", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Parsed:
-    """One parsed answer: the letter as presented (None when unparsed) and how it was read."""
+    """One parsed answer: the letter as presented (None when unparsed) and the form it was read by."""
 
     letter: str | None
     method: str
@@ -50,8 +78,11 @@ class Parsed:
 
     @property
     def confidence(self) -> float:
-        """The fixed confidence of the parse method (0 when unparsed)."""
+        """The fixed confidence of the form (0 when unparsed)."""
         return CONFIDENCE[self.method]
+
+
+NONE = Parsed(None, "none")
 
 
 def _clean(text: str) -> str:
@@ -61,34 +92,98 @@ def _clean(text: str) -> str:
     return fence.group(1).strip() if fence else text
 
 
-def _letter(value: object, letters: Sequence[str]) -> str | None:
-    """A JSON answer value as one of this item's letters."""
-    if isinstance(value, str):
-        match = _LONE.match(value)
-        if match and match.group(1) in letters:
-            return match.group(1)
-    return None
+def _json_letter(value: object, letters: Sequence[str]) -> str | None:
+    """A JSON answer value as one of this item's letters (either case: a JSON value is never an article)."""
+    match = _JSON_VALUE.match(value) if isinstance(value, str) else None
+    letter = match.group(1).upper() if match else None
+    return letter if letter in letters else None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique; `{"answer": "B", "answer": "C"}` is ambiguous (ValueError)."""
+    keys = [key.lower() for key, _ in pairs]
+    if len(set(keys)) < len(keys):
+        raise ValueError("a key occurs twice")
+    return dict(pairs)
+
+
+def _scores(data: dict, letters: Sequence[str]) -> Parsed | None:
+    """The argmax of a JSON object's finite per-letter `scores` (one per letter), else None."""
+    scores = data.get("scores")
+    if not isinstance(scores, dict) or set(scores) != set(letters):
+        return None
+    values = {k: float(v) for k, v in scores.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    if len(values) != len(letters) or not all(math.isfinite(v) for v in values.values()):
+        return None
+    kind = data.get("scores_kind") if isinstance(data.get("scores_kind"), str) else "logprob"
+    return Parsed(max(letters, key=lambda k: values[k]), "scores", values, kind)
 
 
 def _from_json(text: str, letters: Sequence[str]) -> Parsed | None:
-    """Parse a JSON object answer: {"answer": "B"} or {"answer": "B", "scores": {...}, "scores_kind": ...}."""
-    if not text.startswith("{"):
+    """A JSON answer: the strict object (`scores`, `json`), else an object-like `answer` field (`near_json`).
+
+    None when the text holds no JSON answer; NONE when it does but names no single letter of the item (the prose
+    of other fields is never read; prose around an object in prose must not name another letter)."""
+    if text.startswith("{"):
+        try:
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            found = _scores(data, letters)
+            if found:
+                return found
+            answer = next((v for k, v in data.items() if isinstance(k, str) and k.lower() == "answer"), None)
+            letter = _json_letter(answer, letters)
+            return Parsed(letter, "json") if letter else NONE
+    start = text.find("{")
+    if start < 0:
         return None
+    values = [next(g for g in m.groups() if g is not None) for m in _NEAR_ANSWER.finditer(text, start)]
+    if not values:
+        return None
+    chosen = {_json_letter(v, letters) for v in values}
+    end = text.rfind("}")
+    outside = text[:start] + (text[end + 1:] if end > start else "")
     try:
-        data = json.loads(text)
+        chosen |= set(_prose_letters(outside).values())
     except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    scores = data.get("scores")
-    if isinstance(scores, dict) and set(scores) == set(letters):
-        values = {k: float(v) for k, v in scores.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        if len(values) == len(letters) and all(math.isfinite(v) for v in values.values()):
-            best = max(letters, key=lambda k: values[k])
-            kind = data.get("scores_kind") if isinstance(data.get("scores_kind"), str) else "logprob"
-            return Parsed(best, "scores", values, kind)
-    letter = _letter(data.get("answer"), letters)
-    return Parsed(letter, "json") if letter else None
+        return NONE
+    return Parsed(chosen.pop(), "near_json") if len(chosen) == 1 and None not in chosen else NONE
+
+
+def _bounded(text: str, match: re.Match) -> bool:
+    """A letter token stands alone: marked (brackets, quotes, bold), followed by the end, a newline or
+    punctuation, or followed by a word unless it is `A` (then it reads as the article: "A cat")."""
+    if match.group("open") or match.group("close"):
+        return True
+    rest = text[match.end():]
+    return (not rest or rest[0] in "\n.,;:!?)" or match.group("letter") not in _ARTICLES
+            or not re.match(r"\s+\w", rest))
+
+
+def _prose_letters(text: str) -> dict[str, str]:
+    """Form -> letter of each letter form found in prose (every occurrence; ValueError when they disagree)."""
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+    listing = len(_LISTED.findall(text)) > 1  # "A) cat\nB) dog\n...": the options restated, not an answer
+    for form, pattern in _LETTER_FORMS.items():
+        if form == "letter_first" and listing:
+            continue
+        for match in pattern.finditer(text):
+            if match.group("letter").isupper() and _bounded(text, match):
+                found.setdefault(form, match.group("letter"))
+                seen.add(match.group("letter"))
+    for match in _ANSWER_LINE.finditer(text):
+        found.setdefault("answer_is", match.group(1).upper())
+        seen.add(match.group(1).upper())
+    final = _FINAL.search(text)
+    if final and final.start() > 0:
+        found.setdefault("final_letter", final.group(1))
+        seen.add(final.group(1))
+    if len(seen) > 1:
+        raise ValueError("several letters")
+    return found
 
 
 def parse_choice(text: str, letters: Sequence[str], option_texts: Sequence[str] = ()) -> Parsed:
@@ -97,37 +192,45 @@ def parse_choice(text: str, letters: Sequence[str], option_texts: Sequence[str] 
     parsed = _from_json(cleaned, letters)
     if parsed:
         return parsed
-    found = {m.group(1) for m in _ANSWER_IS.finditer(cleaned) if m.group(1).isupper()}
-    found |= {m.group(1).upper() for m in _ANSWER_LINE.finditer(cleaned)}
-    if len(found) == 1 and found <= set(letters) and not _HEDGE.search(cleaned):
-        return Parsed(found.pop(), "answer_is")
+    if _HEDGE.search(cleaned):
+        return NONE
     lone = _LONE.match(cleaned)
-    if lone and lone.group(1) in letters:
-        return Parsed(lone.group(1), "lone_letter")
+    if lone:
+        return Parsed(lone.group(1), "lone_letter") if lone.group(1) in letters else NONE
+    try:
+        found = _prose_letters(cleaned)
+    except ValueError:
+        return NONE
+    if found:
+        form = max(found, key=lambda f: CONFIDENCE[f])
+        return Parsed(found[form], form) if found[form] in letters else NONE
     if option_texts:
         norm = re.sub(r"^(?:the\s+)?(?:answer\s+is\s*:?\s*)", "", cleaned, flags=re.IGNORECASE)
         norm = norm.strip().strip(".!*\"' ").strip().lower()
         matches = [letters[i] for i, opt in enumerate(option_texts) if opt and norm == str(opt).strip().lower()]
         if len(matches) == 1:
             return Parsed(matches[0], "option_text")
-    return Parsed(None, "none")
+    return NONE
 
 
 def parse_number(text: str) -> tuple[float | None, str]:
-    """Parse a numeric answer (slider position): JSON {"answer": x}, "the answer is x", or a lone number."""
+    """Parse a numeric answer (slider position): JSON {"answer": x}, "the answer is x" (one value), or a lone
+    number; (None, "none") otherwise."""
     cleaned = _clean(text)
     if cleaned.startswith("{"):
         try:
             data = json.loads(cleaned)
         except ValueError:
             data = None
-        if isinstance(data, dict) and isinstance(data.get("answer"), (int, float, str)):
+        if isinstance(data, dict) and isinstance(data.get("answer"), int | float | str):
             value = _single_number(str(data["answer"]))
             if value is not None:
                 return value, "json"
-    match = re.search(r"answer\s*(?:is|:)\s*:?\s*(" + _NUMBER.pattern + r")", cleaned, re.IGNORECASE)
-    if match:
-        return float(match.group(1)), "answer_is"
+    stated = {float(m.group(1)) for m in _NUMBER_IS.finditer(cleaned)}
+    if len(stated) == 1 and all(math.isfinite(v) for v in stated):
+        return stated.pop(), "answer_is"
+    if stated:
+        return None, "none"
     value = _single_number(cleaned)
     return (value, "lone_number") if value is not None else (None, "none")
 

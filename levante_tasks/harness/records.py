@@ -1,15 +1,17 @@
 """Per-item records (`levante_tasks.schema.records`), written under `levante_item` in lmms-eval's samples files.
 
 Everything is stored in canonical option order (index 0 = the correct answer) next to the presented order,
-so records can be joined with children's responses without knowing how options were shown.
+so records can be joined with children's responses without knowing how options were shown. Each record names
+the parser version and holds the parser's other inputs (option texts, slider range), for `harness.reparse`.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from levante_tasks.harness.parsing import CONFIDENCE, Parsed
+from levante_tasks.harness.parsing import CONFIDENCE, PARSER_VERSION, Parsed
 from levante_tasks.schema.items import slider_tolerance
 from levante_tasks.schema.records import ItemRecord, SliderRecord
 
@@ -34,8 +36,10 @@ def to_canonical(doc: Mapping[str, Any], by_position: Sequence[float]) -> list[f
     return canonical
 
 
-def choice_record(doc: Mapping[str, Any], parsed: Parsed, output_type: str = "generate_until") -> dict[str, Any]:
-    """Record of a choice item answered by a parsed letter (optionally with per-letter scores)."""
+def choice_record(doc: Mapping[str, Any], parsed: Parsed, output_type: str = "generate_until",
+                  option_texts: Sequence[str] = ()) -> dict[str, Any]:
+    """Record of a choice item answered by a parsed letter (optionally with per-letter scores); `option_texts` are
+    the text options in presented order the parser was given."""
     letters = list(doc["letters"])
     index = doc["presented_order"][letters.index(parsed.letter)] if parsed.letter else None
     scores = None
@@ -48,9 +52,21 @@ def choice_record(doc: Mapping[str, Any], parsed: Parsed, output_type: str = "ge
         correct=int(index == 0),
         parse_method=parsed.method,
         parse_confidence=parsed.confidence,
+        parser_version=PARSER_VERSION,
+        option_texts=[str(text) for text in option_texts],
         option_scores=scores,
         option_scores_kind=parsed.scores_kind if scores is not None else None,
     ).as_dict()
+
+
+def option_loss(result: Any) -> float:
+    """The loss of one multiple_choice option: (loss, greedy), its stringified form from unpatched 0.7.x, or the
+    `["loss", "greedy"]` strings of a saved samples line."""
+    if isinstance(result, str):
+        result = ast.literal_eval(result)
+    if isinstance(result, tuple | list):
+        result = result[0]
+    return float(result)
 
 
 def loss_record(doc: Mapping[str, Any], losses: Sequence[float]) -> dict[str, Any]:
@@ -73,10 +89,14 @@ def slider_record(doc: Mapping[str, Any], position: float | None, method: str) -
         correct=int(value is not None and abs(value - target) < tolerance),
         parse_method=method,
         parse_confidence=CONFIDENCE.get(method, 0.0),
+        parser_version=PARSER_VERSION,
+        option_texts=[],
         option_scores=None,
         option_scores_kind=None,
         response_position=position,
         response_value=value,
+        range_min=lo,
+        range_max=hi,
         target_value=target,
         tolerance=tolerance,
     ).as_dict()

@@ -7,6 +7,8 @@ The record (`levante_tasks.harness.records.choice_record`) is the Score's metada
 
 from __future__ import annotations
 
+from typing import Any
+
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
@@ -18,11 +20,18 @@ from levante_tasks.schema.records import RECORD_KEY
 ANSWER_KEY = "levante_answer"  # output.metadata key of a model's §3c JSON answer (letter + per-letter scores)
 
 
-def answer_text(state: TaskState) -> str:
-    """What the parser reads: the model's §3c JSON when it gave one, else the completion."""
-    extra = state.output.metadata or {}
+def answer_text(output: Any) -> str:
+    """What the parser reads of a ModelOutput (live or from a log): the model's §3c JSON when it gave one, else the
+    completion."""
+    extra = output.metadata or {}
     value = extra.get(ANSWER_KEY)
-    return value if isinstance(value, str) else state.output.completion
+    return value if isinstance(value, str) else output.completion
+
+
+def score_of(record: dict[str, Any]) -> Score:
+    """The levante_record Score of one record (the scorer's and `rescore`'s)."""
+    return Score(value=CORRECT if record["correct"] else INCORRECT, answer=record["choice_letter"],
+                 explanation=f"parse_method={record['parse_method']}", metadata={RECORD_KEY: record})
 
 
 @scorer(metrics=[accuracy(), stderr()])
@@ -31,9 +40,8 @@ def levante_record():
 
     async def score(state: TaskState, target: Target) -> Score:
         doc = state.metadata
-        parsed = parse_choice(answer_text(state), doc["letters"], option_texts(doc))
-        record = choice_record(doc, parsed)
-        return Score(value=CORRECT if record["correct"] else INCORRECT, answer=parsed.letter,
-                     explanation=f"parse_method={parsed.method}", metadata={RECORD_KEY: record})
+        options = option_texts(doc)
+        return score_of(choice_record(doc, parse_choice(answer_text(state.output), doc["letters"], options),
+                                      option_texts=options))
 
     return score

@@ -5,8 +5,8 @@ summarize: every lmms-eval run and inspect_ai `.eval` log under the run folders 
 is one line each; the rest is still summarized and the exit status is 1 unless --allow-partial. Refused comparisons and
 conflicting duplicates are errors (exit 2, nothing written). `--out` is replaced whole (a staging folder
 swapped in), and only when it is empty, absent or an earlier summary (it holds matrix.json).
-verify: recompute the reported metrics from the samples files and check recorded provenance against this
-installation; one line per mismatch, exit 1 if any.
+verify: recompute the reported metrics from the samples files, re-parse each saved response against its record
+(harness.reparse) and check recorded provenance against this installation; one line per mismatch, exit 1 if any.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
-from levante_tasks.summary.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, folder_label
+from levante_tasks.summary.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, run_labels
 from levante_tasks.summary.inspect_logs import parse_eval
 from levante_tasks.summary.read import FileProblem
 from levante_tasks.summary.units import ParsedRun, parse_run
@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     check = subparsers.add_parser(
         "verify", help="recompute a run's metrics from its samples and check its provenance",
-        description="Recompute every metric in each *_results.json under RUN_DIR from the samples files, and "
+        description="Recompute every metric in each *_results.json under RUN_DIR from the samples files, "
+        "re-parse every saved response with this installation's parser and the record's presented order, and "
         "check the recorded task source hash, dataset fingerprint, lmms-eval commit and patch set against this "
         "installation. One line per mismatch; exit 1 if any.")
     check.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="lmms-eval output folder(s)")
@@ -111,13 +112,7 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
     problems: list[str] = []
     parsed_runs: list[ParsedRun] = []
     entries: list[tuple[ParsedRun | None, str, list[str], str]] = []
-    labels: set[str] = set()
-    for run_dir in run_dirs:
-        label = folder_label(run_dir)
-        k = 2
-        while label in labels:
-            label, k = f"{folder_label(run_dir)}-{k}", k + 1
-        labels.add(label)
+    for run_dir, label in zip(run_dirs, run_labels(run_dirs), strict=True):
         runs, found = discover(run_dir, label)
         problems += found
         entries += [(None, line.split(": ", 1)[0], [line], LMMS_EVAL) for line in found]

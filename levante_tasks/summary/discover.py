@@ -54,6 +54,17 @@ def folder_label(run_dir: Path) -> str:
     return "run" if name in private else name
 
 
+def run_labels(run_dirs: list[Path]) -> list[str]:
+    """The label of each run folder argument: its `folder_label`, made unique with `-2`, `-3`, ... in order."""
+    labels: list[str] = []
+    for run_dir in run_dirs:
+        label, k = folder_label(run_dir), 2
+        while label in labels:
+            label, k = f"{folder_label(run_dir)}-{k}", k + 1
+        labels.append(label)
+    return labels
+
+
 def discover(run_dir: Path, label: str) -> tuple[list[RunFiles], list[str]]:
     """The runs under `run_dir` (sorted by path) and one problem line per unreadable folder or failed run."""
     problems: list[str] = []

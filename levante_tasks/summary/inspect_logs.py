@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from levante_tasks.harness.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles
@@ -231,9 +232,17 @@ def installed_inspect() -> dict[str, str]:
     return {"task_source_sha256": source_sha256(), "inspect_ai_version": version("inspect_ai")}
 
 
+def response_of(sample: Any) -> str:
+    """What the record scorer parsed of a logged sample (its output's §3c JSON, else the completion)."""
+    from levante_tasks.inspect_ai_tasks.scorer import answer_text
+
+    return answer_text(sample.output)
+
+
 def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
                 installed: Mapping[str, str] | None) -> list[str]:
-    """Mismatch lines of one `.eval` log: the reported levante_record accuracy vs its records; with `fingerprint`
+    """Mismatch lines of one `.eval` log: each record vs its response re-parsed, the reported levante_record
+    accuracy vs the records; with `fingerprint`
     (the data dir check) and `installed` (installed_inspect()), the recorded task source hash, inspect_ai version
     and dataset fingerprint. Another task's log has none."""
     label = run.file_label(run.results or Path())
@@ -244,7 +253,16 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
         records = _records(log, label)
     except FileProblem as exc:
         return [str(exc)]
-    out = []
+    out, failures = [], []
+    for sample, record in zip(log.samples, records, strict=True):
+        try:
+            problem = disagreement(record, response_of(sample))
+        except NotReparsable as exc:
+            failures.append((f"sample {sample.id!r}", str(exc)))
+            continue
+        if problem:
+            out.append(f"{label}: sample {sample.id!r}: {problem}")
+    out += not_reparsable_lines(label, failures)
     metrics = reported_metrics(log)
     want = sum(r["correct"] for r in records) / len(records)
     if not math.isclose(metrics.get(f"{RECORD_SCORER}/accuracy", math.nan), want, abs_tol=1e-12):

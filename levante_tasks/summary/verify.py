@@ -5,11 +5,14 @@ aggregation over the per-line values (`mean`, or `records_accuracy` of the LEVAN
 sample SD / sqrt(n) for a mean (lmms-eval's `mean_stderr`; "N/A" for other aggregations, n < 2 or
 bootstrap_iters = 0); `_stderr_clt` = the same over numeric values (or dicts with the score key);
 `_stderr_clustered` = "N/A" without a cluster key. LEVANTE lines: `levante_acc` and `levante_parse_rate` per
-line agree with the record. Groups: the size-weighted (or plain) mean over their leaves, stderr pooled.
+line agree with the record, and the record is what its saved response (`filtered_resps`) re-parses to with
+today's parser and the record's presented order (`harness.reparse`, the code `rescore` uses). Groups: the
+size-weighted (or plain) mean over their leaves, stderr pooled.
 Against the installation (unless skipped): lmms-eval version, commit and patch set; each task's source hash
 (YAML + includes + utils); the dataset fingerprint of the recorded data version in the data dir.
 inspect_ai `.eval` logs (summary.inspect_logs.verify_eval): the reported levante_record accuracy against the
-records, and (unless skipped) the recorded inspect task source hash, inspect_ai version and dataset fingerprint.
+records, each record against its response re-parsed, and (unless skipped) the recorded inspect task source hash,
+inspect_ai version and dataset fingerprint.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.errors import LevanteError
+from levante_tasks.harness.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.schema import layout
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import provenance as prov
@@ -109,16 +113,12 @@ def _record_disagreement(line: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]], where: str) -> tuple[list[str], dict]:
-    """Mismatch lines of one leaf task, and what groups need: `{metric_key: (value, n lines), ..., "lmms_size"}`."""
-    out: list[str] = []
+def leaf_expected(name: str, results: dict[str, Any], lines: list[dict[str, Any]]) -> tuple[dict, dict, list[str]]:
+    """What a leaf task's reported metrics should be, from its samples lines: (`{key: value}` for every reported
+    `<metric>,<filter>` and stderr key that can be recomputed (None = "N/A"), what groups need
+    (`{metric_key: (value, n lines), ..., "lmms_size"}`), and `<key>: cannot recompute (...)` lines)."""
     reported = results["results"].get(name) or {}
     config = results["configs"].get(name) or {}
-    effective = (results["n-samples"].get(name) or {}).get("effective")
-    if effective != len(lines):
-        out.append(f"{where}: {name}: n-samples effective {effective!r}, samples file has {len(lines)} lines")
-    if len({line.get("doc_id") for line in lines}) < len(lines):
-        out.append(f"{where}: {name}: samples file repeats doc_ids (two runs appended to one file?)")
     aggregations = _aggregations(config)
     values: dict[str, list[Any]] = {metric: [] for metric in aggregations}
     for line in lines:
@@ -130,6 +130,8 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
     keys = [k for k in reported if "," in k and not k.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES)]
     filters = {k.rsplit(",", 1)[1] for k in keys}
     recomputed: dict[str, Any] = {"lmms_size": _lmms_sample_len(lines, aggregations)}
+    expected: dict[str, Any] = {}
+    failed: list[str] = []
     for key in sorted(keys):
         metric, filt = key.rsplit(",", 1)
         if reported[key] == [] and metric not in aggregations:
@@ -139,27 +141,48 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
                 raise ValueError("several filters (samples lines do not say which filter they belong to)")
             value, numbers = _recompute(aggregations.get(metric), values.get(metric, []))
         except ValueError as exc:
-            out.append(f"{where}: {name}: {key}: cannot recompute ({exc})")
+            failed.append(f"{key}: cannot recompute ({exc})")
             continue
         mean_like = aggregations.get(metric) == "mean"
-        expected = {key: value,
-                    f"{metric}_stderr,{filt}": stats.mean_stderr(numbers) if mean_like and iters > 0 else None,
-                    f"{metric}_stderr_clt,{filt}": stats.clt_stderr(_clt_numbers(values[metric], score_key))}
+        mine = {key: value,
+                f"{metric}_stderr,{filt}": stats.mean_stderr(numbers) if mean_like and iters > 0 else None,
+                f"{metric}_stderr_clt,{filt}": stats.clt_stderr(_clt_numbers(values[metric], score_key))}
         if not config.get("cluster_key"):
-            expected[f"{metric}_stderr_clustered,{filt}"] = None
-        for check, want in expected.items():
-            if check not in reported:
-                continue
-            got = None if reported[check] == "N/A" else reported[check]
-            if not _close(got, want):
-                out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
+            mine[f"{metric}_stderr_clustered,{filt}"] = None
+        expected.update((k, v) for k, v in mine.items() if k in reported)
         recomputed[key] = (value, len(values[metric]))
-        recomputed[f"{metric}_stderr,{filt}"] = expected[f"{metric}_stderr,{filt}"]
+        recomputed[f"{metric}_stderr,{filt}"] = mine[f"{metric}_stderr,{filt}"]
+    return expected, recomputed, failed
+
+
+def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]], where: str) -> tuple[list[str], dict]:
+    """Mismatch lines of one leaf task, and what groups need: `{metric_key: (value, n lines), ..., "lmms_size"}`."""
+    out: list[str] = []
+    reported = results["results"].get(name) or {}
+    effective = (results["n-samples"].get(name) or {}).get("effective")
+    if effective != len(lines):
+        out.append(f"{where}: {name}: n-samples effective {effective!r}, samples file has {len(lines)} lines")
+    if len({line.get("doc_id") for line in lines}) < len(lines):
+        out.append(f"{where}: {name}: samples file repeats doc_ids (two runs appended to one file?)")
+    expected, recomputed, failed = leaf_expected(name, results, lines)
+    out += [f"{where}: {name}: {line}" for line in failed]
+    for check, want in expected.items():
+        got = None if reported[check] == "N/A" else reported[check]
+        if not _close(got, want):
+            out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
+    failures: list[tuple[str, str]] = []
     for number, line in enumerate(lines):
+        position = f"line {line.get('_line', number + 1)}"
+        record = line.get(RECORD_KEY)
         problem = _record_disagreement(line)
+        if problem is None and isinstance(record, Mapping):
+            try:
+                problem = disagreement(record, line.get("filtered_resps"))
+            except NotReparsable as exc:
+                failures.append((position, str(exc)))
         if problem:
-            out.append(f"{where}: {name}: line {line.get('_line', number + 1)}: {problem}")
-    return out, recomputed
+            out.append(f"{where}: {name}: {position}: {problem}")
+    return out + not_reparsable_lines(f"{where}: {name}", failures), recomputed
 
 
 def _group_leaves(group: str, children: Mapping[str, list[str]]) -> list[str]:
@@ -193,12 +216,11 @@ def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: s
         for key, value in sorted(reported.items()):
             if "," not in key or key.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES) or not _number(value):
                 continue
-            having = [leaf for leaf in leaves if recomputed[leaf].get(key, (None,))[0] is not None]
+            having, parts = _group_parts(key, leaves, recomputed)
             if not having:
                 out.append(f"{where}: {group}: {key}: cannot recompute (no subtask reports it)")
                 continue
-            parts = [recomputed[leaf][key] for leaf in having]
-            pooled = sum(v * n for v, n in parts) / sum(n for _, n in parts)
+            pooled = _pooled_mean(parts)
             plain = sum(v for v, _ in parts) / len(parts)
             if not (_close(value, pooled) or _close(value, plain)):
                 sizes = [recomputed[leaf]["lmms_size"] for leaf in having]
@@ -209,14 +231,53 @@ def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: s
                 out.append(f"{where}: {group}: {key}: reported {_show(value)}, pooled over {len(having)} "
                            f"subtask(s) {_show(pooled)}{why}")
                 continue
-            metric, filt = key.rsplit(",", 1)
-            stderr_key = f"{metric}_stderr,{filt}"
-            errs = [recomputed[leaf].get(stderr_key) for leaf in having]
-            if _number(reported.get(stderr_key)) and all(_number(e) for e in errs):
-                want = stats.pooled_sample_stderr(errs, [n for _, n in parts])  # type: ignore[arg-type]
-                if not _close(reported[stderr_key], want):
-                    out.append(f"{where}: {group}: {stderr_key}: reported {_show(reported[stderr_key])}, "
-                               f"recomputed {_show(want)} (pooled)")
+            stderr_key, want = _pooled_stderr(key, having, parts, recomputed)
+            if _number(reported.get(stderr_key)) and want is not None and not _close(reported[stderr_key], want):
+                out.append(f"{where}: {group}: {stderr_key}: reported {_show(reported[stderr_key])}, "
+                           f"recomputed {_show(want)} (pooled)")
+    return out
+
+
+def _group_parts(key: str, leaves: list[str], recomputed: Mapping[str, dict]) -> tuple[list[str], list[tuple]]:
+    """The leaves of a group that report `key`, and their (value, n lines)."""
+    having = [leaf for leaf in leaves if recomputed[leaf].get(key, (None,))[0] is not None]
+    return having, [recomputed[leaf][key] for leaf in having]
+
+
+def _pooled_mean(parts: list[tuple]) -> float:
+    """The mean over the leaves' (value, n) weighted by n: the pooled item mean."""
+    return sum(v * n for v, n in parts) / sum(n for _, n in parts)
+
+
+def _pooled_stderr(key: str, having: list[str], parts: list[tuple],
+                   recomputed: Mapping[str, dict]) -> tuple[str, float | None]:
+    """(the stderr key of a group metric, its pooled value, None when a leaf has no number for it)."""
+    metric, filt = key.rsplit(",", 1)
+    stderr_key = f"{metric}_stderr,{filt}"
+    errs = [recomputed[leaf].get(stderr_key) for leaf in having]
+    if not all(_number(e) for e in errs):
+        return stderr_key, None
+    return stderr_key, stats.pooled_sample_stderr(errs, [n for _, n in parts])  # type: ignore[arg-type]
+
+
+def group_expected(results: dict[str, Any], recomputed: Mapping[str, dict]) -> dict[str, dict[str, float]]:
+    """Group -> {key: pooled value} of every numeric group metric (and its pooled stderr) that the leaves'
+    `leaf_expected` values make (what `rescore` writes)."""
+    out: dict[str, dict[str, float]] = {}
+    children = results.get("group_subtasks") or {}
+    for group, reported in (results.get("groups") or {}).items():
+        leaves = _group_leaves(group, children)
+        if not leaves or any(leaf not in recomputed for leaf in leaves):
+            continue
+        for key, value in reported.items():
+            if "," not in key or key.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES) or not _number(value):
+                continue
+            having, parts = _group_parts(key, leaves, recomputed)
+            if having:
+                out.setdefault(group, {})[key] = _pooled_mean(parts)
+                stderr_key, want = _pooled_stderr(key, having, parts, recomputed)
+                if want is not None and _number(reported.get(stderr_key)):
+                    out[group][stderr_key] = want
     return out
 
 
