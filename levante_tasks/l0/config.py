@@ -175,3 +175,13 @@ def _check_relations(cfg: GenConfig) -> None:
         raise ConfigError("list_inputs: must be at least 1 when only append/pop statements have weight")
     if cfg.int_inputs[1] + cfg.list_inputs[1] + cfg.bool_inputs[1] == 0:
         raise ConfigError("int_inputs: programs need at least one parameter (all input ranges are 0)")
+    longest = max_target_steps(cfg)
+    for i, (low, _) in enumerate(cfg.bin_ranges or ()):
+        if low > longest:
+            raise ConfigError(f"bin_ranges[{i}]: starts at {low} steps, but max_trace_steps {cfg.max_trace_steps} "
+                              f"cuts every trace at {longest} steps: the bin could never be filled")
+
+
+def max_target_steps(cfg: GenConfig) -> int:
+    """The longest target trace the config can produce (traces are cut at max_trace_steps lines)."""
+    return cfg.max_trace_steps
