@@ -33,12 +33,31 @@ class _StepLimit(BaseException):
     """Raised inside the traced program when the trace is full (a BaseException: program code cannot catch it)."""
 
 
+STEP_RULES = ("exact", "upstream")
+
+
 @dataclass(frozen=True)
 class Trace:
-    """The target lines of one run; `truncated` when the run was stopped after `max_steps` lines."""
+    """The target lines of one run; `truncated` when the run was stopped by the step limit."""
 
     lines: tuple[str, ...]
     truncated: bool
+
+
+def upstream_cut(lines: tuple[str, ...], finished: bool, max_steps: int) -> Trace | None:
+    """The target L0-Bench's tracer gives for a run whose first target lines are `lines`.
+
+    Its counter also counts the call and return events and stops the run at the line event that brings it past
+    `max_steps`, before that line runs; the last recorded event is then dropped like a return event. So a run
+    with at most max_steps - 1 lines is whole, a longer one keeps max_steps - 2 lines, and a run that raises
+    at or after line event max_steps is kept (cut) instead of rejected. `finished`: the run returned (else it
+    raised after `lines`).
+    """
+    if finished and len(lines) <= max_steps - 1:
+        return Trace(lines, truncated=False)
+    if len(lines) + 1 >= max_steps:
+        return Trace(lines[: max(max_steps - 2, 0)], truncated=True)
+    return None
 
 
 def render_value(value: object) -> str:
@@ -128,8 +147,8 @@ def _instrument_block(body: list[ast.stmt]) -> list[ast.stmt]:
             out += [node, _named_event(line, _list_call(node))]
         elif isinstance(node, ast.If) and not node.orelse:
             _check_expr(node.test, line)
-            block = ast.If(test=node.test, body=_instrument_block(node.body), orelse=[])
-            out += [_event(line), ast.copy_location(block, node)]
+            test = _call(_TEST, line, node.test)  # recorded once the test has been evaluated, as for `while`
+            out.append(ast.copy_location(ast.If(test=test, body=_instrument_block(node.body), orelse=[]), node))
         elif isinstance(node, ast.While) and not node.orelse:
             _check_expr(node.test, line)
             test = _call(_TEST, line, node.test)
@@ -187,10 +206,21 @@ class TracedProgram:
         self.source = source
         self._code = compile(tree, "<l0-program>", "exec")
 
-    def run(self, inputs: Mapping[str, Any], max_steps: int) -> Trace | None:
-        """The trace on `inputs` (copied: the caller's lists are not changed), or None if the program raises."""
+    def run(self, inputs: Mapping[str, Any], max_steps: int, step_rule: str = "exact") -> Trace | None:
+        """The trace on `inputs` (copied: the caller's lists are not changed), or None if the program raises.
+
+        step_rule `exact`: at most `max_steps` lines, cut there; `upstream`: L0-Bench's counter (`upstream_cut`).
+        """
         if sorted(inputs) != sorted(self.params):
             raise ProgramError(f"inputs {list(inputs)} do not match the parameters {self.params}")
+        if step_rule == "upstream":
+            whole = self._run(inputs, max_steps + 1)
+            return upstream_cut(whole[0].lines, whole[1], max_steps)
+        trace, finished = self._run(inputs, max_steps)
+        return trace if finished else None
+
+    def _run(self, inputs: Mapping[str, Any], max_steps: int) -> tuple[Trace, bool]:
+        """(the lines recorded, stopped at `max_steps`; whether the run returned or hit the limit)."""
         recorder = _Recorder(max_steps)
         namespace: dict[str, Any] = {"__builtins__": {}, _EVENT: recorder.event, _TEST: recorder.test}
         exec(self._code, namespace)
@@ -198,12 +228,12 @@ class TracedProgram:
         try:
             function(**copy.deepcopy(dict(inputs)))
         except _StepLimit:
-            return Trace(tuple(recorder.lines), truncated=True)
+            return Trace(tuple(recorder.lines), truncated=True), True
         except Exception:
-            return None
-        return Trace(tuple(recorder.lines), truncated=False)
+            return Trace(tuple(recorder.lines), truncated=False), False
+        return Trace(tuple(recorder.lines), truncated=False), True
 
 
-def trace_program(source: str, inputs: Mapping[str, Any], max_steps: int) -> Trace | None:
+def trace_program(source: str, inputs: Mapping[str, Any], max_steps: int, step_rule: str = "exact") -> Trace | None:
     """One-shot convenience: compile `source` and trace it on `inputs`."""
-    return TracedProgram(source).run(inputs, max_steps)
+    return TracedProgram(source).run(inputs, max_steps, step_rule)
