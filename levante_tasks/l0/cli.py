@@ -9,6 +9,7 @@ from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.l0 import dataset, store
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.tracer import ProgramError
+from levante_tasks.l0.upstream import UpstreamGenerationError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_generate(args: argparse.Namespace) -> int:
     """Generate programs into a fresh dataset folder and print the bin counts."""
     config = load_config(args.config)
-    generated = dataset.generate(config)
+    try:
+        generated = dataset.generate(config)
+    except UpstreamGenerationError as exc:
+        raise LevanteError(f"{display_path(args.config)}: {exc} (nothing was written)") from None
     empty = [b for b, n in generated.stats["selected_per_bin"].items() if n == 0]
     if empty:
         raise LevanteError(f"{display_path(args.config)}: no program fell in bin {', '.join(empty)} after "
@@ -43,6 +47,8 @@ def run_generate(args: argparse.Namespace) -> int:
     counts = ", ".join(f"bin {b}: {n}" for b, n in generated.stats["selected_per_bin"].items())
     print(f"wrote {len(generated.items)} programs to {display_path(args.out)} ({counts}; "
           f"{generated.stats['attempts']} draws)")
+    if config.upstream is not None and "augment" in config.upstream["actions"]:  # L0-Bench's third action
+        return run_augment(argparse.Namespace(data=args.out))
     return 0
 
 
