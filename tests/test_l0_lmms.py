@@ -100,8 +100,9 @@ def test_oracle_model_in_lmms_eval_gives_the_hand_computed_metrics(data_dir: Pat
         def generate_until(self, requests: list[Any]) -> list[str]:
             out = []
             for request in requests:
-                _, _, _, doc_id, task_name, split = request.args
+                _, generation, _, doc_id, task_name, split = request.args
                 doc = self.task_dict[task_name][split][doc_id]
+                budgets.append((generation["max_new_tokens"], doc["max_new_tokens"], len(doc["target"])))
                 kind = ORACLE_ANSWERS[doc["voter"]]
                 out.append({"target": doc["target"], "wrong": _wrong(doc["target"]), "prose": "No."}[kind])
             return out
@@ -112,9 +113,13 @@ def test_oracle_model_in_lmms_eval_gives_the_hand_computed_metrics(data_dir: Pat
         def generate_until_multi_round(self, requests: list[Any]) -> list[Any]:
             raise NotImplementedError
 
+    budgets: list[tuple[int, int, int]] = []
     monkeypatch.setenv(task.DATA_ENV, str(data_dir))
     manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
     out = evaluator.simple_evaluate(model=Oracle(), tasks=["l0_trace_bin2"], task_manager=manager, log_samples=True)
+    # Each request carries its own document's budget, above the target's length (L0-Bench's rule, budget.py).
+    assert len(budgets) == 5 and all(asked == own > length for asked, own, length in budgets)
+    assert out["configs"]["l0_trace_bin2"]["metadata"]["l0"]["profile"] == "default"
     result = out["results"]["l0_trace_bin2"]
     (doc,) = {s["l0_pass_at_5"]["item_id"]: s for s in out["samples"]["l0_trace_bin2"]}.values()
     total = doc["l0_pass_at_5"]["total"]

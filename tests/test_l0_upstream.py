@@ -238,3 +238,51 @@ def test_generate_refuses_what_l0_bench_cannot_bin(tmp_path: Path, capsys: pytes
     assert "one.yaml: num_bins: L0-Bench's sample step divides by num_bins - 1" in one_error_line(
         capsys.readouterr().err)
     assert not (tmp_path / "d").exists()
+
+
+def test_lmms_eval_reports_upstreams_aggregation_and_the_profile(generated: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from lmms_eval import evaluator
+    from lmms_eval.api.model import lmms
+    from lmms_eval.tasks import TaskManager
+
+    first: list[str] = []
+
+    class Oracle(lmms):
+        """Correct for even voters, a wrong last line for odd ones, and nothing from voter 7 of the first program."""
+
+        def generate_until(self, requests: list[Any]) -> list[str]:
+            out = []
+            for request in requests:
+                _, _, _, doc_id, task_name, split = request.args
+                doc = self.task_dict[task_name][split][doc_id]
+                first.append(first[0] if first else doc["item_id"])
+                lines = doc["target"].split("\n")
+                if doc["item_id"] == first[0] and doc["voter"] == 7:
+                    out.append("")
+                else:
+                    out.append(doc["target"] if doc["voter"] % 2 == 0 else "\n".join([*lines[:-1], "L99,"]))
+            return out
+
+        def loglikelihood(self, requests: list[Any]) -> list[Any]:
+            raise NotImplementedError
+
+        def generate_until_multi_round(self, requests: list[Any]) -> list[Any]:
+            raise NotImplementedError
+
+    monkeypatch.setenv(task.DATA_ENV, str(generated))
+    manager = TaskManager(include_path=str(Path(task.__file__).resolve().parents[1] / "tasks"),
+                          include_defaults=False)
+    out = evaluator.simple_evaluate(model=Oracle(), tasks=["l0_trace_bin2"], task_manager=manager, log_samples=True)
+    assert out["configs"]["l0_trace_bin2"]["metadata"]["l0"]["profile"] == "upstream"
+    row = out["results"]["l0_trace_bin2"]
+    # By hand: the first program lacks voter 7 and is dropped everywhere; 8 programs x 31 voters remain,
+    # 16 of 31 voters correct; votes of the first k in voter_0, voter_1, voter_10, ... order.
+    assert row["l0_trace_acc,none"] == pytest.approx(16 / 31)
+    first5 = sorted(range(31), key=str)[:5]  # 0, 1, 10, 11, 12: 3 even -> correct wins
+    assert sum(v % 2 == 0 for v in first5) == 3 and row["l0_maj_at_5_acc,none"] == 1.0
+    assert row["l0_maj_at_15_acc,none"] == 1.0 and row["l0_maj_at_31_acc,none"] == 1.0
+    assert row["l0_pass_at_5,none"] == pytest.approx(1 - math.prod(1 - 5 / j for j in range(16, 32)))  # n-c = 15
+    records = [s["l0_trace_acc"] for s in out["samples"]["l0_trace_bin2"]]
+    assert row["l0_pass_at_15,none"] == pytest.approx(aggregate.pass_at_15(records))
+    assert row["l0_pass_at_15,none"] == pytest.approx(1 - math.prod(1 - 15 / j for j in range(16, 32)))
