@@ -2,8 +2,8 @@
 
 Why not `sys.settrace`: line events and the bytecode that tells which variable a line stores differ between
 CPython versions (see docs/l0.md). Instrumenting the AST records the same events on every Python >= 3.10: after
-each assignment the assigned variable, after each `.append`/`.pop` the list, and a bare event for `if`, each
-`while` test and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces removed) or `L<line>,`.
+each assignment the assigned variable, after each `.append`/`.pop` the list, and a bare event for each `if`
+and `while` test (once evaluated) and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces removed) or `L<line>,`.
 Programs are checked against the grammar's statements and expressions before they run (`augment` executes
 programs read from a dataset folder), and run without builtins.
 """
