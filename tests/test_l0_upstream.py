@@ -149,8 +149,11 @@ def test_upstream_step_counter(max_steps: int, expected: int) -> None:
 
 def test_a_run_that_raises_at_the_limit_is_kept_upstream() -> None:
     program = TracedProgram(POPS)
-    short = {"lst_x": [1, 2, 3]}  # the 4th pop raises; it is line event 4
-    assert program.run(short, 5, "upstream") is None  # before the limit's event 5: rejected
+    short = {"lst_x": [1, 2, 3]}  # the 4th pop raises; it is line event 4, its frame's return event is 5
+    assert program.run(short, 6, "upstream") is None  # both events before the limit: rejected
+    at_return = program.run(short, 5, "upstream")  # the return event passes the limit: kept, failed line shown
+    assert at_return is not None and at_return.truncated
+    assert at_return.lines == ("L2,lst_x:[1,2]", "L3,lst_x:[1]", "L4,lst_x:[]", "L5,lst_x:[]")
     kept = program.run(short, 4, "upstream")  # L0-Bench stops at event 4 before the pop runs: kept, cut
     assert kept is not None and kept.truncated and kept.lines == ("L2,lst_x:[1,2]", "L3,lst_x:[1]")
     assert program.run(short, 4, "exact") is None  # our definition: a run that raises has no trace

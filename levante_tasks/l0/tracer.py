@@ -3,7 +3,8 @@
 Why not `sys.settrace`: line events and the bytecode that tells which variable a line stores differ between
 CPython versions (see docs/l0.md). Instrumenting the AST records the same events on every Python >= 3.10: after
 each assignment the assigned variable, after each `.append`/`.pop` the list, and a bare event for each `if`
-and `while` test (once evaluated) and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces removed) or `L<line>,`.
+and `while` test (once evaluated) and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces
+removed) or `L<line>,`.
 Programs are checked against the grammar's statements and expressions before they run (`augment` executes
 programs read from a dataset folder), and run without builtins.
 """
@@ -44,20 +45,35 @@ class Trace:
     truncated: bool
 
 
-def upstream_cut(lines: tuple[str, ...], finished: bool, max_steps: int) -> Trace | None:
+def upstream_cut(lines: tuple[str, ...], finished: bool, max_steps: int, failed_line: str = "") -> Trace | None:
     """The target L0-Bench's tracer gives for a run whose first target lines are `lines`.
 
     Its counter also counts the call and return events and stops the run at the line event that brings it past
     `max_steps`, before that line runs; the last recorded event is then dropped like a return event. So a run
     with at most max_steps - 1 lines is whole, a longer one keeps max_steps - 2 lines, and a run that raises
     at or after line event max_steps is kept (cut) instead of rejected. `finished`: the run returned (else it
-    raised after `lines`).
+    raised after `lines`). A run that raises at line event max_steps - 1 is kept too: the return event of the
+    unwinding frame is the one past the limit, and the failed statement's line stays in the target with the
+    state after the failure (`failed_line`).
     """
     if finished and len(lines) <= max_steps - 1:
         return Trace(lines, truncated=False)
     if len(lines) + 1 >= max_steps:
         return Trace(lines[: max(max_steps - 2, 0)], truncated=True)
+    if not finished and failed_line and len(lines) + 2 == max_steps:
+        return Trace((*lines, failed_line), truncated=True)
     return None
+
+
+def _shown_names(tree: ast.Module) -> dict[int, str]:
+    """Per statement line, the variable its trace line shows (assignment target, list of .append/.pop)."""
+    shown: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            shown[node.lineno] = node.targets[0].id
+        elif isinstance(node, ast.stmt) and _list_call(node) is not None:
+            shown[node.lineno] = _list_call(node)  # type: ignore[assignment]
+    return shown
 
 
 def render_value(value: object) -> str:
@@ -203,6 +219,7 @@ class TracedProgram:
 
     def __init__(self, source: str) -> None:
         tree, self.params = parse_program(source)
+        self._shown = _shown_names(ast.parse(source))
         self.source = source
         self._code = compile(tree, "<l0-program>", "exec")
 
@@ -214,13 +231,14 @@ class TracedProgram:
         if sorted(inputs) != sorted(self.params):
             raise ProgramError(f"inputs {list(inputs)} do not match the parameters {self.params}")
         if step_rule == "upstream":
-            whole = self._run(inputs, max_steps + 1)
-            return upstream_cut(whole[0].lines, whole[1], max_steps)
+            whole, finished = self._run(inputs, max_steps + 1)
+            return upstream_cut(whole.lines, finished, max_steps, self._failed_line)
         trace, finished = self._run(inputs, max_steps)
         return trace if finished else None
 
     def _run(self, inputs: Mapping[str, Any], max_steps: int) -> tuple[Trace, bool]:
         """(the lines recorded, stopped at `max_steps`; whether the run returned or hit the limit)."""
+        self._failed_line = ""
         recorder = _Recorder(max_steps)
         namespace: dict[str, Any] = {"__builtins__": {}, _EVENT: recorder.event, _TEST: recorder.test}
         exec(self._code, namespace)
@@ -229,9 +247,26 @@ class TracedProgram:
             function(**copy.deepcopy(dict(inputs)))
         except _StepLimit:
             return Trace(tuple(recorder.lines), truncated=True), True
-        except Exception:
+        except Exception as exc:
+            self._failed_line = self._render_failure(exc)
             return Trace(tuple(recorder.lines), truncated=False), False
         return Trace(tuple(recorder.lines), truncated=False), True
+
+
+    def _render_failure(self, exc: Exception) -> str:
+        """The trace line of the statement that raised, with the state it left (L0-Bench shows it at the limit)."""
+        tb = exc.__traceback__
+        frame_tb = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_name == FUNCTION_NAME:
+                frame_tb = tb
+            tb = tb.tb_next
+        if frame_tb is None:
+            return ""
+        line = frame_tb.tb_lineno
+        name = self._shown.get(line)
+        state = frame_tb.tb_frame.f_locals
+        return f"L{line}," + (f"{name}:{render_value(state[name])}" if name is not None and name in state else "")
 
 
 def trace_program(source: str, inputs: Mapping[str, Any], max_steps: int, step_rule: str = "exact") -> Trace | None:
