@@ -289,3 +289,31 @@ def test_lmms_eval_reports_upstreams_aggregation_and_the_profile(generated: Path
     records = [s["l0_trace_acc"] for s in out["samples"]["l0_trace_bin2"]]
     assert row["l0_pass_at_15,none"] == pytest.approx(aggregate.pass_at_15(records))
     assert row["l0_pass_at_15,none"] == pytest.approx(1 - math.prod(1 - 15 / j for j in range(16, 32)))
+
+
+def test_budgets_count_with_a_named_tokenizer(generated: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(["<s>", "<unk>", *map(chr, range(32, 127)), "\n", "\t"])}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", unk_token="<unk>")
+    tokenizer.save_pretrained(tmp_path / "tok")
+    loaded = PreTrainedTokenizerFast.from_pretrained(tmp_path / "tok")
+    assert len(loaded.encode("L2,")) == 4  # characters + <s>: not what counting characters gives
+    monkeypatch.setenv(task.DATA_ENV, str(generated))
+    monkeypatch.setenv(task.TOKENIZER_ENV, str(tmp_path / "tok"))
+    monkeypatch.setenv(task.THINKING_ENV, "1")
+    monkeypatch.setenv(task.MAX_SEQ_LEN_ENV, "8000")
+    (doc, *_) = task.with_budgets(task.load_bin_docs(1))
+    joined = "\n".join("".join(f"{line}\n" for line in doc["target"].split("\n"))[1:-1])
+    plain = len(loaded.encode(joined)) + 200
+    expected = min(plain * 20, 8000 - 2 * len(loaded.encode(doc["prompt"])))
+    assert doc["max_new_tokens"] == (expected if expected >= 0 else 8000)
+    assert task.budget_settings() == {"thinking": True, "max_seq_len": 8000, "tokens": "tok"}
+    monkeypatch.setenv(task.TOKENIZER_ENV, str(tmp_path / "none"))
+    with pytest.raises(task.LevanteError, match=r"^\$LEVANTE_L0_TOKENIZER: cannot load a tokenizer"):
+        task.with_budgets(task.load_bin_docs(1))
