@@ -199,3 +199,23 @@ def test_augment_refuses_a_program_outside_the_grammar(tmp_path: Path, capsys: p
     line = one_error_line(capsys.readouterr().err)
     assert f"data/programs.jsonl: program {rows[1]['id']}: line 2: unsupported expression `Attribute`" in line
     assert tree_snapshot(out) == before
+
+
+def test_bins_that_cannot_be_filled_are_refused_and_the_old_dataset_stays(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "data"
+    assert generate(write_config(tmp_path), out) == 0
+    before = tree_snapshot(out)
+    capsys.readouterr()
+    impossible = TINY.replace("num_bins: 3\n", "bin_ranges: [[1, 10], [41, 60]]\n")  # max_trace_steps is 40
+    assert generate(write_config(tmp_path, impossible, "impossible.yaml"), out) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "impossible.yaml: bin_ranges[1]: starts at 41 steps, but max_trace_steps 40" in line, line
+    # Possible in principle, but no drawn program lands there: refused after drawing, naming the empty bin.
+    unlucky = TINY.replace("num_bins: 3\n", "bin_ranges: [[1, 10], [39, 40]]\n").replace("seed: 3", "seed: 4")
+    unlucky = unlucky.replace("num_programs: 40", "num_programs: 5")
+    assert generate(write_config(tmp_path, unlucky, "unlucky.yaml"), out) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "unlucky.yaml: no program fell in bin 2 after" in line and "nothing was written" in line, line
+    assert tree_snapshot(out) == before
+    assert main(["l0", "augment", "--data", str(out)]) == 0

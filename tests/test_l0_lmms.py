@@ -67,13 +67,17 @@ def test_missing_data_or_bin_is_named(data_dir: Path, tmp_path: Path, monkeypatc
 
 def test_process_results_on_crafted_responses() -> None:
     doc = {"item_id": "p", "voter": 3, "target": "L2,a:1\nL3,\nL4,b:[1,2]"}
+    def summary(out: dict) -> tuple:
+        return out["l0_trace_acc"]["correct"], out["l0_steps"]["steps"], out["l0_parse_failures"]
+
     good = task.process_results(doc, ["```\nL2,a:1\nL3,\nL4,b:[1, 2]\n```"])
-    assert (good["l0_trace_acc"], good["l0_steps"], good["l0_parse_failures"]) == (1.0, 3.0, 0.0)
+    assert summary(good) == (1, 3, 0.0)
     assert good["l0_pass_at_5"] == {**good["l0_maj_at_5_acc"], "voter": 3, "correct": 1, "steps": 3, "total": 3}
+    assert all(good[name] is good["l0_trace_acc"] for name in task.RECORD_METRICS)
     partial = task.process_results(doc, [("L2,a:1\nL3,\nL4,b:[2,1]", {})])  # (text, info) wrapper
-    assert (partial["l0_trace_acc"], partial["l0_steps"], partial["l0_parse_failures"]) == (0.0, 2.0, 0.0)
+    assert summary(partial) == (0, 2, 0.0)
     none = task.process_results(doc, ["no idea"])
-    assert (none["l0_trace_acc"], none["l0_steps"], none["l0_parse_failures"]) == (0.0, 0.0, 1.0)
+    assert summary(none) == (0, 0, 1.0)
 
 
 def _wrong(target: str) -> str:
@@ -96,8 +100,9 @@ def test_oracle_model_in_lmms_eval_gives_the_hand_computed_metrics(data_dir: Pat
         def generate_until(self, requests: list[Any]) -> list[str]:
             out = []
             for request in requests:
-                _, _, _, doc_id, task_name, split = request.args
+                _, generation, _, doc_id, task_name, split = request.args
                 doc = self.task_dict[task_name][split][doc_id]
+                budgets.append((generation["max_new_tokens"], doc["max_new_tokens"], len(doc["target"])))
                 kind = ORACLE_ANSWERS[doc["voter"]]
                 out.append({"target": doc["target"], "wrong": _wrong(doc["target"]), "prose": "No."}[kind])
             return out
@@ -108,9 +113,13 @@ def test_oracle_model_in_lmms_eval_gives_the_hand_computed_metrics(data_dir: Pat
         def generate_until_multi_round(self, requests: list[Any]) -> list[Any]:
             raise NotImplementedError
 
+    budgets: list[tuple[int, int, int]] = []
     monkeypatch.setenv(task.DATA_ENV, str(data_dir))
     manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
     out = evaluator.simple_evaluate(model=Oracle(), tasks=["l0_trace_bin2"], task_manager=manager, log_samples=True)
+    # Each request carries its own document's budget, above the target's length (L0-Bench's rule, budget.py).
+    assert len(budgets) == 5 and all(asked == own > length for asked, own, length in budgets)
+    assert out["configs"]["l0_trace_bin2"]["metadata"]["l0"]["profile"] == "default"
     result = out["results"]["l0_trace_bin2"]
     (doc,) = {s["l0_pass_at_5"]["item_id"]: s for s in out["samples"]["l0_trace_bin2"]}.values()
     total = doc["l0_pass_at_5"]["total"]
@@ -197,15 +206,15 @@ def test_tiny_causal_lm_runs_l0_trace_through_the_lmms_eval_cli(data_dir: Path, 
         # Every stored metric is what our scorer says about the stored response and target.
         for sample in samples:
             score = score_response(sample["filtered_resps"], sample["target"])
-            assert sample["l0_trace_acc"] == float(score.correct)
-            assert sample["l0_steps"] == float(score.steps)
+            assert sample["l0_trace_acc"]["correct"] == int(score.correct)
+            assert sample["l0_steps"]["steps"] == score.steps
             assert sample["l0_parse_failures"] == float(score.parse_failed)
             assert sample["l0_maj_at_5_acc"]["total"] == score.total
         records = [s["l0_maj_at_5_acc"] for s in samples]
         assert sorted(r["voter"] for r in records) == [0, 1, 2, 3, 4]
         row = results["results"][name]
-        assert row["l0_trace_acc,none"] == pytest.approx(sum(s["l0_trace_acc"] for s in samples) / 5)
-        assert row["l0_steps,none"] == pytest.approx(sum(s["l0_steps"] for s in samples) / 5)
+        assert row["l0_trace_acc,none"] == pytest.approx(sum(r["correct"] for r in records) / 5)
+        assert row["l0_steps,none"] == pytest.approx(sum(r["steps"] for r in records) / 5)
         assert row["l0_parse_failures,none"] == sum(s["l0_parse_failures"] for s in samples)
         for metric, function in (("l0_maj_at_5_acc", aggregate.maj_at_5_acc),
                                  ("l0_maj_at_5_steps", aggregate.maj_at_5_steps),

@@ -5,6 +5,7 @@ Majority@k: the records of voters 0..k-1 of a program vote by `key`; the key wit
 the key whose first vote comes from the lowest voter id; the winner scores as the lowest-id voter holding it.
 Programs missing any of those k voters are skipped (as in L0-Bench). pass@k uses all n voters of a program with
 c correct: 1 - C(n-c, k) / C(n, k); programs with n < k are skipped. Means are over programs; NaN if none.
+Records of profile upstream are aggregated by L0-Bench's rules instead (`upstream_aggregate`).
 """
 
 from __future__ import annotations
@@ -14,14 +15,26 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from levante_tasks.l0 import upstream_aggregate
 from levante_tasks.l0.scoring import Score
 
 
-def vote_record(item_id: str, voter: int, score: Score) -> dict[str, Any]:
-    """The per-document record the aggregations read (the key is a short hash of the vote string)."""
-    key = hashlib.sha256(score.vote_key.encode("utf-8")).hexdigest()[:16]
-    return {"item_id": item_id, "voter": voter, "key": key, "correct": int(score.correct), "steps": score.steps,
-            "total": score.total}
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def vote_record(item_id: str, voter: int, score: Score, profile: str = "default") -> dict[str, Any]:
+    """The per-document record the aggregations read (the key is a short hash of the vote string).
+
+    Profile default votes on the compared form of the lines; profile upstream on the exact cleaned response
+    (L0-Bench), and records whether the response was empty and how the cleaned response scores when it wins.
+    """
+    record = {"item_id": item_id, "voter": voter, "key": _short_hash(score.vote_key), "correct": int(score.correct),
+              "steps": score.steps, "total": score.total, "profile": profile}
+    if profile == "upstream":
+        record.update(key=_short_hash(score.cleaned), empty=score.empty, vote_correct=int(score.cleaned_correct),
+                      vote_steps=score.cleaned_steps)
+    return record
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -60,25 +73,59 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def majority_accuracy(records: Iterable[Mapping[str, Any]], k: int) -> float:
+def _is_upstream(records: Sequence[Mapping[str, Any]]) -> bool:
+    return bool(records) and records[0].get("profile") == "upstream"
+
+
+def single_accuracy(records: Sequence[Mapping[str, Any]]) -> float:
+    """Whole-trace accuracy of single attempts, averaged over programs and voters."""
+    if _is_upstream(records):
+        return upstream_aggregate.single(records, "correct")
+    return _mean([float(r["correct"]) for r in records])
+
+
+def single_steps(records: Sequence[Mapping[str, Any]]) -> float:
+    """Steps to first error of single attempts, averaged over programs and voters."""
+    if _is_upstream(records):
+        return upstream_aggregate.single(records, "steps")
+    return _mean([float(r["steps"]) for r in records])
+
+
+def majority_accuracy(records: Sequence[Mapping[str, Any]], k: int) -> float:
     """Share of programs whose majority@k answer is a correct trace."""
+    if _is_upstream(records):
+        return upstream_aggregate.majority(records, k, "vote_correct")
     winners = [majority(group, k) for group in by_item(records).values()]
     return _mean([float(w["correct"]) for w in winners if w is not None])
 
 
-def majority_steps(records: Iterable[Mapping[str, Any]], k: int) -> float:
+def majority_steps(records: Sequence[Mapping[str, Any]], k: int) -> float:
     """Mean steps to first error of the majority@k answers."""
+    if _is_upstream(records):
+        return upstream_aggregate.majority(records, k, "vote_steps")
     winners = [majority(group, k) for group in by_item(records).values()]
     return _mean([float(w["steps"]) for w in winners if w is not None])
 
 
-def mean_pass_at_k(records: Iterable[Mapping[str, Any]], k: int) -> float:
+def mean_pass_at_k(records: Sequence[Mapping[str, Any]], k: int) -> float:
     """pass@k averaged over programs with at least k voters."""
+    if _is_upstream(records):
+        return upstream_aggregate.mean_pass_at_k(records, k)
     groups = [g for g in by_item(records).values() if len(g) >= k]
     return _mean([pass_at_k(len(g), sum(int(r["correct"]) for r in g), k) for g in groups])
 
 
-# lmms-eval aggregations (a YAML names a zero-argument-k callable); add a k by adding three lines.
+# lmms-eval aggregations (a YAML names a one-argument callable); add a k by adding three lines.
+def trace_acc(records: list[Mapping[str, Any]]) -> float:
+    """Single-attempt whole-trace accuracy."""
+    return single_accuracy(records)
+
+
+def steps(records: list[Mapping[str, Any]]) -> float:
+    """Single-attempt steps to first error."""
+    return single_steps(records)
+
+
 def maj_at_5_acc(records: list[Mapping[str, Any]]) -> float:
     """Majority@5 whole-trace accuracy."""
     return majority_accuracy(records, 5)
@@ -92,6 +139,36 @@ def maj_at_5_steps(records: list[Mapping[str, Any]]) -> float:
 def pass_at_5(records: list[Mapping[str, Any]]) -> float:
     """Mean unbiased pass@5."""
     return mean_pass_at_k(records, 5)
+
+
+def maj_at_15_acc(records: list[Mapping[str, Any]]) -> float:
+    """Majority@15 whole-trace accuracy."""
+    return majority_accuracy(records, 15)
+
+
+def maj_at_15_steps(records: list[Mapping[str, Any]]) -> float:
+    """Majority@15 steps to first error."""
+    return majority_steps(records, 15)
+
+
+def pass_at_15(records: list[Mapping[str, Any]]) -> float:
+    """Mean unbiased pass@15."""
+    return mean_pass_at_k(records, 15)
+
+
+def maj_at_31_acc(records: list[Mapping[str, Any]]) -> float:
+    """Majority@31 whole-trace accuracy."""
+    return majority_accuracy(records, 31)
+
+
+def maj_at_31_steps(records: list[Mapping[str, Any]]) -> float:
+    """Majority@31 steps to first error."""
+    return majority_steps(records, 31)
+
+
+def pass_at_31(records: list[Mapping[str, Any]]) -> float:
+    """Mean unbiased pass@31."""
+    return mean_pass_at_k(records, 31)
 
 
 def total(values: list[float]) -> int:

@@ -13,16 +13,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from levante_tasks.l0.grammar import BOOL_INPUTS, INT_INPUTS, LIST_INPUTS
+from levante_tasks.l0.upstream_config import (
+    PROFILES,
+    ConfigError,
+    check_upstream_settings,
+    from_upstream_format,
+    is_upstream_format,
+)
 
 # Statement kinds the grammar can emit, in the fixed order used for weighted draws.
 OPERATIONS = ("num_assignment", "bool_assignment", "if_block", "while_block", "append", "pop")
 # L0-Bench's grammar picks statement, assignment and list-operation alternatives uniformly: 1/8, 1/8, 1/4, ...
 DEFAULT_OPERATIONS = {"num_assignment": 1.0, "bool_assignment": 1.0, "if_block": 2.0, "while_block": 2.0,
                       "append": 1.0, "pop": 1.0}
-
-
-class ConfigError(ValueError):
-    """A config value is missing, of the wrong type, or out of range; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,14 @@ class GenConfig:
     max_augment_tries: int = 1000  # input draws per program before it is dropped for lack of demonstrations
     num_fewshot: int = 4  # demonstrations in one prompt
     num_voters: int = 5  # prompts per program, each with its own demonstration draw
+    profile: str = "default"  # "upstream": L0-Bench's sampler, step counter, bins, augment and aggregation
+    upstream: Mapping[str, Any] | None = None  # L0-Bench-only settings (profile upstream; see upstream_config)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready mapping (tuples as lists)."""
         data = dataclasses.asdict(self)
         data["operations"] = dict(self.operations)
+        data["upstream"] = dict(self.upstream) if self.upstream is not None else None
         return json.loads(json.dumps(data))
 
     def sha256(self) -> str:
@@ -69,6 +75,11 @@ class GenConfig:
     def num_output_bins(self) -> int:
         """How many bins the dataset has (numbered 1..this)."""
         return len(self.bin_ranges) if self.bin_ranges is not None else self.num_bins
+
+    @property
+    def step_rule(self) -> str:
+        """How traces are cut at max_trace_steps (`tracer.TracedProgram.run`)."""
+        return "upstream" if self.profile == "upstream" else "exact"
 
 
 def _int(key: str, value: Any, low: int) -> int:
@@ -125,6 +136,8 @@ def from_mapping(data: Mapping[str, Any]) -> GenConfig:
     """Validate a mapping (e.g. parsed YAML) into a GenConfig; missing keys take the defaults."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"expected a mapping of settings, got {type(data).__name__}")
+    if is_upstream_format(data):
+        data = from_upstream_format(data)
     known = {f.name for f in dataclasses.fields(GenConfig)}
     unknown = sorted(set(data) - known)
     if unknown:
@@ -155,9 +168,23 @@ def from_mapping(data: Mapping[str, Any]) -> GenConfig:
         max_augment_tries=_int("max_augment_tries", merged["max_augment_tries"], 1),
         num_fewshot=_int("num_fewshot", merged["num_fewshot"], 0),
         num_voters=_int("num_voters", merged["num_voters"], 1),
+        profile=_profile(merged["profile"]),
+        upstream=check_upstream_settings(merged["upstream"]) if merged["profile"] == "upstream" else
+        _no_upstream(merged["upstream"]),
     )
     _check_relations(cfg)
     return cfg
+
+
+def _profile(value: Any) -> str:
+    if value not in PROFILES:
+        raise ConfigError(f"profile: expected one of {', '.join(PROFILES)}, got {value!r}")
+    return value
+
+
+def _no_upstream(value: Any) -> None:
+    if value is not None:
+        raise ConfigError("upstream: L0-Bench settings need `profile: upstream`")
 
 
 def _check_relations(cfg: GenConfig) -> None:
@@ -175,3 +202,13 @@ def _check_relations(cfg: GenConfig) -> None:
         raise ConfigError("list_inputs: must be at least 1 when only append/pop statements have weight")
     if cfg.int_inputs[1] + cfg.list_inputs[1] + cfg.bool_inputs[1] == 0:
         raise ConfigError("int_inputs: programs need at least one parameter (all input ranges are 0)")
+    longest = max_target_steps(cfg)
+    for i, (low, _) in enumerate(cfg.bin_ranges or ()):
+        if low > longest:
+            raise ConfigError(f"bin_ranges[{i}]: starts at {low} steps, but max_trace_steps {cfg.max_trace_steps} "
+                              f"cuts every trace at {longest} steps: the bin could never be filled")
+
+
+def max_target_steps(cfg: GenConfig) -> int:
+    """The longest target trace the config can produce (L0-Bench's counter keeps at most max_trace_steps - 1)."""
+    return cfg.max_trace_steps - 1 if cfg.profile == "upstream" else cfg.max_trace_steps

@@ -81,6 +81,12 @@ def _draw_pool(config: GenConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]
 
 def generate(config: GenConfig) -> Generated:
     """Draw programs until `num_programs` are accepted (or every bin range is full), bin them, keep `per_bin`."""
+    if config.profile == "upstream":
+        from levante_tasks.l0 import upstream  # it builds on this module
+
+        pool, stats = upstream.draw_pool(config)
+        items, bin_stats = upstream.select(pool, config)
+        return Generated(items, {**stats, **bin_stats})
     pool, stats = _draw_pool(config)
     if config.bin_ranges is not None:
         numbers = [bins.range_bin(item["steps"], config.bin_ranges) for item in pool]
@@ -130,9 +136,12 @@ def augment(items: list[dict[str, Any]], config: GenConfig) -> tuple[list[dict[s
     A program outside the grammar raises ProgramError naming its id.
     """
     pools, dropped = [], []
+    from levante_tasks.l0 import upstream  # it builds on this module
+
+    make_pool = upstream.augment_item if config.profile == "upstream" else augment_item
     for item in items:
         try:
-            pool = augment_item(item, config)
+            pool = make_pool(item, config)
         except ProgramError as exc:
             raise ProgramError(f"program {item['id']}: {exc}") from None
         if pool is None:

@@ -89,5 +89,6 @@ def build_docs(items: Sequence[Mapping[str, Any]], pools: Sequence[Mapping[str, 
                 "program": item["program"],
                 "input_args": args,
                 "demo_indices": chosen,
+                "profile": config.profile,
             })
     return docs

@@ -27,6 +27,10 @@ class Score:
     correct: bool
     parse_failed: bool
     vote_key: str
+    cleaned: str  # L0-Bench's cleaned response (from `L2,` on), what its majority vote compares exactly
+    empty: bool  # nothing before the stop string: L0-Bench never logs such a response
+    cleaned_steps: int  # steps of `cleaned` scored again, as L0-Bench scores a majority winner
+    cleaned_correct: bool
 
 
 def strip_reasoning(response: str) -> str:
@@ -44,10 +48,7 @@ def target_lines(target: str) -> list[str]:
 
 def response_lines(response: str, start: str) -> list[str]:
     """Non-empty stripped lines of the response from the first `start` marker on (none if it never occurs)."""
-    text = strip_reasoning(response)
-    if start not in text:
-        return []
-    return [line.strip() for line in text[text.index(start) :].split("\n") if line.strip()]
+    return [line.strip() for line in cleaned_response(response, start).split("\n") if line.strip()]
 
 
 def _matches(target: str, got: str) -> bool:
@@ -56,22 +57,39 @@ def _matches(target: str, got: str) -> bool:
     return target == got.replace(" ", "")
 
 
-def score_response(response: str, target: str) -> Score:
-    """Steps to first error, whole-trace correctness, parse failure (no `L<n>,` anywhere) and the vote key."""
-    wanted = target_lines(target)
-    if not wanted:
-        raise ValueError("empty target trace")
-    start = wanted[0].split(",", 1)[0] + ","
-    got = response_lines(response, start)
+def cleaned_response(response: str, start: str) -> str:
+    """The response from the first `start` marker on, after the first `</think>` ("" without a marker)."""
+    text = strip_reasoning(response)
+    return text[text.index(start) :] if start in text else ""
+
+
+def _steps(wanted: list[str], got: list[str]) -> int:
     steps = 0
     for want, line in zip(wanted, got, strict=False):
         if not _matches(want, line):
             break
         steps += 1
+    return steps
+
+
+def score_response(response: str, target: str) -> Score:
+    """Steps to first error, whole-trace correctness, parse failure (no `L<n>,` anywhere) and the vote keys."""
+    wanted = target_lines(target)
+    if not wanted:
+        raise ValueError("empty target trace")
+    start = wanted[0].split(",", 1)[0] + ","
+    got = response_lines(response, start)
+    steps = _steps(wanted, got)
+    cleaned = cleaned_response(response, start)
+    again = _steps(wanted, response_lines(cleaned, start))
     return Score(
         steps=steps,
         total=len(wanted),
         correct=steps == len(wanted),
         parse_failed=TRACE_LINE.search(strip_reasoning(response)) is None,
         vote_key="\n".join(line.replace(" ", "") for line in got),
+        cleaned=cleaned,
+        empty=response.split(STOP, 1)[0] == "",
+        cleaned_steps=again,
+        cleaned_correct=again == len(wanted),
     )

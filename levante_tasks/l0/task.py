@@ -10,17 +10,58 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lmms_eval.api.instance import Instance
+
 from levante_tasks.errors import LevanteError
 from levante_tasks.harness.model_kinds import BothKindsTask, RunStopped, generated_text
-from levante_tasks.l0 import aggregate, dataset, prompt, store
+from levante_tasks.l0 import aggregate, budget, dataset, prompt, store
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.scoring import score_response
 
 DATA_ENV = "LEVANTE_L0_DATA"
+THINKING_ENV = "LEVANTE_L0_THINKING"  # 1: budgets for thinking models (x20, capped by the sequence length)
+MAX_SEQ_LEN_ENV = "LEVANTE_L0_MAX_SEQ_LEN"  # the cap's sequence length (L0-Bench: 32768)
+TOKENIZER_ENV = "LEVANTE_L0_TOKENIZER"  # a local Hugging Face tokenizer to count budget tokens with
+
+
+def budget_settings() -> dict[str, Any]:
+    """The budget settings from the environment (recorded in the task's metadata), one-line errors."""
+    thinking = os.environ.get(THINKING_ENV, "0")
+    if thinking not in ("0", "1"):
+        raise LevanteError(f"${THINKING_ENV}: expected 0 or 1, got {thinking!r}")
+    length = os.environ.get(MAX_SEQ_LEN_ENV, str(budget.MAX_SEQ_LEN))
+    if not length.isdigit() or int(length) < 1:
+        raise LevanteError(f"${MAX_SEQ_LEN_ENV}: expected a positive integer, got {length!r}")
+    tokenizer = os.environ.get(TOKENIZER_ENV) or None
+    return {"thinking": thinking == "1", "max_seq_len": int(length),
+            "tokens": "characters" if tokenizer is None else Path(tokenizer).name}
+
+
+def _token_counter() -> Callable[[str], int]:
+    """Characters (an upper bound), or the tokens of $LEVANTE_L0_TOKENIZER (L0-Bench counts with the model's)."""
+    name = os.environ.get(TOKENIZER_ENV) or None
+    if name is None:
+        return len
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise LevanteError(f"${TOKENIZER_ENV}: cannot load a tokenizer from {name!r} ({type(exc).__name__})") from None
+    return lambda text: len(tokenizer.encode(text))
+
+
+def with_budgets(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The documents with their own `max_new_tokens` (L0-Bench's per-document rule, `budget.py`)."""
+    settings, count = budget_settings(), _token_counter()
+    for doc in docs:
+        doc["max_new_tokens"] = budget.token_budget(doc["target"].split("\n"), doc["prompt"], count,
+                                                    settings["thinking"], settings["max_seq_len"])
+    return docs
 
 
 @functools.lru_cache(maxsize=2)
@@ -56,10 +97,23 @@ class L0TraceTask(BothKindsTask):
         if isinstance(number, bool) or not isinstance(number, int):
             raise RunStopped(f"{self.config.task}: the task YAML needs `metadata: {{l0: {{bin: <number>}}}}`")
         try:
-            docs = load_bin_docs(number)
+            docs = with_budgets(load_bin_docs(number))
+            settings = budget_settings()
         except LevanteError as exc:
             raise RunStopped(f"{self.config.task}: {exc}") from None
         self.use_docs(docs)
+        profile = docs[0]["profile"]
+        # lmms-eval writes the task config into results.json: the profile and budget rule travel with the scores
+        self.config.metadata = {**self.config.metadata, "l0": {**self.config.metadata["l0"], "profile": profile,
+                                                               "budget": settings}}
+
+    def construct_requests(self, doc_id: int, ctx: str, **kwargs: Any) -> list[Instance] | Instance:
+        """The request with this document's own max_new_tokens (unless `--gen_kwargs max_new_tokens=N` set one)."""
+        request = super().construct_requests(doc_id, ctx, **kwargs)
+        doc = self.dataset[self.config.test_split][doc_id]
+        for generation in request.arguments[1:3]:
+            generation.setdefault("max_new_tokens", doc["max_new_tokens"])
+        return request
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Any]:
@@ -80,12 +134,9 @@ def doc_to_target(doc: Mapping[str, Any]) -> str:
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """Per-document metrics and the vote record that the majority / pass@k aggregations read."""
     score = score_response(generated_text(results[0]), doc["target"])
-    record = aggregate.vote_record(doc["item_id"], int(doc["voter"]), score)
-    return {
-        "l0_trace_acc": float(score.correct),
-        "l0_steps": float(score.steps),
-        "l0_parse_failures": float(score.parse_failed),
-        "l0_maj_at_5_acc": record,
-        "l0_maj_at_5_steps": record,
-        "l0_pass_at_5": record,
-    }
+    record = aggregate.vote_record(doc["item_id"], int(doc["voter"]), score, doc.get("profile", "default"))
+    return {"l0_parse_failures": float(score.parse_failed), **dict.fromkeys(RECORD_METRICS, record)}
+
+
+RECORD_METRICS = ("l0_trace_acc", "l0_steps", *(f"l0_{m}_at_{k}{s}" for k in (5, 15, 31)
+                                                 for m, s in (("maj", "_acc"), ("maj", "_steps"), ("pass", ""))))

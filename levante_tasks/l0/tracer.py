@@ -2,8 +2,9 @@
 
 Why not `sys.settrace`: line events and the bytecode that tells which variable a line stores differ between
 CPython versions (see docs/l0.md). Instrumenting the AST records the same events on every Python >= 3.10: after
-each assignment the assigned variable, after each `.append`/`.pop` the list, and a bare event for `if`, each
-`while` test and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces removed) or `L<line>,`.
+each assignment the assigned variable, after each `.append`/`.pop` the list, and a bare event for each `if`
+and `while` test (once evaluated) and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces
+removed) or `L<line>,`.
 Programs are checked against the grammar's statements and expressions before they run (`augment` executes
 programs read from a dataset folder), and run without builtins.
 """
@@ -33,12 +34,46 @@ class _StepLimit(BaseException):
     """Raised inside the traced program when the trace is full (a BaseException: program code cannot catch it)."""
 
 
+STEP_RULES = ("exact", "upstream")
+
+
 @dataclass(frozen=True)
 class Trace:
-    """The target lines of one run; `truncated` when the run was stopped after `max_steps` lines."""
+    """The target lines of one run; `truncated` when the run was stopped by the step limit."""
 
     lines: tuple[str, ...]
     truncated: bool
+
+
+def upstream_cut(lines: tuple[str, ...], finished: bool, max_steps: int, failed_line: str = "") -> Trace | None:
+    """The target L0-Bench's tracer gives for a run whose first target lines are `lines`.
+
+    Its counter also counts the call and return events and stops the run at the line event that brings it past
+    `max_steps`, before that line runs; the last recorded event is then dropped like a return event. So a run
+    with at most max_steps - 1 lines is whole, a longer one keeps max_steps - 2 lines, and a run that raises
+    at or after line event max_steps is kept (cut) instead of rejected. `finished`: the run returned (else it
+    raised after `lines`). A run that raises at line event max_steps - 1 is kept too: the return event of the
+    unwinding frame is the one past the limit, and the failed statement's line stays in the target with the
+    state after the failure (`failed_line`).
+    """
+    if finished and len(lines) <= max_steps - 1:
+        return Trace(lines, truncated=False)
+    if len(lines) + 1 >= max_steps:
+        return Trace(lines[: max(max_steps - 2, 0)], truncated=True)
+    if not finished and failed_line and len(lines) + 2 == max_steps:
+        return Trace((*lines, failed_line), truncated=True)
+    return None
+
+
+def _shown_names(tree: ast.Module) -> dict[int, str]:
+    """Per statement line, the variable its trace line shows (assignment target, list of .append/.pop)."""
+    shown: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            shown[node.lineno] = node.targets[0].id
+        elif isinstance(node, ast.stmt) and _list_call(node) is not None:
+            shown[node.lineno] = _list_call(node)  # type: ignore[assignment]
+    return shown
 
 
 def render_value(value: object) -> str:
@@ -128,8 +163,8 @@ def _instrument_block(body: list[ast.stmt]) -> list[ast.stmt]:
             out += [node, _named_event(line, _list_call(node))]
         elif isinstance(node, ast.If) and not node.orelse:
             _check_expr(node.test, line)
-            block = ast.If(test=node.test, body=_instrument_block(node.body), orelse=[])
-            out += [_event(line), ast.copy_location(block, node)]
+            test = _call(_TEST, line, node.test)  # recorded once the test has been evaluated, as for `while`
+            out.append(ast.copy_location(ast.If(test=test, body=_instrument_block(node.body), orelse=[]), node))
         elif isinstance(node, ast.While) and not node.orelse:
             _check_expr(node.test, line)
             test = _call(_TEST, line, node.test)
@@ -184,13 +219,26 @@ class TracedProgram:
 
     def __init__(self, source: str) -> None:
         tree, self.params = parse_program(source)
+        self._shown = _shown_names(ast.parse(source))
         self.source = source
         self._code = compile(tree, "<l0-program>", "exec")
 
-    def run(self, inputs: Mapping[str, Any], max_steps: int) -> Trace | None:
-        """The trace on `inputs` (copied: the caller's lists are not changed), or None if the program raises."""
+    def run(self, inputs: Mapping[str, Any], max_steps: int, step_rule: str = "exact") -> Trace | None:
+        """The trace on `inputs` (copied: the caller's lists are not changed), or None if the program raises.
+
+        step_rule `exact`: at most `max_steps` lines, cut there; `upstream`: L0-Bench's counter (`upstream_cut`).
+        """
         if sorted(inputs) != sorted(self.params):
             raise ProgramError(f"inputs {list(inputs)} do not match the parameters {self.params}")
+        if step_rule == "upstream":
+            whole, finished = self._run(inputs, max_steps + 1)
+            return upstream_cut(whole.lines, finished, max_steps, self._failed_line)
+        trace, finished = self._run(inputs, max_steps)
+        return trace if finished else None
+
+    def _run(self, inputs: Mapping[str, Any], max_steps: int) -> tuple[Trace, bool]:
+        """(the lines recorded, stopped at `max_steps`; whether the run returned or hit the limit)."""
+        self._failed_line = ""
         recorder = _Recorder(max_steps)
         namespace: dict[str, Any] = {"__builtins__": {}, _EVENT: recorder.event, _TEST: recorder.test}
         exec(self._code, namespace)
@@ -198,12 +246,29 @@ class TracedProgram:
         try:
             function(**copy.deepcopy(dict(inputs)))
         except _StepLimit:
-            return Trace(tuple(recorder.lines), truncated=True)
-        except Exception:
-            return None
-        return Trace(tuple(recorder.lines), truncated=False)
+            return Trace(tuple(recorder.lines), truncated=True), True
+        except Exception as exc:
+            self._failed_line = self._render_failure(exc)
+            return Trace(tuple(recorder.lines), truncated=False), False
+        return Trace(tuple(recorder.lines), truncated=False), True
 
 
-def trace_program(source: str, inputs: Mapping[str, Any], max_steps: int) -> Trace | None:
+    def _render_failure(self, exc: Exception) -> str:
+        """The trace line of the statement that raised, with the state it left (L0-Bench shows it at the limit)."""
+        tb = exc.__traceback__
+        frame_tb = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_name == FUNCTION_NAME:
+                frame_tb = tb
+            tb = tb.tb_next
+        if frame_tb is None:
+            return ""
+        line = frame_tb.tb_lineno
+        name = self._shown.get(line)
+        state = frame_tb.tb_frame.f_locals
+        return f"L{line}," + (f"{name}:{render_value(state[name])}" if name is not None and name in state else "")
+
+
+def trace_program(source: str, inputs: Mapping[str, Any], max_steps: int, step_rule: str = "exact") -> Trace | None:
     """One-shot convenience: compile `source` and trace it on `inputs`."""
-    return TracedProgram(source).run(inputs, max_steps)
+    return TracedProgram(source).run(inputs, max_steps, step_rule)
