@@ -35,7 +35,7 @@ from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.tables import rows_with_items
 from levante_tasks.compare.task import compare_task
 from levante_tasks.compare.writers import OUTPUT_MARKER, write_outputs
-from levante_tasks.errors import LevanteError, display_path, problem_text
+from levante_tasks.errors import LevanteError, os_error
 
 __all__ = ["Results", "Settings", "run_compare"]
 
@@ -148,10 +148,9 @@ def run_compare(
     try:
         with staged_dir(target) as staging:
             write_outputs(staging, results, summary, settings)
-    except OSError as exc:
-        problem = problem_text(exc)
-        kept = "" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else " (nothing was replaced)"
-        raise LevanteError(f"{display_path(out)}: {problem}{kept}") from None
+    except OSError as exc:  # staged_dir names --out (or its file) for an error that names no file
+        kept = "" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "nothing was replaced"  # the hint says so
+        raise os_error(exc, kept) from None
     return summary
 
 

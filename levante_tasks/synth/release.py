@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks import __version__
-from levante_tasks.atomic import clean_stale, make_staging_dir, swap_dir, write_text
+from levante_tasks.atomic import clean_stale, make_staging_dir, name_target, swap_dir, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error
 from levante_tasks.synth import children as kids
 from levante_tasks.synth import draw, items_language, items_math, items_reasoning, tom
@@ -186,8 +186,7 @@ def write_synthetic_release(out_dir: Path, seed: int, version: str = "synthetic"
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     except OSError as exc:
-        if exc.filename is None:  # e.g. ENOSPC from an image encoder: name the folder being written
-            exc.filename = str(out_dir)
+        name_target(exc, out_dir)  # e.g. ENOSPC from an image encoder names no file
         raise os_error(exc, "writing the synthetic release") from None
     return {
         "version": version, "seed": seed, "generator_version": GENERATOR_VERSION, "n_children": n_children,
