@@ -27,7 +27,7 @@ from levante_tasks.testing.fake_openai import serve
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.processor_spy import SPY_ENV, read_log
 
-SPY_SITE = Path(tiny_models.__file__).parent / "spy_site"
+SPY_SITE = Path(__file__).parent / "compat_site"  # its sitecustomize.py installs the spy
 TASKS = ["levante_vocab", "levante_trog", "levante_egma_math", "levante_theory_of_mind",
          "levante_matrix_reasoning", "levante_mental_rotation", "levante_same_different"]
 MC_TASKS = [f"{task}_mc" for task in TASKS]
@@ -94,8 +94,9 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pat
 def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path) -> subprocess.CompletedProcess[str]:
     """The real lmms-eval CLI, in its own process, with the processor spy installed (sitecustomize)."""
     tasks = TASKS + (MC_TASKS if case.mc else [])
+    path = os.pathsep.join(filter(None, [str(SPY_SITE), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
-           SPY_ENV: str(spy), "PYTHONPATH": os.pathsep.join(filter(None, [str(SPY_SITE), os.environ.get("PYTHONPATH")]))}
+           SPY_ENV: str(spy), "PYTHONPATH": path}
     env.pop("LEVANTE_DATA_VERSION", None)
     command = [sys.executable, "-m", "lmms_eval", "--model", case.model, "--model_args", model_args,
                "--tasks", ",".join(tasks), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=2",

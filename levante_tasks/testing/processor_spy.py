@@ -1,7 +1,7 @@
 """A spy on transformers processors: every call appends the text it got and the colours of its pictures to a log.
 
 The compatibility suite (tests/test_compat_models.py) runs upstream lmms-eval model classes in their own process;
-`spy_site/sitecustomize.py` installs this spy there when `$LEVANTE_PROCESSOR_SPY` names a log file. With the
+`tests/compat_site/sitecustomize.py` installs this spy there when `$LEVANTE_PROCESSOR_SPY` names a log file. With the
 colour-coded fixture (`fixture_data`), each line says which pictures, in which order, one request carried.
 """
 
