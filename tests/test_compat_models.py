@@ -156,9 +156,18 @@ def test_classes_without_loglikelihood_cannot_run_mc_variants(model: str) -> Non
     cls = getattr(importlib.import_module(module), name)
     with pytest.raises(NotImplementedError) as raised:
         cls.loglikelihood(object.__new__(cls), [])
-    folder = os.environ.get("LEVANTE_COMPAT_RESULTS")
-    if folder:
-        line = {"case": f"{model}-mc", "model": model, "checkpoint": "-", "simple": None, "mc": True,
-                "lmms_eval": VERSION, "status": "refused", "detail": f"upstream: {raised.value}", "patches": []}
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        (Path(folder) / f"{VERSION}-{model}-mc.json").write_text(json.dumps(line, indent=1) + "\n", encoding="utf-8")
+    record_outcome(f"{model}-mc", Case(model, "-", mc=True), "refused", f"upstream: {raised.value}")
+
+
+def test_llava_onevision_class_needs_llava_next_which_pypi_lacks(checkpoints: Callable[[str], Path]) -> None:
+    """`llava_onevision` imports LLaVA-NeXT's `llava` package: not on PyPI (`llava` there is a 0.0.1 placeholder,
+    `llava-torch` is LLaVA 1.2 without OneVision), so the class cannot load; `llava_hf` runs OneVision checkpoints."""
+    import importlib.util
+
+    from lmms_eval.models.simple.llava_onevision import Llava_OneVision  # its `llava` imports fail quietly
+
+    assert importlib.util.find_spec("llava") is None
+    with pytest.raises(NameError, match="get_model_name_from_path"):  # what a user meets: a helper of `llava`
+        Llava_OneVision(pretrained=str(checkpoints("llava-onevision")), device="cpu", device_map="cpu")
+    record_outcome("llava_onevision", Case("llava_onevision", "-"), "refused",
+                   "needs the LLaVA-NeXT package (not on PyPI); use `llava_hf` for OneVision checkpoints")
