@@ -59,26 +59,25 @@ def full_table(rows: Iterable[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _yes(works: bool) -> str:
-    return "yes" if works else "no"
+def _word(outcomes: set[str]) -> str:
+    """`yes` if some checkpoint works, `no` if it failed or was refused, `not run` for a version it was not run on."""
+    return "yes" if "works" in outcomes else "no" if outcomes else "not run"
 
 
 def short_table(rows: Iterable[dict[str, Any]]) -> str:
     """Per model class and lmms-eval version: does generate / MC work on every LEVANTE task (any checkpoint)."""
-    best: dict[tuple[str, str], dict[str, bool]] = {}
+    seen: dict[tuple[str, str, str], set[str]] = {}
     for row in rows:
-        cell = best.setdefault((row["model"], row["lmms_eval"]), {"generate": False, "mc": False})
-        works = row["status"] == "works"
-        cell["generate"] |= works
-        cell["mc"] |= works and row["mc"]
-    versions = sorted({version for _, version in best})
+        refused_mc_only = row["status"] == "refused" and row["mc"]
+        kinds = ["mc"] if refused_mc_only else ["generate", "mc"] if row["mc"] or row["status"] == "refused" else [
+            "generate"]
+        for kind in kinds:
+            seen.setdefault((row["model"], row["lmms_eval"], kind), set()).add(row["status"])
+    versions = sorted({version for _, version, _ in seen})
     lines = ["| model class | " + " | ".join(f"{v} generate | {v} MC" for v in versions) + " |",
              "|---|" + "---|" * (2 * len(versions))]
-    for model in sorted({model for model, _ in best}):
-        cells = []
-        for version in versions:
-            cell = best.get((model, version))
-            cells += ["-", "-"] if cell is None else [_yes(cell["generate"]), _yes(cell["mc"])]
+    for model in sorted({model for model, _, _ in seen}):
+        cells = [_word(seen.get((model, version, kind), set())) for version in versions for kind in ("generate", "mc")]
         lines.append(f"| `{model}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
