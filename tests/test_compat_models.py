@@ -171,3 +171,29 @@ def test_llava_onevision_class_needs_llava_next_which_pypi_lacks(checkpoints: Ca
         Llava_OneVision(pretrained=str(checkpoints("llava-onevision")), device="cpu", device_map="cpu")
     record_outcome("llava_onevision", Case("llava_onevision", "-"), "refused",
                    "needs the LLaVA-NeXT package (not on PyPI); use `llava_hf` for OneVision checkpoints")
+
+
+def test_compat_table_is_rendered_from_case_results(tmp_path: Path) -> None:
+    from levante_tasks.testing import compat_table
+
+    results = tmp_path / "results"
+    results.mkdir()
+    cases = [{"case": "a", "model": "idefics2", "checkpoint": "idefics2", "simple": True, "mc": False,
+              "lmms_eval": "0.7.2", "status": "works", "detail": "", "patches": ["0010"]},
+             {"case": "a-mc", "model": "idefics2", "checkpoint": "-", "simple": True, "mc": True,
+              "lmms_eval": "0.7.2", "status": "refused", "detail": "upstream: no loglikelihood", "patches": []},
+             {"case": "b", "model": "qwen2_vl", "checkpoint": "qwen2_vl", "simple": True, "mc": False,
+              "lmms_eval": "0.7.3", "status": "failed", "detail": "exit 1", "patches": []}]
+    for case in cases:
+        (results / f"{case['lmms_eval']}-{case['case']}.json").write_text(json.dumps(case), encoding="utf-8")
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"intro\n{compat_table.BEGIN}\nold\n{compat_table.END}\nend\n", encoding="utf-8")
+    assert compat_table.main([str(results), "--doc", str(doc)]) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert "old" not in text and text.startswith("intro\n") and text.endswith("end\n")
+    assert ("| `idefics2` | idefics2 | simple (`--force_simple`) | 0.7.2 | works with patch 0010 | "
+            "refused: upstream: no loglikelihood |") in text
+    assert "| `qwen2_vl` | qwen2_vl | simple (`--force_simple`) | 0.7.3 | failed: exit 1 | not in the suite |" in text
+    short = compat_table.short_table(compat_table.load_results(results))
+    assert "| `idefics2` | yes | no | not run | not run |" in short
+    assert "| `qwen2_vl` | not run | not run | no | not run |" in short
