@@ -137,7 +137,22 @@ def test_model_class_sends_each_item_its_pictures_in_prompt_order(
                                                       for r in records["levante_egma_math"])), "no text-only item"
     problems = picture_problems(read_log(spy), records, fixture_rows(fixture_data))
     assert not problems, "\n".join(problems)
+    assert_summarize_and_compare_read(out, records, tmp_path / "summary")
     record_outcome(name, case, "works", "")
+
+
+def assert_summarize_and_compare_read(out: Path, records: dict[str, list[dict]], summary: Path) -> None:
+    """`summarize` reads the run without a problem, one cell per task with its item count; `compare` reads
+    every per-item record."""
+    from levante_tasks.compare.records import read_records
+    from levante_tasks.summary.cli import summarize_runs
+
+    document = summarize_runs([out], summary, plot=False)
+    assert not document["problems"], document["problems"]
+    items = {cell["task"]: cell["n_items"] for cell in document["cells"] if not cell["parent"]}
+    assert items == {task: len(recs) for task, recs in records.items()}
+    table, _ = read_records(out)
+    assert sorted(table["item_uid"]) == sorted(r["item_uid"] for recs in records.values() for r in recs)
 
 
 # Classes whose upstream `loglikelihood` raises NotImplementedError: they cannot answer the `_mc` variants.
