@@ -91,9 +91,10 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pat
     return get
 
 
-def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path) -> subprocess.CompletedProcess[str]:
+def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path,
+                  tasks: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real lmms-eval CLI, in its own process, with the processor spy installed (sitecustomize)."""
-    tasks = TASKS + (MC_TASKS if case.mc else [])
+    tasks = tasks or TASKS + (MC_TASKS if case.mc else [])
     path = os.pathsep.join(filter(None, [str(SPY_SITE), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
            SPY_ENV: str(spy), "PYTHONPATH": path}
@@ -153,6 +154,21 @@ def assert_summarize_and_compare_read(out: Path, records: dict[str, list[dict]],
     assert items == {task: len(recs) for task, recs in records.items()}
     table, _ = read_records(out)
     assert sorted(table["item_uid"]) == sorted(r["item_uid"] for recs in records.values() for r in recs)
+
+
+def test_mc_variant_is_refused_before_the_first_item_naming_class_and_variant(
+        fixture_data: Path, checkpoints: Callable[[str], Path], tmp_path: Path) -> None:
+    """Patch 0013: a `_mc` variant with a class that has no loglikelihood stops before any request reaches the
+    model (the spy sees no processor call, although a generation task comes first), one line, exit 1."""
+    case = Case("qwen2_vl", "qwen2_vl", simple=True)
+    out, spy = tmp_path / "out", tmp_path / "spy.jsonl"
+    run = run_lmms_eval(case, f"pretrained={checkpoints('qwen2_vl')},device_map=cpu", fixture_data, out, spy,
+                        tasks=["levante_vocab", "levante_vocab_mc"])
+    assert run.returncode == 1
+    refusal = ("model class Qwen2_VL cannot run levante_vocab_mc: multiple_choice needs loglikelihood, which it does "
+               "not implement")
+    assert refusal in run.stderr, run.stderr[-3000:]
+    assert read_log(spy) == [] and not list(out.rglob("*_results.json"))
 
 
 # Classes whose upstream `loglikelihood` raises NotImplementedError: they cannot answer the `_mc` variants.
