@@ -1,8 +1,10 @@
-"""Offline builders of random-init CLIP, SigLIP and Idefics3 (SmolVLM) checkpoints with working processors.
+"""Offline builders of random-init CLIP, SigLIP, Idefics3 (SmolVLM), Qwen2-VL, Qwen2.5-VL, Idefics2, LLaVA-1.5 and
+LLaVA-OneVision checkpoints with working processors.
 
 No weights or hub files are needed: tokenizers are byte-level BPE models assembled in code, image processors come
 from their default classes, and models from transformers configs. Tests use the `tiny` sizes (< 10 s each on CPU);
-the benchmark uses real-size shapes (ViT-B/32 CLIP, SmolVLM-256M) with the same code.
+the benchmark uses real-size shapes (ViT-B/32 CLIP, SmolVLM-256M) with the same code; the generative families serve the
+model-class compatibility suite (tests/test_compat_models.py, docs/compatibility.md).
 """
 
 from __future__ import annotations
