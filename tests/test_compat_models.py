@@ -63,7 +63,7 @@ CASES = {
     "qwen2_5_vl": Case("qwen2_5_vl", "qwen2_5_vl", QWEN_ARGS, versions=("0.7.2",)),
     "qwen2_5_vl-simple": Case("qwen2_5_vl", "qwen2_5_vl", QWEN_ARGS, simple=True, versions=("0.7.2",)),
     "idefics2": Case("idefics2", "idefics2", model_args="", simple=True, patches=("0010",)),
-    "llava_hf-llava-1.5": Case("llava_hf", "llava-1.5", patches=("0012",), versions=("0.7.2",)),
+    "llava_hf-llava-1.5": Case("llava_hf", "llava-1.5", mc=True, patches=("0011", "0012"), versions=("0.7.2",)),
     "llava_hf-llava-1.5-simple": Case("llava_hf", "llava-1.5", simple=True, mc=True, patches=("0011",)),
     "llava_hf-llava-onevision": Case("llava_hf", "llava-onevision", patches=("0012",), versions=("0.7.2",)),
     "huggingface-idefics3": Case("huggingface", "idefics3", patches=("0005", "0009")),
