@@ -31,12 +31,13 @@ def option_colour(index: int) -> tuple[int, int, int]:
 def decode_colour(image: Image.Image) -> int | None:
     """Canonical index encoded by an image's colour; -1 for a context image; None when it matches nothing."""
     pixel = image.convert("RGB").getpixel((image.width // 2, image.height // 2))
-    if pixel == CONTEXT_COLOUR:
+
+    def near(colour: tuple[int, int, int]) -> bool:  # resampling by a model's processor may move a channel by 1-2
+        return all(abs(a - b) <= 2 for a, b in zip(pixel, colour, strict=True))
+
+    if near(CONTEXT_COLOUR):
         return -1
-    for index in range(len(LETTERS)):
-        if all(abs(a - b) <= 2 for a, b in zip(pixel, option_colour(index), strict=True)):
-            return index
-    return None
+    return next((index for index in range(len(LETTERS)) if near(option_colour(index))), None)
 
 
 # (internal task, trial types, option counts cycled over items, option kind, context image, items)

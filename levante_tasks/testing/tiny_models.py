@@ -1,8 +1,10 @@
-"""Offline builders of random-init CLIP, SigLIP and Idefics3 (SmolVLM) checkpoints with working processors.
+"""Offline builders of random-init CLIP, SigLIP, Idefics3 (SmolVLM), Qwen2-VL, Qwen2.5-VL, Idefics2, LLaVA-1.5 and
+LLaVA-OneVision checkpoints with working processors.
 
 No weights or hub files are needed: tokenizers are byte-level BPE models assembled in code, image processors come
 from their default classes, and models from transformers configs. Tests use the `tiny` sizes (< 10 s each on CPU);
-the benchmark uses real-size shapes (ViT-B/32 CLIP, SmolVLM-256M) with the same code.
+the benchmark uses real-size shapes (ViT-B/32 CLIP, SmolVLM-256M) with the same code; the generative families serve the
+model-class compatibility suite (tests/test_compat_models.py, docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -182,4 +184,156 @@ def build_tiny_vlm(out_dir: str | Path, size: str = "tiny", seed: int = 0) -> Pa
         image_processor=image_processor, tokenizer=tokenizer, image_seq_len=image_seq_len,
         chat_template=SMOLVLM_CHAT_TEMPLATE,
     )
+    return _save(model, processor, out_dir)
+
+
+def chat_template(user: str, assistant: str, end: str, image: str, separator: str = "") -> str:
+    """A Jinja chat template: `<user>` + text and `image` markers in content order + `end` per turn, then
+    `assistant` as the generation prompt (the layout of the checkpoints' own templates, much shortened)."""
+    return (
+        "{% for message in messages %}"
+        "{% if message['role'] == 'user' %}" + user.replace("'", "\\'").join(["{{ '", "' }}"]) + "{% else %}"
+        + assistant.replace("'", "\\'").join(["{{ '", "' }}"]) + "{% endif %}"
+        "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+        "{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}"
+        "{% elif part['type'] == 'image' or part['type'] == 'image_url' %}{{ '" + image + "' }}"
+        "{% endif %}{% endfor %}{% endif %}{{ '" + end.replace("\n", "\\n") + "' }}{% endfor %}"
+        "{% if add_generation_prompt %}" + assistant.replace("'", "\\'").join(["{{ '", "' }}"]) + "{% endif %}"
+    ).replace("{{ '' }}", "")
+
+
+def _tiny_llama_text(vocab_size: int, pad_id: int, **extra: object) -> dict[str, object]:
+    """A 2-layer 64-wide Llama text config (the language model of every tiny VLM below)."""
+    return dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, vocab_size=vocab_size, max_position_embeddings=4096,
+                rms_norm_eps=1e-5, pad_token_id=pad_id, tie_word_embeddings=False, **extra)
+
+
+TINY_VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
+
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                 "<|image_pad|>", "<|video_pad|>"]
+
+
+def build_tiny_qwen_vl(out_dir: str | Path, family: str = "qwen2_vl", seed: int = 0) -> Path:
+    """Build and save a random-init Qwen2-VL (`family="qwen2_vl"`) or Qwen2.5-VL (`"qwen2_5_vl"`) with its
+    processor (image + video processors, Qwen's `<|vision_start|><|image_pad|><|vision_end|>` chat layout)."""
+    import transformers as tf
+
+    if family not in ("qwen2_vl", "qwen2_5_vl"):
+        raise ValueError(f"unknown Qwen VL family {family!r}")
+    tok = _byte_level_tokenizer(QWEN_SPECIALS, bos=None, eos=None)
+    ids = {t: tok.token_to_id(t) for t in QWEN_SPECIALS}
+    tokenizer = _fast_tokenizer(
+        tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", model_max_length=32768,
+        extra_special_tokens={"image_token": "<|image_pad|>", "video_token": "<|video_pad|>",
+                              "vision_bos_token": "<|vision_start|>", "vision_eos_token": "<|vision_end|>"},
+    )
+    text = dict(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+                pad_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], tie_word_embeddings=False)
+    if family == "qwen2_vl":
+        vision = dict(depth=2, embed_dim=32, hidden_size=64, num_heads=2, patch_size=14, spatial_merge_size=2,
+                      temporal_patch_size=2)
+        config_cls, model_cls, processor_cls = tf.Qwen2VLConfig, tf.Qwen2VLForConditionalGeneration, tf.Qwen2VLProcessor
+    else:
+        vision = dict(depth=2, hidden_size=32, intermediate_size=64, out_hidden_size=64, num_heads=2, patch_size=14,
+                      spatial_merge_size=2, temporal_patch_size=2, window_size=56, fullatt_block_indexes=[1])
+        config_cls, model_cls = tf.Qwen2_5_VLConfig, tf.Qwen2_5_VLForConditionalGeneration
+        processor_cls = tf.Qwen2_5_VLProcessor
+    config = config_cls(
+        text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+    )
+    torch.manual_seed(seed)
+    model = model_cls(config).eval()
+    pixels = dict(min_pixels=56 * 56, max_pixels=112 * 112)  # 4 to 16 image tokens per picture
+    processor = processor_cls(
+        image_processor=tf.Qwen2VLImageProcessor(**pixels), video_processor=tf.Qwen2VLVideoProcessor(**pixels),
+        tokenizer=tokenizer,
+        chat_template=chat_template("<|im_start|>user\n", "<|im_start|>assistant\n", "<|im_end|>\n",
+                                    "<|vision_start|><|image_pad|><|vision_end|>"),
+    )
+    return _save(model, processor, out_dir)
+
+
+def build_tiny_idefics2(out_dir: str | Path, seed: int = 0) -> Path:
+    """Build and save a random-init Idefics2 (perceiver resampler, 4 latents per picture) with its processor."""
+    import transformers as tf
+
+    specials = ["<unk>", "<s>", "</s>", "<fake_token_around_image>", "<image>", "<end_of_utterance>"]
+    tok = _byte_level_tokenizer(specials, bos="<s>", eos=None)
+    tokenizer = _fast_tokenizer(tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<unk>",
+                                model_max_length=4096,
+                                extra_special_tokens={"image_token": "<image>",
+                                                      "image_boundary_token": "<fake_token_around_image>"})
+    tokenizer.padding_side = "left"
+    pad_id = tok.token_to_id("<unk>")
+    config = tf.Idefics2Config(
+        vision_config=dict(**TINY_VISION, image_size=32, patch_size=8),
+        perceiver_config=dict(hidden_size=64, resampler_n_latents=4, resampler_depth=1, resampler_n_heads=2,
+                              resampler_head_dim=16, num_key_value_heads=1),
+        text_config=_tiny_llama_text(tok.get_vocab_size(), pad_id),
+        image_token_id=tok.token_to_id("<image>"), pad_token_id=pad_id, tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = tf.Idefics2ForConditionalGeneration(config).eval()
+    image_processor = tf.Idefics2ImageProcessor(do_image_splitting=False,
+                                                size={"shortest_edge": 32, "longest_edge": 32})
+    processor = tf.Idefics2Processor(
+        image_processor=image_processor, tokenizer=tokenizer, image_seq_len=4,
+        chat_template=chat_template("User:", "Assistant:", "<end_of_utterance>\n", "<image>"),
+    )
+    return _save(model, processor, out_dir)
+
+
+def build_tiny_llava(out_dir: str | Path, family: str = "llava", seed: int = 0) -> Path:
+    """Build and save a random-init LLaVA-1.5 (`family="llava"`: CLIP tower, 16 image tokens) or LLaVA-OneVision
+    (`"llava_onevision"`: SigLIP tower, anyres tiles) with its processor and chat template."""
+    import transformers as tf
+
+    if family not in ("llava", "llava_onevision"):
+        raise ValueError(f"unknown LLaVA family {family!r}")
+    specials = ["<unk>", "<s>", "</s>", "<image>", "<video>", "<|im_start|>", "<|im_end|>"]
+    tok = _byte_level_tokenizer(specials, bos="<s>" if family == "llava" else None, eos=None)
+    eos = "</s>" if family == "llava" else "<|im_end|>"
+    tokenizer = _fast_tokenizer(tok, bos_token="<s>", eos_token=eos, unk_token="<unk>", pad_token="<unk>",
+                                model_max_length=4096,
+                                extra_special_tokens={"image_token": "<image>", "video_token": "<video>"})
+    tokenizer.padding_side = "left"
+    ids = {t: tok.token_to_id(t) for t in specials}
+    text = _tiny_llama_text(tok.get_vocab_size(), ids["<unk>"], eos_token_id=ids[eos])
+    torch.manual_seed(seed)
+    if family == "llava":
+        config = tf.LlavaConfig(
+            vision_config=dict(model_type="clip_vision_model", **TINY_VISION, image_size=32, patch_size=8),
+            text_config=text, image_token_index=ids["<image>"], vision_feature_layer=-2,
+            vision_feature_select_strategy="default", projector_hidden_act="gelu", pad_token_id=ids["<unk>"],
+        )
+        model = tf.LlavaForConditionalGeneration(config).eval()
+        image_processor = tf.CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+        processor = tf.LlavaProcessor(
+            image_processor=image_processor, tokenizer=tokenizer, patch_size=8,
+            vision_feature_select_strategy="default", num_additional_image_tokens=1,
+            chat_template=chat_template("USER: ", "ASSISTANT:", " ", "<image>\n"),
+        )
+    else:
+        config = tf.LlavaOnevisionConfig(
+            vision_config=dict(model_type="siglip_vision_model", **TINY_VISION, image_size=32, patch_size=8),
+            text_config=text, image_token_index=ids["<image>"], video_token_index=ids["<video>"],
+            vision_feature_layer=-1, vision_feature_select_strategy="full", vision_aspect_ratio="anyres_max_1",
+            image_grid_pinpoints=[[32, 32], [32, 64], [64, 32]], pad_token_id=ids["<unk>"],
+        )
+        model = tf.LlavaOnevisionForConditionalGeneration(config).eval()
+        image_processor = tf.LlavaOnevisionImageProcessor(
+            size={"height": 32, "width": 32}, image_grid_pinpoints=[[32, 32], [32, 64], [64, 32]])
+        processor = tf.LlavaOnevisionProcessor(
+            image_processor=image_processor, video_processor=tf.LlavaOnevisionVideoProcessor(
+                size={"height": 32, "width": 32}),
+            tokenizer=tokenizer, num_image_tokens=16, vision_feature_select_strategy="full",
+            vision_aspect_ratio="anyres_max_1",
+            chat_template=chat_template("<|im_start|>user ", "<|im_start|>assistant\n", "<|im_end|>\n", "<image>\n"),
+        )
     return _save(model, processor, out_dir)

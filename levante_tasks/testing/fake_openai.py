@@ -1,0 +1,72 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1 that logs what each request carried, as the processor spy does.
+
+Every `POST .../chat/completions` appends `{"processor": "openai-server", "texts": [...], "colours": [...]}` (the
+colour code of each `image_url` picture, in message order; see `fixture_data`) to the log and answers `reply`.
+It runs in a daemon thread and stops when the `serve` context ends.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from levante_tasks.testing.fixture_data import decode_colour
+
+
+def request_line(body: dict[str, Any]) -> dict[str, Any]:
+    """The texts and picture colours of one chat-completions request body, in message order."""
+    texts, colours = [], []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        for part in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
+            if part.get("type") == "text":
+                texts.append(part["text"])
+            elif part.get("type") == "image_url":
+                data = part["image_url"]["url"].split(",", 1)[1]
+                colours.append(decode_colour(Image.open(io.BytesIO(base64.b64decode(data)))))
+    return {"processor": "openai-server", "texts": [" ".join(texts)], "colours": colours}
+
+
+@contextmanager
+def serve(log: Path, reply: str = "A") -> Iterator[str]:
+    """Run the server on a free port; yields its base URL (`http://127.0.0.1:PORT/v1`)."""
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            with lock, open(log, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(request_line(body)) + "\n")
+            answer = json.dumps({
+                "id": "fake", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": reply}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: Any) -> None:
+            """Quiet: the log file is the record."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

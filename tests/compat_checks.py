@@ -1,0 +1,58 @@
+"""Checks for the model-class compatibility suite: what each request carried vs what each item shows."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+
+def fixture_rows(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """The fixture's item rows by item_uid (every task of the prepared fixture version)."""
+    (version,) = [p for p in data_dir.iterdir() if p.is_dir()]
+    rows = {}
+    for parquet in sorted(version.glob("datasets/*/test.parquet")):
+        rows.update((row["item_uid"], row) for row in pq.read_table(parquet).to_pylist())
+    return rows
+
+
+def expected_colours(row: dict[str, Any], presented_order: list[int]) -> list[int]:
+    """The pictures an item must send, in the order its prompt numbers them: context (-1), then the option
+    pictures as presented (their canonical index); none for a text-only item."""
+    context = [-1] if row["stimulus_image"] else []
+    return context + (list(presented_order) if row["option_kind"] == "image" else [])
+
+
+def item_records(out: Path) -> dict[str, list[dict[str, Any]]]:
+    """The per-item records of every samples file under `out`, by task."""
+    records = {}
+    for path in sorted(out.rglob("*_samples_*.jsonl")):
+        task = path.stem.split("_samples_", 1)[1]
+        lines = path.read_text(encoding="utf-8").splitlines()
+        records[task] = [json.loads(line)["levante_item"] for line in lines if line]
+    return records
+
+
+def requests_of(calls: list[dict[str, Any]], phrase: str) -> list[list[int]]:
+    """The picture colours of every recorded request whose text names this item's phrase (`"phrase 12"`)."""
+    marker = re.compile(re.escape(f'"{phrase}"'))
+    return [call["colours"] for call in calls if any(marker.search(text) for text in call["texts"])]
+
+
+def picture_problems(calls: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]],
+                     rows: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per item whose requests did not carry exactly its pictures in prompt order (or were not seen)."""
+    problems = []
+    for task, recs in records.items():
+        for rec in recs:
+            row = rows[rec["item_uid"]]
+            seen = requests_of(calls, row["prompt_phrase"])
+            want = expected_colours(row, rec["presented_order"])
+            if not seen:
+                problems.append(f"{task}: {rec['item_uid']}: no request reached the processor")
+            elif any(colours != want for colours in seen):
+                problems.append(f"{task}: {rec['item_uid']}: sent {seen}, expected {want} every time")
+    return problems
