@@ -6,6 +6,9 @@ tests/golden/records_synthetic_seed0.json was written by the tree at commit fb59
 the synthetic release of seed 0 prepared by that tree, running `tests/golden_records.py` with that tree's
 FixedLetterModel(letter="B") and ImageIndexOracle and with `levante_tasks/testing/scripted.py` (the same code
 as here; it only needs lmms-eval). Regenerate it only for an intended change of records or prompts, and say so.
+Regenerated (issue 18.2): egma-math's option orders are now balanced over the whole task and each sub-type at
+once, so its units changed (every other task's hashes are unchanged); written by the same runs as below
+(`run_suites` + `unit_hashes` for the four models, json indent 1, sorted keys).
 """
 
 from __future__ import annotations

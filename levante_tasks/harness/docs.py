@@ -63,10 +63,9 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _group_docs(rows: list[dict[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
-    """Docs of one group of rows: balanced presented orders for `seed`, images per `variant`."""
-    choice_rows = [(r["item_uid"], int(r["n_options"])) for r in rows if r["response_format"] == "choice"]
-    positions = gold_positions(choice_rows, seed)
+def _group_docs(rows: list[dict[str, Any]], positions: Mapping[str, int], *, seed: int, variant: str,
+                version: str) -> list[dict[str, Any]]:
+    """Docs of one group of rows: presented orders from the gold `positions` for `seed`, images per `variant`."""
     docs = []
     for row in rows:
         for key in ("range_min", "range_max", "chance_level"):
@@ -99,17 +98,23 @@ def _group_docs(rows: list[dict[str, Any]], *, seed: int, variant: str, version:
 
 
 def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
-    """Docs for one task variant, in row order. Option orders are balanced and shuffled images exchanged within
-    each reported sub-type of the task (`TaskInfo.subtypes`; the whole task when it has none)."""
+    """Docs for one task variant, in row order. Option orders are balanced over the whole task and within each
+    reported sub-type at once (`TaskInfo.subtypes`; options.gold_positions); shuffled images are exchanged within
+    each sub-type (the whole task when it has none)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
     rows = [dict(r) for r in rows]
     groups: dict[str, list[dict[str, Any]]] = {}
+    strata: dict[str, str] = {}
     for row in rows:
-        groups.setdefault(task_info(row["task"]).subtype_of(row["trial_type"]), []).append(row)
+        strata[row["item_uid"]] = task_info(row["task"]).subtype_of(row["trial_type"])
+        groups.setdefault(strata[row["item_uid"]], []).append(row)
+    choices = [(r["item_uid"], int(r["n_options"])) for r in rows if r["response_format"] == "choice"]
+    positions = gold_positions(choices, seed, strata)
     by_uid = {}
     for group in groups.values():
-        by_uid.update((d["item_uid"], d) for d in _group_docs(group, seed=seed, variant=variant, version=version))
+        by_uid.update((d["item_uid"], d) for d in _group_docs(group, positions, seed=seed, variant=variant,
+                                                              version=version))
     return [by_uid[row["item_uid"]] for row in rows]
 
 
