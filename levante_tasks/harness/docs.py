@@ -132,6 +132,18 @@ def task_docs(task: str, *, seed: int, variant: str, choice_only: bool) -> list[
 
 def dataset_fingerprint(task: str, version: str) -> str | None:
     """The fingerprint `prepare` recorded for a task's dataset (`dataset.json`), None when it has none."""
+    value = dataset_info(task, version).get("fingerprint")
+    return str(value) if value else None
+
+
+def dataset_synthetic(task: str, version: str) -> bool | None:
+    """Whether `prepare` built the task's dataset from a synthetic release (`dataset.json`); None: not recorded."""
+    value = dataset_info(task, version).get("synthetic")
+    return value if isinstance(value, bool) else None
+
+
+def dataset_info(task: str, version: str) -> dict[str, Any]:
+    """A task's `dataset.json` as written by `prepare` ({} when it is not an object); unreadable: LevanteError."""
     info_path = layout.dataset_dir(version, task) / "dataset.json"
     try:
         info = json.loads(info_path.read_text(encoding="utf-8"))
@@ -139,8 +151,7 @@ def dataset_fingerprint(task: str, version: str) -> str | None:
         hint = repair_hint(version)
         raise LevanteError(f"{task}: {version}/datasets/{task}/dataset.json: unreadable ({type(exc).__name__}): "
                            f"{hint}") from exc
-    value = info.get("fingerprint") if isinstance(info, dict) else None
-    return str(value) if value else None
+    return info if isinstance(info, dict) else {}
 
 
 def version_root(doc: Mapping[str, Any]) -> Path:

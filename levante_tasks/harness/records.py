@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from levante_tasks.harness.parsing import CONFIDENCE, Parsed
-from levante_tasks.schema.items import slider_tolerance
+from levante_tasks.schema.items import slider_chance, slider_tolerance
 from levante_tasks.schema.records import ItemRecord, SliderRecord
 
 
@@ -79,4 +79,5 @@ def slider_record(doc: Mapping[str, Any], position: float | None, method: str) -
         response_value=value,
         target_value=target,
         tolerance=tolerance,
+        chance_level=slider_chance(target, lo, hi),
     ).as_dict()

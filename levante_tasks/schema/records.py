@@ -47,3 +47,4 @@ class SliderRecord(ItemRecord):
     response_value: float | None  # min + p * (max - min), p = the position clamped to [0, 1]
     target_value: float
     tolerance: float  # absolute: levante_tasks.schema.items.slider_tolerance(max)
+    chance_level: float  # P(hit) of a uniformly random position: items.slider_chance (as the prepared item row)
