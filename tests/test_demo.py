@@ -41,6 +41,9 @@ def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_
     pooled_accuracy = sum(c["n_correct"] for c in pooled) / sum(c["n_responses"] for c in pooled)
     assert overall["accuracy"] == pytest.approx(pooled_accuracy)
 
+    checked = run_cli(["verify", "demo-out/matrix/cells", "--data-dir", "demo-out/data"], cwd=tmp_path, timeout=600)
+    assert checked.returncode == 0 and "no mismatches" in checked.stdout, checked.stdout + checked.stderr
+
     second = run_cli(["demo", "--out", "demo-out"], cwd=tmp_path, timeout=600)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "kept (finished earlier)" in second.stdout
