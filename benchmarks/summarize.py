@@ -32,7 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from levante_tasks.harness.metrics import subtype_accuracy, subtype_values
 from levante_tasks.lmms_patch import installed_lmms_eval
+from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary.provenance import task_source_sha256
 
 source_sha256 = functools.cache(task_source_sha256)  # once per task, not per result set: it hashes ~30 files
@@ -46,8 +48,7 @@ TASKS = (  # (lmms-eval task, family, option count)
     ("levante_mental_rotation", "mental-rotation", 2),
     ("levante_same_different", "same-different-selection", 3),
 )
-MATH_SUBTYPES = ("number_identification", "number_comparison", "addition", "subtraction", "multiplication",
-                 "fraction", "missing_number", "counting", "non_symbolic", "number_line", "number_line_slider")
+MATH_SUBTYPES = task_info("egma-math").subtypes  # (name, trial types): every line carries every sub-type metric
 ITEMS = 128
 SEEDS_PER_MODEL = 10
 DATA_VERSION = "bench-v1"
@@ -74,8 +75,7 @@ def _metric_block(name: str, values: list[float]) -> dict:
 def _task(task: str, family: str, n_options: int, skill: float, rng: random.Random, provenance: dict):
     """(results entry, config, samples lines) of one task in one run."""
     lines, metric_names = [], ["levante_acc", "levante_parse_rate"]
-    if family == "egma-math":
-        metric_names += [f"levante_acc_{s}" for s in MATH_SUBTYPES]
+    subtype_names = [f"levante_acc_{name}" for name, _ in MATH_SUBTYPES] if family == "egma-math" else []
     for doc_id in range(ITEMS):
         order = list(range(n_options))
         rng.shuffle(order)
@@ -83,7 +83,8 @@ def _task(task: str, family: str, n_options: int, skill: float, rng: random.Rand
         correct = int(parsed and rng.random() < skill)
         letter = "ABCD"[order.index(0)] if correct else ("ABCD"[(order.index(0) + 1) % n_options] if parsed else None)
         record = {"output_type": "generate_until", "item_uid": f"{family}_{doc_id}", "task": family,
-                  "trial_type": "test", "seed": 0, "variant": "original", "presented_order": order,
+                  "trial_type": MATH_SUBTYPES[doc_id % len(MATH_SUBTYPES)][1][0] if subtype_names else "test",
+                  "seed": 0, "variant": "original", "presented_order": order,
                   "choice_letter": letter, "choice_index": None if letter is None else order["ABCD".index(letter)],
                   "correct": correct, "parse_method": "lone_letter" if parsed else "none",
                   "parse_confidence": 0.8 if parsed else 0.0, "option_scores": None, "option_scores_kind": None}
@@ -91,13 +92,17 @@ def _task(task: str, family: str, n_options: int, skill: float, rng: random.Rand
                 "token_counts": [None], "doc_hash": "0" * 64, "levante_acc": float(correct),
                 "levante_parse_rate": float(parsed), "levante_item": record,
                 "input": f"Choose the option for item {doc_id}. Answer with A, B, C, or D. A: <image1>; B: <image2>"}
-        if family == "egma-math":
-            line[f"levante_acc_{MATH_SUBTYPES[doc_id % len(MATH_SUBTYPES)]}"] = float(correct)
+        if subtype_names:
+            line.update(subtype_values(record))
         lines.append(line)
     results = {"alias": task}
     for name in metric_names:
         values = [line[name] for line in lines if name in line]
         results.update(_metric_block(name, values))
+    for name in subtype_names:  # lmms-eval: custom aggregation, so stderr "N/A"; CLT over the non-null values
+        scored = [line[name] for line in lines if line[name] is not None]
+        results.update({f"{name},none": subtype_accuracy(scored), f"{name}_stderr,none": "N/A",
+                        f"{name}_stderr_clt,none": _stderr(scored), f"{name}_stderr_clustered,none": "N/A"})
     accuracy = sum(line["levante_acc"] for line in lines) / ITEMS
     results.update({"levante_item,none": accuracy, "levante_item_stderr,none": "N/A",
                     "levante_item_stderr_clt,none": "N/A", "levante_item_stderr_clustered,none": "N/A"})
@@ -106,7 +111,9 @@ def _task(task: str, family: str, n_options: int, skill: float, rng: random.Rand
         "doc_to_text": "<function doc_to_text at 0x7f0000000000>",
         "metric_list": [{"metric": n, "aggregation": "mean", "higher_is_better": True} for n in metric_names]
         + [{"metric": "levante_item", "aggregation": "<function records_accuracy at 0x7f0000000001>",
-            "higher_is_better": True}],
+            "higher_is_better": True}]
+        + [{"metric": n, "aggregation": "<function subtype_accuracy at 0x7f0000000002>", "higher_is_better": True}
+           for n in subtype_names],
         "generation_kwargs": {"max_new_tokens": 128, "do_sample": False, "until": ["\n\n"]},
         "metadata": {"version": 1.0, "levante": {"task": family, "seed": 0, "variant": "original",
                                                   "provenance": {**provenance,

@@ -164,5 +164,5 @@ def test_identity_uses_loaded_commit_hash_and_validates_overrides(tmp_path):
 def test_generate_until_records_model_identity(clip_dir):
     docs = make_docs(2, kind="text->images")
     answer = json.loads(_scorer(clip_dir, docs).generate_until(generate_requests(docs))[0])
-    assert answer["model"] == {"model_id": "tiny-clip", "revision": "unknown"}
+    assert answer["model"] == {"model_id": "tiny-clip", "revision": "unknown", "test_model": True}  # tiny_models
 

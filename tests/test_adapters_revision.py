@@ -47,10 +47,10 @@ def test_a_hub_model_is_loaded_at_the_requested_revision(tmp_path, kind):
     snapshot_b = _load(tmp_path, module, cls, str(repo / "snapshots" / COMMITS["b"]))[0]
     main, main_identity = _load(tmp_path, module, cls, f"org/tiny-{kind}")
     assert main != pytest.approx(snapshot_b)  # the two snapshots differ; main is A
-    assert main_identity == {"model_id": f"org/tiny-{kind}", "revision": COMMITS["a"]}
+    assert main_identity == {"model_id": f"org/tiny-{kind}", "revision": COMMITS["a"], "test_model": True}
     pinned, identity = _load(tmp_path, module, cls, f"org/tiny-{kind}", COMMITS["b"])
     assert pinned == pytest.approx(snapshot_b)
-    assert identity == {"model_id": f"org/tiny-{kind}", "revision": COMMITS["b"]}
+    assert identity == {"model_id": f"org/tiny-{kind}", "revision": COMMITS["b"], "test_model": True}
 
 
 def test_a_revision_that_is_not_a_commit_is_refused_before_loading(tmp_path):

@@ -63,7 +63,7 @@ def test_probabilities_sum_to_one_with_one_pass_per_item(vlm_dir, kind):
         assert math.isclose(sum(math.exp(v) for v in answer["scores"].values()), 1.0, abs_tol=1e-4)
         assert answer["answer"] == max(answer["scores"], key=answer["scores"].get)
         assert 0.0 < answer["letter_mass"] <= 1.0
-        assert answer["model"] == {"model_id": "tiny-vlm", "revision": "unknown"}
+        assert answer["model"] == {"model_id": "tiny-vlm", "revision": "unknown", "test_model": True}  # tiny_models
 
 
 def test_item_scores_the_same_alone_and_inside_a_left_padded_batch(vlm_dir):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from faults import run_cli
 
 
@@ -25,10 +26,26 @@ def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_
     assert len({c["family"] for c in summary["cells"] if not c["parent"]}) == 7  # every LEVANTE task
     comparison = json.loads((out / "matrix" / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
     assert len(comparison["tasks"]) == 7
-    assert "comparison/all/comparison.md" in (out / "matrix" / "report.md").read_text(encoding="utf-8")
+    report = (out / "matrix" / "report.md").read_text(encoding="utf-8")
+    assert "comparison/all/comparison.md" in report
     leaks = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl",
              ".md", ".log") and str(tmp_path) in p.read_text(encoding="utf-8", errors="replace")]
     assert leaks == []  # lmms-eval's results record its argv: the runner passes no absolute path
+    # synthetic data and the random-init test model are said in summary.md and report.md; one model label
+    text = (out / "matrix" / "summary" / "all" / "summary.md").read_text(encoding="utf-8")
+    [model] = summary["models"]
+    label = f"{model['model']} @ {model['revision'][:12]} ({model['adapter']})"
+    assert model["test_model"] and label == "tiny-clip @ unknown (levante_clip)"
+    for page in (text, report):
+        assert "SYNTHETIC DATA (all cells)" in page and "TEST MODEL (random-init" in page and label in page
+    assert f"| {label} | levante | 0 | done |" in report and document["cells"][0]["model_label"] == label
+    pooled = [c for c in summary["cells"] if c["variant"] == "original" and not c["parent"]]
+    [overall] = summary["overall"]
+    pooled_accuracy = sum(c["n_correct"] for c in pooled) / sum(c["n_responses"] for c in pooled)
+    assert overall["accuracy"] == pytest.approx(pooled_accuracy)
+
+    checked = run_cli(["verify", "demo-out/matrix/cells", "--data-dir", "demo-out/data"], cwd=tmp_path, timeout=600)
+    assert checked.returncode == 0 and "no mismatches" in checked.stdout, checked.stdout + checked.stderr
 
     second = run_cli(["demo", "--out", "demo-out"], cwd=tmp_path, timeout=600)
     assert second.returncode == 0, second.stdout + second.stderr

@@ -6,8 +6,9 @@ tests/golden/records_synthetic_seed0.json was written by the tree at commit fb59
 the synthetic release of seed 0 prepared by that tree, running `tests/golden_records.py` with that tree's
 FixedLetterModel(letter="B") and ImageIndexOracle and with `levante_tasks/testing/scripted.py` (the same code
 as here; it only needs lmms-eval). Regenerate it only for an intended change of records or prompts, and say so
-(tests/golden_records.py). Regenerated once since: parser version 2 added the record keys parser_version,
-option_texts, range_min and range_max; the records without them hash as the tree at fb5901a wrote them.
+(tests/golden_records.py). Regenerated since: egma-math's option orders balanced over the whole task and each
+sub-type at once (issue 18.2: egma-math units changed); parser version 2 added the record keys parser_version,
+option_texts, range_min and range_max, and slider records gained chance_level.
 """
 
 from __future__ import annotations

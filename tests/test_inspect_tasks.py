@@ -302,3 +302,30 @@ def test_the_inspect_cli_runs_a_task_by_its_registry_name(runs, data_dir, tmp_pa
     mine = {s.id: s.scores["levante_record"].metadata[RECORD_KEY]["choice_letter"] for s in log.samples}
     before = {s.id: s.scores["levante_record"].metadata[RECORD_KEY]["choice_letter"] for s in logs[0].samples}
     assert mine == before and len(mine) >= 6
+
+
+def test_inspect_tasks_decode_as_the_lmms_eval_tasks(fixture_env, tmp_path):
+    """The generate_until template's generation_kwargs reach an inspect model as its GenerateConfig."""
+    import yaml
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import GenerateConfig, ModelAPI, ModelOutput, modelapi
+
+    seen: list[GenerateConfig] = []
+
+    class ConfigProbe(ModelAPI):
+        async def generate(self, input, tools, tool_choice, config):  # noqa: A002 (inspect's signature)
+            seen.append(config)
+            return ModelOutput.from_content(model="probe", content="ANSWER: A")
+
+    modelapi(name="levante-config-probe")(lambda: ConfigProbe)
+    template = (TASKS_DIR / "_levante_generate_until_template_yaml").read_text(encoding="utf-8")
+    wanted = yaml.safe_load(next(line for line in template.splitlines() if line.startswith("generation_kwargs")))
+    wanted = wanted["generation_kwargs"]
+    (log,) = inspect_eval("levante_tasks/levante_trog", model="levante-config-probe/x", limit=2,
+                          log_dir=str(tmp_path), display="none")
+    assert log.status == "success" and len(seen) == 2, log.error
+    assert wanted["do_sample"] is False
+    for config in seen:
+        assert config.temperature == 0.0
+        assert config.max_tokens == wanted["max_new_tokens"] == 128
+        assert config.stop_seqs == wanted["until"]

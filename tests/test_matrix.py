@@ -282,7 +282,11 @@ def test_uninterrupted_matrix_writes_cells_summaries_comparisons_and_report(refe
         assert {c["model"] for c in summary["cells"]} == {model}  # a group's summary holds only its models
         assert (out / "comparison" / group / "comparison.json").is_file()
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "[summary](summary/clips/summary.md)" in report and "| clip | levante_trog | 0 | done | 4 |" in report
+    assert "[summary](summary/clips/summary.md)" in report
+    # the report names each model with the summary's label (summary.writers.model_label), one name everywhere
+    assert "| tiny-clip @ unknown (levante_clip) | levante_trog | 0 | done | 4 |" in report
+    assert document["cells"][1]["model_label"] == "levante_fixed[letter=B] @ unknown (levante_fixed)"
+    assert "TEST MODEL (random-init" in report  # both groups hold test models
     runner_paths = (str(reference), str(Path(levante_tasks.__file__).resolve().parents[1]))
     leaks = [p.name for p in out.rglob("*") if p.is_file()
              and any(path in p.read_text(encoding="utf-8", errors="replace") for path in runner_paths)]
@@ -380,7 +384,9 @@ def test_out_of_memory_falls_back_through_configured_sizes_and_a_failure_is_reco
     summary = json.loads((tmp_path / "out" / "summary" / "all" / "matrix.json").read_text(encoding="utf-8"))
     assert [c["model"] for c in summary["cells"]] == ["levante_oom[max_batch=2]"]
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
-    assert "| oom | levante_trog | 0 | done (oom fallback) | 2 | 8:oom -> 2:done |" in report
+    assert ("| levante_oom[max_batch=2] @ unknown (levante_oom) | levante_trog | 0 | done (oom fallback) | 2 | "
+            "8:oom -> 2:done |") in report
+    assert "| crash (not summarized) | levante_trog |" in report  # a failed cell has no summary label
     assert "### crash__levante_trog__s0__" in report
     assert crash["error"]["reason"].endswith(", no results file that parses: RuntimeError: test double: the model is "
                                              "broken")

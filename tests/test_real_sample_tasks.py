@@ -63,10 +63,11 @@ def test_fixed_letter_runs_every_task_at_chance(real_data: Path, group: str) -> 
         sliders = [r for r in records if "tolerance" in r]
         assert all(r["tolerance"] in (0.15, 1.5, 15.0, 150.0) for r in sliders)  # 0.15 x max of 1, 10, 100, 1000
         assert not any(r["correct"] for r in sliders)  # no letters: a fixed letter parses as no position
-        by_subtype: dict[str, list[dict[str, Any]]] = {}  # orders are balanced within each math sub-type
+        by_subtype: dict[str, list[dict[str, Any]]] = {}  # balanced within each math sub-type and the task
         for r in records:
             if "tolerance" not in r:
                 by_subtype.setdefault(task_info(r["task"]).subtype_of(r["trial_type"]), []).append(r)
+                by_subtype.setdefault("(whole task)", []).append(r)
         for subtype, choice in by_subtype.items():
             # B is a real option on every item here (>= 2 options); MC picks B by the lowest loss as well
             expected = sum(1 / len(r["presented_order"]) for r in choice)

@@ -13,6 +13,7 @@ from summary_runs import copy_runs, edit_results, real_runs, results_file, sampl
 from levante_tasks.cli import main
 from levante_tasks.lmms_patch import installed_lmms_eval
 from levante_tasks.schema.task_source import task_source_sha256
+from levante_tasks.schema.tasks import task_info
 
 
 @pytest.fixture(scope="module")
@@ -356,9 +357,17 @@ def test_verify_recomputes_group_values_and_names_lmms_evals_weighting(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A group's value is the pooled accuracy of its tasks; lmms-eval 0.7.x weights a task by the count of the
-    metric it aggregated last, which for egma-math (per-sub-type metrics) is one sub-type's item count."""
+    metric it aggregated last. Our tasks give every metric one value per doc (that count is the task's); a run
+    written before (egma-math's sub-type metrics only on their own lines, as rebuilt here) had egma-math weigh as
+    one sub-type, and verify names that weighting."""
     runs = copy_runs(root, tmp_path / "runs", ("fixed",))
     folder = runs / "fixed"
+    (math_path,) = folder.glob("*_samples_levante_egma_math.jsonl")
+    assert all(all(f"levante_acc_{sub}" in line for sub, _ in task_info("egma-math").subtypes)
+               for line in samples(folder, "levante_egma_math"))  # every line carries every sub-type metric
+    old_format = [{k: v for k, v in line.items() if not (k.startswith("levante_acc_") and v is None)}
+                  for line in samples(folder, "levante_egma_math")]
+    math_path.write_text("".join(json.dumps(line) + "\n" for line in old_format), encoding="utf-8")
     vocab, math_lines = samples(folder, "levante_vocab"), samples(folder, "levante_egma_math")
     correct = [line["levante_item"]["correct"] for line in vocab + math_lines]
     pooled = sum(correct) / len(correct)
@@ -401,3 +410,13 @@ def test_verify_finds_a_per_line_metric_that_disagrees_with_its_record(
     err = capsys.readouterr().err
     assert f"levante_vocab: line {number + 1}: levante_acc 1.0 disagrees" in err, err
     assert "levante_vocab: levante_acc,none: reported" in err
+
+
+def test_a_run_folder_that_does_not_exist_is_refused_up_front(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Next to a readable run, a mistyped RUN_DIR is one line, exit 2, and no summary is written."""
+    out = tmp_path / "out"
+    status, errors = summarize(capsys, root / "runs", tmp_path / "no-such-runs", "--out", out)
+    assert status == 2 and len(errors) == 1 and "no-such-runs: run folder does not exist" in errors[0], errors
+    assert not out.exists()

@@ -58,7 +58,19 @@ def results_for(model: str, model_args: str, name: str = "") -> dict:
 )
 def test_model_identity(model_args: str, name: str, answer: dict | None, public_id: str, revision: str) -> None:
     got = prov.model_identity(results_for("levante_fixed", model_args, name), answer)
-    assert got == {"adapter": "levante_fixed", "public_id": public_id, "revision": revision}
+    assert got == {"adapter": "levante_fixed", "public_id": public_id, "revision": revision, "test_model": True}
+
+
+@pytest.mark.parametrize(("adapter", "answer", "expected"), [
+    ("levante_clip", None, False),  # a real adapter on a real checkpoint
+    ("levante_clip", {"model_id": "tiny-clip", "test_model": True}, True),  # a tiny_models checkpoint
+    ("levante_image_oracle", None, True),  # an offline test double
+    ("inspect_ai:levante-tiny/clip", None, True),
+    ("inspect_ai:vllm/levante-tiny", None, False),  # a provider's model that happens to be named so
+    ("hf", {"model_id": "org/m"}, False),
+])
+def test_test_models_are_recognised(adapter: str, answer: dict | None, expected: bool) -> None:
+    assert prov.is_test_model(adapter, answer) is expected
 
 
 def test_redacted_model_args_hold_no_local_path() -> None:
@@ -119,3 +131,12 @@ def test_task_source_hash_covers_yaml_includes_and_utils(tmp_path: Path) -> None
         path.write_text(text)
         task_source.task_yamls.cache_clear()
         assert prov.task_source_sha256("my_task", tasks) != before
+
+
+def test_the_test_double_names_are_those_the_testing_package_registers() -> None:
+    from levante_tasks.schema import markers
+    from levante_tasks.testing import inspect_model, matrix_doubles, models
+
+    assert set(markers.TEST_DOUBLE_ADAPTERS) == {m.model_id for m in [*models.MANIFESTS, *matrix_doubles.MANIFESTS]}
+    source = Path(inspect_model.__file__).read_text(encoding="utf-8")
+    assert f'@modelapi(name="{markers.TEST_INSPECT_PROVIDER}")' in source

@@ -44,7 +44,7 @@ def test_outputs_are_written_with_a_schema_version(summary: Path) -> None:
     assert sum(name.endswith("/summary.json") for name in names) == 2  # one per run
     matrix = json.loads((summary / "matrix.json").read_text(encoding="utf-8"))
     assert isinstance(matrix["schema_version"], int)
-    assert "wilson" in matrix["methods"]["ci"].lower()
+    assert "wilson" in matrix["methods"]["ci"].lower() and "effective number of items" in matrix["methods"]["ci"]
     assert (summary / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -91,7 +91,8 @@ def test_visual_control_deltas_follow_the_protocol_signs(root: Path, summary: Pa
 
 
 def test_subtype_metrics_become_subtask_columns(root: Path, summary: Path) -> None:
-    """egma-math reports levante_acc_<sub-type>: each is a column under the task, over the lines that carry it."""
+    """egma-math reports levante_acc_<sub-type>: each is a column under the task, over the lines of that sub-type
+    (every line carries every sub-type metric: its correctness under its own sub-type, null under the others)."""
     folder = root / "runs" / "fixed"
     reported = json.loads(results_file(folder).read_text(encoding="utf-8"))["results"]["levante_egma_math"]
     subtypes = [k.split(",")[0].removeprefix("levante_acc_") for k in reported
@@ -102,7 +103,8 @@ def test_subtype_metrics_become_subtask_columns(root: Path, summary: Path) -> No
         got = cell(summary, "levante_fixed", f"levante_egma_math/{sub}")
         assert got["parent"] == "levante_egma_math" and got["family"] == "egma-math"
         assert got["accuracy"] == pytest.approx(reported[f"levante_acc_{sub},none"])
-        assert got["n_items"] == sum(f"levante_acc_{sub}" in line for line in lines)
+        assert all(f"levante_acc_{sub}" in line for line in lines)
+        assert got["n_items"] == sum(line[f"levante_acc_{sub}"] is not None for line in lines)
     whole = cell(summary, "levante_fixed", "levante_egma_math")
     assert whole["n_items"] == len(lines) and whole["parent"] == ""
 
@@ -132,7 +134,31 @@ def test_report_has_a_table_per_task_family(summary: Path) -> None:
     text = (summary / "summary.md").read_text(encoding="utf-8")
     for family in ("vocab", "egma-math", "trog"):
         assert f"## {family}" in text
-    assert "Wilson" in text
+    assert "95% CI over items" in text
+
+
+def test_overall_row_pools_every_task_and_test_models_are_marked(summary: Path) -> None:
+    """summary.md's overall row = the item-weighted mean accuracy of the model's task columns (original images,
+    sub-type columns left out), per output type; both offline test doubles are named as test models, and the fixture
+    (not a synth release) is not called synthetic."""
+    document = json.loads((summary / "matrix.json").read_text(encoding="utf-8"))
+    text = (summary / "summary.md").read_text(encoding="utf-8")
+    assert len(document["overall"]) == 4  # two models x two output types
+    for row in document["overall"]:
+        mine = [c for c in document["cells"] if (c["model"], c["adapter"], c["output_type"]) ==
+                (row["model"], row["adapter"], row["output_type"]) and c["variant"] == "original" and not c["parent"]]
+        assert row["tasks"] == sorted(c["task"] for c in mine) and mine
+        # items are the unit: each task weighs by its items, whatever its number of seeds
+        weighted = sum(c["accuracy"] * c["n_items"] for c in mine) / sum(c["n_items"] for c in mine)
+        assert row["accuracy"] == pytest.approx(weighted)
+        assert row["n_items"] == sum(c["n_items"] for c in mine)
+        assert row["ci95_low"] <= row["accuracy"] <= row["ci95_high"] and row["ci95_low"] < row["ci95_high"]
+        label = f"{row['model']} @ {row['revision'][:12]} ({row['adapter']})"
+        assert f"| {label} | {row['output_type']} | {len(mine)} |" in text
+    assert "## Overall" in text
+    marks = [line for line in text.splitlines() if line.startswith("> **")]
+    assert len(marks) == 1 and "TEST MODELS" in marks[0], marks
+    assert all(m["test_model"] for m in document["models"]) and "levante_image_oracle" in marks[0]
 
 
 def test_outputs_hold_no_absolute_path_host_or_user_name(root: Path, summary: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from levante_tasks.summary import stats
@@ -58,3 +59,40 @@ def test_t_quantile_matches_scipy(df: int) -> None:
     from scipy.special import stdtrit
 
     assert stats.t_quantile_975(df) == pytest.approx(float(stdtrit(df, 0.975)), rel=1e-10)
+
+
+def _coverage(k: int, pooled: bool, sims: int = 1500, n_items: int = 40) -> tuple[float, float]:
+    """(coverage of the true mean item probability, mean width) of the 95% interval over simulated runs: each
+    run draws n_items items with success probability p_i ~ Beta(0.4, 0.6) (true mean 0.4) and asks each k times."""
+    rng = np.random.default_rng(20261201 + k)
+    covered, widths = 0, []
+    for _ in range(sims):
+        p = rng.beta(0.4, 0.6, size=n_items)
+        hits = rng.binomial(k, p)
+        if pooled:  # the old rule: Wilson over the n * k responses as if they were independent
+            low, high = stats.wilson_interval(int(hits.sum()), n_items * k)
+        else:
+            low, high = stats.item_interval(list(hits / k), n_items * k)
+        covered += low <= 0.4 <= high
+        widths.append(high - low)
+    return covered / sims, float(np.mean(widths))
+
+
+def test_item_interval_recovers_the_mean_and_does_not_narrow_with_seeds() -> None:
+    """Recovery: near-95% coverage for 1, 3 and 8 seeds of the same items. The width does not shrink as 1/sqrt(k):
+    only as the SE of the mean item probability does, sqrt((Var(p_i) + E[p_i(1 - p_i)] / k) / n), whose ratio to
+    k = 1 is sqrt((0.12 + 0.12 / k) / 0.24) here (0.816 for k = 3, 0.750 for k = 8; 1/sqrt(k) = 0.577, 0.354).
+    The old pooled Wilson interval shrinks as 1/sqrt(k) and under-covers."""
+    found = {k: _coverage(k, pooled=False) for k in (1, 3, 8)}
+    for k, (coverage, width) in found.items():
+        assert 0.93 <= coverage <= 0.98, (k, coverage)
+        assert width / found[1][1] == pytest.approx(math.sqrt((0.12 + 0.12 / k) / 0.24), abs=0.04), k
+    old_coverage, old_width = _coverage(8, pooled=True)
+    assert old_coverage < 0.85 and old_width < 0.6 * found[8][1]
+
+
+def test_item_interval_with_one_replicate_is_the_wilson_interval() -> None:
+    outcomes = [1] * 13 + [0] * 27
+    assert stats.item_interval(outcomes, 40) == pytest.approx(stats.wilson_interval(13, 40))
+    assert stats.item_interval([0.0] * 10, 30) == pytest.approx(stats.wilson_interval(0, 10))
+    assert stats.item_interval([], 0) == (None, None)

@@ -64,17 +64,31 @@ def test_yaml_tree_is_generated_and_in_sync() -> None:
         assert (TASKS_DIR / rel).read_text(encoding="utf-8") == text, rel
 
 
+class _HookLoader(yaml.SafeLoader):
+    """Reads lmms-eval's `!function` tags as their dotted names."""
+
+
+_HookLoader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
+
+
 def test_yaml_tree_is_thin() -> None:
-    """Templates hold every setting; a leaf names its variant only; the tree stays small."""
+    """Templates hold every setting; a leaf names its variant only (and its sub-type metrics); the tree is small."""
     files = generator.generated_files()
-    assert len(files) < 100 and sum(len((TASKS_DIR / rel).read_text().splitlines()) for rel in files) < 1000
+    assert len(files) < 100 and sum(len((TASKS_DIR / rel).read_text().splitlines()) for rel in files) < 1500
     assert not list(TASKS_DIR.glob("*/utils.py"))  # no per-folder !function shims
-    leaves = [yaml.safe_load((TASKS_DIR / rel).read_text()) for rel in files if rel.endswith(".yaml")]
+    leaves = [yaml.load((TASKS_DIR / rel).read_text(), Loader=_HookLoader) for rel in files if rel.endswith(".yaml")]
     tasks = [leaf for leaf in leaves if "task" in leaf and "group" not in leaf]
     assert len(tasks) == 10 * len(TASKS)
     for leaf in tasks:
-        assert set(leaf) == {"task", "include", "metadata"}, leaf
+        info = task_info(leaf["metadata"]["levante"]["task"])
+        assert set(leaf) == {"task", "include", "metadata"} | ({"metric_list"} if info.subtypes else set()), leaf
         assert set(leaf["metadata"]["levante"]) == {"task", "seed", "variant"}, leaf
+        if info.subtypes:  # only a task with sub-types carries their metrics, each aggregated over every doc
+            subtypes = [m["metric"].removeprefix("levante_acc_") for m in leaf["metric_list"][3:]]
+            assert subtypes == info.reported_subtypes(multiple_choice="_mc" in leaf["task"]), leaf
+            assert all(m["aggregation"].endswith("metrics.subtype_accuracy") for m in leaf["metric_list"][3:])
+    for name in generator.TEMPLATES.values():  # no sub-type metric in a template every task shares
+        assert "levante_acc_" not in (TASKS_DIR / name).read_text()
     for name in generator.TEMPLATES.values():  # hooks named absolutely, so no shim module is needed
         text = (TASKS_DIR / name).read_text()
         assert text.count("!function levante_tasks.") == text.count("!function")
@@ -86,10 +100,12 @@ def test_fixed_letter_scores_chance_on_every_task_seed_and_output_type(letter: s
     records = leaf_records(out)
     assert len(records) == 6 * len(TASKS)  # six groups of one leaf per task
     position = "ABCD".index(letter)
-    groups = {}  # option orders are balanced within each math sub-type: a fixed letter is at chance in each
+    groups = {}  # option orders are balanced within each math sub-type and the task: a fixed letter is at chance
     for task, recs in records.items():
         for r in recs:
             groups.setdefault((task, task_info(r["task"]).subtype_of(r["trial_type"])), []).append(r)
+            if "tolerance" not in r and len(r["presented_order"]) > position:  # the task's items offering it
+                groups.setdefault((task, "(whole task)"), []).append(r)
     for (task, subtype), recs in groups.items():
         if subtype == "number_line_slider":
             assert all(r["parse_method"] == "none" and r["correct"] == 0 for r in recs)  # a letter is no position
@@ -99,12 +115,17 @@ def test_fixed_letter_scores_chance_on_every_task_seed_and_output_type(letter: s
         effective = [position if len(r["presented_order"]) > position else (0 if "_mc" in task else None) for r in recs]
         expected = sum(1 / len(r["presented_order"]) for r, p in zip(recs, effective, strict=True) if p is not None)
         assert abs(hits - expected) <= 1, (task, subtype, hits, expected)
-        metric = f"levante_acc_{subtype}" if subtype else "levante_acc"
-        assert out["results"][task][f"{metric},none"] == pytest.approx(hits / len(recs))
+        if subtype != "(whole task)":
+            metric = f"levante_acc_{subtype}" if subtype else "levante_acc"
+            assert out["results"][task][f"{metric},none"] == pytest.approx(hits / len(recs))
     for task, recs in records.items():
         hits = sum(r["correct"] for r in recs)
         assert out["results"][task]["levante_acc,none"] == pytest.approx(hits / len(recs))
         assert out["results"][task]["levante_item,none"] == pytest.approx(hits / len(recs))
+    for group in SEED_GROUPS:  # lmms-eval's group row is the accuracy pooled over the items of its tasks
+        leaves = out["group_subtasks"][group]
+        pooled = sum(r["correct"] for t in leaves for r in records[t]) / sum(len(records[t]) for t in leaves)
+        assert out["groups"][group]["levante_acc,none"] == pytest.approx(pooled), group
 
 
 def test_math_is_one_task_reporting_every_sub_type() -> None:

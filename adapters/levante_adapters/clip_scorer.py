@@ -32,7 +32,7 @@ from levante_adapters.common import (
     score_answer,
     to_images,
 )
-from levante_adapters.revision import load_revision, resolve_identity
+from levante_adapters.revision import load_revision, resolve_identity, test_model_mark
 
 # Model families whose text tower pools a fixed position and was trained on text padded to max_length.
 MAX_LENGTH_PADDING_FAMILIES = ("siglip",)
@@ -97,7 +97,7 @@ class LevanteClip(lmms):
         self.max_text_length = self._max_text_length()
         self.identity = resolve_identity(
             pretrained, getattr(self.model.config, "_commit_hash", None), model_id, revision
-        )
+        ) | test_model_mark(self.model.config)
         self._embeddings: dict[Ref, torch.Tensor] = {}
         self._images: dict[str, Any] = {}
         self.encoded = {"image": 0, "text": 0}

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
+
+from levante_tasks.schema.markers import TEST_MODEL_CONFIG_KEY
 
 UNKNOWN = "unknown"
 _HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -74,3 +77,9 @@ def resolve_identity(
     if found_rev is None and is_commit(commit_hash):
         found_rev = commit_hash
     return {"model_id": model_id or found_id, "revision": revision or found_rev or UNKNOWN}
+
+
+def test_model_mark(config: Any) -> dict[str, bool]:
+    """`{"test_model": True}` for a checkpoint whose config marks it a random-init test model (schema.markers),
+    else {}: added to the identity the answers carry, so summaries can say so."""
+    return {"test_model": True} if getattr(config, TEST_MODEL_CONFIG_KEY, None) else {}

@@ -30,7 +30,7 @@ from levante_adapters.common import (
     score_answer,
     to_images,
 )
-from levante_adapters.revision import load_revision, resolve_identity
+from levante_adapters.revision import load_revision, resolve_identity, test_model_mark
 
 _IMAGE_PLACEHOLDER = re.compile(r"<image(\d+)>")
 # Families whose rotary positions are computed inside the model from the attention mask (3-D mRoPE).
@@ -107,7 +107,7 @@ class LevanteVlmMc(lmms):
         self.explicit_positions = family not in INTERNAL_POSITION_FAMILIES
         self.identity = resolve_identity(
             pretrained, getattr(self.model.config, "_commit_hash", None), model_id, revision
-        )
+        ) | test_model_mark(self.model.config)
         self.forward_passes = 0
         self._letter_ids: dict[str, list[int]] = {}
         logger.info(f"levante_vlm_mc: {self.identity} on {self.device}, mode {mode}, mc_mode {mc_mode}")

@@ -20,6 +20,7 @@ from levante_tasks.data.mirror import sha256_file
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.errors import LevanteError
 from levante_tasks.schema.items import ITEM_SCHEMA, SLIDER_TOLERANCE
+from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
 from levante_tasks.schema.tasks import BY_NAME
 
 SCHEMA_VERSION = 1
@@ -77,7 +78,7 @@ def _draw_generated(result: ReleaseItems, staging_root: Path) -> None:
 
 
 def _write_task(items: list[dict[str, Any]], task: str, version: str, out_dir: Path, fingerprint: str,
-                excluded: dict[str, int]) -> None:
+                excluded: dict[str, int], synthetic: bool) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(items, schema=ITEM_SCHEMA)
     pq.write_table(table, out_dir / "test.parquet")
@@ -94,6 +95,7 @@ def _write_task(items: list[dict[str, Any]], task: str, version: str, out_dir: P
         "trial_types": sorted({i["trial_type"] for i in items}),
         "slider_tolerance": SLIDER_TOLERANCE,
         "image_root": "../..",
+        "synthetic": synthetic,  # the release holds levante-tasks synth's marker (schema.markers): made-up items
     })
 
 
@@ -150,7 +152,8 @@ def stage_datasets(release_root: Path, version: str, strict: bool, build_key: st
         fingerprint = dataset_fingerprint(items, resolve)
         summaries.append(TaskSummary(task, len(items), fingerprint, accounts[task]))
         if items:
-            _write_task(items, task, version, staging / "datasets" / task, fingerprint, accounts[task])
+            _write_task(items, task, version, staging / "datasets" / task, fingerprint, accounts[task],
+                        synthetic=(release_root / SYNTHETIC_RELEASE_MARKER).is_file())
     write_json(staging / "datasets" / "build.json", {
         "build_key": build_key,
         "tasks": {s.task: {"n_items": s.n_items, "fingerprint": s.fingerprint, "excluded": s.excluded}

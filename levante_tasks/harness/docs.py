@@ -63,10 +63,9 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _group_docs(rows: list[dict[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
-    """Docs of one group of rows: balanced presented orders for `seed`, images per `variant`."""
-    choice_rows = [(r["item_uid"], int(r["n_options"])) for r in rows if r["response_format"] == "choice"]
-    positions = gold_positions(choice_rows, seed)
+def _group_docs(rows: list[dict[str, Any]], positions: Mapping[str, int], *, seed: int, variant: str,
+                version: str) -> list[dict[str, Any]]:
+    """Docs of one group of rows: presented orders from the gold `positions` for `seed`, images per `variant`."""
     docs = []
     for row in rows:
         for key in ("range_min", "range_max", "chance_level"):
@@ -99,17 +98,23 @@ def _group_docs(rows: list[dict[str, Any]], *, seed: int, variant: str, version:
 
 
 def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
-    """Docs for one task variant, in row order. Option orders are balanced and shuffled images exchanged within
-    each reported sub-type of the task (`TaskInfo.subtypes`; the whole task when it has none)."""
+    """Docs for one task variant, in row order. Option orders are balanced over the whole task and within each
+    reported sub-type at once (`TaskInfo.subtypes`; options.gold_positions); shuffled images are exchanged within
+    each sub-type (the whole task when it has none)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
     rows = [dict(r) for r in rows]
     groups: dict[str, list[dict[str, Any]]] = {}
+    strata: dict[str, str] = {}
     for row in rows:
-        groups.setdefault(task_info(row["task"]).subtype_of(row["trial_type"]), []).append(row)
+        strata[row["item_uid"]] = task_info(row["task"]).subtype_of(row["trial_type"])
+        groups.setdefault(strata[row["item_uid"]], []).append(row)
+    choices = [(r["item_uid"], int(r["n_options"])) for r in rows if r["response_format"] == "choice"]
+    positions = gold_positions(choices, seed, strata)
     by_uid = {}
     for group in groups.values():
-        by_uid.update((d["item_uid"], d) for d in _group_docs(group, seed=seed, variant=variant, version=version))
+        by_uid.update((d["item_uid"], d) for d in _group_docs(group, positions, seed=seed, variant=variant,
+                                                              version=version))
     return [by_uid[row["item_uid"]] for row in rows]
 
 
@@ -127,6 +132,18 @@ def task_docs(task: str, *, seed: int, variant: str, choice_only: bool) -> list[
 
 def dataset_fingerprint(task: str, version: str) -> str | None:
     """The fingerprint `prepare` recorded for a task's dataset (`dataset.json`), None when it has none."""
+    value = dataset_info(task, version).get("fingerprint")
+    return str(value) if value else None
+
+
+def dataset_synthetic(task: str, version: str) -> bool | None:
+    """Whether `prepare` built the task's dataset from a synthetic release (`dataset.json`); None: not recorded."""
+    value = dataset_info(task, version).get("synthetic")
+    return value if isinstance(value, bool) else None
+
+
+def dataset_info(task: str, version: str) -> dict[str, Any]:
+    """A task's `dataset.json` as written by `prepare` ({} when it is not an object); unreadable: LevanteError."""
     info_path = layout.dataset_dir(version, task) / "dataset.json"
     try:
         info = json.loads(info_path.read_text(encoding="utf-8"))
@@ -134,8 +151,7 @@ def dataset_fingerprint(task: str, version: str) -> str | None:
         hint = repair_hint(version)
         raise LevanteError(f"{task}: {version}/datasets/{task}/dataset.json: unreadable ({type(exc).__name__}): "
                            f"{hint}") from exc
-    value = info.get("fingerprint") if isinstance(info, dict) else None
-    return str(value) if value else None
+    return info if isinstance(info, dict) else {}
 
 
 def version_root(doc: Mapping[str, Any]) -> Path:

@@ -54,6 +54,7 @@ def run_provenance(lmms_task: str, task: str, version: str) -> dict[str, Any]:
     return {
         "data_version": version,
         "dataset_fingerprint": docs.dataset_fingerprint(task, version),
+        "synthetic_data": docs.dataset_synthetic(task, version),
         "task_source_sha256": task_source_sha256(lmms_task),
         "levante_tasks_version": __version__,
         "lmms_eval": installed_lmms_eval(),

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from levante_tasks.harness.parsing import CONFIDENCE, PARSER_VERSION, Parsed
-from levante_tasks.schema.items import slider_tolerance
+from levante_tasks.schema.items import slider_chance, slider_tolerance
 from levante_tasks.schema.records import ItemRecord, SliderRecord
 
 
@@ -99,4 +99,5 @@ def slider_record(doc: Mapping[str, Any], position: float | None, method: str) -
         range_max=hi,
         target_value=target,
         tolerance=tolerance,
+        chance_level=slider_chance(target, lo, hi),
     ).as_dict()

@@ -2,7 +2,9 @@
 seed, same controls), inspect's `multiple_choice()` (our order, never shuffled) and `choice()`, plus our record.
 
 Choice items only: inspect's multiple-choice form has no slider answer, so egma-math's number-line slider items
-are left out (as in lmms-eval's `_mc` variants). The Task's metadata holds the run provenance the summary reads.
+are left out (as in lmms-eval's `_mc` variants). Decoding is the lmms-eval tasks' (`generate_config`: greedy,
+temperature 0, 128 new tokens, stop at a blank line), given to inspect as the Task's GenerateConfig. The Task's
+metadata holds the run provenance the summary reads.
 Bad arguments and missing or damaged data raise LevanteTaskError: a LevanteError that is also inspect's
 PrerequisiteError, so `inspect eval` prints its one line (naming the task, the problem and the fix), no traceback.
 """
@@ -18,12 +20,13 @@ from typing import Any
 from inspect_ai import Task
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.dataset import MemoryDataset
+from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import choice
 from inspect_ai.solver import multiple_choice
 
 from levante_tasks import __version__
 from levante_tasks.errors import LevanteError
-from levante_tasks.harness import docs
+from levante_tasks.harness import docs, generation
 from levante_tasks.harness.options import DEFAULT_SEEDS
 from levante_tasks.inspect_ai_tasks.samples import TEMPLATE, doc_sample
 from levante_tasks.inspect_ai_tasks.scorer import levante_record
@@ -61,10 +64,18 @@ def provenance(info: TaskInfo, version_name: str) -> dict[str, Any]:
     return {
         "data_version": version_name,
         "dataset_fingerprint": docs.dataset_fingerprint(info.name, version_name),
+        "synthetic_data": docs.dataset_synthetic(info.name, version_name),
         "task_source_sha256": source_sha256(),
         "levante_tasks_version": __version__,
         "inspect_ai_version": version("inspect_ai"),
     }
+
+
+def generate_config() -> GenerateConfig:
+    """The lmms-eval tasks' decoding (harness.generation): temperature 0, 128 new tokens, stop at a blank line."""
+    temperature = None if generation.DO_SAMPLE else 0.0
+    return GenerateConfig(temperature=temperature, max_tokens=generation.MAX_NEW_TOKENS,
+                          stop_seqs=list(generation.STOP_SEQUENCES))
 
 
 def check_args(name: str, seed: Any, variant: Any, unknown: Mapping[str, Any]) -> int:
@@ -109,4 +120,4 @@ def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original",
         raise data_problem(name, exc) from None
     return Task(dataset=MemoryDataset(samples, name=info.lmms_name),
                 solver=multiple_choice(template=TEMPLATE), scorer=[choice(), levante_record()],
-                metadata={PROVENANCE_KEY: spec}, version=1)
+                config=generate_config(), metadata={PROVENANCE_KEY: spec}, version=1)

@@ -32,11 +32,13 @@ def _writing(out: Path, rel: str) -> Iterator[None]:
         raise LevanteError(f"{Path(out.name) / rel}: {problem_text(exc)}") from None
 
 
-def _cell_entry(cell: Cell, state: dict[str, Any]) -> dict[str, Any]:
-    """matrix.json's record of one cell (no times: those are under `timing`)."""
+def _cell_entry(cell: Cell, state: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """matrix.json's record of one cell (no times: those are under `timing`); `model_label` is the summary's name of
+    its model (summary.writers.model_label) once a summary read the cell, else None."""
     attempts = [{k: a[k] for k in ("batch_size", "outcome", "exit_code")} for a in state.get("attempts", [])]
     return {"cell_id": cell.cell_id, "dir": cell.rel_dir, "model": cell.model.name,
             "public_id": cell.model.public_id, "revision": cell.model.revision, "group": cell.model.group,
+            "model_label": labels.get(Path(cell.rel_dir).name),
             "task": cell.task, "seed": cell.seed, "lmms_task": cell.lmms_task, "sha256": cell.sha256,
             "status": state.get("status", "not run"), "batch_size": state.get("batch_size"),
             "oom_fallback": len(attempts) > 1 and state.get("status") == "done", "attempts": attempts,
@@ -46,10 +48,10 @@ def _cell_entry(cell: Cell, state: dict[str, Any]) -> dict[str, Any]:
 def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str], None]) -> dict[str, Any]:
     """Summarize and compare one group's finished cells; a step that cannot run is recorded, not fatal."""
     from levante_tasks.compare.pipeline import Settings, run_compare
-    from levante_tasks.summary import summarize_runs
+    from levante_tasks.summary import summarize_runs, writers
 
     entry: dict[str, Any] = {"models": list(run.config.groups[group]), "cells_done": len(done), "summary": None,
-                             "comparison": None, "problems": []}
+                             "comparison": None, "problems": [], "notes": [], "model_labels": [], "labels": {}}
     if not done:
         entry["problems"].append("no finished cell: nothing to summarize")
         return entry
@@ -58,6 +60,10 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
             document = summarize_runs([run.out / c.rel_dir for c in done], run.out / "summary" / group)
         entry["summary"] = f"summary/{group}/summary.md"
         entry["problems"] += document["problems"]
+        entry["notes"] = writers.reader_notes(document)
+        entry["model_labels"] = [writers.model_label(m) for m in document["models"]]
+        entry["labels"] = {source.split("/", 1)[0]: writers.model_label(cell)
+                           for cell in document["cells"] for source in cell["sources"]}
         echo(f"summary ({group}): {len(document['cells'])} cell(s) -> summary/{group}/summary.md")
     except LevanteError as exc:
         entry["problems"] += [f"summary: {line}" for line in str(exc).splitlines()]
@@ -84,7 +90,9 @@ def _markdown(document: dict[str, Any], timing: dict[str, float]) -> str:
         links = [f"[summary]({entry['summary']})" if entry["summary"] else "no summary"]
         if entry["comparison"]:
             links.append(f"[comparison with children]({entry['comparison']})")
-        lines.append(f"- **{group}** ({', '.join(entry['models'])}): {'; '.join(links)}")
+        names = entry["model_labels"] or entry["models"]
+        lines.append(f"- **{group}** ({', '.join(names)}): {'; '.join(links)}")
+        lines += [f"  - **{note}**" for note in entry["notes"]]
         lines += [f"  - problem: {p}" for p in entry["problems"]]
     lines += ["", "## Cells", "", "| cell | model | task | seed | status | batch size | attempts | wall time |",
               "|---|---|---|---|---|---|---|---|"]
@@ -93,7 +101,8 @@ def _markdown(document: dict[str, Any], timing: dict[str, float]) -> str:
         attempts = " -> ".join(f"{a['batch_size']}:{a['outcome']}" for a in cell["attempts"]) or "-"
         seconds = timing.get(cell["cell_id"])
         wall = f"{seconds:.0f} s" if seconds is not None else "-"
-        lines.append(f"| [{cell['cell_id']}]({cell['dir']}/) | {cell['model']} | {cell['task']} | {cell['seed']} "
+        model = cell["model_label"] or f"{cell['model']} (not summarized)"
+        lines.append(f"| [{cell['cell_id']}]({cell['dir']}/) | {model} | {cell['task']} | {cell['seed']} "
                      f"| {status} | {cell['batch_size'] or '-'} | {attempts} | {wall} |")
     failed = [c for c in document["cells"] if c["status"] != "done"]
     if failed:
@@ -112,9 +121,10 @@ def write_report(run: MatrixRun, echo: Callable[[str], None] = print) -> dict[st
     for group in run.config.groups:
         done = [c for c in run.cells if c.model.group == group and states[c.cell_id].get("status") == "done"]
         groups[group] = _summaries(run, group, done, echo)
+    labels = {folder: label for entry in groups.values() for folder, label in entry.pop("labels").items()}
     timing = {c.cell_id: states[c.cell_id]["seconds"] for c in run.cells if "seconds" in states[c.cell_id]}
     document = {"schema": SCHEMA_VERSION, "config": run.config.path.name,
-                "cells": [_cell_entry(c, states[c.cell_id]) for c in run.cells], "groups": groups,
+                "cells": [_cell_entry(c, states[c.cell_id], labels) for c in run.cells], "groups": groups,
                 "timing": {"cell_seconds": timing}}
     with _writing(run.out, "matrix.json"):
         write_json(run.out / "matrix.json", document)

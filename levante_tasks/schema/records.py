@@ -53,3 +53,4 @@ class SliderRecord(ItemRecord):
     range_max: float
     target_value: float
     tolerance: float  # absolute: levante_tasks.schema.items.slider_tolerance(max)
+    chance_level: float  # P(hit) of a uniformly random position: items.slider_chance (as the prepared item row)

@@ -22,6 +22,11 @@ class TaskInfo:
     image_options: bool  # options are pictures in visual/<name>/; else text (math numbers, ToM words)
     repeated_uids: bool = False  # the manifest reuses one item_uid for distinct trials (made `<uid>__<k>`)
     subtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    slider_subtypes: tuple[str, ...] = ()  # sub-types of slider items only: no multiple_choice form
+
+    def reported_subtypes(self, multiple_choice: bool) -> list[str]:
+        """The sub-types an output type reports an accuracy for (multiple_choice has no slider items)."""
+        return [name for name, _ in self.subtypes if not (multiple_choice and name in self.slider_subtypes)]
 
     @property
     def folder(self) -> str:
@@ -50,7 +55,8 @@ MATH_SUBTYPES = (
 TASKS = (
     TaskInfo("vocab", "vocab", "levante_vocab", image_options=True),
     TaskInfo("trog", "trog", "levante_trog", image_options=True),
-    TaskInfo("egma-math", "math", "levante_egma_math", image_options=False, subtypes=MATH_SUBTYPES),
+    TaskInfo("egma-math", "math", "levante_egma_math", image_options=False, subtypes=MATH_SUBTYPES,
+             slider_subtypes=("number_line_slider",)),
     TaskInfo("theory-of-mind", "tom", "levante_theory_of_mind", image_options=False),
     TaskInfo("matrix-reasoning", "matrix", "levante_matrix_reasoning", image_options=True),
     TaskInfo("mental-rotation", "mrot", "levante_mental_rotation", image_options=True),

@@ -4,7 +4,8 @@ summarize: every lmms-eval run and inspect_ai `.eval` log under the run folders 
 (matrix.csv, matrix.json, summary.md, heatmap.png, runs/<run>/summary.json). A run or task that cannot be read
 is one line each; the rest is still summarized and the exit status is 1 unless --allow-partial. Refused comparisons and
 conflicting duplicates are errors (exit 2, nothing written). `--out` is replaced whole (a staging folder
-swapped in), and only when it is empty, absent or an earlier summary (it holds matrix.json).
+swapped in), and only when it is empty, absent or an earlier summary (it holds matrix.json). A RUN_DIR that does
+not exist is refused up front (one line, exit 2, nothing written).
 verify: recompute the reported metrics from the samples files, re-parse each saved response against its record
 (harness.reparse) and check recorded provenance against this installation; one line per mismatch, exit 1 if any.
 """
@@ -65,6 +66,14 @@ def check_out(out: Path) -> Path:
     return replaceable_dir(out, OUTPUT_MARKER, "summary")
 
 
+def check_run_dirs(run_dirs: list[Path]) -> None:
+    """Refuse up front (one line, nothing written) a RUN_DIR that does not exist or is not a folder."""
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            what = "is not a folder" if run_dir.exists() else "does not exist"
+            raise LevanteError(f"{display_path(run_dir)}: run folder {what}; nothing was summarized or written")
+
+
 def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str], backend: str) -> dict[str, Any]:
     """runs/<run>/summary.json: what was parsed from one run (status, model, protocol, per-task metrics)."""
     doc: dict[str, Any] = {"schema_version": writers.SCHEMA_VERSION, "source": label, "backend": backend,
@@ -108,6 +117,7 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
     when nothing could be read, on conflicting duplicates and (unless `allow_mismatch`) on cells that claim
     comparison but differ.
     """
+    check_run_dirs(run_dirs)
     target = check_out(out)
     problems: list[str] = []
     parsed_runs: list[ParsedRun] = []

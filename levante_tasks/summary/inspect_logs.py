@@ -112,7 +112,7 @@ def _answer(log: Any) -> dict[str, Any]:
     return {}
 
 
-def model_row(log: Any) -> dict[str, str]:
+def model_row(log: Any) -> dict[str, Any]:
     """`{"adapter", "public_id", "revision"}`: `model_id=`/`revision=` model args, else the model's JSON answer,
     else the provider's model name (`vllm/Qwen/Qwen2-VL-2B` -> `Qwen/Qwen2-VL-2B`); a local path becomes its name,
     in the adapter too (`inspect_ai:vllm/<folder name>`)."""
@@ -127,7 +127,8 @@ def model_row(log: Any) -> dict[str, str]:
     revision = next((r for r in (args.get("revision"), answer.get("revision"))
                      if isinstance(r, str) and prov.HEX40.fullmatch(r)), prov.UNKNOWN)
     adapter = ADAPTER_PREFIX + (f"{provider}/{name}" if name else provider)
-    return {"adapter": adapter, "public_id": public_id, "revision": revision}
+    return {"adapter": adapter, "public_id": public_id, "revision": revision,
+            "test_model": prov.is_test_model(adapter, answer)}
 
 
 def _budget(log: Any) -> dict[str, Any]:
@@ -156,6 +157,7 @@ def _provenance(log: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
         "task_source_sha256": prov.or_unknown(mine.get("task_source_sha256")),
         "dataset_fingerprint": prov.or_unknown(mine.get("dataset_fingerprint")),
         "data_version": prov.or_unknown(mine.get("data_version")),
+        "synthetic_data": mine.get("synthetic_data") if isinstance(mine.get("synthetic_data"), bool) else None,
         "seeds": {"random": seed, "numpy": None, "torch": None, "fewshot": None},
         "limit": {"limit": config.limit, "offset": 0, "sample_id": config.sample_id},
         "budget": _budget(log), "batch_size": None, "device_class": prov.UNKNOWN,
@@ -195,7 +197,7 @@ def parse_eval(run: RunFiles) -> ParsedRun:
                 row=(model["public_id"], model["revision"], model["adapter"]), family=family,
                 output_type=str(records[0]["output_type"]), variant=variant,
                 replicate=(seed, *provenance["seeds"].values()), provenance=provenance, comparison=comparison,
-                signature=prov.sha256_json(comparison)[:16], harness=INSPECT_AI)
+                signature=prov.sha256_json(comparison)[:16], harness=INSPECT_AI, test_model=model["test_model"])
     units = [Unit(task=column, parent="", **base, **record_counts(records))]
     info = task_info(family)
     for sub, _ in info.subtypes:

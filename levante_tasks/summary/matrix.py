@@ -10,9 +10,13 @@
 - Comparison: every cell of a column (all models, all variants, all replicates) must agree on
   provenance.COMPARISON_KEYS (limit, budget, prompt, dataset fingerprint, patch set). A disagreement is refused;
   with `allow_mismatch` the disagreeing units form their own cells (never averaged with the others), flagged.
-- Cell numbers: accuracy = mean of the replicates' accuracies (= the accuracy with one replicate); Wilson 95%
-  interval over the item responses pooled across replicates; parse rate pooled; over >= 2 replicates the mean,
+- Cell numbers: accuracy = mean of the replicates' accuracies (= the accuracy with one replicate); 95% interval
+  over items (stats.item_interval: per-item mean over the replicates, Wilson at the effective number of items,
+  so re-asking the same items under more seeds does not narrow it); parse rate pooled; over >= 2 replicates the mean,
   sample SD and t-based 95% CI radius (stats.seed_summary).
+- Overall (`Built.overall`): per model row, harness and output type, the accuracy pooled over the items of every
+  task column (original images; sub-type columns left out), each task weighted by its item count, with its 95%
+  interval over items (`_overall`).
 - Controls (positive = the images helped): visual_dependency_delta = acc - acc_shuffled,
   blank_image_delta = acc - acc_blank, each the mean over the replicates both cells ran (paired on
   option-order seed and lmms-eval seeds); None when they share no replicate.
@@ -41,9 +45,10 @@ class Built:
 
     cells: list[dict[str, Any]]
     columns: list[dict[str, Any]]
-    models: list[dict[str, str]]
+    models: list[dict[str, Any]]
     superseded: list[dict[str, str]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
+    overall: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _short(value: Any) -> str:
@@ -148,11 +153,12 @@ def _cell(key: CellKey, units: list[Unit], flags: list[str]) -> dict[str, Any]:
     row, harness, family, task, output_type, variant, sig = key
     n = sum(u.n for u in units)
     correct = sum(u.correct for u in units)
-    low, high = stats.wilson_interval(correct, n)
+    low, high = stats.item_interval(_item_means(units), n)
     spread = stats.seed_summary([u.accuracy for u in units])
     chance_n = sum(u.chance_n for u in units)
     return {
-        "model": row[0], "revision": row[1], "adapter": row[2], "harness": harness, "family": family, "task": task,
+        "model": row[0], "revision": row[1], "adapter": row[2], "test_model": any(u.test_model for u in units),
+        "harness": harness, "family": family, "task": task,
         "parent": units[0].parent, "output_type": output_type, "variant": variant,
         "n_replicates": len(units), "n_items": len(frozenset().union(*(u.items for u in units))),
         "n_responses": n, "n_correct": correct, "accuracy": spread["mean"],
@@ -166,6 +172,38 @@ def _cell(key: CellKey, units: list[Unit], flags: list[str]) -> dict[str, Any]:
         "flags": sorted(set(flags)), "sources": sorted({u.source for u in units}), "comparison_sig": sig,
         "provenance": _merge_provenance(units),
     }
+
+
+def _item_means(units: list[Unit], tag: str = "") -> list[float]:
+    """Per item (`tag` + item_uid): its accuracy averaged over the replicates that asked it."""
+    answers: dict[str, list[int]] = defaultdict(list)
+    for unit in units:
+        for uid, hit in unit.item_correct.items():
+            answers[tag + "\0" + uid].append(hit)
+    return [sum(v) / len(v) for v in answers.values()]
+
+
+def _overall(grouped: dict[CellKey, list[Unit]]) -> list[dict[str, Any]]:
+    """Per model row, harness and output type: accuracy pooled over the items of every task column (original
+    images, sub-type columns left out: their items are in their task's): the mean over all items of the
+    per-item accuracy (mean over replicates), i.e. each task weighted by its item count, as lmms-eval's `levante`
+    group row; its 95% interval over items (stats.item_interval) and the pooled chance."""
+    pools: dict[tuple, list[tuple[str, list[Unit]]]] = defaultdict(list)
+    for (row, harness, _family, task, output_type, variant, _sig), units in grouped.items():
+        if variant == "original" and not units[0].parent:
+            pools[(row, harness, output_type)].append((task, units))
+    out = []
+    for (row, harness, output_type), members in sorted(pools.items(), key=lambda kv: repr(kv[0])):
+        means = [m for task, units in members for m in _item_means(units, task)]
+        units = [u for _, group in members for u in group]
+        low, high = stats.item_interval(means, sum(u.n for u in units))
+        chance_n = sum(u.chance_n for u in units)
+        out.append({"model": row[0], "revision": row[1], "adapter": row[2], "harness": harness,
+                    "output_type": output_type, "tasks": sorted({task for task, _ in members}),
+                    "n_items": len(means), "accuracy": sum(means) / len(means) if means else None,
+                    "ci95_low": low, "ci95_high": high,
+                    "chance": sum(u.chance_sum for u in units) / chance_n if chance_n else None})
+    return out
 
 
 def _add_deltas(cells: dict[CellKey, dict[str, Any]], grouped: dict[CellKey, list[Unit]]) -> None:
@@ -201,8 +239,10 @@ def build(units: list[Unit], allow_mismatch: bool = False) -> Built:
             "output_type": cell["output_type"], "chance": cell["chance"]})
         if column["chance"] is None:
             column["chance"] = cell["chance"]
-    models = sorted({c["model"] + "\0" + c["revision"] + "\0" + c["adapter"] for c in cells.values()})
+    test_models = {(c["model"], c["revision"], c["adapter"]) for c in cells.values() if c["test_model"]}
+    rows = sorted({(c["model"], c["revision"], c["adapter"]) for c in cells.values()})
     return Built(
         cells=list(cells.values()), columns=[columns[k] for k in sorted(columns)],
-        models=[dict(zip(("model", "revision", "adapter"), m.split("\0"), strict=True)) for m in models],
-        superseded=superseded, flags=sorted({f for c in cells.values() for f in c["flags"]}))
+        models=[{"model": m, "revision": r, "adapter": a, "test_model": (m, r, a) in test_models} for m, r, a in rows],
+        superseded=superseded, flags=sorted({f for c in cells.values() for f in c["flags"]}),
+        overall=_overall(grouped))

@@ -1,7 +1,9 @@
 """heatmap.png: accuracy of each model (rows) on each task column (original images), chance marked.
 
-Each column's label carries its chance level; a cell whose Wilson 95% interval reaches down to chance is
-hatched and its value shown in parentheses (not above chance). Flagged (not comparable) cells show a "!".
+Each column's label carries its chance level (a slider column's: a uniformly random position's hit rate); a cell
+whose 95% interval over items reaches down to chance is hatched and its value shown in parentheses (not above
+chance). Flagged (not comparable) cells show a "!". The title is the figure's (centred on the whole figure, which
+is made at least as wide as the title) and names synthetic data or test models when the matrix holds any.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import atomic_path
-from levante_tasks.summary.writers import model_label
+from levante_tasks.summary.writers import model_label, reader_notes
 
 
 def _pick(cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -30,11 +32,17 @@ def write_heatmap(path: Path, matrix: dict[str, Any]) -> None:
     keys = [(m["model"], m["revision"], m["adapter"]) for m in matrix["models"]]
     # margins in inches for the rotated column labels and the model labels (7 pt: ~0.06 inch a character)
     left = 0.3 + 0.06 * max((len(m) for m in models), default=1)
-    bottom = 0.5 + 0.055 * max((len(c["task"]) for c in columns), default=1)
-    width, height = left + 1.2 + 0.75 * len(columns), bottom + 0.5 + 0.45 * len(models)
+    bottom = 0.5 + 0.045 * max((len(c["task"]) for c in columns), default=1)
+    title = "accuracy (original images); hatched = 95% CI over items reaches chance"
+    notes = reader_notes(matrix)
+    lines = [title, *notes]
+    # 9 pt title: ~0.075 inch a character; the figure is at least as wide as its longest title line
+    width = max(left + 1.2 + 0.75 * len(columns), 0.4 + 0.075 * max(len(line) for line in lines))
+    top = 0.25 + 0.18 * len(lines)
+    height = bottom + top + 0.1 + 0.45 * len(models)
     fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
-    fig.subplots_adjust(left=left / width, right=1 - 1.0 / width, bottom=bottom / height, top=1 - 0.4 / height)
+    fig.subplots_adjust(left=left / width, right=1 - 1.0 / width, bottom=bottom / height, top=1 - top / height)
     ax = fig.add_subplot()
     grid = [[float("nan")] * len(columns) for _ in models]
     ax.set_facecolor("#dddddd")
@@ -57,11 +65,11 @@ def write_heatmap(path: Path, matrix: dict[str, Any]) -> None:
                     color="white" if cell["accuracy"] < 0.6 else "black")
     cmap = colormaps["viridis"].with_extremes(bad="#dddddd")
     image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap=cmap, aspect="auto")
-    labels = [f"{c['task']}\nchance {c['chance']:.2f}" if c["chance"] is not None else f"{c['task']}\nchance ?"
+    labels = [f"{c['task']}\nchance {c['chance']:.2f}" if c["chance"] is not None else f"{c['task']}\nchance n/a"
               for c in columns]
     ax.set_xticks(range(len(columns)), labels, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(len(models)), models, fontsize=7)
-    ax.set_title("accuracy (original images); hatched = Wilson 95% CI reaches chance", fontsize=9)
+    fig.suptitle("\n".join(lines), fontsize=9, y=1 - 0.1 / height, va="top")
     fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", metadata={"Software": None})

@@ -10,9 +10,9 @@ batch_size, limit, offset, gen_kwargs, device, seeds), `system_instruction_sha`,
   instruction and chat template hashes: what seeds and controls of one task share.
 
 Written by the task layer (contract, docs/summary.md): `configs[task].metadata.levante.provenance` =
-`{dataset_fingerprint, data_version, task_source_sha256, levante_tasks_version, device_class,
-lmms_eval: {version, commit, patch_set_sha256, patched}}`. A value that is absent is "unknown"; unknown differs
-from any known value in every comparison.
+`{dataset_fingerprint, data_version, synthetic_data, task_source_sha256, levante_tasks_version, device_class,
+lmms_eval: {version, commit, patch_set_sha256, patched}}` (synthetic_data: schema.markers; None: not recorded).
+A value that is absent is "unknown"; unknown differs from any known value in every comparison.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from levante_tasks.schema.markers import TEST_DOUBLE_ADAPTERS, TEST_INSPECT_PROVIDER
 from levante_tasks.schema.task_source import task_source_sha256  # noqa: F401 (verify recomputes it)
 
 UNKNOWN = "unknown"
@@ -105,6 +106,7 @@ def task_provenance(results: Mapping[str, Any], config: Mapping[str, Any]) -> di
         "task_source_sha256": or_unknown(mine.get("task_source_sha256")),
         "dataset_fingerprint": or_unknown(mine.get("dataset_fingerprint")),
         "data_version": or_unknown(mine.get("data_version")),
+        "synthetic_data": mine.get("synthetic_data") if isinstance(mine.get("synthetic_data"), bool) else None,
         "seeds": {k: run.get(f"{k}_seed") for k in ("random", "numpy", "torch", "fewshot")},
         "limit": {"limit": run.get("limit"), "offset": run.get("offset") or 0},
         "budget": {"gen_kwargs": run.get("gen_kwargs") or "", "generation_kwargs": config.get("generation_kwargs")},
@@ -160,8 +162,8 @@ def redact_model_args(value: Any) -> str:
                     for k, v in args.items())
 
 
-def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None) -> dict[str, str]:
-    """`{"adapter", "public_id", "revision"}` of the run's model.
+def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`{"adapter", "public_id", "revision", "test_model"}` of the run's model (test_model: is_test_model).
 
     Public id: `model_id=` in model_args, else the id the model wrote into its JSON answers (levante adapters),
     else lmms-eval's model name (a local path becomes its folder name or hub id), else the adapter with its
@@ -183,7 +185,16 @@ def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None)
         public_id = f"{adapter}[{redact_model_args(run.get('model_args'))}]" if args else adapter
     revision = next((r for r in (args.get("revision"), answer.get("revision"), path_rev)
                      if isinstance(r, str) and HEX40.fullmatch(r)), UNKNOWN)
-    return {"adapter": adapter, "public_id": public_id, "revision": revision}
+    return {"adapter": adapter, "public_id": public_id, "revision": revision,
+            "test_model": is_test_model(adapter, answer)}
+
+
+def is_test_model(adapter: str, answer: Mapping[str, Any] | None) -> bool:
+    """A random-init or scripted test model (schema.markers): its answers' identity says so, or its adapter is
+    one of the offline test doubles (lmms-eval model name, or inspect's `inspect_ai:levante-tiny/...`)."""
+    provider = adapter.removeprefix("inspect_ai:").split("/", 1)[0]
+    return bool((answer or {}).get("test_model")) or adapter in TEST_DOUBLE_ADAPTERS or (
+        adapter.startswith("inspect_ai:") and provider == TEST_INSPECT_PROVIDER)
 
 
 def json_answer(line: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -1,6 +1,10 @@
-"""The statistics of the summary matrix: Wilson intervals over items, spread over seeds, lmms-eval's stderrs.
+"""The statistics of the summary matrix: intervals over items, spread over seeds, lmms-eval's stderrs.
 
 - Accuracy over items: Wilson score interval at 95% (z = 1.959964), exact for 0 and n correct (no clipping).
+- Over items answered under k replicates (seeds re-ask the same items): `item_interval`, the Wilson interval
+  with Kish's effective sample size for responses clustered in items (docs/summary.md has the formula); with
+  one replicate it is the plain Wilson interval over the items, and more seeds of the same items do not
+  narrow it by sqrt(k).
 - Over seeds (replicates): mean, sample SD (ddof = 1) and the t-based 95% CI radius t(0.975, n - 1) * sd / sqrt(n);
   SD and radius are None for one seed. (The normal 1.96 * sd / sqrt(n) is too narrow for 2-3 seeds: the
   t quantile, 12.71 or 4.30, is the honest one.)
@@ -19,12 +23,34 @@ def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float | None,
     """Wilson score interval for `correct` successes out of `n`; (None, None) when n = 0."""
     if n <= 0:
         return None, None
-    p = correct / n
+    return wilson_bounds(correct / n, n, z)
+
+
+def wilson_bounds(p: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion `p` over a (possibly effective, non-integer) sample size `n` > 0."""
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     low, high = centre - half, centre + half
-    return (0.0 if correct == 0 else low), (1.0 if correct == n else high)
+    return (0.0 if p <= 0 else low), (1.0 if p >= 1 else high)
+
+
+def item_interval(item_means: Sequence[float], responses: int, z: float = Z95) -> tuple[float | None, float | None]:
+    """95% interval of the mean over items of per-item accuracies (each the mean over the item's replicates).
+
+    p = mean of the item means; V = sum((m_i - p)^2) / n^2 (the between-item variance of p, responses clustered
+    in items); n_eff = p(1 - p) / V, at most `responses`, = n when p is 0 or 1; Wilson at n_eff.
+    """
+    n = len(item_means)
+    if n == 0:
+        return None, None
+    p = sum(item_means) / n
+    variance = sum((m - p) ** 2 for m in item_means) / (n * n)
+    if p <= 0 or p >= 1:
+        n_eff = float(n)
+    else:
+        n_eff = min(p * (1 - p) / variance, float(responses)) if variance > 0 else float(responses)
+    return wilson_bounds(p, n_eff, z)
 
 
 def _t_central(t: float, df: int) -> float:

@@ -8,8 +8,8 @@ counts recomputed from the records, and its provenance.
 Columns: a leaf's lmms-eval name without its variant suffix (`_blank`, `_shuffled`) or seed suffix
 (`_seed<k>`), so seeds and controls of one task share a column. A task that declares per-sub-type
 accuracies (`levante_acc_<sub>` in its metric_list, e.g. egma-math) adds a column `<column>/<sub>` over the
-samples lines that carry that metric, with the task's column as `parent`. Groups of the results file are not
-columns (their leaves are).
+samples lines whose value of that metric is not null (the docs of that sub-type), with the task's column as
+`parent`. Groups of the results file are not columns (their leaves are).
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ class Unit:
     comparison: dict[str, Any]
     signature: str  # short hash of `comparison`: units compare only when it is equal
     harness: str = "lmms-eval"  # lmms-eval or inspect_ai: cells of different harnesses are never merged
+    item_correct: dict[str, int] = field(default_factory=dict)  # item_uid -> correct (0/1) in this replicate
+    test_model: bool = False  # a random-init or scripted test model (provenance.is_test_model)
 
     @property
     def accuracy(self) -> float:
@@ -100,7 +102,8 @@ def checked_record(line: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _chance(record: Mapping[str, Any]) -> float | None:
-    """An item's chance level: the record's `chance_level`, else 1/n options for choice items, else None."""
+    """An item's chance level: the record's `chance_level` (slider records carry it), else 1/n options for choice
+    items, else None (a slider record written before records carried it)."""
     value = record.get("chance_level")
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
@@ -120,6 +123,7 @@ def record_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
         "chance_sum": sum(chances),
         "chance_n": len(chances),
         "items": frozenset(r["item_uid"] for r in records),
+        "item_correct": {r["item_uid"]: int(r["correct"]) for r in records},
     }
 
 
@@ -175,28 +179,32 @@ def _unit(run: ParsedRun, leaf: _Leaf, records: list[dict[str, Any]], column: st
         leaf=leaf.name, row=(run.model["public_id"], run.model["revision"], run.model["adapter"]),
         family=leaf.family, task=column, parent=parent, output_type=leaf.output_type, variant=leaf.variant,
         replicate=(leaf.seed, seeds["random"], seeds["numpy"], seeds["torch"], seeds["fewshot"]),
-        provenance=leaf.provenance, comparison=leaf.comparison, signature=leaf.signature, **record_counts(records))
+        provenance=leaf.provenance, comparison=leaf.comparison, signature=leaf.signature,
+        test_model=bool(run.model.get("test_model")), **record_counts(records))
 
 
 def _subtype_units(run: ParsedRun, leaf: _Leaf, config: Mapping[str, Any]) -> list[Unit]:
-    """One unit per sub-type metric `levante_acc_<sub>` the task declares, over the lines that carry it."""
+    """One unit per sub-type metric `levante_acc_<sub>` the task declares, over the lines where it is not null."""
     names = [str(m.get("metric")) for m in config.get("metric_list") or [] if isinstance(m, Mapping)]
     subtypes = [n.removeprefix(SUBTYPE_PREFIX) for n in names if n.startswith(SUBTYPE_PREFIX)]
     units = []
     for sub in subtypes:
-        records = [r for r, line in zip(leaf.records, leaf.lines, strict=True) if SUBTYPE_PREFIX + sub in line]
+        records = [r for r, line in zip(leaf.records, leaf.lines, strict=True)
+                   if line.get(SUBTYPE_PREFIX + sub) is not None]
         if records:
             units.append(_unit(run, leaf, records, f"{leaf.column}/{sub}", leaf.column))
     return units
 
 
 def _find_answer(lines_by_task: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
-    """The first JSON answer that names the model (id or revision), from the first lines of each task."""
+    """The model identity of the first JSON answer that names the model (id or revision), from the first lines of
+    each task: the answer's `model` object (docs/design.md §3c), or the answer itself when it is flat."""
     for task in sorted(lines_by_task):
         for line in lines_by_task[task][:3]:
             answer = prov.json_answer(line)
-            if answer and ("model_id" in answer or "revision" in answer):
-                return answer
+            identity = answer.get("model") if answer and isinstance(answer.get("model"), dict) else answer
+            if identity and ("model_id" in identity or "revision" in identity):
+                return identity
     return None
 
 

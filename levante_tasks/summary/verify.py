@@ -1,13 +1,15 @@
 """`verify`: recompute every metric a results file reports from its samples files, and check recorded provenance.
 
 Per leaf task: `n-samples.effective` = the samples file's line count; each `<metric>,<filter>` = its
-aggregation over the per-line values (`mean`, or `records_accuracy` of the LEVANTE records); `_stderr` =
+aggregation over the per-line values (`mean`, `records_accuracy` of the LEVANTE records, or `subtype_accuracy`:
+the mean of the non-null values, NaN when all are null); `_stderr` =
 sample SD / sqrt(n) for a mean (lmms-eval's `mean_stderr`; "N/A" for other aggregations, n < 2 or
 bootstrap_iters = 0); `_stderr_clt` = the same over numeric values (or dicts with the score key);
 `_stderr_clustered` = "N/A" without a cluster key. LEVANTE lines: `levante_acc` and `levante_parse_rate` per
-line agree with the record, and the record is what its saved response (`filtered_resps`) re-parses to with
-today's parser and the record's presented order (`harness.reparse`, the code `rescore` uses). Groups: the
-size-weighted (or plain) mean over their leaves, stderr pooled.
+line agree with the record, each `levante_acc_<sub>` is the record's correctness under its own sub-type and null
+under the others, and the record is what its saved response (`filtered_resps`) re-parses to with today's parser
+and the record's presented order (`harness.reparse`, the code `rescore` uses). Groups: the size-weighted (or
+plain) mean over their leaves, stderr pooled.
 Against the installation (unless skipped): lmms-eval version, commit and patch set; each task's source hash
 (YAML + includes + utils); the dataset fingerprint of the recorded data version in the data dir.
 inspect_ai `.eval` logs (summary.inspect_logs.verify_eval): the reported levante_record accuracy against the
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.errors import LevanteError
+from levante_tasks.harness import metrics
 from levante_tasks.harness.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.schema import layout
 from levante_tasks.schema.records import RECORD_KEY
@@ -41,7 +44,7 @@ STDERR_SUFFIXES = ("_stderr_clustered", "_stderr_clt", "_stderr")
 RECORD_METRICS: dict[str, Callable[[Mapping[str, Any]], float]] = {
     "levante_acc": lambda r: float(r["correct"]),
     "levante_parse_rate": lambda r: float(r["parse_method"] != "none"),
-}  # and every per-sub-type accuracy `levante_acc_<sub>`, also = correct
+}  # and every per-sub-type accuracy `levante_acc_<sub>`: metrics.subtype_values
 
 
 @dataclass
@@ -55,6 +58,8 @@ class Report:
 
 def _close(a: Any, b: Any) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
         return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
     return a == b
 
@@ -85,6 +90,11 @@ def _recompute(aggregation: str | None, values: list[Any]) -> tuple[float | None
             raise ValueError("per-line values are not LEVANTE records")
         numbers = [float(v["correct"]) for v in values]
         return (sum(numbers) / len(numbers) if numbers else None), []
+    if aggregation and "subtype_accuracy" in aggregation:
+        scored = [v for v in values if v is not None]
+        if not all(_number(v) for v in scored):
+            raise ValueError("per-line values are not numbers or null")
+        return metrics.subtype_accuracy(scored), []
     raise ValueError(f"aggregation {aggregation or 'unknown'} is not one verify can recompute")
 
 
@@ -99,15 +109,15 @@ def _record_disagreement(line: Mapping[str, Any]) -> str | None:
     record = line.get(RECORD_KEY)
     if not isinstance(record, Mapping):
         return None
+    try:
+        wanted = {name: check(record) for name, check in RECORD_METRICS.items()}
+        wanted.update(metrics.subtype_values(record))
+    except (KeyError, TypeError, ValueError):
+        return None
     for metric, value in line.items():
-        check = RECORD_METRICS.get(metric) or (RECORD_METRICS["levante_acc"]
-                                               if metric.startswith(SUBTYPE_PREFIX) else None)
-        if check is None:
+        if metric not in wanted and not metric.startswith(SUBTYPE_PREFIX):
             continue
-        try:
-            want = check(record)
-        except (KeyError, TypeError):
-            continue
+        want = wanted.get(metric)
         if not _close(value, want):
             return f"{metric} {value!r} disagrees with its {RECORD_KEY} record ({want!r})"
     return None
@@ -150,7 +160,7 @@ def leaf_expected(name: str, results: dict[str, Any], lines: list[dict[str, Any]
         if not config.get("cluster_key"):
             mine[f"{metric}_stderr_clustered,{filt}"] = None
         expected.update((k, v) for k, v in mine.items() if k in reported)
-        recomputed[key] = (value, len(values[metric]))
+        recomputed[key] = (value, sum(v is not None for v in values.get(metric, [])))
         recomputed[f"{metric}_stderr,{filt}"] = mine[f"{metric}_stderr,{filt}"]
     return expected, recomputed, failed
 
@@ -217,6 +227,8 @@ def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: s
             if "," not in key or key.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES) or not _number(value):
                 continue
             having, parts = _group_parts(key, leaves, recomputed)
+            if math.isnan(value) and not having:
+                continue  # a sub-type none of the leaves scored (a --limit run): NaN in lmms-eval as here
             if not having:
                 out.append(f"{where}: {group}: {key}: cannot recompute (no subtask reports it)")
                 continue
@@ -240,7 +252,7 @@ def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: s
 
 def _group_parts(key: str, leaves: list[str], recomputed: Mapping[str, dict]) -> tuple[list[str], list[tuple]]:
     """The leaves of a group that report `key`, and their (value, n lines)."""
-    having = [leaf for leaf in leaves if recomputed[leaf].get(key, (None,))[0] is not None]
+    having = [leaf for leaf in leaves if recomputed[leaf].get(key, (None, 0))[1]]  # leaves that scored an item
     return having, [recomputed[leaf][key] for leaf in having]
 
 

@@ -16,9 +16,13 @@ from levante_tasks import __version__
 from levante_tasks.atomic import atomic_open, write_json, write_text
 
 SCHEMA_VERSION = 1
+CI_METHOD = "wilson_items"  # stats.item_interval: Wilson at the effective number of items (replicates clustered)
 KIND = "levante-tasks summary"
 METHODS = {
-    "ci": "Wilson score interval, 95% (z = 1.959964), over the item responses pooled across a cell's replicates",
+    "ci": "95% interval over items: per-item accuracy = mean over the cell's replicates; p = mean over items; "
+          "V = sum((m_i - p)^2) / n^2; Wilson score interval (z = 1.959964) at the effective number of items "
+          "n_eff = p(1 - p) / V (at most the number of responses; n when p is 0 or 1); with one replicate the "
+          "plain Wilson interval over the items. More seeds of the same items do not narrow it by sqrt(k)",
     "seeds": "over a cell's replicates (option-order seed x lmms-eval seeds): mean, sample SD (ddof = 1) and the "
              "t-based 95% CI radius t(0.975, n - 1) * sd / sqrt(n); none for one replicate",
     "accuracy": "mean of the replicates' accuracies, recomputed from the per-item records (levante_item)",
@@ -30,16 +34,23 @@ METHODS = {
               "(sliders) are left out",
     "comparison_keys": "limit, budget, prompt, dataset_fingerprint, patch_set_sha256 must agree within a column "
                        "(among the cells of one harness)",
+    "overall": "per model, harness and output type: accuracy pooled over the items of every task column (original "
+               "images; sub-type columns left out, their items are in their task's), i.e. the mean over all items "
+               "of the per-item accuracy (mean over replicates), each task weighted by its item count (as "
+               "lmms-eval's levante group row); 95% interval over items as for cells",
+    "markers": "synthetic data: the task's run provenance says its dataset was prepared from a levante-tasks synth "
+               "release (synthetic_data, from dataset.json); test model: the model's answers carry test_model "
+               "(a random-init checkpoint of levante_tasks.testing) or its adapter is an offline test double",
     "harness": "lmms-eval or inspect_ai: cells of different harnesses are never merged as replicates (the harness is "
                "part of the cell key; inspect rows have adapter inspect_ai:<model>)",
 }
 CSV_FIELDS = [
-    "model", "revision", "adapter", "harness", "family", "task", "parent", "output_type", "variant", "n_replicates",
-    "n_items", "n_responses", "n_correct", "accuracy", "ci95_low", "ci95_high", "ci_method", "parse_rate", "chance",
-    "seed_mean", "seed_sd", "seed_ci95_radius", "acc_blank", "blank_image_delta", "acc_shuffled",
-    "visual_dependency_delta", "flags", "lmms_eval_version", "lmms_eval_commit", "patch_set_sha256",
-    "task_version", "task_source_sha256", "dataset_fingerprint", "data_version", "seeds", "option_seeds", "limit",
-    "budget", "batch_size", "device_class", "model_args", "sources",
+    "model", "revision", "adapter", "harness", "test_model", "family", "task", "parent", "output_type", "variant",
+    "n_replicates", "n_items", "n_responses", "n_correct", "accuracy", "ci95_low", "ci95_high", "ci_method",
+    "parse_rate", "chance", "seed_mean", "seed_sd", "seed_ci95_radius", "acc_blank", "blank_image_delta",
+    "acc_shuffled", "visual_dependency_delta", "flags", "lmms_eval_version", "lmms_eval_commit", "patch_set_sha256",
+    "task_version", "task_source_sha256", "dataset_fingerprint", "data_version", "synthetic_data", "seeds",
+    "option_seeds", "limit", "budget", "batch_size", "device_class", "model_args", "sources",
 ]
 PROVENANCE_FIELDS = CSV_FIELDS[CSV_FIELDS.index("lmms_eval_version"):CSV_FIELDS.index("sources")]
 
@@ -70,7 +81,7 @@ def write_csv(path: Path, cells: list[dict[str, Any]]) -> None:
         for cell in cells:
             row = {k: cell.get(k) for k in CSV_FIELDS}
             row.update({k: cell["provenance"].get(k) for k in PROVENANCE_FIELDS})
-            row["ci_method"] = "wilson"
+            row["ci_method"] = CI_METHOD
             row["flags"] = "; ".join(cell["flags"])
             row["sources"] = "; ".join(cell["sources"])
             writer.writerow({k: _csv_value(v) for k, v in row.items()})
@@ -92,6 +103,41 @@ def _cell_text(cell: dict[str, Any]) -> str:
 def model_label(cell: dict[str, Any]) -> str:
     """A model row as summary.md and heatmap.png show it: `<public id> @ <revision, 12> (<adapter>)`."""
     return f"{cell['model']} @ {cell['revision'][:12]} ({cell['adapter']})"
+
+
+def synthetic_cells(matrix: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cells whose data was prepared from a synthetic release (any replicate's provenance says so)."""
+    def synthetic(value: Any) -> bool:
+        return value is True or (isinstance(value, list) and True in value)
+    return [c for c in matrix["cells"] if synthetic(c["provenance"].get("synthetic_data"))]
+
+
+def reader_notes(matrix: dict[str, Any]) -> list[str]:
+    """One line each when the matrix holds synthetic data or test models (summary.md, heatmap.png, report.md)."""
+    notes = []
+    synthetic = synthetic_cells(matrix)
+    if synthetic:
+        share = "all cells" if len(synthetic) == len(matrix["cells"]) else f"{len(synthetic)} of " \
+            f"{len(matrix['cells'])} cells"
+        notes.append(f"SYNTHETIC DATA ({share}): made-up items from levante-tasks synth, not LEVANTE's")
+    tests = [model_label(m) for m in matrix["models"] if m.get("test_model")]
+    if tests:
+        notes.append(f"TEST MODEL{'S' if len(tests) > 1 else ''} (random-init or scripted, levante_tasks.testing; "
+                     f"a pipeline check, not a capability result): {', '.join(tests)}")
+    return notes
+
+
+def _overall_section(matrix: dict[str, Any]) -> list[str]:
+    """The overall row per model and output type: accuracy pooled over the items of every task (METHODS)."""
+    rows = [[model_label(o), o["output_type"], f"{len(o['tasks'])}", _pct(o["chance"]),
+             f"{_pct(o['accuracy'])} [{_pct(o['ci95_low'])}, {_pct(o['ci95_high'])}] n={o['n_items']}"]
+            for o in matrix.get("overall") or []]
+    if not rows:
+        return []
+    return ["## Overall", "", "Accuracy pooled over the items of every task column (original images; sub-type "
+            "columns left out): each task weighted by its item count, as lmms-eval's `levante` group row; "
+            "[95% CI over items] n = items; chance pooled the same way.", "",
+            *_table(["model", "output type", "tasks", "chance", "overall"], rows)]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -139,10 +185,15 @@ def summary_markdown(matrix: dict[str, Any], heatmap: bool) -> str:
         f"{len(matrix['models'])} model(s), {len(matrix['columns'])} task column(s), {len(matrix['cells'])} cell(s) "
         f"from {len(runs)} run(s) ({failed} failed). Generated by {matrix['generator']}; matrix.json schema "
         f"{matrix['schema_version']}.", "",
-        "Cells: accuracy [Wilson 95% CI] n = items, parse rate; with several seeds: their number, sample SD and "
-        "t-based 95% CI radius. Accuracy is recomputed from the per-item records. "
+        "Cells: accuracy [95% CI over items] n = items, parse rate; with several seeds: their number, sample SD "
+        "over seeds and t-based 95% CI radius. The CI treats seeds as replicates of an item (per-item mean over "
+        "seeds, Wilson at the effective number of items; docs/summary.md), so re-asking the same items does not "
+        "narrow it. Accuracy is recomputed from the per-item records. "
         "visual_dependency_delta = acc - acc(shuffled), blank_image_delta = acc - acc(blank).", "",
     ]
+    for note in reader_notes(matrix):
+        lines += [f"> **{note}**", ""]
+    lines += _overall_section(matrix)
     if heatmap:
         lines += ["![accuracy heatmap](heatmap.png)", ""]
     for family in sorted({c["family"] for c in matrix["columns"]}):
@@ -161,6 +212,7 @@ def matrix_document(built: Any, runs: list[dict[str, Any]], problems: list[str])
     return {
         "schema_version": SCHEMA_VERSION, "kind": KIND, "generator": f"levante-tasks {__version__}",
         "methods": METHODS, "models": built.models, "columns": built.columns, "cells": built.cells,
+        "overall": built.overall,
         "runs": runs, "superseded": built.superseded, "flags": built.flags, "problems": problems,
     }
 

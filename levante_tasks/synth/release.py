@@ -19,12 +19,13 @@ from typing import Any
 from levante_tasks import __version__
 from levante_tasks.atomic import clean_stale, make_staging_dir, name_target, swap_dir, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
 from levante_tasks.synth import children as kids
 from levante_tasks.synth import draw, items_language, items_math, items_reasoning, tom
 from levante_tasks.synth.items import MANIFEST_COLUMNS, TaskItems, stream
 
 GENERATOR_VERSION = "1"
-MARKER = "SYNTHETIC.md"
+MARKER = SYNTHETIC_RELEASE_MARKER
 TRIAL_COLUMNS = ("site", "dataset", "task_id", "user_id", "run_id", "trial_id", "trial_number", "item_uid",
                  "item_task", "item_group", "item", "correct", "rt", "response", "answer", "distractors", "chance",
                  "theta_estimate", "theta_se")

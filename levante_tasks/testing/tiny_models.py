@@ -16,6 +16,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 from tokenizers.pre_tokenizers import ByteLevel
 
 from levante_tasks.schema.items import LETTERS  # single tokens, with and without a leading space
+from levante_tasks.schema.markers import TEST_MODEL_CONFIG_KEY
 
 # SmolVLM's chat template (Idefics3 family): "User:<image>text<end_of_utterance>\nAssistant:".
 SMOLVLM_CHAT_TEMPLATE = (
@@ -60,9 +61,11 @@ def _fast_tokenizer(tok: Tokenizer, **kwargs: object):
 
 
 def _save(model: torch.nn.Module, processor: object, out_dir: str | Path) -> Path:
-    """Save model + processor side by side, as a hub snapshot would hold them."""
+    """Save model + processor side by side, as a hub snapshot would hold them; config.json marks the checkpoint
+    as a random-init test model (schema.markers.TEST_MODEL_CONFIG_KEY), which the adapters report."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    setattr(model.config, TEST_MODEL_CONFIG_KEY, "random-init test model (levante_tasks.testing.tiny_models)")
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
