@@ -13,6 +13,7 @@ import pytest
 from summary_runs import copy_runs, real_runs, results_file, samples
 
 from levante_tasks.cli import main
+from levante_tasks.schema.items import LETTERS
 from levante_tasks.schema.records import RECORD_KEY
 
 
@@ -36,16 +37,23 @@ def _edit_samples(folder: Path, task: str, change) -> Path:
     return path
 
 
-def _flip_a_wrong_item(folder: Path, task: str) -> int:
+def _flip_a_wrong_item(folder: Path, task: str, how: str = "letter") -> int:
     """Make one wrong item correct in its record, its line metrics and results.json; the response stays. Returns
-    the line number."""
+    the line number. `how`: "letter" records the gold letter as the choice; "order" keeps the choice and edits the
+    presented order so that the chosen position holds the answer (the response then re-parses to a correct record)."""
     flipped = {}
 
     def flip(lines: list[dict]) -> None:
         number, line = next((i, line) for i, line in enumerate(lines) if line[RECORD_KEY]["correct"] == 0
                             and line[RECORD_KEY]["choice_letter"] is not None)
         record = line[RECORD_KEY]
-        record.update(choice_letter=line["target"], choice_index=0, correct=1)
+        if how == "letter":
+            record.update(choice_letter=line["target"], choice_index=0, correct=1)
+        else:
+            order = record["presented_order"]
+            chosen, gold = LETTERS.index(record["choice_letter"]), order.index(0)
+            order[chosen], order[gold] = order[gold], order[chosen]
+            record.update(choice_index=0, correct=1)
         line["levante_acc"] = 1.0
         flipped["number"], flipped["acc"] = number + 1, [float(x[RECORD_KEY]["correct"]) for x in lines]
 
@@ -69,6 +77,19 @@ def test_verify_finds_a_record_flipped_to_correct_whose_response_says_otherwise(
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1, err
     assert f"levante_vocab: line {number}: record says " in err[0] and "re-parses to 'B' by lone_letter" in err[0]
+
+
+def test_verify_finds_a_record_made_correct_by_editing_its_presented_order(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The response re-parses to the forged record (it trusts the record's order): lmms-eval's own target for the
+    line still says where the answer was shown."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    number = _flip_a_wrong_item(runs / "fixed", "levante_vocab", how="order")
+    assert main(["verify", str(runs / "fixed"), "--skip-installation"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1, err
+    assert f"levante_vocab: line {number}: levante_item presented_order " in err[0] and "target of the line" in err[0]
 
 
 def _tree(folder: Path) -> dict[str, bytes]:

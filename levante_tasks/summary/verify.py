@@ -32,6 +32,7 @@ from levante_tasks.errors import LevanteError
 from levante_tasks.harness import metrics
 from levante_tasks.harness.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.schema import layout
+from levante_tasks.schema.items import LETTERS
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
@@ -123,6 +124,27 @@ def _record_disagreement(line: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _order_disagreement(line: Mapping[str, Any]) -> str | None:
+    """When the record's presented order puts the correct option elsewhere than lmms-eval's own `target` of the line
+    (the gold letter, or its index for multiple_choice, written by lmms-eval from the doc): the order re-parsing
+    relies on was edited, so the record cannot be trusted. Slider lines (a number target) are not checked."""
+    record = line.get(RECORD_KEY)
+    if not isinstance(record, Mapping) or "target" not in line or "target_value" in record:
+        return None  # not a choice record (slider records hold their target value)
+    try:
+        gold = list(record["presented_order"]).index(0)
+    except (KeyError, TypeError, ValueError):
+        return f"{RECORD_KEY} has no presented_order holding option 0"
+    target = line["target"]
+    multiple_choice = record.get("output_type") == "multiple_choice"
+    expected = gold if multiple_choice else LETTERS[gold]
+    shown = int(target) if multiple_choice and str(target).lstrip("-").isdigit() else target
+    if shown != expected:
+        return (f"{RECORD_KEY} presented_order {list(record['presented_order'])} puts the answer at {expected!r}, "
+                f"lmms-eval's target of the line is {target!r}")
+    return None
+
+
 def leaf_expected(name: str, results: dict[str, Any], lines: list[dict[str, Any]]) -> tuple[dict, dict, list[str]]:
     """What a leaf task's reported metrics should be, from its samples lines: (`{key: value}` for every reported
     `<metric>,<filter>` and stderr key that can be recomputed (None = "N/A"), what groups need
@@ -184,7 +206,7 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
     for number, line in enumerate(lines):
         position = f"line {line.get('_line', number + 1)}"
         record = line.get(RECORD_KEY)
-        problem = _record_disagreement(line)
+        problem = _record_disagreement(line) or _order_disagreement(line)
         if problem is None and isinstance(record, Mapping):
             try:
                 problem = disagreement(record, line.get("filtered_resps"))
