@@ -14,6 +14,7 @@ from shared_paths import irt_fixture_dir
 from levante_tasks.cli import main
 from levante_tasks.compare.humans import parse_distractors
 from levante_tasks.compare.records import read_records
+from levante_tasks.compare.report import p_value_text
 from levante_tasks.summary.writers import model_label
 
 
@@ -124,6 +125,10 @@ def test_compare_end_to_end(tmp_path: Path) -> None:
     assert len(pngs) == 3 and all(p.stat().st_size > 1000 for p in pngs)
     report = (out / "comparison.md").read_text()
     assert "negative = child-aligned" in report and "| aligned |" in report
+    for unit, res in summary["tasks"]["trog"]["models"].items():  # each p as the JSON says, never rounded to 0
+        p = res["kl"].get("uniform_test_p")
+        if p is not None:
+            assert p > 0 and f"({p_value_text(p)}) |" in report.split(f"| {unit} |", 1)[1].split("\n", 1)[0]
     for path in out.rglob("*"):
         if path.suffix in (".csv", ".json", ".md"):
             assert str(tmp_path) not in path.read_text(), path.name

@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from levante_tasks.atomic import atomic_path  # noqa: E402
+from levante_tasks.compare.report import p_value_text  # noqa: E402
 
 MAX_DETAILED = 12  # beyond this many models a task's plots summarise (no panel, legend or band per model)
 
@@ -105,7 +106,7 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
             rows = rows.sort_values("bin_low")
             bound = " at its bound" if unit in at_bound else ""
             p = p_value.get((unit, task), float("nan"))
-            label = f"{unit} (beta={rows['beta'].iloc[0]:.3g}{bound}; vs uniform p={p:.3g})"
+            label = f"{unit} (beta={rows['beta'].iloc[0]:.3g}{bound}; vs uniform p={p_value_text(p)})"
             style = {"color": f"C{i % 10}", "zorder": 3, "lw": 1.5 if detailed else 0.6,
                      "alpha": 1.0 if detailed else 0.4, "marker": "o" if detailed else None, "ms": 4}
             x = rows["bin_low"] + 0.5

@@ -13,6 +13,14 @@ def _fmt(value: object, digits: int = 3) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+def p_value_text(value: object) -> str:
+    """A permutation p-value as every output shows it (3 significant digits: the smallest, 1/(1 + n_perm), is never
+    rounded to 0), 'n/a' for missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{float(value):.3g}"
+
+
 def _age(age: dict) -> str:
     """Age equivalent with its interval; ends outside the children's ages read "below youngest"/"above oldest"."""
     words = {"below_youngest": "below youngest", "above_oldest": "above oldest"}
@@ -64,7 +72,8 @@ def section(summary: dict, figures: list[Path]) -> str:
         for unit, res in info["models"].items():
             d, kl, age = res["difficulty"], res["kl"], res["age"]
             better = kl.get("better_than_uniform")
-            beats = f"{'yes' if better else 'no' if better is False else 'n/a'} ({_fmt(kl.get('uniform_test_p'))})"
+            verdict = "yes" if better else "no" if better is False else "n/a"
+            beats = f"{verdict} ({p_value_text(kl.get('uniform_test_p'))})"
             shown = f"{unit} (random-init test model)" if unit in tests else unit
             lines.append(
                 f"| {shown} | {res['n_items']} | {_fmt(res['theta'], 2)} ({_fmt(res['se'], 2)}) | "

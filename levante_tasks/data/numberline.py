@@ -10,6 +10,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont, PngImagePlugin
 
+from levante_tasks.atomic import atomic_path
+
 WIDTH, HEIGHT = 800, 160
 MARGIN = 60
 
@@ -36,12 +38,10 @@ def draw_number_line(low: float, high: float, marked: float | None) -> Image.Ima
 
 def save_number_line(path: Path, low: float, high: float, marked: float | None) -> None:
     """Write the number line as PNG with no timestamp, so the bytes depend only on the arguments."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     info = PngImagePlugin.PngInfo()
     info.add_text("Source", "levante-tasks generated number line")
-    tmp = path.with_name(f".{path.name}.part")
-    draw_number_line(low, high, marked).save(tmp, format="PNG", pnginfo=info, optimize=False)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:  # the writers' one temp-name scheme (pid-tagged; parallel writers never collide)
+        draw_number_line(low, high, marked).save(tmp, format="PNG", pnginfo=info, optimize=False)
 
 
 def number_line_relpath(low: float, high: float, marked: float | None) -> str:
