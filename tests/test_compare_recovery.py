@@ -146,14 +146,16 @@ def test_theta_and_age_are_recovered_with_near_nominal_coverage(study: pd.DataFr
 
 
 def test_null_models_are_flagged_at_no_more_than_the_nominal_rate(study: pd.DataFrame) -> None:
-    """The permutation test is exact: null models beat uniform at <= 5% (binomial 99.9% bound), and at <= 20%
-    for p <= 0.2; the old closest-bin rule flagged them far more often; child-like models are all found."""
+    """The permutation test is exact: null models beat uniform at <= 5%, and at <= 20% for p <= 0.2 (binomial 99%
+    bounds over all 240 nulls pooled: 20 of 240 = 8.3%, so the old rule's 12-42% would fail; per kind, only a gross
+    excess); the old closest-bin rule flagged them far more often; child-like models are all found."""
     found = figures(study)
     nulls = study[study["kind"] != "childlike"]
+    flagged, small_p = nulls["better_than_uniform"].astype(bool), nulls["uniform_test_p"] <= 0.2
+    assert flagged.sum() <= stats.binom.ppf(0.99, len(nulls), 0.05)
+    assert small_p.sum() <= stats.binom.ppf(0.99, len(nulls), 0.2)
     for kind, part in nulls.groupby("kind"):
-        n = len(part)
-        assert part["better_than_uniform"].astype(bool).sum() <= stats.binom.ppf(0.999, n, 0.05), kind
-        assert (part["uniform_test_p"] <= 0.2).sum() <= stats.binom.ppf(0.999, n, 0.2), kind
+        assert flagged[part.index].mean() <= 0.12, kind  # the old rule flagged 12-42% per kind
     assert not nulls.loc[nulls["kind"] == "uniform", "better_than_uniform"].astype(bool).any()
     assert found["childlike_better_than_uniform"] >= 0.95
     old = found["null_old_closest_bin_rule_rate"]
