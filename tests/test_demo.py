@@ -38,6 +38,10 @@ def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_
     assert model["test_model"] and label == "tiny-clip @ unknown (levante_clip)"
     for page in (text, report):
         assert "SYNTHETIC DATA (all cells)" in page and "TEST MODEL (random-init" in page and label in page
+    # the comparison names the model alike and knows it for a test model from the run, as the summary does
+    compared = (out / "matrix" / "comparison" / "all" / "comparison.md").read_text(encoding="utf-8")
+    assert f"| {label}/original/gen/seed0 (random-init test model) |" in compared
+    assert comparison["data"]["test_models"] and all(u.startswith(label) for u in comparison["data"]["test_models"])
     assert f"| {label} | levante | 0 | done |" in report and document["cells"][0]["model_label"] == label
     pooled = [c for c in summary["cells"] if c["variant"] == "original" and not c["parent"]]
     [overall] = summary["overall"]

@@ -29,7 +29,7 @@ from levante_tasks.compare.difficulty import MIN_ITEMS
 from levante_tasks.compare.distributions import GRID_POINTS
 from levante_tasks.compare.humans import read_runs, read_trials
 from levante_tasks.compare.irt import IrtModel, read_irt
-from levante_tasks.compare.labels import is_test_model, synthetic_evidence
+from levante_tasks.compare.labels import synthetic_evidence
 from levante_tasks.compare.records import read_records
 from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.tables import rows_with_items
@@ -139,8 +139,8 @@ def run_compare(
             "items": items_path.name if items_path is not None else None,
         },
         "data": {"synthetic_evidence": synthetic_evidence([trials_path, runs_path, *(p for _, p in irt)], trials),
-                 "test_models": sorted({name for info in results.tasks.values() for name in info["models"]
-                                        if is_test_model(name)})},
+                 "test_models": sorted(set(records.loc[records["test_model"].astype(bool), "model"])
+                                       & {name for info in results.tasks.values() for name in info["models"]})},
         "levante_tasks_version": __version__,
         "tasks": results.tasks,
         "exclusions": results.exclusions,

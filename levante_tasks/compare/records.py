@@ -23,12 +23,13 @@ from levante_tasks.compare.tables import parse_correct, read_table, text_problem
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
 from levante_tasks.summary.provenance import local_name, model_identity, path_like
+from levante_tasks.summary.units import find_answer
 from levante_tasks.summary.writers import model_label
 
 # the record fields that key a scoring unit, named by the schema (a renamed field fails here at import)
 _FIELDS = {f.name: f.name for f in fields(ItemRecord)}
 SEED, VARIANT, OUTPUT_TYPE = _FIELDS["seed"], _FIELDS["variant"], _FIELDS["output_type"]
-COLUMNS = ["model", "task", "item_uid", "correct", "option_scores"]
+COLUMNS = ["model", "task", "item_uid", "correct", "option_scores", "test_model"]
 _SAMPLES = re.compile(r"^(?P<date>.*?)_?samples_(?P<task>.+)\.jsonl$")
 
 
@@ -47,10 +48,11 @@ def parse_scores(value: object) -> list[float] | None:
     return scores or None
 
 
-def _model_name(path: Path) -> str:
-    """The model's label as summary.md shows it (`<public id> @ <revision> (<adapter>)`, summary.writers'
-    `model_label` from the `<date>_results.json` next to a samples file), else lmms-eval's model name, else the
-    folder: one model has one name in summary.md, comparison.md and the plots.
+def _model_identity(path: Path) -> tuple[str, bool]:
+    """(the model's label as summary.md shows it, whether it is a test model), from the `<date>_results.json` next to
+    a samples file and the file's first JSON answers, as the summary reads them (summary.writers' `model_label`,
+    provenance.model_identity): one model has one name, and one test-model rule, in summary.md, comparison.md and the
+    plots. Without a results file: lmms-eval's model name, else the folder (not a test model).
 
     A local checkpoint path is never used as a name (outputs carry no absolute paths): its public name (folder
     name or hub id) stands in for it.
@@ -65,15 +67,31 @@ def _model_name(path: Path) -> str:
         if not isinstance(results, dict):
             continue
         if isinstance(results.get("config"), dict):
-            identity = model_identity(results, None)
+            identity = model_identity(results, find_answer({path.name: _first_lines(path)}))
             return model_label({"model": identity["public_id"], "revision": identity["revision"],
-                                "adapter": identity["adapter"]})
+                                "adapter": identity["adapter"]}), bool(identity["test_model"])
         name = str(results.get("model_name") or "")
         if path_like(name):
             name = local_name(name)[0]
         if name:
-            return name
-    return path.parent.name
+            return name, False
+    return path.parent.name, False
+
+
+def _first_lines(path: Path, count: int = 3) -> list[dict]:
+    """The first `count` samples lines that parse as JSON objects (damaged lines are reported by read_jsonl)."""
+    lines: list[dict] = []
+    with open(path, "rb") as handle:
+        for raw in handle:
+            try:
+                obj = json.loads(raw.decode("utf-8-sig"))
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                lines.append(obj)
+            if len(lines) == count:
+                break
+    return lines
 
 
 def scoring_unit(model: str, record: dict, lmms_task: str) -> str:
@@ -115,7 +133,7 @@ def read_jsonl(path: Path, counts: Counter) -> list[dict]:
     Lines are decoded one by one so that a NUL or non-UTF-8 byte is reported with its line; a BOM is accepted.
     """
     match = _SAMPLES.match(path.name)
-    model_name = _model_name(path) if match else path.stem
+    model_name, test_model = _model_identity(path) if match else (path.stem, False)
     lmms_task = match.group("task") if match else path.stem
     rows = []
     with open(path, "rb") as handle:
@@ -137,7 +155,7 @@ def read_jsonl(path: Path, counts: Counter) -> list[dict]:
                 counts["lines_without_levante_item"] += 1
                 continue
             unit = scoring_unit(model_name, record, lmms_task) if match else model_name
-            rows.append(_record_row(record, unit, f"{path.name}:{number}"))
+            rows.append({**_record_row(record, unit, f"{path.name}:{number}"), "test_model": test_model})
     return rows
 
 
@@ -200,6 +218,7 @@ def read_csv(path: Path) -> pd.DataFrame:
         "item_uid": table["item_uid"].map(uids).to_numpy(dtype=object),
         "correct": correct_text.map(parsed).to_numpy(dtype=float),
         "option_scores": pd.Series(scores, dtype=object).to_numpy(),
+        "test_model": False,  # a hand-made records table says nothing of its model's checkpoint
     })
 
 

@@ -196,7 +196,7 @@ def _subtype_units(run: ParsedRun, leaf: _Leaf, config: Mapping[str, Any]) -> li
     return units
 
 
-def _find_answer(lines_by_task: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
+def find_answer(lines_by_task: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
     """The model identity of the first JSON answer that names the model (id or revision), from the first lines of
     each task: the answer's `model` object (docs/design.md §3c), or the answer itself when it is flat."""
     for task in sorted(lines_by_task):
@@ -236,7 +236,7 @@ def parse_run(run: RunFiles) -> ParsedRun:
         except FileProblem as exc:
             problems.append(str(exc))
             tasks[name] = {"status": "failed", "problem": str(exc)}
-    model = prov.model_identity(results, _find_answer(lines_by_task))
+    model = prov.model_identity(results, find_answer(lines_by_task))
     parsed = ParsedRun(run, results, model, tasks=tasks, problems=problems)
     for name, leaf in leaves.items():
         parsed.units.append(_unit(parsed, leaf, leaf.records, leaf.column, ""))
