@@ -8,9 +8,9 @@ letter (`letter_first` only when no second line opens with a marked letter, as a
 B) dog" does); then the whole answer as one option's text (`option_text`). A letter is a standalone capital, never
 a word's first letter ("Dog"). Rejected as ambiguous: two different letters (a form's letter and any other
 standalone letter A-H of the answer: "B, D", "B. Wait, actually it is C."), a hedge ("A or B"), a letter outside
-the item's options, a tie of scores, and a bare `A` followed by a word ("The answer is A cat": the article). Upper-case letters only, except where a letter cannot be an article: a JSON answer value
-and a line `ANSWER: b`. `PARSER_VERSION` names this grammar in every record; change it with any change of what is
-read.
+the item's options, a tie of scores, and a bare `A` followed by a word ("The answer is A cat": the article).
+Upper-case letters only, except where a letter cannot be an article: a JSON answer value and a line `ANSWER: b`.
+`PARSER_VERSION` names this grammar in every record; change it with any change of what is read.
 """
 
 from __future__ import annotations
