@@ -7,8 +7,10 @@ generation kwargs or continuations, or the chat turns; target; image paths).
 
 Regenerate (only for an intended change of records or prompts, in a commit of its own): prepare the synthetic
 release of seed 0 as version `synthetic` into DATA_DIR (as tests/test_golden_records.py does), then run
-`python tests/golden_records.py DATA_DIR tests/golden/records_synthetic_seed0.json [KEY...]`; the KEYs named are
-record keys the change adds, and the records without them must hash as before.
+`python tests/golden_records.py DATA_DIR tests/golden/records_synthetic_seed0.json [KEY...] [KEY=OLD...]`; the KEYs
+named are record keys the change adds, and the records without them must hash as before; a `KEY=OLD` is a key
+whose value the change alters from the string OLD (`parser_version=2`), and the records with OLD put back must hash
+as before.
 """
 
 from __future__ import annotations
@@ -58,10 +60,17 @@ def run_suites(model: Any, tasks_dir: str, suites: list[str]) -> dict[str, list[
     return evaluator.simple_evaluate(model=model, tasks=suites, task_manager=manager, log_samples=True)["samples"]
 
 
+def _as_before(record: dict[str, Any], changes: tuple[str, ...]) -> dict[str, Any]:
+    """A record as the tree before a change wrote it: each `key` of `changes` dropped, each `key=old` set to old."""
+    old_values = dict(change.split("=", 1) for change in changes if "=" in change)
+    return {k: old_values.get(k, v) for k, v in record.items() if k not in changes}
+
+
 def regenerate(data_dir: str, golden: str, without: tuple[str, ...] = ()) -> None:
     """Rewrite the golden file from this tree on a prepared synthetic release (seed 0, version `synthetic`) in
     `data_dir`. With `without`, first check that the records minus those keys are the golden ones (a change that
-    only adds record keys changes nothing else); AssertionError names the units that differ."""
+    only adds record keys changes nothing else); an entry `key=old` puts back a key's old string value instead (a
+    version bump changes nothing else). AssertionError names the units that differ."""
     import os
     from pathlib import Path
 
@@ -81,8 +90,8 @@ def regenerate(data_dir: str, golden: str, without: tuple[str, ...] = ()) -> Non
         samples = run_suites(model, str(TASKS_DIR), suites)
         turns = model.seen if name == "scripted_chat" else None
         if without:
-            kept = {task: [{**line, "levante_item": {k: v for k, v in line["levante_item"].items() if k not in without}}
-                           for line in lines] for task, lines in samples.items()}
+            kept = {task: [{**line, "levante_item": _as_before(line["levante_item"], without)} for line in lines]
+                    for task, lines in samples.items()}
             differ = [unit for unit, want in unit_hashes(kept, turns).items() if old[name].get(unit) != want]
             assert not differ, f"{name}: records differ beyond {without}: {differ[:5]}"
         new[name] = unit_hashes(samples, turns)

@@ -8,7 +8,11 @@ FixedLetterModel(letter="B") and ImageIndexOracle and with `levante_tasks/testin
 as here; it only needs lmms-eval). Regenerate it only for an intended change of records or prompts, and say so
 (tests/golden_records.py). Regenerated since: egma-math's option orders balanced over the whole task and each
 sub-type at once (issue 18.2: egma-math units changed); parser version 2 added the record keys parser_version,
-option_texts, range_min and range_max, and slider records gained chance_level.
+option_texts, range_min and range_max, and slider records gained chance_level; parser version 3 changed
+parser_version and left a tie of scores unparsed (checked: with parser_version "2" and each tie record put back to
+its first top-scoring letter by `scores`, every unit hashes as before; 635 image_oracle multiple_choice records on
+text-only egma-math items, where the oracle gives every option the same loss, 2 scripted and 1 scripted_chat
+`scores` JSON ties).
 """
 
 from __future__ import annotations

@@ -78,6 +78,54 @@ def test_examples(text: str, letter: str | None, method: str) -> None:
     assert (parsed.confidence > 0) == (letter is not None)
 
 
+ANIMALS = ["cat", "dog", "bird", "fish"]
+
+
+@pytest.mark.parametrize(
+    ("text", "letter", "method"),
+    [
+        # a capitalised word's first letter is not a letter answer (parser version 3)
+        ("The answer is Dog.", "B", "option_text"),
+        ("I choose Dog because it is bigger.", None, "none"),
+        ("Answer: Depends on the angle", None, "none"),
+        ("The answer is: Cannot determine.", None, "none"),
+        ("Answer: Based on the picture, the dog is bigger, so C.", None, "none"),
+        ("The answer is 'Dog'.", "B", "option_text"),
+        ("**Cat**", "A", "option_text"),
+        ('"Bird"', "C", "option_text"),
+        ("The answer is **A cat**.", None, "none"),
+        ("Answer: The correct answer is B.", "B", "answer_is"),
+        # several letters and hedges
+        ("Answer: B, D", None, "none"),
+        ("The answer is B, C.", None, "none"),
+        ("The answer is B (or possibly C).", None, "none"),
+        ("The answer is B, though D is also possible.", None, "none"),
+        ("B OR C", None, "none"),
+        ("The answer is B OR C.", None, "none"),
+        # option_is: the article check looks after the letter, every occurrence counts
+        ("Option B is correct. Option A is correct too.", None, "none"),
+        ("Option A is correct. Cats are small.", "A", "option_is"),
+        ("Option A is correct because the cat is small.", "A", "option_is"),
+        # self-corrections and a restated one-line option list: two letters stated
+        ("The answer is B. Wait, actually it is C.", None, "none"),
+        ("The answer is B.\n\nOn second thought, C.", None, "none"),
+        ('{"answer": "B", "confidence": 0.3} Actually I changed my mind, C.', None, "none"),
+        ("A. cat B. dog C. bird D. fish. I'm not sure which.", None, "none"),
+        ("I pick (A) because A is the cat.", "A", "i_choose"),  # the same letter twice is one answer
+    ],
+)
+def test_capitalised_words_several_letters_and_corrections(text: str, letter: str | None, method: str) -> None:
+    parsed = parse_choice(text, LETTERS, ANIMALS)
+    assert (parsed.letter, parsed.method) == (letter, method)
+
+
+@pytest.mark.parametrize("scores", [{"A": -1.0, "B": -1.0, "C": -1.0, "D": -1.0}, {"A": -3.0, "B": -0.5, "C": -0.5,
+                                                                              "D": -2.0}])
+def test_tied_scores_are_unparsed_but_kept(scores: dict[str, float]) -> None:
+    parsed = parse_choice(json.dumps({"scores": scores}), LETTERS)
+    assert (parsed.letter, parsed.method, parsed.confidence, parsed.scores) == (None, "none", 0.0, scores)
+
+
 def test_scores_json_gives_argmax_and_scores() -> None:
     text = json.dumps({"answer": "A", "scores": {"A": -2.0, "B": -0.1, "C": -3.0, "D": -5.0}, "scores_kind": "logprob"})
     parsed = parse_choice(text, LETTERS)
@@ -107,7 +155,10 @@ def test_fuzz_prose_with_two_letters_is_not_parsed(first: str, prose: str) -> No
 
 @pytest.mark.parametrize(
     ("text", "value"), [("0.35", 0.35), ('{"answer": 0.2}', 0.2), ("The answer is 0.7.", 0.7), ("0.2 or 0.3", None),
-                        ("The answer is 0.3. No, the answer is 0.5.", None)]
+                        ("The answer is 0.3. No, the answer is 0.5.", None), ("The answer is 1,000.", 1000.0),
+                        ("1,000", 1000.0), ("Answer: 2-3", None), ("the answer: 2 to 3", None),
+                        ("The answer is 0.2 - 0.3", None), ("The answer is 3/4.", 0.75), ("3/4", 0.75), ("3/0", None),
+                        ("The answer is 3/4.5", None)]
 )
 def test_numbers(text: str, value: float | None) -> None:
     assert parse_number(text)[0] == value
@@ -120,8 +171,11 @@ def test_every_form_has_a_confidence_and_a_letter_outside_the_items_options_is_n
         assert parse_choice(text, ["A", "B", "C"]).letter == "C", text
 
 
-# Surrounding prose that cannot itself be an answer: no upper-case letter, no brace, none of the form words.
-PROSE = st.text(alphabet="bcdefghijklm ,", max_size=40).map(str.strip)
+# Surrounding prose that cannot itself be an answer: words (capitalised ones too, whose first letter is no answer),
+# no letter standing alone, no brace, none of the form words.
+WORDS = ["bed", "fig", "hill", "jam", "milk", "Dog", "Cat", "Bird", "The", "Depends", "Cannot", "Every", "Hello",
+         "Because", "Anyway", "Cats", "bird,", "Grey"]
+PROSE = st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join)
 # (template, where): `any` sits between two sentences of prose, `start` opens the answer, `end` closes it.
 FORMS = [
     ("The answer is {X}.", "any", "answer_is"), ("Answer: ({X})", "any", "answer_is"),
@@ -158,8 +212,9 @@ def test_fuzz_every_accepted_form_in_prose_reads_its_letter(form, n, data, befor
 @given(st.sampled_from([f for f in FORMS if f[1] != "end"]), st.sampled_from([f for f in FORMS if f[1] != "start"]),
        st.integers(2, 8), st.data(), PROSE)
 def test_fuzz_near_misses_stay_unparsed(first, second, n, data, prose) -> None:
-    """Two forms naming different letters (one opening or inside the answer, one inside or closing it), a letter
-    beyond the item's options, the article, a lower-case prose letter, a hedge: all unparsed."""
+    """Two forms naming different letters (one opening or inside the answer, one inside or closing it), a form and
+    a second standalone letter, a letter beyond the item's options, the article, a lower-case prose letter, a hedge:
+    all unparsed."""
     letters = list("ABCDEFGH"[:n])
     x, y = data.draw(st.lists(st.sampled_from(letters), min_size=2, max_size=2, unique=True))
     outside = "ABCDEFGH"[n] if n < 8 else "Z"
@@ -169,6 +224,17 @@ def test_fuzz_near_misses_stay_unparsed(first, second, n, data, prose) -> None:
         f"{prose}. The answer is A cat {prose}.",
         f"{prose}. the answer is {x.lower()}.",
         f"{prose}. The answer is {x} or {y}.",
+        f"{prose}. The answer is {x} OR {y}.",
+        _embed(first[0], first[1], x, prose, "") + f". {prose}, actually it is {y}.",  # a self-correction
+        f"{prose}. The answer is {x}, {y}.",
     ]
     for text in texts:
         assert parse_choice(text, letters).method == "none", text
+
+
+@FUZZ
+@given(st.sampled_from(["The answer is", "Answer:", "answer: (", "I choose", "I'd pick", "Option", "**"]),
+       st.sampled_from([w for w in WORDS if w[0].isupper()]), PROSE, st.sampled_from(["", ".", "**", " is correct."]))
+def test_fuzz_a_capitalised_word_is_not_its_first_letter(prefix: str, word: str, prose: str, end: str) -> None:
+    text = f"{prefix} {word} {prose}{end}"
+    assert parse_choice(text, list("ABCDEFGH")).method == "none", text

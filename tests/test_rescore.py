@@ -13,6 +13,7 @@ import pytest
 from summary_runs import copy_runs, real_runs, results_file, samples
 
 from levante_tasks.cli import main
+from levante_tasks.harness.parsing import PARSER_VERSION
 from levante_tasks.schema.items import LETTERS
 from levante_tasks.schema.records import RECORD_KEY
 
@@ -138,7 +139,7 @@ def test_rescore_rereads_an_older_parsers_records_and_verify_names_them(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Parser 1 read the article of "The answer is A cat." as option A; rescoring gives the unparsed record
-    parser 2 writes, counts it by form, recomputes the results file, and leaves every other line as it was."""
+    today's parser writes, counts it by form, recomputes the results file, and leaves every other line as it was."""
     runs = copy_runs(root, tmp_path / "runs", ("fixed",))
     folder = runs / "fixed"
     target: dict = {}
@@ -163,7 +164,7 @@ def test_rescore_rereads_an_older_parsers_records_and_verify_names_them(
     assert main(["verify", str(folder), "--skip-installation"]) == 1
     err = capsys.readouterr().err
     assert f"levante_vocab: line {target['number']}: recorded by parser version 1 as 'A' by answer_is" in err
-    assert "parser version 2 reads its response as None by none" in err and "rescore" in err
+    assert f"parser version {PARSER_VERSION} reads its response as None by none" in err and "rescore" in err
     before = _tree(runs)
     out = tmp_path / "rescored"
     assert main(["rescore", str(folder), "--out", str(out)]) == 0
@@ -180,13 +181,55 @@ def test_rescore_rereads_an_older_parsers_records_and_verify_names_them(
     new_lines = new_path.read_text(encoding="utf-8").splitlines()
     assert [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b] == [target["number"] - 1]
     record = json.loads(new_lines[target["number"] - 1])[RECORD_KEY]
-    assert (record["choice_letter"], record["parse_method"], record["parser_version"]) == (None, "none", "2")
+    assert (record["choice_letter"], record["parse_method"], record["parser_version"]) == (None, "none", PARSER_VERSION)
     rescored = json.loads(results_file(out / "fixed").read_text(encoding="utf-8"))["results"]["levante_vocab"]
     assert rescored["levante_acc,none"] == pytest.approx(original_acc)
     group = json.loads(results_file(out / "fixed").read_text(encoding="utf-8"))["groups"]["pair"]["levante_acc,none"]
     assert group == pytest.approx((sum(pooled) - 1) / len(pooled))
     assert main(["verify", str(out), "--skip-installation"]) == 0, capsys.readouterr().err
     assert main(["summarize", str(out), "--out", str(tmp_path / "summary"), "--no-plot"]) == 0
+
+
+def test_keys_the_parser_does_not_decide_are_no_disagreement(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run written by an earlier tree (records without `chance_level`, an older parser_version) whose decisions
+    stand: verify passes and rescore keeps every file byte for byte."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    dropped = []
+
+    def earlier_tree(lines: list[dict]) -> None:
+        for line in lines:
+            dropped.append(line[RECORD_KEY].pop("chance_level", None))
+            line[RECORD_KEY]["parser_version"] = "2"
+
+    for task in ("levante_vocab", "levante_egma_math"):
+        _edit_samples(runs / "fixed", task, earlier_tree)
+    assert any(value is not None for value in dropped)  # slider records lost a key
+    assert main(["verify", str(runs / "fixed"), "--skip-installation"]) == 0, capsys.readouterr().err
+    assert main(["rescore", str(runs / "fixed"), "--out", str(tmp_path / "rescored")]) == 0
+    assert "0 changed" in capsys.readouterr().out
+    assert _tree(tmp_path / "rescored" / "fixed") == _tree(runs / "fixed")
+
+
+def test_rescore_keeps_a_crlf_bom_files_bytes_and_rewrites_one_line_with_crlf(root: Path, tmp_path: Path) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    target: dict = {}
+
+    def older(lines: list[dict]) -> None:
+        number, line = next((i, x) for i, x in enumerate(lines) if x["target"] == "A")
+        _as_parser_1(line, "The answer is A cat.", "A")
+        target["number"] = number
+
+    path = _edit_samples(runs / "fixed", "levante_vocab", older)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    assert main(["rescore", str(runs / "fixed"), "--out", str(tmp_path / "rescored")]) == 0
+    new = (tmp_path / "rescored" / "fixed" / path.name).read_bytes()
+    assert new.startswith(b"\xef\xbb\xbf") and new.endswith(b"\r\n")
+    old_lines, new_lines = path.read_bytes()[3:].split(b"\r\n"), new[3:].split(b"\r\n")
+    assert b"\n" not in b"".join(new_lines)  # every line still ends with CRLF
+    assert [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b] == [target["number"]]
+    assert json.loads(new_lines[target["number"]])[RECORD_KEY]["parse_method"] == "none"
 
 
 @pytest.mark.parametrize("where", ["inside", "holding"])

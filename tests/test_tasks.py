@@ -111,9 +111,10 @@ def test_fixed_letter_scores_chance_on_every_task_seed_and_output_type(letter: s
             assert all(r["parse_method"] == "none" and r["correct"] == 0 for r in recs)  # a letter is no position
             continue
         hits = sum(r["correct"] for r in recs)
-        # multiple_choice: a letter the item lacks gets no loss advantage, so the argmin falls on A
-        effective = [position if len(r["presented_order"]) > position else (0 if "_mc" in task else None) for r in recs]
-        expected = sum(1 / len(r["presented_order"]) for r, p in zip(recs, effective, strict=True) if p is not None)
+        # an item that lacks the letter: unparsed (multiple_choice: every option the same loss, a tie)
+        lacking = [r for r in recs if len(r["presented_order"]) <= position]
+        assert all(r["parse_method"] == "none" and r["correct"] == 0 for r in lacking)
+        expected = sum(1 / len(r["presented_order"]) for r in recs if len(r["presented_order"]) > position)
         assert abs(hits - expected) <= 1, (task, subtype, hits, expected)
         if subtype != "(whole task)":
             metric = f"levante_acc_{subtype}" if subtype else "levante_acc"

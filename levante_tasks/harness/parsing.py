@@ -5,11 +5,12 @@ Order: a JSON object decides alone (strict `json`/`scores`, else `near_json`: an
 single quotes or a trailing comma); then the whole answer as one letter (`lone_letter`); then the letter forms of
 the prose (`answer_is`, `option_is`, `i_choose`, `letter_first`, `final_letter`), which must all name the same
 letter (`letter_first` only when no second line opens with a marked letter, as a restated option list "A) cat /
-B) dog" does); then the whole answer as one option's text (`option_text`). Rejected as ambiguous: two different
-letters, a hedge ("A or B"), a letter outside the item's options, and a bare `A` followed by a word ("The answer
-is A cat": the article). Upper-case letters only, except where a letter cannot be an article: a JSON answer value
-and a line `ANSWER: b`. `PARSER_VERSION` names this grammar in every record; change it with any change of what is
-read.
+B) dog" does); then the whole answer as one option's text (`option_text`). A letter is a standalone capital, never
+a word's first letter ("Dog"). Rejected as ambiguous: two different letters (a form's letter and any other
+standalone letter A-H of the answer: "B, D", "B. Wait, actually it is C."), a hedge ("A or B"), a letter outside
+the item's options, a tie of scores, and a bare `A` followed by a word ("The answer is A cat": the article).
+Upper-case letters only, except where a letter cannot be an article: a JSON answer value and a line `ANSWER: b`.
+`PARSER_VERSION` names this grammar in every record; change it with any change of what is read.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-PARSER_VERSION = "2"  # set by hand: bump whenever a response may be read differently
+PARSER_VERSION = "3"  # set by hand: bump whenever a response may be read differently
 
 CONFIDENCE = {
     "scores": 1.0,  # JSON with one finite score per letter: the argmax
@@ -41,7 +42,7 @@ CONFIDENCE = {
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 _OPEN, _CLOSE = r"[\(\[\"'*]*", r"[\)\]\"'*]*"
-_TOKEN = rf"(?P<open>{_OPEN})\s*(?P<letter>[A-Z])(?P<close>{_CLOSE})"
+_TOKEN = rf"(?P<open>{_OPEN})\s*(?P<letter>[A-Z])(?![^\W_])(?P<close>{_CLOSE})"  # a letter, not a word's first
 _LETTER_FORMS = {
     "answer_is": re.compile(
         r"\b(?:answer|option|choice)\s*(?:is|:|would\s+be|should\s+be|must\s+be)\s*:?\s*" + _TOKEN, re.IGNORECASE),
@@ -59,12 +60,17 @@ _ANSWER_LINE = re.compile(rf"^\s*answer\s*:\s*{_OPEN}\s*([a-z])\s*{_CLOSE}[.!]?\
 _LONE = re.compile(rf"^[\s\(\[\"'*]*([A-Z])[\s\)\]\"'*]*[.,:;!]?{_CLOSE}\s*$")
 _FINAL = re.compile(rf"(?:^|[.!?:]\s+|\n\s*){_OPEN}\s*([A-Z])\s*{_CLOSE}[.!]?\s*$")
 _LISTED = re.compile(r"^\s*[\(\[*]*[A-Z][\)\]*]*\s*[).:\]]", re.MULTILINE)  # a line opening with a marked letter
+_LISTED_AT = re.compile(r"^\s*[\(\[*]*(?=[A-Z][\)\]*]*\s*[).:\]])", re.MULTILINE)  # up to such a letter
 _ARTICLES = frozenset("A")  # the one upper-case option letter (A-H) that is also an English word
-_HEDGE = re.compile(r"\b[A-Z]\s*(?:or|and|/)\s*[A-Z]\b")
+_ARTICLE_NEXT = re.compile(r"\s+(?!(?:is|seems|looks|or|and)\b)\w")  # "A cat", not "A is correct" / "A or B"
+_STANDALONE = re.compile(r"(?<![^\W_])(?P<open>[\(\[\"'*]*)(?P<letter>[A-H])(?![^\W_])(?P<close>[\)\]\"'*]*)")
+_HEDGE = re.compile(r"(?<![^\W_])[A-Z](?:\s*/\s*|\s+(?i:or|and)\s+)[A-Z](?![^\W_])")
 _NEAR_ANSWER = re.compile(r"[\"']answer[\"']\s*:\s*(?:\"([^\"\n]*)\"?|'([^'\n]*)'?|([^,}\s\"']*))", re.IGNORECASE)
 _JSON_VALUE = re.compile(rf"^\s*{_OPEN}\s*([A-Za-z])\s*{_CLOSE}[.]?\s*$")
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_NUMBER_IS = re.compile(r"answer\s*(?:is|:)\s*:?\s*(" + _NUMBER.pattern + r")", re.IGNORECASE)
+# a number: thousands separators (`1,000`), a decimal, an exponent, or a fraction of integers (`3/4` = 0.75)
+_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+(?![.,]?\d))?")
+_RANGE = r"\s*(?:[-\u2013\u2014/]|\bto\b|\bor\b|\band\b)\s*[-+]?\.?\d"  # "2-3", "2 to 3", "3/4.5": no one number
+_NUMBER_IS = re.compile(r"answer\s*(?:is|:)\s*:?\s*(" + _NUMBER.pattern + r")(" + _RANGE + r")?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,15 @@ def _scores(data: dict, letters: Sequence[str]) -> Parsed | None:
     if len(values) != len(letters) or not all(math.isfinite(v) for v in values.values()):
         return None
     kind = data.get("scores_kind") if isinstance(data.get("scores_kind"), str) else "logprob"
-    return Parsed(max(letters, key=lambda k: values[k]), "scores", values, kind)
+    return scored(letters, values, kind)
+
+
+def scored(letters: Sequence[str], values: dict[str, float], kind: str) -> Parsed:
+    """The letter of the highest score (`scores`), or unparsed with the scores kept when several share it (a tie
+    names no answer)."""
+    best = max(values.values())
+    top = [letter for letter in letters if values[letter] == best]
+    return Parsed(top[0] if len(top) == 1 else None, "scores" if len(top) == 1 else "none", values, kind)
 
 
 def _from_json(text: str, letters: Sequence[str]) -> Parsed | None:
@@ -146,20 +160,25 @@ def _from_json(text: str, letters: Sequence[str]) -> Parsed | None:
     end = text.rfind("}")
     outside = text[:start] + (text[end + 1:] if end > start else "")
     try:
-        chosen |= set(_prose_letters(outside).values())
+        chosen |= set(_prose_letters(outside).values()) | _standalone_letters(outside)
     except ValueError:
         return NONE
     return Parsed(chosen.pop(), "near_json") if len(chosen) == 1 and None not in chosen else NONE
 
 
 def _bounded(text: str, match: re.Match) -> bool:
-    """A letter token stands alone: marked (brackets, quotes, bold), followed by the end, a newline or
-    punctuation, or followed by a word unless it is `A` (then it reads as the article: "A cat")."""
-    if match.group("open") or match.group("close"):
-        return True
-    rest = text[match.end():]
-    return (not rest or rest[0] in "\n.,;:!?)" or match.group("letter") not in _ARTICLES
-            or not re.match(r"\s+\w", rest))
+    """A letter token is not the article: any letter but `A`, or `A` closed by a mark ("(A) cat", "**A**") or not
+    followed by a word ("A.", "A is correct"); "A cat", "**A cat**" read as the article."""
+    return (match.group("letter") not in _ARTICLES or bool(match.group("close"))
+            or not _ARTICLE_NEXT.match(text, match.end("close")))
+
+
+def _standalone_letters(text: str) -> set[str]:
+    """Every letter A-H standing alone in `text` (not a word's first letter, not the article), except those that
+    open the lines of a restated option list ("A) cat" / "B) dog"): any of them may state an answer."""
+    listed = {m.end() for m in _LISTED_AT.finditer(text)} if len(_LISTED.findall(text)) > 1 else set()
+    return {m.group("letter") for m in _STANDALONE.finditer(text)
+            if _bounded(text, m) and m.start("letter") not in listed}
 
 
 def _prose_letters(text: str) -> dict[str, str]:
@@ -181,6 +200,8 @@ def _prose_letters(text: str) -> dict[str, str]:
     if final and final.start() > 0:
         found.setdefault("final_letter", final.group(1))
         seen.add(final.group(1))
+    if found:
+        seen |= _standalone_letters(text)  # "The answer is B. Wait, actually it is C.": a second letter stated
     if len(seen) > 1:
         raise ValueError("several letters")
     return found
@@ -226,10 +247,11 @@ def parse_number(text: str) -> tuple[float | None, str]:
             value = _single_number(str(data["answer"]))
             if value is not None:
                 return value, "json"
-    stated = {float(m.group(1)) for m in _NUMBER_IS.finditer(cleaned)}
-    if len(stated) == 1 and all(math.isfinite(v) for v in stated):
+    matches = list(_NUMBER_IS.finditer(cleaned))
+    stated = {_number(m.group(1)) for m in matches}
+    if len(stated) == 1 and None not in stated and not any(m.group(2) for m in matches):
         return stated.pop(), "answer_is"
-    if stated:
+    if matches:
         return None, "none"
     value = _single_number(cleaned)
     return (value, "lone_number") if value is not None else (None, "none")
@@ -238,7 +260,13 @@ def parse_number(text: str) -> tuple[float | None, str]:
 def _single_number(text: str) -> float | None:
     """The number when `text` is exactly one number (with optional trailing period)."""
     stripped = text.strip().rstrip(".").strip()
-    if _NUMBER.fullmatch(stripped):
-        value = float(stripped)
-        return value if math.isfinite(value) else None
-    return None
+    return _number(stripped) if _NUMBER.fullmatch(stripped) else None
+
+
+def _number(token: str) -> float | None:
+    """The value of one `_NUMBER` token (`1,000` = 1000, `3/4` = 0.75); None when not finite or divided by 0."""
+    numerator, _, denominator = token.replace(",", "").partition("/")
+    if denominator and not float(denominator):
+        return None
+    value = float(numerator) / float(denominator) if denominator else float(numerator)
+    return value if math.isfinite(value) else None

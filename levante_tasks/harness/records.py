@@ -11,7 +11,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from levante_tasks.harness.parsing import CONFIDENCE, PARSER_VERSION, Parsed
+from levante_tasks.harness.parsing import CONFIDENCE, PARSER_VERSION, Parsed, scored
 from levante_tasks.schema.items import slider_chance, slider_tolerance
 from levante_tasks.schema.records import ItemRecord, SliderRecord
 
@@ -70,11 +70,9 @@ def option_loss(result: Any) -> float:
 
 
 def loss_record(doc: Mapping[str, Any], losses: Sequence[float]) -> dict[str, Any]:
-    """Record of a multiple_choice item: one loss per presented option, lower = better (argmin)."""
-    best = min(range(len(losses)), key=lambda p: (losses[p], p))
+    """Record of a multiple_choice item: one loss per presented option, lower = better (argmin; a tie is unparsed)."""
     scores = {k: -float(v) for k, v in zip(doc["letters"], losses, strict=True)}
-    parsed = Parsed(doc["letters"][best], "scores", scores, "neg_loss")
-    return choice_record(doc, parsed, output_type="multiple_choice")
+    return choice_record(doc, scored(doc["letters"], scores, "neg_loss"), output_type="multiple_choice")
 
 
 def slider_record(doc: Mapping[str, Any], position: float | None, method: str) -> dict[str, Any]:

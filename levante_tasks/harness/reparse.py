@@ -3,8 +3,9 @@
 The record carries every parser input but the response (schema.records): the presented order (so the letters
 and the canonical index), the option texts as shown and, for sliders, the number line's range and target. A
 generate_until response is the generated text; a multiple_choice response is the per-option `(loss, greedy)`
-pairs as saved. The new record is built by the same functions the tasks use (`harness.records`), so with an
-unchanged parser it equals the saved record exactly.
+pairs as saved. The new record is built by the same functions the tasks use (`harness.records`). Only what the
+parser decides (`DECIDED`) is compared: a key added to records since (`chance_level`, say) is no disagreement, and
+a record whose decisions stand is kept as saved, byte for byte.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from levante_tasks.harness import parsing, records
 from levante_tasks.schema.items import letters_for
 
 IDENTITY = ("item_uid", "task", "trial_type", "seed", "variant", "presented_order")
+# what the parser decides of a response: the answer, its form and confidence, the slider value, correctness
+DECIDED = ("choice_letter", "choice_index", "parse_method", "parse_confidence", "response_position",
+           "response_value", "correct")
 
 
 class NotReparsable(ValueError):
@@ -62,6 +66,11 @@ def answer_of(record: Mapping[str, Any]) -> Any:
     return record.get("response_position") if "target_value" in record else record.get("choice_letter")
 
 
+def decided_changes(record: Mapping[str, Any], fresh: Mapping[str, Any]) -> list[str]:
+    """The `DECIDED` keys on which a saved record and its re-parse differ (empty: the saved record stands)."""
+    return [key for key in DECIDED if record.get(key) != fresh.get(key)]
+
+
 def _shown(record: Mapping[str, Any]) -> str:
     return f"{answer_of(record)!r} by {record.get('parse_method')}, correct {record.get('correct')}"
 
@@ -70,12 +79,12 @@ def disagreement(record: Mapping[str, Any], response: Any) -> str | None:
     """Why a saved record is not what its response re-parses to (None when it is); NotReparsable if it cannot
     be re-parsed."""
     fresh = reparse(record, response)
-    if fresh == dict(record):
+    differs = decided_changes(record, fresh)
+    if not differs:
         return None
     if record.get("parser_version") != parsing.PARSER_VERSION:
         return (f"recorded by parser version {record.get('parser_version')} as {_shown(record)}; parser version "
                 f"{parsing.PARSER_VERSION} reads its response as {_shown(fresh)} (levante-tasks rescore)")
-    differs = sorted(k for k in set(fresh) | set(record) if fresh.get(k) != record.get(k))
     return f"record says {_shown(record)}, its response re-parses to {_shown(fresh)} ({', '.join(differs)} differ)"
 
 

@@ -15,6 +15,7 @@ rename) and only when it is empty, absent or an earlier rescore output.
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.harness.metrics import item_metrics
 from levante_tasks.harness.parsing import PARSER_VERSION
-from levante_tasks.harness.reparse import NotReparsable, answer_of, not_reparsable_lines, reparse
+from levante_tasks.harness.reparse import NotReparsable, answer_of, decided_changes, not_reparsable_lines, reparse
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import stats
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, run_labels
@@ -92,10 +93,12 @@ class _Run:
 
 
 def _rescore_samples(path: Path, label: str, task: str, out: _Run) -> tuple[list[dict[str, Any]], bool]:
-    """Re-parse one samples file into `out.files` (a copy, or only its changed lines rewritten); returns its lines
-    (updated) and whether any changed."""
+    """Re-parse one samples file into `out.files` (a copy, or only its changed lines rewritten: every other line's
+    bytes, the file's BOM and a rewritten line's CRLF kept); returns its lines (updated) and whether any changed."""
     lines = read_samples(path, label)
-    raw = path.read_text(encoding="utf-8-sig").split("\n")
+    data = path.read_bytes()
+    bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
+    raw = data[len(bom):].split(b"\n")  # the line numbers of read_samples: UTF-8 holds no other byte 0x0A
     changed, failures = False, []
     for line in lines:
         record = line.get(RECORD_KEY)
@@ -108,14 +111,16 @@ def _rescore_samples(path: Path, label: str, task: str, out: _Run) -> tuple[list
         except NotReparsable as exc:
             failures.append((f"line {number}", str(exc)))
             continue
-        if fresh == record:
+        if not decided_changes(record, fresh):
             continue
         out.changes.append(_change(label, task, record, fresh))
         line.update((key, value) for key, value in item_metrics(fresh).items() if key in line)
-        raw[number - 1] = json.dumps({k: v for k, v in line.items() if k != "_line"}, ensure_ascii=False)
+        ending = b"\r" if raw[number - 1].endswith(b"\r") else b""
+        raw[number - 1] = json.dumps({k: v for k, v in line.items() if k != "_line"},
+                                     ensure_ascii=False).encode("utf-8") + ending
         changed = True
     out.problems += not_reparsable_lines(label, failures)
-    out.files[path.name] = "\n".join(raw).encode("utf-8") if changed else path
+    out.files[path.name] = bom + b"\n".join(raw) if changed else path
     return lines, changed
 
 
@@ -163,7 +168,7 @@ def _rescore_eval(run: RunFiles, staging: Path, out: _Run) -> None:
         except NotReparsable as exc:
             failures.append((f"sample {sample.id!r}", str(exc)))
             continue
-        if fresh != record:
+        if decided_changes(record, fresh):
             out.changes.append(_change(label, str(spec["lmms_name"]), record, fresh))
             sample.scores[RECORD_SCORER] = score_of(fresh)
             changed = True
