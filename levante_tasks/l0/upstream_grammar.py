@@ -8,8 +8,9 @@ reproduced, each as data walked by one expander:
 - a rule's alternatives are shuffled in place before each expansion (the order carries over to the rule's next
   expansion) and tried in turn until one expands; every child of an alternative is expanded, even after one
   has failed, because each expansion draws from the stream;
-- the bare `while True:` alternative is taken out of its rule at every expansion and put back, last, with
-  probability 5% (a second stream, numpy's legacy generator, decides);
+- whenever its rule expands with the bare `while True:` alternative still in it, that alternative is taken out
+  and put back, last, with probability 5% (a second stream, numpy's legacy generator, decides), so it soon
+  leaves the rule for the rest of the worker's programs;
 - an assignment's target becomes readable as soon as the assignment expands, even inside an `if` body or inside
   an alternative that fails later, so a program may read a variable that is unset on the path it runs;
 - each counter loop keeps a frame (its condition variable, then its condition line) on a stack; any expanded
@@ -80,7 +81,8 @@ ASSIGNMENT_TARGETS = {"<num_assignment>": ("<var>", ("<in_var>", "<var>")),
 READ_SYMBOLS = ("<var>", "<bool_var>", "<list_var>")
 COUNTER_STEP = ("<increment_cnter>", "<number>", "<cnter_increment_number>")  # (rule, child, pool it draws from)
 TARGET_OR_STEP_SYMBOLS = frozenset({COUNTER_STEP[1], *(target for target, _ in ASSIGNMENT_TARGETS.values())})
-# Alternatives that leave their rule at every expansion and come back (last) with this probability.
+# Alternatives taken out of their rule at each expansion that finds them there and put back (last) with this
+# probability; once left out they are gone for the sampler's later programs.
 RARE_ALTERNATIVES = {("<while_block_nh>",): 0.05}
 OPEN_LOOP, READ_LOOP, CLOSE_LOOP = "<while_cond_var,1>", "<while_cond_var,2>", "<while_cond,2>"
 LOOP_VARIABLE_PREFIX = "<while_cond_var"  # other symbols with this prefix never expand
