@@ -15,7 +15,8 @@ reproduced, each as data walked by one expander:
   an alternative that fails later, so a program may read a variable that is unset on the path it runs;
 - each counter loop keeps a frame (its condition variable, then its condition line) on a stack; any expanded
   `<while_block>` removes the top frame, a counter loop that fails halfway leaves its frame, and the loop
-  around it then closes with the stale frame's condition line, which is refused unless its counter level fits.
+  around it then tries to close with the stale frame's condition line, which is refused (its counter belongs
+  to the deeper loop), so the enclosing loop is not drawn; stale frames also keep their variables busy.
 
 Standard library only: numpy's legacy generator is the same Mersenne Twister seeded by `init_genrand`, and its
 `random()` forms doubles as Python's does, so it is rebuilt with `random.Random.setstate`.
