@@ -290,7 +290,8 @@ class UpstreamSampler:
             program.deepest_expansion = site.depth
         if site.level > program.deepest_level:
             program.deepest_level = site.level
-        for resolve in self._routes.get(symbol) or self._route(symbol):
+        routes = self._routes.get(symbol)
+        for resolve in self._route(symbol) if routes is None else routes:
             leaf = resolve(symbol, site)
             if leaf is not _NOT_A_LEAF:
                 return leaf  # type: ignore[return-value]
