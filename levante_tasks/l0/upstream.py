@@ -27,7 +27,7 @@ from typing import Any
 from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.dataset import program_id
 from levante_tasks.l0.tracer import TracedProgram
-from levante_tasks.l0.upstream_grammar import UpstreamSampler, build_terminals
+from levante_tasks.l0.upstream_grammar import UpstreamSampler, build_terminals, draw_value, kind_of_parameter
 
 AUGMENT_TRIES = 10_000  # L0-Bench's MAX_AUGMENT_LOOPS
 RAW_EXTRA_LINES = 2  # the call and return events L0-Bench's raw traces hold besides the target lines
@@ -141,39 +141,30 @@ def _settings(config: GenConfig) -> dict[str, Any]:
             "max_while_loop": config.max_while_loop, "max_scope_depth": config.max_scope_depth}
 
 
-def _new_input(example: Mapping[str, Any], numbers: Sequence[str], config: GenConfig,
-               rng: random.Random) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name in example:
-        if "lst" in name:
-            length = rng.randint(config.min_list_len, config.max_list_len)
-            values[name] = [int(rng.choice(numbers)) for _ in range(length)]
-        elif "cond" in name:
-            values[name] = rng.choice([True, False])
-        else:
-            values[name] = int(rng.choice(numbers))
-    return values
-
-
 def augment_item(item: Mapping[str, Any], config: GenConfig) -> dict[str, Any] | None:
-    """L0-Bench's demonstrations for one test item, or None when it gives up on the item."""
+    """L0-Bench's demonstrations for one test item, or None when it gives up on the item.
+
+    Candidate inputs are drawn parameter by parameter in signature order (kinds told by name) from the item's
+    augment stream; a candidate equal to the test input or to one already found is skipped, one that runs is
+    kept. Every candidate costs one of AUGMENT_TRIES; an item whose budget is spent is dropped, even when the
+    last candidate completed its pool."""
     settings = _settings(config)
     numbers = build_terminals(config.max_num, config.max_while_loop, config.max_list_len,
                               str(settings["overwritten_terminal"]))["<number>"]
     rng = random.Random(config.seed + int(item["augment_slot"]) % int(settings["num_processes"]))
+    kinds = {name: kind_of_parameter(name) for name in item["inputs"]}
     program = TracedProgram(item["program"])
     found: list[dict[str, Any]] = []
     traces: list[list[str]] = []
-    tries_left = AUGMENT_TRIES
-    while len(found) != config.fewshot_pool_size and tries_left > 0:
-        tries_left -= 1
-        candidate = _new_input(item["inputs"], numbers, config, rng)
-        if candidate in found or candidate == item["inputs"]:
+    spent = 0
+    while len(found) < config.fewshot_pool_size and spent < AUGMENT_TRIES:
+        spent += 1
+        candidate = {name: draw_value(kind, numbers, config.min_list_len, config.max_list_len, rng)
+                     for name, kind in kinds.items()}
+        if candidate == item["inputs"] or candidate in found:
             continue
         trace = program.run(candidate, config.max_trace_steps, "upstream")
         if trace is not None:
             found.append(candidate)
             traces.append(list(trace.lines))
-    if tries_left == 0:
-        return None
-    return {"id": item["id"], "inputs": found, "traces": traces}
+    return None if spent == AUGMENT_TRIES else {"id": item["id"], "inputs": found, "traces": traces}

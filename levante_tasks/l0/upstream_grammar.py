@@ -1,17 +1,22 @@
-"""L0-Bench's own program sampler (profile `upstream`), rewritten to draw the same programs from the same seeds.
+"""Profile `upstream`: a sampler that draws the programs L0-Bench draws from the same seeds (our own design).
 
-L0-Bench expands a BNF grammar recursively with Python's global `random` (and numpy's legacy generator for one
-5% draw). Its rules are reproduced here, including the behaviours the default generator (`generator.py`)
-deliberately does not have (docs/l0.md explains each):
+It is written from L0-Bench's documented grammar and from the programs its generator wrote (shared/l0-upstream,
+compared byte for byte by tests/test_l0_upstream.py); docs/l0.md lists where it differs from our default
+generator. Equal programs need equal random draws in equal order, so the behaviours that decide the draws are
+reproduced, each as data walked by one expander:
 
-- alternatives are tried in a shuffled order and a failed alternative falls through to the next; the shuffle
-  permutes the rule's list in place, so the order carries over to the next expansion of that rule;
-- `<while_block_nh>` (`while True:`) is removed from its rule the first time and put back with probability 5%;
-- a variable is registered as defined as soon as its assignment is expanded, even inside an `if` body or an
-  alternative that later fails, so later statements may read variables that are unset at run time;
-- a loop pushes its condition onto a stack when its condition line is drawn and pops the stack whenever a
-  `<while_block>` alternative succeeds; a nested loop that fails leaves its entry behind, and the enclosing loop's
-  closing condition line then reads the stale entry (and is usually refused).
+- a rule's alternatives are shuffled in place before each expansion (the order carries over to the rule's next
+  expansion) and tried in turn until one expands; every child of an alternative is expanded, even after one
+  has failed, because each expansion draws from the stream;
+- whenever its rule expands with the bare `while True:` alternative still in it, that alternative is taken out
+  and put back, last, with probability 5% (a second stream, numpy's legacy generator, decides), so it soon
+  leaves the rule for the rest of the worker's programs;
+- an assignment's target becomes readable as soon as the assignment expands, even inside an `if` body or inside
+  an alternative that fails later, so a program may read a variable that is unset on the path it runs;
+- each counter loop keeps a frame (its condition variable, then its condition line) on a stack; any expanded
+  `<while_block>` removes the top frame, a counter loop that fails halfway leaves its frame, and the loop
+  around it then tries to close with the stale frame's condition line, which is refused (its counter belongs
+  to the deeper loop), so the enclosing loop is not drawn; stale frames also keep their variables busy.
 
 Standard library only: numpy's legacy generator is the same Mersenne Twister seeded by `init_genrand`, and its
 `random()` forms doubles as Python's does, so it is rebuilt with `random.Random.setstate`.
@@ -20,8 +25,10 @@ Standard library only: numpy's legacy generator is the same Mersenne Twister see
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 BASE_RULES = """\
 <program> ::= <min_stmt_lst> <stmt_lst>
@@ -47,85 +54,108 @@ BASE_RULES = """\
 <bool_expr> ::= <operand> <comp_op> <number> | <number> <comp_op> <operand>
 """  # L0-Bench grammar_v0 in this module's notation: NL is a line break, quotes dropped
 GRAMMAR_VERSIONS = ("grammar_v0",)
-# Tokens emitted as they are (L0-Bench's literal list; `cnter` becomes `cnter_<indent>`).
-LITERALS = frozenset(["if", "while", "True", ".append(", ".pop()", "len(", ")", "cnter", ":", "=", "+", "-", ">",
-                      "<", "0", "\n", "[", "]", "==", "!="])
-STATEMENT_TABS = ("<num_assignment>", "<bool_assignment>", "<increment_cnter>", "<list_op>", "<if_block>")
-BLOCKS = ("<if_block>", "<while_block>", "<while_block_nh>")
-INDENTED_PARTS = ("<stmt_lst>", "<increment_cnter>", "<while_cond,2>")
-WHILE_TRUE = ["<while_block_nh>"]
-WHILE_TRUE_PROBABILITY = 0.05
+
+# Words that stand for themselves, grouped by role; an override may use any of them, not only the grammar's.
+KEYWORDS = ("if", "while", "True")
+CALL_PARTS = (".append(", ".pop()", "len(", ")")
+OPERATORS = ("=", "+", "-", ">", "<", "==", "!=")
+DELIMITERS = (":", "[", "]", "\n", "0")
+COUNTER = "cnter"  # the loop counter word; written `cnter_<level>` with the level of the loop it counts
+WORDS = frozenset((*KEYWORDS, *CALL_PARTS, *OPERATORS, *DELIMITERS, COUNTER))
+
+# Name pools, by the grammar symbol that draws from them (overrides address them by these symbols).
+PARAMETER_NAMES = {"<in_var>": "x y z u v w", "<in_bool_var>": "cond_x cond_y cond_z",
+                   "<list_var>": "lst_x lst_y lst_z lst_u lst_v lst_w"}
+LOCAL_NAMES = {"<var>": "i j k a b c m n", "<bool_var>": "cond_a cond_b cond_c cond_d cond_e"}
+
+# Layout of the grammar's rules: how many leading children of a rule start a line at the rule's level, and which
+# children of a block sit one level deeper (its body and the counter loop's two closing lines).
+LINE_STARTS = {"<num_assignment>": 1, "<bool_assignment>": 1, "<increment_cnter>": 1, "<list_op>": 1,
+               "<if_block>": 1, "<while_block_nh>": 1, "<while_block>": 3}  # counter loop: init, condition, while
+BLOCK_BODY = frozenset({"<stmt_lst>", "<increment_cnter>", "<while_cond,2>"})
+BLOCKS = frozenset({"<if_block>", "<while_block>", "<while_block_nh>"})
+STATEMENT = "<stmt>"  # its expansion ends a line
+# Assignment rules: the symbol their first child is and the pools that child (the target) is drawn from; every
+# other occurrence of that symbol reads a name already readable.
+ASSIGNMENT_TARGETS = {"<num_assignment>": ("<var>", ("<in_var>", "<var>")),
+                      "<bool_assignment>": ("<bool_var>", ("<in_bool_var>", "<bool_var>"))}
+READ_SYMBOLS = ("<var>", "<bool_var>", "<list_var>")
+COUNTER_STEP = ("<increment_cnter>", "<number>", "<cnter_increment_number>")  # (rule, child, pool it draws from)
+TARGET_OR_STEP_SYMBOLS = frozenset({COUNTER_STEP[1], *(target for target, _ in ASSIGNMENT_TARGETS.values())})
+# Alternatives taken out of their rule at each expansion that finds them there and put back (last) with this
+# probability; once left out they are gone for the sampler's later programs.
+RARE_ALTERNATIVES = {("<while_block_nh>",): 0.05}
+OPEN_LOOP, READ_LOOP, CLOSE_LOOP = "<while_cond_var,1>", "<while_cond_var,2>", "<while_cond,2>"
+LOOP_VARIABLE_PREFIX = "<while_cond_var"  # other symbols with this prefix never expand
+RECORD_CONDITION, LOOP_RULE = "<while_cond,1>", "<while_block>"
 
 
 class UpstreamRuleError(ValueError):
     """An `overwritten_grammar` / `overwritten_terminal` setting is not `<sym> ::= a | b` rules joined by `@@`."""
 
 
-def default_terminals(max_num: int, max_while_loop: int, max_list_len: int) -> dict[str, list[str]]:
-    """L0-Bench's terminal lists (names of inputs and locals, numbers), before any `overwritten_terminal`."""
-    return {
-        "<in_var>": ["x", "y", "z", "u", "v", "w"],
-        "<in_bool_var>": ["cond_x", "cond_y", "cond_z"],
-        "<var>": ["i", "j", "k", "a", "b", "c", "m", "n"],
-        "<bool_var>": ["cond_a", "cond_b", "cond_c", "cond_d", "cond_e"],
-        "<list_var>": ["lst_x", "lst_y", "lst_z", "lst_u", "lst_v", "lst_w"],
-        "<number>": [str(x) for x in range(max_num)],
-        "<while_cond_number>": [str(x) for x in range(4, max_while_loop, 2)],
-        "<list_index_number>": [str(x) for x in range(max_list_len // 2)],
-        "<cnter_increment_number>": ["2"],
-        "<bool_value>": ["False", "True"],
-    }
+def default_pools(max_num: int, max_while_loop: int, max_list_len: int) -> dict[str, list[str]]:
+    """Every terminal symbol's words before any `overwritten_terminal`: names, then numbers as text."""
+    pools = {symbol: names.split() for symbol, names in {**PARAMETER_NAMES, **LOCAL_NAMES}.items()}
+    numbers = {"<number>": range(max_num), "<while_cond_number>": range(4, max_while_loop, 2),
+               "<list_index_number>": range(max_list_len // 2), "<cnter_increment_number>": range(2, 3)}
+    pools.update({symbol: [str(n) for n in values] for symbol, values in numbers.items()})
+    pools["<bool_value>"] = ["False", "True"]
+    return pools
 
 
-def _override_items(text: str, key: str) -> list[tuple[str, list[str]]]:
-    rules = []
+def _split_rules(text: str, key: str) -> Iterator[tuple[str, list[str]]]:
+    """(symbol, alternative texts) for each `@@`-separated `<symbol> ::= a | b` rule of a setting."""
     for number, chunk in enumerate(text.split("@@"), start=1):
-        if chunk.count("::=") != 1:
+        sides = chunk.split("::=")
+        if len(sides) != 2:
             raise UpstreamRuleError(f"{key}: rule {number} is not `<symbol> ::= alternatives`: {chunk.strip()!r}")
-        symbol, alternatives = chunk.split("::=")
-        if not symbol.strip() or not alternatives.strip():
+        if not sides[0].strip() or not sides[1].strip():
             raise UpstreamRuleError(f"{key}: rule {number} has an empty side: {chunk.strip()!r}")
-        rules.append((symbol.strip(), alternatives.split("|")))
-    return rules
+        yield sides[0].strip(), sides[1].split("|")
+
+
+def _override_word(word: str) -> str:
+    """A grammar word as an override writes it: quotes are dropped and a written `\\n` is a line break."""
+    return word.replace('"', "").replace("\\n", "\n")
 
 
 def parse_overrides(grammar: str, terminal: str) -> tuple[list[tuple[str, list[list[str]]]],
                                                             list[tuple[str, list[str]]]]:
-    """The rule overrides (symbol, alternatives as symbol lists) and terminal overrides (symbol, names)."""
+    """The rule overrides (symbol, alternatives as word lists) and terminal overrides (symbol, first words)."""
     rules = []
-    for symbol, alternatives in (_override_items(grammar, "overwritten_grammar") if grammar.strip() else []):
-        parsed = [[part.replace('"', "").replace("\\n", "\n") for part in alt.split()] for alt in alternatives]
-        if any(not alt for alt in parsed):
+    for symbol, texts in (_split_rules(grammar, "overwritten_grammar") if grammar.strip() else ()):
+        alternatives = [[_override_word(word) for word in text.split()] for text in texts]
+        if not all(alternatives):
             raise UpstreamRuleError(f"overwritten_grammar: {symbol} has an empty alternative")
-        rules.append((symbol, parsed))
-    terminals = []
-    for symbol, alternatives in (_override_items(terminal, "overwritten_terminal") if terminal.strip() else []):
-        names = [alt.split()[0] if alt.split() else "" for alt in alternatives]
-        if not all(names):
+        rules.append((symbol, alternatives))
+    pools = []
+    for symbol, texts in (_split_rules(terminal, "overwritten_terminal") if terminal.strip() else ()):
+        firsts = [(text.split() or [""])[0] for text in texts]
+        if "" in firsts:
             raise UpstreamRuleError(f"overwritten_terminal: {symbol} has an empty alternative")
-        terminals.append((symbol, names))
-    return rules, terminals
+        pools.append((symbol, firsts))
+    return rules, pools
 
 
-def build_rules(min_code_lines: int, grammar_override: str) -> dict[str, list[list[str]]]:
+def build_rules(min_code_lines: int, grammar_override: str) -> dict[str, list[tuple[str, ...]]]:
     """The production rules: grammar_v0, a minimum block of int(0.4 x min_code_lines) statements, overrides."""
-    rules: dict[str, list[list[str]]] = {}
+    rules: dict[str, list[tuple[str, ...]]] = {}
     for line in BASE_RULES.splitlines():
         symbol, alternatives = line.split("::=")
-        rules[symbol.strip()] = [["\n" if p == "NL" else p for p in alt.split()] for alt in alternatives.split("|")]
-    rules["<min_stmt_lst>"] = [["<stmt>"] * int(min_code_lines * 0.4)]
-    for symbol, alternatives in parse_overrides(grammar_override, "")[0]:
-        rules[symbol] = alternatives
+        rules[symbol.strip()] = [tuple("\n" if word == "NL" else word for word in alternative.split())
+                                 for alternative in alternatives.split("|")]
+    rules["<min_stmt_lst>"] = [(STATEMENT,) * int(min_code_lines * 0.4)]
+    rules.update({symbol: [tuple(alt) for alt in alts] for symbol, alts in parse_overrides(grammar_override, "")[0]})
     return rules
 
 
 def build_terminals(max_num: int, max_while_loop: int, max_list_len: int,
                     terminal_override: str) -> dict[str, list[str]]:
-    """The terminal lists with `overwritten_terminal` applied."""
-    terminals = default_terminals(max_num, max_while_loop, max_list_len)
-    for symbol, names in parse_overrides("", terminal_override)[1]:
-        terminals[symbol] = names
-    return terminals
+    """The terminal pools with `overwritten_terminal` applied (an override may add a symbol of its own)."""
+    pools = default_pools(max_num, max_while_loop, max_list_len)
+    pools.update(parse_overrides("", terminal_override)[1])
+    return pools
 
 
 def numpy_legacy_stream(seed: int) -> random.Random:
@@ -140,20 +170,37 @@ def numpy_legacy_stream(seed: int) -> random.Random:
 
 
 @dataclass
-class _State:
-    """What L0-Bench's sampler remembers while drawing one program."""
+class LoopFrame:
+    """One counter loop being drawn: its condition variable, then its `cond = cnter_<level> != N` line."""
 
-    ints: list[str] = field(default_factory=list)
-    bools: list[str] = field(default_factory=list)
-    lists: list[str] = field(default_factory=list)
-    loops: list[list[str]] = field(default_factory=list)  # per open loop: [condition variable, condition line]
-    max_depth: int = 0
-    max_indent: int = 0
+    variable: str
+    condition: str | None = None
 
-    @staticmethod
-    def register(names: list[str], name: str) -> None:
-        if name not in names:
-            names.append(name)
+
+_COUNTER_LEVEL = re.compile(r"cnter_(\d+)\s*!=")
+
+
+@dataclass
+class _Program:
+    """What one program's expansion has made readable and how deep it went."""
+
+    readable: dict[str, list[str]]  # by the symbol that reads the names: <var>, <bool_var>, <list_var>
+    loops: list[LoopFrame] = field(default_factory=list)
+    deepest_expansion: int = 0
+    deepest_level: int = 0
+
+    def make_readable(self, symbol: str, name: str) -> None:
+        if name not in self.readable[symbol]:
+            self.readable[symbol].append(name)
+
+
+class _Site(NamedTuple):
+    """Where a symbol is expanded: the rule it is a child of, its child number, expansion depth and block level."""
+
+    parent: str | None
+    slot: int
+    depth: int
+    level: int
 
 
 @dataclass(frozen=True)
@@ -167,170 +214,210 @@ class UpstreamProgram:
     max_scope_depth: int
 
 
+# Parameter kinds: (pool symbol, fewest drawn, symbol that reads them). Counts are drawn in COUNT_ORDER, names in
+# NAME_ORDER and values in VALUE_ORDER, which is also the signature's order.
+PARAMETER_KINDS = {"int": ("<in_var>", 1, "<var>"), "list": ("<list_var>", 2, "<list_var>"),
+                   "bool": ("<in_bool_var>", 1, "<bool_var>")}
+COUNT_ORDER, NAME_ORDER, VALUE_ORDER = ("int", "list", "bool"), ("int", "bool", "list"), ("int", "list", "bool")
+
+
+def kind_of_parameter(name: str) -> str:
+    """A parameter's kind from its name, as L0-Bench's demonstration inputs decide it (lists first)."""
+    return "list" if "lst" in name else "bool" if "cond" in name else "int"
+
+
+def draw_value(kind: str, numbers: Sequence[str], min_len: int, max_len: int, rng: random.Random) -> object:
+    """One input value: a number from the pool, a list of such numbers (length drawn first), or a bool."""
+    if kind == "bool":
+        return rng.choice([True, False])
+    if kind == "list":
+        return [int(rng.choice(numbers)) for _ in range(rng.randint(min_len, max_len))]
+    return int(rng.choice(numbers))
+
+
 class UpstreamSampler:
     """L0-Bench's program sampler for one worker process (its own seed), drawing programs one by one."""
 
     def __init__(self, settings: Mapping[str, object], seed: int) -> None:
-        self.max_expansion_depth = int(settings["max_expansion_depth"])  # type: ignore[arg-type]
-        self.max_scope_depth = int(settings["max_scope_depth"])  # type: ignore[arg-type]
-        self.min_list_len = int(settings["min_list_len"])  # type: ignore[arg-type]
-        self.max_list_len = int(settings["max_list_len"])  # type: ignore[arg-type]
-        self.rules = build_rules(int(settings["min_code_lines"]), str(settings["overwritten_grammar"]))  # type: ignore[arg-type]
-        self.terminals = build_terminals(int(settings["max_num"]), int(settings["max_while_loop"]),  # type: ignore[arg-type]
-                                         int(settings["max_list_len"]), str(settings["overwritten_terminal"]))  # type: ignore[arg-type]
+        number = {key: int(settings[key]) for key in ("max_expansion_depth", "max_scope_depth",  # type: ignore[call-overload]
+                                                      "min_list_len", "max_list_len", "min_code_lines",
+                                                      "max_num", "max_while_loop")}
+        self.depth_limit, self.level_limit = number["max_expansion_depth"], number["max_scope_depth"]
+        self.list_lengths = (number["min_list_len"], number["max_list_len"])
+        self.rules = build_rules(number["min_code_lines"], str(settings["overwritten_grammar"]))
+        self.pools = build_terminals(number["max_num"], number["max_while_loop"], number["max_list_len"],
+                                     str(settings["overwritten_terminal"]))
         self.rng = random.Random(seed)
-        self.np_rng = numpy_legacy_stream(seed)
-        self.state = _State()
+        self.rare_rng = numpy_legacy_stream(seed)
+        self.program = _Program({symbol: [] for symbol in READ_SYMBOLS})
+        self._routes: dict[str, tuple[Callable[[str, _Site], object], ...]] = {}
+
+    def _route(self, symbol: str) -> tuple[Callable[[str, _Site], object], ...]:
+        """The leaf resolvers that may answer for `symbol`, in priority order (none: it expands by its rule)."""
+        if symbol not in self._routes:
+            owners = ((self._targets_and_steps, symbol in TARGET_OR_STEP_SYMBOLS),
+                      (self._readable_name, symbol in READ_SYMBOLS),
+                      (self._loop_variable, symbol.startswith(LOOP_VARIABLE_PREFIX)),
+                      (self._pool_word, symbol in self.pools), (self._plain_word, symbol in WORDS),
+                      (self._loop_closing, symbol == CLOSE_LOOP))
+            self._routes[symbol] = tuple(resolve for resolve, owns in owners if owns)
+        return self._routes[symbol]
 
     def draw(self) -> UpstreamProgram:
         """The next program and its input, as L0-Bench's worker draws them (unused parameters dropped)."""
-        rng, terms = self.rng, self.terminals
-        self.state = _State()
-        num_ints = rng.randint(1, len(terms["<in_var>"]))
-        num_lists = rng.randint(2, len(terms["<list_var>"]))
-        num_bools = rng.randint(1, len(terms["<in_bool_var>"]))
-        ints = rng.sample(terms["<in_var>"], k=num_ints)
-        bools = rng.sample(terms["<in_bool_var>"], k=num_bools)
-        lists = rng.sample(terms["<list_var>"], k=num_lists)
-        for names, drawn in ((self.state.ints, ints), (self.state.lists, lists), (self.state.bools, bools)):
-            for name in drawn:
-                _State.register(names, name)
-        inputs: dict[str, object] = {}
-        for name in ints:
-            inputs[name] = int(rng.choice(terms["<number>"]))
-        for name in lists:
-            length = rng.randint(self.min_list_len, self.max_list_len)
-            inputs[name] = [int(rng.choice(terms["<number>"])) for _ in range(length)]
-        for name in bools:
-            inputs[name] = rng.choice([True, False])
+        pools = self.pools
+        counts = {kind: self.rng.randint(PARAMETER_KINDS[kind][1], len(pools[PARAMETER_KINDS[kind][0]]))
+                  for kind in COUNT_ORDER}
+        names = {kind: self.rng.sample(pools[PARAMETER_KINDS[kind][0]], k=counts[kind]) for kind in NAME_ORDER}
+        self.program = _Program({PARAMETER_KINDS[kind][2]: list(names[kind]) for kind in PARAMETER_KINDS})
+        drawn = {name: draw_value(kind, pools["<number>"], *self.list_lengths, self.rng)
+                 for kind in VALUE_ORDER for name in names[kind]}
         body = None
         while not body:
-            body = self._expand("<program>", None, 0, 0, 0)
-        source = _drop_unused(_layout(list(inputs), body))
-        used = source.split("\n", 1)[0][len("def function("):-len("):")]
-        kept = [p.strip() for p in used.split(",") if p.strip()]
-        return UpstreamProgram(source, {k: inputs[k] for k in inputs if k in kept}, num_ints + num_lists + num_bools,
-                               self.state.max_depth, self.state.max_indent)
+            body = self.expand("<program>", _Site(None, 0, 0, 0))
+        lines = render_body(body)
+        kept = [name for name in drawn if reads_parameter(lines, name)]
+        source = "\n".join([f"def function({', '.join(kept)}):", *lines])
+        return UpstreamProgram(source, {name: drawn[name] for name in kept}, sum(counts.values()),
+                               self.program.deepest_expansion, self.program.deepest_level)
 
-    def _loop_condition_variable(self, opening: bool) -> str | None:
-        loops = self.state.loops
-        if not opening:
-            return loops[-1][0] if loops else None
-        taken = {name for entry in loops for name in entry if "=" not in name}
-        free = sorted(set(self.terminals["<in_bool_var>"] + self.terminals["<bool_var>"]) - taken)
-        if not free:
+    def expand(self, symbol: str, site: _Site) -> str | None:
+        """The text `symbol` expands to at `site`, or None when it cannot expand there."""
+        if site.depth > self.depth_limit:
             return None
-        name = self.rng.choice(free)
-        loops.append([name])
-        return name
-
-    def _closing_condition(self, indent: int) -> str | None:
-        loops = self.state.loops
-        if not loops:
-            return None
-        line = loops[-1][-1]
-        counter_indent = int(line[line.index("cnter_") + 6 : line.index("!=")].strip())
-        return "\t" * indent + line if counter_indent + 1 == indent else None
-
-    def _terminal(self, symbol: str, parent: str | None, position: int, indent: int) -> tuple[bool, str | None]:
-        """(True, text) when `symbol` is a terminal or a context-sensitive symbol; (False, None) otherwise."""
-        rng, state, terms = self.rng, self.state, self.terminals
-        if symbol == "<number>" and parent == "<increment_cnter>":
-            return True, rng.choice(terms["<cnter_increment_number>"])
-        if symbol == "<var>":
-            if parent == "<num_assignment>" and position == 0:
-                return True, rng.choice(terms["<in_var>"] + terms["<var>"])
-            return True, rng.choice(state.ints)
-        if symbol == "<bool_var>":
-            if parent == "<bool_assignment>" and position == 0:
-                return True, rng.choice(terms["<in_bool_var>"] + terms["<bool_var>"])
-            return True, rng.choice(state.bools)
-        if symbol == "<list_var>":
-            return True, rng.choice(state.lists)
-        if symbol.startswith("<while_cond_var"):
-            if ",1>" in symbol:
-                return True, self._loop_condition_variable(opening=True)
-            return True, self._loop_condition_variable(opening=False) if ",2>" in symbol else None
-        if symbol in terms:
-            return True, rng.choice(terms[symbol])
-        if symbol in LITERALS:
-            if "cnter" in symbol:
-                level = indent - 1 if parent == "<increment_cnter>" else indent
-                symbol = symbol.replace("cnter", f"cnter_{level}")
-            return True, symbol
-        if symbol == "<while_cond,2>":
-            return True, self._closing_condition(indent)
-        return False, None
-
-    def _expand(self, symbol: str, parent: str | None, position: int, depth: int, indent: int) -> str | None:
-        if depth > self.max_expansion_depth:
-            return None
-        state = self.state
-        state.max_depth = max(depth, state.max_depth)
-        state.max_indent = max(indent, state.max_indent)
-        handled, text = self._terminal(symbol, parent, position, indent)
-        if handled:
-            return text
+        program = self.program
+        if site.depth > program.deepest_expansion:
+            program.deepest_expansion = site.depth
+        if site.level > program.deepest_level:
+            program.deepest_level = site.level
+        routes = self._routes.get(symbol)
+        for resolve in self._route(symbol) if routes is None else routes:
+            leaf = resolve(symbol, site)
+            if leaf is not _NOT_A_LEAF:
+                return leaf  # type: ignore[return-value]
         if symbol not in self.rules:
             raise UpstreamRuleError(f"symbol {symbol} has no production rule")
+        return self._expand_rule(symbol, site)
+
+    # --- leaves: each resolver answers for the symbols it owns (text or None) and passes on the others ---
+
+    def _targets_and_steps(self, symbol: str, site: _Site) -> object:
+        """An assignment's target (first child) from the assignable pools; a counter loop's step."""
+        target = ASSIGNMENT_TARGETS.get(site.parent or "")
+        if target is not None and target[0] == symbol and site.slot == 0:
+            return self.rng.choice([name for pool in target[1] for name in self.pools[pool]])
+        if (site.parent, symbol) == COUNTER_STEP[:2]:
+            return self.rng.choice(self.pools[COUNTER_STEP[2]])
+        return _NOT_A_LEAF
+
+    def _readable_name(self, symbol: str, site: _Site) -> object:
+        """A name read by a statement: one the program has made readable so far."""
+        if symbol in self.program.readable:
+            return self.rng.choice(self.program.readable[symbol])
+        return _NOT_A_LEAF
+
+    def _loop_variable(self, symbol: str, site: _Site) -> object:
+        """A counter loop's condition variable: a fresh one when the loop opens, the open loop's when it tests."""
+        if not symbol.startswith(LOOP_VARIABLE_PREFIX):
+            return _NOT_A_LEAF
+        loops = self.program.loops
+        if symbol == OPEN_LOOP:
+            busy = {frame.variable for frame in loops}
+            free = sorted({*self.pools["<in_bool_var>"], *self.pools["<bool_var>"]} - busy)
+            if not free:
+                return None
+            loops.append(LoopFrame(self.rng.choice(free)))
+            return loops[-1].variable
+        return loops[-1].variable if symbol == READ_LOOP and loops else None
+
+    def _pool_word(self, symbol: str, site: _Site) -> object:
+        return self.rng.choice(self.pools[symbol]) if symbol in self.pools else _NOT_A_LEAF
+
+    def _plain_word(self, symbol: str, site: _Site) -> object:
+        """A word that stands for itself; the counter is numbered by its loop's level (its step line is deeper)."""
+        if symbol not in WORDS:
+            return _NOT_A_LEAF
+        if COUNTER not in symbol:
+            return symbol
+        level = site.level - 1 if site.parent == "<increment_cnter>" else site.level
+        return symbol.replace(COUNTER, f"{COUNTER}_{level}")
+
+    def _loop_closing(self, symbol: str, site: _Site) -> object:
+        """The top loop frame's condition line repeated in the body, if its counter's level is one above here."""
+        if symbol != CLOSE_LOOP:
+            return _NOT_A_LEAF
+        frame = self.program.loops[-1] if self.program.loops else None
+        found = _COUNTER_LEVEL.search(frame.condition) if frame and frame.condition else None
+        if found is None or int(found.group(1)) + 1 != site.level:
+            return None
+        return "\t" * site.level + str(frame.condition)  # type: ignore[union-attr]
+
+    # --- rules ---
+
+    def _expand_rule(self, symbol: str, site: _Site) -> str | None:
         alternatives = self.rules[symbol]
-        self.rng.shuffle(alternatives)  # in place: the next expansion of this rule starts from this order
-        if WHILE_TRUE in alternatives:
-            alternatives.remove(WHILE_TRUE)
-            if self.np_rng.random() < WHILE_TRUE_PROBABILITY:
-                alternatives.append(WHILE_TRUE)
+        self.rng.shuffle(alternatives)  # in place: the rule's next expansion starts from this order
+        for rare, probability in RARE_ALTERNATIVES.items():
+            if rare in alternatives:
+                alternatives.remove(rare)
+                if self.rare_rng.random() < probability:
+                    alternatives.append(rare)
         for alternative in alternatives:
-            parts = self._expand_parts(symbol, alternative, depth, indent)
-            if None in parts or all(not p.strip() for p in parts):  # type: ignore[union-attr]
+            pieces = list(self._pieces(symbol, alternative, site))
+            if None in pieces or not "".join(pieces).strip():  # type: ignore[arg-type]
                 continue
-            if symbol == "<while_cond,1>":
-                state.loops[-1].append(" ".join(parts))  # type: ignore[arg-type]
-            if symbol == "<while_block>":
-                state.loops.pop()
-            kept = [p for p in parts if p]  # type: ignore[misc]
-            if symbol in ("<num_assignment>", "<bool_assignment>"):
-                target = next(p for p in kept if p.strip())
-                _State.register(state.ints if symbol == "<num_assignment>" else state.bools, target)
-            text = " ".join(kept)
-            return text + "\n" if symbol == "<stmt>" else text
+            words: list[str] = [piece for piece in pieces if piece]  # type: ignore[misc]
+            self._after_expansion(symbol, words)
+            text = " ".join(words)
+            return text + "\n" if symbol == STATEMENT else text
         return None
 
-    def _expand_parts(self, symbol: str, alternative: Sequence[str], depth: int, indent: int) -> list[str | None]:
-        parts: list[str | None] = []
-        for position, part in enumerate(alternative):
-            part_indent = indent + 1 if symbol in BLOCKS and part in INDENTED_PARTS else indent
-            if part_indent > self.max_scope_depth:
-                parts.append(None)
-                break
-            tabs = ((symbol in STATEMENT_TABS and position == 0) or (symbol == "<while_block>" and position < 3)
-                    or (symbol == "<while_block_nh>" and position == 0))
-            if tabs:
-                parts.append("\t" * indent)
-            parts.append(self._expand(part, symbol, position, depth + 1, part_indent))
-        return parts
+    def _pieces(self, symbol: str, alternative: Sequence[str], site: _Site) -> Iterator[str | None]:
+        """Each child's text (None: failed), with the rule's line start before its first LINE_STARTS children;
+        stops at a child whose block level would pass max_scope_depth."""
+        line_starts, is_block, depth = LINE_STARTS.get(symbol, 0), symbol in BLOCKS, site.depth + 1
+        for slot, child in enumerate(alternative):
+            level = site.level + 1 if is_block and child in BLOCK_BODY else site.level
+            if level > self.level_limit:
+                yield None
+                return
+            if slot < line_starts:
+                yield "\t" * site.level
+            yield self.expand(child, _Site(symbol, slot, depth, level))
+
+    def _after_expansion(self, symbol: str, words: list[str]) -> None:
+        """Bookkeeping once a rule has expanded: loop frames, and an assignment's first word becomes readable."""
+        if symbol == RECORD_CONDITION:
+            self.program.loops[-1].condition = " ".join(words)
+        if symbol == LOOP_RULE:
+            self.program.loops.pop()
+        if symbol in ASSIGNMENT_TARGETS:
+            target = next(word for word in words if word.strip())
+            self.program.make_readable(ASSIGNMENT_TARGETS[symbol][0], target)
 
 
-_SPACING = ((" .pop", ".pop"), (" .append", ".append"), (" :", ":"), ("\n ", "\n"), (" [ ", "["), (" ]", "]"),
-            ("( ", "("), (" )", ")"), ("\n ", "\n"), ("\t ", "\t"), ("  cnter", "cnter"))
+_NOT_A_LEAF = object()
+
+# Spacing of the expanded text, whose words are joined by single spaces (tab runs and line breaks are words too):
+# no space before `.pop()`, `.append(`, `:`, `]`, `)`; none after `(`; a spaced `[` joins both neighbours; and
+# the space that follows a tab run goes. Spaces before a line break stay (block headers and counter lines end in
+# one, as L0-Bench's programs do).
+_SPACING = re.compile(r" \[ | (?=\.pop|\.append|[:\])])|(?<=[(\t]) ")
 
 
-def _layout(params: Sequence[str], body: str) -> str:
-    """The expanded token string as L0-Bench lays it out: one statement per line under `def function(...)`."""
-    text = body.replace("\n", "\n\t")
-    for old, new in _SPACING:
-        text = text.replace(old, new)
-    lines = "\n".join(line for line in text.split("\n") if line.strip())
-    return f"def function({', '.join(params).strip()}):\n\t{lines}\n\treturn"
+def _respace(match: re.Match[str]) -> str:
+    return "[" if "[" in match.group() else ""
 
 
-def _is_used(param: str, code: str) -> bool:
-    """L0-Bench's test of whether the body reads a parameter (a substring test, not a parse)."""
-    if "lst" in param:
-        return param in code
-    return f" {param}" in code or f"({param}" in code or f"[{param}" in code
+def render_body(expansion: str) -> list[str]:
+    """The function body's lines: one line per line break of the expansion, blank ones dropped, each indented one
+    tab more (the function's own level), then `return`."""
+    lines = (_SPACING.sub(_respace, "\t" + line) for line in expansion.split("\n"))
+    return [line for line in lines if line.strip()] + ["\treturn"]
 
 
-def _drop_unused(source: str) -> str:
-    header, _, code = source.partition("\n")
-    params = [p.strip() for p in header[len("def function("):-len("):")].split(",")]
-    return f"def function({', '.join(p for p in params if _is_used(p, code))}):\n{code}"
+def reads_parameter(body: Sequence[str], name: str) -> bool:
+    """Whether L0-Bench counts a parameter as read: a list's name anywhere in the body; another name right after a
+    space, `(` or `[` (so `x` inside `lst_x` or `cond_x` does not count, but a longer name it begins does)."""
+    pattern = re.escape(name) if "lst" in name else r"[ (\[]" + re.escape(name)
+    return re.search(pattern, "\n".join(body)) is not None
