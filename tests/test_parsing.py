@@ -30,7 +30,7 @@ FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
         ("The answer is 4", "B", "option_text"),
         ("ANSWER: b", "B", "answer_is"),
         ("answer: c.", "C", "answer_is"),
-        ("The cat is on the left.\nANSWER: d", "D", "answer_is"),
+        ("The cat is on the left.\nANSWER: d", "D", "answer_line"),
         ("ANSWER: a\nANSWER: b", None, "none"),
         ("Answer: a cat", None, "none"),
         ("the answer is b", None, "none"),
@@ -56,7 +56,12 @@ FUZZ = settings(max_examples=200, deadline=None, derandomize=True)
         ('{"answer": "b"}', "B", "json"),
         ('{"answer": "b", "reason": "The answer is C"}', "B", "json"),
         ("The answer is B because the dog is bigger", "B", "answer_is"),
-        ("A) cat\nB) dog\nC) bird\n\nANSWER: B", "B", "answer_is"),  # the options restated, then the answer
+        ("A) cat\nB) dog\nC) bird\n\nANSWER: B", "B", "answer_line"),  # the options restated, then the answer
+        ("A is a cat, B a dog, C a bird.\nANSWER: B", "B", "answer_line"),  # reasoning naming letters, then declared
+        ("The answer is B. Wait, actually it is C.\nANSWER: C", "C", "answer_line"),  # corrected, then declared
+        ("A and C are wrong; B matches.\nANSWER: B", "B", "answer_line"),
+        ("ANSWER: C\nSo\nANSWER: B", None, "none"),  # two declared answers
+        ("Reasoning.\nANSWER: B because", "B", "answer_is"),  # not a bare last ANSWER line: the prose rules
         # ambiguous or out of range: unparsed
         ("The answer is A cat.", None, "none"),
         ("Answer: A because", None, "none"),
@@ -181,7 +186,8 @@ FORMS = [
     ("The answer is {X}.", "any", "answer_is"), ("Answer: ({X})", "any", "answer_is"),
     ("the correct option is **{X}**.", "any", "answer_is"), ("Option {X} is correct.", "any", "option_is"),
     ("I pick ({X}).", "any", "i_choose"), ("I would choose {X}.", "any", "i_choose"),
-    ("\nANSWER: {x}\n", "any", "answer_is"), ('{{"answer": "{x}"}}', "any", "near_json"),
+    ("\nANSWER: {x}\n", "any", "answer_is"), ("\nANSWER: {x}", "end", "answer_line"),
+    ('{{"answer": "{x}"}}', "any", "near_json"),
     ("{{'answer': '{X}',}}", "any", "near_json"), ("{X}) ", "start", "letter_first"),
     ("{X}. ", "start", "letter_first"), ("({X}) ", "start", "letter_first"), ("\n{X}", "end", "final_letter"),
     ('{{"answer": "{X}", "reason": "the', "end", "near_json"),
@@ -205,7 +211,9 @@ def test_fuzz_every_accepted_form_in_prose_reads_its_letter(form, n, data, befor
     template, where, name = form
     parsed = parse_choice(_embed(template, where, letter, before, after), letters)
     assert parsed.letter == letter
-    assert parsed.method in (name, "lone_letter") and parsed.confidence == CONFIDENCE[parsed.method]
+    line_form = template.startswith("\nANSWER")  # alone: answer_is; closing an answer: answer_line
+    assert parsed.method in ((name, "lone_letter") if not line_form else ("answer_is", "answer_line")), parsed
+    assert parsed.confidence == CONFIDENCE[parsed.method]
 
 
 @FUZZ
@@ -218,8 +226,10 @@ def test_fuzz_near_misses_stay_unparsed(first, second, n, data, prose) -> None:
     letters = list("ABCDEFGH"[:n])
     x, y = data.draw(st.lists(st.sampled_from(letters), min_size=2, max_size=2, unique=True))
     outside = "ABCDEFGH"[n] if n < 8 else "Z"
+    two_forms = _embed(first[0], first[1], x, prose, "") + ". " + _embed(second[0], second[1], y, prose, "")
+    closing = second[0].startswith("\nANSWER")  # then a last ANSWER line: the declared answer (test_examples)
     texts = [
-        _embed(first[0], first[1], x, prose, "") + ". " + _embed(second[0], second[1], y, prose, ""),
+        *([] if closing else [two_forms]),
         _embed(first[0], first[1], outside, prose, prose),
         f"{prose}. The answer is A cat {prose}.",
         f"{prose}. the answer is {x.lower()}.",

@@ -3,7 +3,8 @@
 
 Order: a JSON object decides alone (strict `json`/`scores`, else `near_json`: an object in prose, truncated, with
 single quotes or a trailing comma); then the whole answer as one letter (`lone_letter`); then the letter forms of
-the prose (`answer_is`, `option_is`, `i_choose`, `letter_first`, `final_letter`), which must all name the same
+the prose: a last line `ANSWER: B` after reasoning (`answer_line`) decides when no other ANSWER line contradicts it;
+else the forms (`answer_is`, `option_is`, `i_choose`, `letter_first`, `final_letter`), which must all name the same
 letter (`letter_first` only when no second line opens with a marked letter, as a restated option list "A) cat /
 B) dog" does); then the whole answer as one option's text (`option_text`). A letter is a standalone capital, never
 a word's first letter ("Dog"). Rejected as ambiguous: two different letters (a form's letter and any other
@@ -28,6 +29,7 @@ CONFIDENCE = {
     "scores": 1.0,  # JSON with one finite score per letter: the argmax
     "json": 1.0,  # the answer is a JSON object {"answer": "B"}
     "near_json": 0.9,  # an object-like answer field: in prose, truncated, single quotes, trailing comma
+    "answer_line": 0.95,  # reasoning (any letters), then a last line "ANSWER: B" no other ANSWER line contradicts
     "answer_is": 0.9,  # "The answer is B.", "Answer: (C)", "final answer: D", a line "ANSWER: b"
     "option_is": 0.85,  # "Option D is correct", "(B) is the right answer"
     "i_choose": 0.85,  # "I pick (B)", "I would choose C", "I'll go with D"
@@ -207,12 +209,27 @@ def _prose_letters(text: str) -> dict[str, str]:
     return found
 
 
+def _declared(text: str) -> str | None:
+    """The letter of a last line `ANSWER: B` (the form inspect's multiple_choice() asks for after reasoning) when every
+    ANSWER line of the answer names it: the model's declared answer, whatever letters its reasoning named before
+    ("A is a cat, B is a dog.\nANSWER: B"; "The answer is B. Wait, it is C.\nANSWER: C"). None otherwise."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    last = _ANSWER_LINE.fullmatch(lines[-1]) if len(lines) > 1 else None
+    if not last:
+        return None
+    stated = {m.group(1).upper() for m in _ANSWER_LINE.finditer(text)}
+    return stated.pop() if len(stated) == 1 else None
+
+
 def parse_choice(text: str, letters: Sequence[str], option_texts: Sequence[str] = ()) -> Parsed:
     """Parse a generated answer to one presented letter; `option_texts` are the options in presented order."""
     cleaned = _clean(text)
     parsed = _from_json(cleaned, letters)
     if parsed:
         return parsed
+    declared = _declared(cleaned)
+    if declared:
+        return Parsed(declared, "answer_line") if declared in letters else NONE
     if _HEDGE.search(cleaned):
         return NONE
     lone = _LONE.match(cleaned)
