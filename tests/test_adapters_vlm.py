@@ -128,10 +128,10 @@ def test_generate_mode_returns_plain_text(vlm_dir):
 
 
 def test_interleave_follows_the_image_index_rule():
-    with_context = interleave("<image0> Pick. A: <image1>; B: <image2>", 3)
+    with_context = interleave("<image 1> Pick. A: <image 2>; B: <image 3>", 3)
     assert [p["index"] for p in with_context if p["type"] == "image"] == [0, 1, 2]
     assert with_context[1] == {"type": "text", "text": " Pick. A: "}
-    without = interleave("Pick. A: <image1>; B: <image2>", 2)
+    without = interleave("Pick. A: <image 1>; B: <image 2>", 2)
     assert [p["index"] for p in without if p["type"] == "image"] == [0, 1]
     assert without[0] == {"type": "text", "text": "Pick. A: "}
     unreferenced = interleave("Which one? Answer A or B.", 2)
@@ -141,7 +141,7 @@ def test_interleave_follows_the_image_index_rule():
 
 def test_prompt_puts_each_image_at_its_placeholder(vlm_dir):
     model = _scorer(vlm_dir, [])
-    text, order = model.build_prompt("<image0> Fill. A: <image1>; B: <image2>", 3)
+    text, order = model.build_prompt("<image 1> Fill. A: <image 2>; B: <image 3>", 3)
     assert order == [0, 1, 2]
     assert text.count("<image>") == 3 and text.index("<image>") < text.index("Fill")
     assert text.endswith("Assistant:")

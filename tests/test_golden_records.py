@@ -8,6 +8,9 @@ FixedLetterModel(letter="B") and ImageIndexOracle and with `levante_tasks/testin
 as here; it only needs lmms-eval). Regenerate it only for an intended change of records or prompts, and say so
 (tests/golden_records.py). Regenerated once since: parser version 2 added the record keys parser_version,
 option_texts, range_min and range_max; the records without them hash as the tree at fb5901a wrote them.
+Regenerated again for the `<image N>` picture markers (prompts changed, so every `inputs` hash with a picture
+marker changed, and the scripted models' records, which hash the prompt): the records and counts of
+`fixed_B` and `image_oracle` are unchanged.
 """
 
 from __future__ import annotations

@@ -12,9 +12,10 @@ from typing import Any
 import torch
 from PIL import Image
 
+from levante_tasks.data.prompts import IMAGE_MARKER
 from levante_tasks.schema.items import LETTERS
 
-_PLACEHOLDER = re.compile(r"<(?:image|option)\d+>")
+_PLACEHOLDER = re.compile(rf"{IMAGE_MARKER.pattern}|<option\d+>")
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
            "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
 
@@ -73,7 +74,7 @@ def presented_options(doc: Mapping[str, Any]) -> list[str]:
 
 
 def has_context_image(doc: Mapping[str, Any]) -> bool:
-    """True when the item shows a context image (`<image0>`): first entry of doc_to_visual."""
+    """True when the item shows a context image (`<image 1>`): first entry of doc_to_visual."""
     return bool(doc.get("stimulus_image"))
 
 

@@ -10,7 +10,6 @@ batch. A plain greedy `generate_until` path is available with `mode=generate`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,8 +30,8 @@ from levante_adapters.common import (
     to_images,
 )
 from levante_adapters.revision import load_revision, resolve_identity
+from levante_tasks.data.prompts import IMAGE_MARKER
 
-_IMAGE_PLACEHOLDER = re.compile(r"<image(\d+)>")
 # Families whose rotary positions are computed inside the model from the attention mask (3-D mRoPE).
 INTERNAL_POSITION_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "glm4v")
 MODES = ("score", "generate")
@@ -40,18 +39,16 @@ MC_MODES = ("one_pass", "continuation")
 
 
 def interleave(ctx: str, n_images: int) -> list[dict[str, Any]]:
-    """Chat content for a prompt with `<imageK>` placeholders: images where they are referenced.
+    """Chat content for a prompt with `<image N>` markers: images where they are referenced.
 
-    Placeholder rule (design.md §3b): when `<image0>` occurs, `<imageK>` is visual K, else visual K-1.
-    Visuals the text never references come first, in order; out-of-range placeholders stay as text.
+    Marker rule (levante_tasks.data.prompts, design.md §3b): `<image N>` is visual N-1. Visuals the text never
+    references come first, in order; out-of-range markers stay as text.
     """
-    found = [int(m.group(1)) for m in _IMAGE_PLACEHOLDER.finditer(ctx)]
-    offset = 0 if 0 in found else 1
-    referenced = {k - offset for k in found if 0 <= k - offset < n_images}
+    referenced = {int(m.group(1)) - 1 for m in IMAGE_MARKER.finditer(ctx)}
     content: list[dict[str, Any]] = [{"type": "image", "index": i} for i in range(n_images) if i not in referenced]
     position = 0
-    for match in _IMAGE_PLACEHOLDER.finditer(ctx):
-        index = int(match.group(1)) - offset
+    for match in IMAGE_MARKER.finditer(ctx):
+        index = int(match.group(1)) - 1
         if not 0 <= index < n_images:
             continue
         if match.start() > position:
