@@ -128,7 +128,8 @@ def log_softmax(values: Sequence[float]) -> list[float]:
 def score_answer(letters: Sequence[str], logprobs: Sequence[float], **extra: Any) -> str:
     """The JSON answer of design.md §3c: argmax letter + per-letter log-probabilities (sum of exp = 1).
 
-    Ties go to the first letter as presented; `extra` keys (model id, revision, mode) are kept for auditing.
+    Ties go to the first letter as presented; `extra` keys (model id, revision, mode) are kept for auditing; an
+    `extra` `scores_kind` names other scores (`yes_no_logit`: logit(Yes) - logit(No) per option).
     """
     best = max(range(len(letters)), key=lambda i: (logprobs[i], -i))
     scores = {k: round(float(v), 6) for k, v in zip(letters, logprobs, strict=True)}

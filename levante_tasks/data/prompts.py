@@ -49,9 +49,14 @@ def answer_clause(n: int, option_kind: str, has_context: bool = False) -> str:
     return f"Answer with {letters_phrase(n)}. {listing}"
 
 
+def without_answer_clause(prompt: str) -> str:
+    """A prompt up to its answer clause (`Answer with A or B. ...`, `Answer with a numeral ...`), stripped."""
+    return _ANSWER_CLAUSE.sub("", prompt).strip()
+
+
 def stem_from_template(full_prompt: str, prompt_phrase: str) -> str:
     """The question part of a manifest template: `<prompt_phrase>` filled, `<prompt_image>` -> `<image 1>`."""
-    stem = _ANSWER_CLAUSE.sub("", full_prompt).strip()
+    stem = without_answer_clause(full_prompt)
     stem = stem.replace("<prompt_image>", image_marker(1)).replace("<prompt_phrase>", prompt_phrase)
     return re.sub(r"\s+", " ", stem).strip()
 
