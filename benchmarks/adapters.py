@@ -1,7 +1,9 @@
 """Benchmark of the LEVANTE adapters on real-size random-init architectures (no downloads), same items for both sides.
 
 - levante_vlm_mc (SmolVLM-256M shape): forward passes per item and items/s of the one-pass letter scorer vs
-  lmms-eval's loglikelihood multiple-choice path (one pass per option: `mc_mode=continuation`).
+  lmms-eval's loglikelihood multiple-choice path (one pass per option: `mc_mode=continuation`), and of the
+  `scoring=yes_no` mode (one pass per option, each with the question and that option only) vs the one-pass
+  letter scorer, for each option count of `--vlm-options` (its cost grows with the option count).
 - levante_clip (ViT-B/32 shape): encodes per unique input and items/s of the de-duplicated batched scorer vs a
   per-item unbatched loop (query and every option encoded for every item), plus the max probability difference.
 
@@ -25,9 +27,9 @@ from levante_tasks.testing.adapter_docs import choice_requests, generate_request
 from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_vlm
 
 
-def _vlm(path: Path, docs: list[dict], mc_mode: str) -> tuple[int, float]:
+def _vlm(path: Path, docs: list[dict], mc_mode: str, scoring: str = "letters") -> tuple[int, float]:
     """(forward passes, seconds) to score all items through `loglikelihood` (the multiple_choice path)."""
-    model = LevanteVlmMc(pretrained=str(path), device="cpu", batch_size=1, mc_mode=mc_mode)
+    model = LevanteVlmMc(pretrained=str(path), device="cpu", batch_size=1, mc_mode=mc_mode, scoring=scoring)
     model.task_dict = {"synthetic": {"test": docs}}
     requests = choice_requests(docs)
     model.loglikelihood(requests[:1])  # warm-up, untimed
@@ -37,9 +39,8 @@ def _vlm(path: Path, docs: list[dict], mc_mode: str) -> tuple[int, float]:
     return model.forward_passes, time.perf_counter() - start
 
 
-def bench_vlm(size: str, n_items: int, kind: str, workdir: Path) -> None:
+def bench_vlm(path: Path, size: str, n_items: int, kind: str) -> None:
     """Print passes/item and items/s for one-pass scoring vs one pass per option."""
-    path = build_tiny_vlm(workdir / f"vlm-{size}", size=size)
     docs = make_docs(n_items, seeds=(0,), kind=kind)
     ours, ours_s = _vlm(path, docs, "one_pass")
     base, base_s = _vlm(path, docs, "continuation")
@@ -48,6 +49,19 @@ def bench_vlm(size: str, n_items: int, kind: str, workdir: Path) -> None:
     print(f"  one-pass scorer      : {ours / n:.2f} forward passes/item, {n / ours_s:.3f} items/s")
     print(f"  lmms-eval MC path    : {base / n:.2f} forward passes/item, {n / base_s:.3f} items/s")
     print(f"  ratio                : {base / ours:.2f}x fewer passes, {base_s / ours_s:.2f}x faster")
+
+
+def bench_yes_no(path: Path, size: str, n_items: int, kind: str, option_counts: list[int]) -> None:
+    """Print passes/item and items/s of scoring=yes_no vs the one-pass letter scorer, per option count."""
+    print(f"levante_vlm_mc scoring=yes_no vs letters [{size}, {n_items} items, {kind}, batch 1]")
+    for n_options in option_counts:
+        docs = make_docs(n_items, seeds=(0,), kind=kind, n_options=n_options)
+        letters, letters_s = _vlm(path, docs, "one_pass")
+        yes_no, yes_no_s = _vlm(path, docs, "one_pass", scoring="yes_no")
+        n = len(docs)
+        print(f"  {n_options} options: letters {letters / n:.2f} passes/item, {n / letters_s:.3f} items/s; "
+              f"yes_no {yes_no / n:.2f} passes/item, {n / yes_no_s:.3f} items/s; "
+              f"yes_no costs {yes_no / letters:.2f}x the passes, {yes_no_s / letters_s:.2f}x the time")
 
 
 def _per_item_loop(model: LevanteClip, docs: list[dict]) -> tuple[list[list[float]], int]:
@@ -103,6 +117,7 @@ def main() -> None:
     parser.add_argument("--vlm-size", default="smolvlm-256m", choices=["smolvlm-256m", "tiny"])
     parser.add_argument("--vlm-items", type=int, default=1)
     parser.add_argument("--vlm-kind", default="text->images", choices=["text->images", "image->images", "text->texts"])
+    parser.add_argument("--vlm-options", default="2,4", help="option counts of the yes_no comparison")
     parser.add_argument("--clip-items", type=int, default=10)
     parser.add_argument("--clip-seeds", type=int, default=3)
     args = parser.parse_args()
@@ -110,7 +125,10 @@ def main() -> None:
     print(f"torch threads: {torch.get_num_threads()}, device: cpu")
     with tempfile.TemporaryDirectory() as tmp:
         bench_clip(args.clip_items, args.clip_seeds, Path(tmp))
-        bench_vlm(args.vlm_size, args.vlm_items, args.vlm_kind, Path(tmp))
+        vlm = build_tiny_vlm(Path(tmp) / f"vlm-{args.vlm_size}", size=args.vlm_size)
+        bench_vlm(vlm, args.vlm_size, args.vlm_items, args.vlm_kind)
+        bench_yes_no(vlm, args.vlm_size, args.vlm_items, args.vlm_kind,
+                     [int(n) for n in args.vlm_options.split(",")])
 
 
 if __name__ == "__main__":

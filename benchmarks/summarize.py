@@ -91,7 +91,7 @@ def _task(task: str, family: str, n_options: int, skill: float, rng: random.Rand
         line = {"doc_id": doc_id, "target": "ABCD"[order.index(0)], "filtered_resps": letter or "I am not sure",
                 "token_counts": [None], "doc_hash": "0" * 64, "levante_acc": float(correct),
                 "levante_parse_rate": float(parsed), "levante_item": record,
-                "input": f"Choose the option for item {doc_id}. Answer with A, B, C, or D. A: <image1>; B: <image2>"}
+                "input": f"Choose the option for item {doc_id}. Answer with A, B, C, or D. A: <image 1>; B: <image 2>"}
         if subtype_names:
             line.update(subtype_values(record))
         lines.append(line)

@@ -56,3 +56,26 @@ def picture_problems(calls: list[dict[str, Any]], records: dict[str, list[dict[s
             elif any(colours != want for colours in seen):
                 problems.append(f"{task}: {rec['item_uid']}: sent {seen}, expected {want} every time")
     return problems
+
+
+def placement_problems(calls: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]],
+                       rows: dict[str, dict[str, Any]], picture: str) -> list[str]:
+    """For a class that interleaves pictures at their `<image N>` markers: one line per item whose request text
+    (`picture` = the class's picture token run) does not put the context picture before the question, each option
+    picture right after its letter (`A: <picture>`), and no marker left as text."""
+    problems = []
+    for task, recs in records.items():
+        for rec in recs:
+            row = rows[rec["item_uid"]]
+            phrase = f'"{row["prompt_phrase"]}"'
+            for text in (t for call in calls for t in call["texts"] if phrase in t):
+                wrong = ["a `<image N>` marker left as text"] if re.search(r"<image \d+>", text) else []
+                if bool(row["stimulus_image"]) != (picture in text[:text.index(phrase)]):
+                    wrong.append("context picture not (only) before the question")
+                if row["option_kind"] == "image":
+                    letters = "ABCDEFGH"[:len(rec["presented_order"])]
+                    wrong += [f"no picture after {x}:" for x in letters if f"{x}: {picture}" not in text]
+                if text.count(picture) != len(expected_colours(row, rec["presented_order"])):
+                    wrong.append(f"{text.count(picture)} pictures in the text")
+                problems += [f"{task}: {rec['item_uid']}: {w}" for w in wrong]
+    return problems

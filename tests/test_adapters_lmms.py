@@ -26,13 +26,15 @@ def data_dir(tmp_path_factory):
     return root
 
 
-def _run(tmp: Path, data_dir: Path, model: str, model_args: str, tasks: list[str], batch_size: int) -> Path:
+def _run(tmp: Path, data_dir: Path, model: str, model_args: str, tasks: list[str], batch_size: int,
+         limit: int | None = None) -> Path:
     """Run the lmms-eval CLI; return the results folder (the CLI exits 0 even on errors: check the files)."""
     out = tmp / "out"
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     command = [sys.executable, "-m", "lmms_eval", "--model", model, "--model_args", model_args,
                "--tasks", ",".join(tasks), "--include_path", str(TASKS_DIR), "--output_path", str(out),
-               "--batch_size", str(batch_size), "--log_samples", "--verbosity", "WARNING"]
+               "--batch_size", str(batch_size), "--log_samples", "--verbosity", "WARNING",
+               *(["--limit", str(limit)] if limit else [])]
     proc = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
     results = sorted(out.rglob("*_results.json"))
     assert proc.returncode == 0 and results, proc.stdout[-2000:] + proc.stderr[-3000:]
@@ -79,3 +81,24 @@ def test_levante_vlm_mc_runs_levante_tasks_in_lmms_eval(tmp_path, data_dir):
     for task in tasks[:2]:
         _check_task(folder, task, "logprob", "levante_vlm_mc")
     _check_task(folder, "levante_trog_mc", "neg_loss", None)
+
+
+def test_levante_vlm_mc_yes_no_scoring_runs_in_lmms_eval_and_is_its_own_model(tmp_path, data_dir):
+    """scoring=yes_no through the real CLI: one pass per option, records with the per-option logit gaps in
+    canonical order and the argmax as the choice, and a summary that names the mode in the model's adapter."""
+    from levante_tasks.summary.cli import summarize_runs
+
+    vlm = build_tiny_vlm(tmp_path / "tiny-vlm")
+    folder = _run(tmp_path, data_dir, "levante_vlm_mc", f"pretrained={vlm},scoring=yes_no", ["levante_trog"],
+                  batch_size=4, limit=3)
+    lines = _records(folder, "levante_trog")
+    assert len(lines) == 3
+    for line in lines:
+        record, answer = line["levante_item"], json.loads(line["filtered_resps"])
+        assert answer["scoring"] == "yes_no" and record["option_scores_kind"] == "yes_no_logit"
+        presented = list(answer["scores"].values())  # the letters as presented, in order
+        canonical = [presented[record["presented_order"].index(k)] for k in range(len(presented))]
+        assert record["option_scores"] == pytest.approx(canonical)
+        assert record["choice_index"] == max(range(len(canonical)), key=canonical.__getitem__)
+    document = summarize_runs([folder], tmp_path / "summary", plot=False)
+    assert [model["adapter"] for model in document["models"]] == ["levante_vlm_mc[scoring=yes_no]"]

@@ -128,10 +128,10 @@ def test_generate_mode_returns_plain_text(vlm_dir):
 
 
 def test_interleave_follows_the_image_index_rule():
-    with_context = interleave("<image0> Pick. A: <image1>; B: <image2>", 3)
+    with_context = interleave("<image 1> Pick. A: <image 2>; B: <image 3>", 3)
     assert [p["index"] for p in with_context if p["type"] == "image"] == [0, 1, 2]
     assert with_context[1] == {"type": "text", "text": " Pick. A: "}
-    without = interleave("Pick. A: <image1>; B: <image2>", 2)
+    without = interleave("Pick. A: <image 1>; B: <image 2>", 2)
     assert [p["index"] for p in without if p["type"] == "image"] == [0, 1]
     assert without[0] == {"type": "text", "text": "Pick. A: "}
     unreferenced = interleave("Which one? Answer A or B.", 2)
@@ -141,7 +141,51 @@ def test_interleave_follows_the_image_index_rule():
 
 def test_prompt_puts_each_image_at_its_placeholder(vlm_dir):
     model = _scorer(vlm_dir, [])
-    text, order = model.build_prompt("<image0> Fill. A: <image1>; B: <image2>", 3)
+    text, order = model.build_prompt("<image 1> Fill. A: <image 2>; B: <image 3>", 3)
     assert order == [0, 1, 2]
     assert text.count("<image>") == 3 and text.index("<image>") < text.index("Fill")
     assert text.endswith("Assistant:")
+
+
+def _logit_gap_by_hand(path, content: list[dict], images: list) -> float:
+    """logit("Yes") - logit("No") of the next token, computed with the checkpoint's own processor and model."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(path)
+    model = AutoModelForImageTextToText.from_pretrained(path).eval()
+    text = processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                         tokenize=False)
+    inputs = processor(text=[text], images=[images], return_tensors="pt")
+    with torch.inference_mode():
+        logits = model(**inputs).logits[0, -1].float()
+    yes, no = (processor.tokenizer.convert_tokens_to_ids(word) for word in ("Yes", "No"))
+    return float(logits[yes] - logits[no])
+
+
+def test_yes_no_scores_are_the_logit_gap_of_one_pass_per_option(vlm_dir):
+    """scoring=yes_no on a matrix-like item (context picture, four picture options): each option's score equals
+    logit(Yes) - logit(No) computed by hand on [context, that option's picture]; MC losses are -score."""
+    from levante_tasks.testing.adapter_docs import make_doc_to_visual
+
+    docs = make_docs(1, kind="image->images")
+    model = _scorer(vlm_dir, docs, batch_size=2, scoring="yes_no")
+    (answer,) = _scores(model, docs)
+    assert model.forward_passes == 2 and answer["scores_kind"] == "yes_no_logit" and answer["scoring"] == "yes_no"
+    context, *options = make_doc_to_visual()(docs[0])
+    question = [{"type": "image"}, {"type": "text", "text": " Choose the best option.\nCandidate: "}, {"type": "image"},
+                {"type": "text", "text": "\nIs this picture the answer? Answer Yes or No."}]
+    by_hand = [_logit_gap_by_hand(vlm_dir, question, [context, option]) for option in options]
+    assert list(answer["scores"].values()) == pytest.approx(by_hand, abs=1e-5)
+    assert len({round(s, 4) for s in by_hand}) == 4  # each pass saw a different picture
+    assert answer["answer"] == "ABCD"[max(range(4), key=by_hand.__getitem__)]
+    losses = model.loglikelihood(choice_requests(docs))
+    assert [loss for loss, _ in losses] == pytest.approx([-s for s in by_hand], abs=1e-5)
+
+
+def test_yes_no_words_must_be_single_tokens(tmp_path):
+    from levante_tasks.testing.tiny_models import build_tiny_llava
+
+    model = _scorer(build_tiny_llava(tmp_path / "llava", "llava"), [], scoring="yes_no")
+    with pytest.raises(ValueError, match="'Yes' is 3 tokens"):
+        model.yes_no_token_ids()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from compat_checks import fixture_rows, item_records, picture_problems
+from compat_checks import fixture_rows, item_records, picture_problems, placement_problems
 
 from levante_tasks.lmms_patch import installed_lmms_eval
 from levante_tasks.testing import tiny_models
@@ -45,7 +45,8 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
 
 @dataclass(frozen=True)
 class Case:
-    """One model class on one checkpoint kind; `patches` are ours that it needs; `mc`: it runs the `_mc` tasks."""
+    """One model class on one checkpoint kind; `patches` are ours that it needs; `mc`: it runs the `_mc` tasks;
+    `option`: a model_arg that changes how the class lays out pictures (shown in the table's layout column)."""
 
     model: str
     checkpoint: str | None
@@ -54,14 +55,19 @@ class Case:
     mc: bool = False
     patches: tuple[str, ...] = field(default_factory=tuple)
     versions: tuple[str, ...] = ("0.7.2", "0.7.3")
+    option: str = ""
 
 
 # upstream's default min_pixels (256 x 28 x 28) blows each 32x24 picture up to 256 image tokens: keep CI cheap
 QWEN_ARGS = "device_map=cpu,min_pixels=3136,max_pixels=12544"
+QWEN_PICTURE = "<|vision_start|><|image_pad|><|vision_end|>"  # one picture in the Qwen processors' text
 CASES = {
     "qwen2_vl": Case("qwen2_vl", "qwen2_vl", QWEN_ARGS, simple=True, versions=("0.7.2",)),
     "qwen2_5_vl": Case("qwen2_5_vl", "qwen2_5_vl", QWEN_ARGS, versions=("0.7.2",)),
     "qwen2_5_vl-simple": Case("qwen2_5_vl", "qwen2_5_vl", QWEN_ARGS, simple=True, versions=("0.7.2",)),
+    # each picture at its `<image N>` marker (upstream's interleaving rule), not all of them first
+    "qwen2_5_vl-simple-interleave": Case("qwen2_5_vl", "qwen2_5_vl", f"{QWEN_ARGS},interleave_visuals=True",
+                                         simple=True, versions=("0.7.2",), option="interleave_visuals=True"),
     "idefics2": Case("idefics2", "idefics2", model_args="", simple=True, patches=("0010",)),
     "llava_hf-llava-1.5": Case("llava_hf", "llava-1.5", mc=True, patches=("0011", "0012"), versions=("0.7.2",)),
     "llava_hf-llava-1.5-simple": Case("llava_hf", "llava-1.5", simple=True, mc=True, patches=("0011",)),
@@ -114,7 +120,7 @@ def record_outcome(name: str, case: Case, status: str, detail: str) -> None:
     if folder:
         line = {"case": name, "model": case.model, "checkpoint": case.checkpoint or "fake server",
                 "simple": case.simple, "mc": case.mc, "lmms_eval": VERSION, "status": status, "detail": detail,
-                "patches": list(case.patches)}
+                "patches": list(case.patches), "option": case.option}
         Path(folder).mkdir(parents=True, exist_ok=True)
         (Path(folder) / f"{VERSION}-{name}.json").write_text(json.dumps(line, indent=1) + "\n", encoding="utf-8")
 
@@ -139,6 +145,8 @@ def test_model_class_sends_each_item_its_pictures_in_prompt_order(
     assert any(not row["stimulus_image"] for row in (fixture_rows(fixture_data)[r["item_uid"]]
                                                       for r in records["levante_egma_math"])), "no text-only item"
     problems = picture_problems(read_log(spy), records, fixture_rows(fixture_data))
+    if case.option == "interleave_visuals=True":
+        problems += placement_problems(read_log(spy), records, fixture_rows(fixture_data), QWEN_PICTURE)
     assert not problems, "\n".join(problems)
     assert_summarize_and_compare_read(out, records, tmp_path / "summary")
     record_outcome(name, case, "works", "")
@@ -216,7 +224,10 @@ def test_compat_table_is_rendered_from_case_results(tmp_path: Path) -> None:
              {"case": "a-mc", "model": "idefics2", "checkpoint": "-", "simple": True, "mc": True,
               "lmms_eval": "0.7.2", "status": "refused", "detail": "upstream: no loglikelihood", "patches": []},
              {"case": "b", "model": "qwen2_vl", "checkpoint": "qwen2_vl", "simple": True, "mc": False,
-              "lmms_eval": "0.7.3", "status": "failed", "detail": "exit 1", "patches": []}]
+              "lmms_eval": "0.7.3", "status": "failed", "detail": "exit 1", "patches": []},
+             {"case": "c", "model": "qwen2_vl", "checkpoint": "qwen2_vl", "simple": True, "mc": False,
+              "lmms_eval": "0.7.3", "status": "works", "detail": "", "patches": [],
+              "option": "interleave_visuals=True"}]
     for case in cases:
         (results / f"{case['lmms_eval']}-{case['case']}.json").write_text(json.dumps(case), encoding="utf-8")
     doc = tmp_path / "doc.md"
@@ -227,6 +238,8 @@ def test_compat_table_is_rendered_from_case_results(tmp_path: Path) -> None:
     assert ("| `idefics2` | idefics2 | simple (`--force_simple`) | 0.7.2 | works with patch 0010 | "
             "refused: upstream: no loglikelihood |") in text
     assert "| `qwen2_vl` | qwen2_vl | simple (`--force_simple`) | 0.7.3 | failed: exit 1 | not in the suite |" in text
+    assert ("| `qwen2_vl` | qwen2_vl | simple (`--force_simple`), `interleave_visuals=True` | 0.7.3 | works | "
+            "not in the suite |") in text
     short = compat_table.short_table(compat_table.load_results(results))
     assert "| `idefics2` | yes | no | not run | not run |" in short
-    assert "| `qwen2_vl` | not run | not run | no | not run |" in short
+    assert "| `qwen2_vl` | not run | not run | yes | not run |" in short  # some checkpoint and layout works

@@ -12,7 +12,9 @@ option_texts, range_min and range_max, and slider records gained chance_level; p
 parser_version and left a tie of scores unparsed (checked: with parser_version "2" and each tie record put back to
 its first top-scoring letter by `scores`, every unit hashes as before; 635 image_oracle multiple_choice records on
 text-only egma-math items, where the oracle gives every option the same loss, 2 scripted and 1 scripted_chat
-`scores` JSON ties).
+`scores` JSON ties); then for the `<image N>` picture markers (prompts changed, so every `inputs` hash with a
+picture marker changed, and the scripted models' records, which hash the prompt): the records and counts of
+`fixed_B` and `image_oracle` unchanged.
 """
 
 from __future__ import annotations

@@ -57,12 +57,12 @@ def test_samples_show_our_balanced_order_and_labelled_pictures(fixture_env, seed
         n, meta = len(sample.choices), sample.metadata
         gold = positions[sample.id]
         assert sample.target == "ABCD"[gold] and meta["presented_order"] == presented_order(n, gold)
-        assert sample.choices == [f"<image{k}>" for k in range(1, n + 1)]  # context <image0> comes first
+        assert sample.choices == [f"<image {k}>" for k in range(2, n + 2)]  # the context picture is <image 1>
         (message,) = sample.input
         text, *images = message.content
         assert isinstance(text, ContentText) and all(isinstance(i, ContentImage) for i in images)
-        assert "Answer with" not in text.text and "<image0>" in text.text
-        names = ", ".join(f"<image{k}>" for k in range(n + 1))
+        assert "Answer with" not in text.text and text.text.startswith("<image 1> ")
+        names = ", ".join(f"<image {k}>" for k in range(1, n + 2))
         assert text.text.endswith(f"(Pictures attached in this order: {names}.)")
         colours = [decode_colour(decode_image(i.image)) for i in images]
         assert colours == [-1, *meta["presented_order"]]  # picture K shows canonical option presented_order[K-1]

@@ -170,7 +170,9 @@ def test_context_image_comes_first_for_math_and_matrix() -> None:
             images = lmms_task.doc_to_visual(doc)
             assert decode_colour(images[0]) == -1
             text = lmms_task.doc_to_text(doc)
-            assert text.startswith("<image0>")
+            assert text.startswith("<image 1> ")
+            if doc["option_kind"] == "image":
+                assert text.endswith("; ".join(f"{x}: <image {k + 2}>" for k, x in enumerate(doc["letters"])))
             if doc["option_kind"] == "image":
                 assert [decode_colour(im) for im in images[1:]] == doc["presented_order"]
 

@@ -12,9 +12,10 @@ from typing import Any
 import torch
 from PIL import Image
 
+from levante_tasks.data.prompts import IMAGE_MARKER
 from levante_tasks.schema.items import LETTERS
 
-_PLACEHOLDER = re.compile(r"<(?:image|option)\d+>")
+_PLACEHOLDER = re.compile(rf"{IMAGE_MARKER.pattern}|<option\d+>")
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
            "bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
 
@@ -73,7 +74,7 @@ def presented_options(doc: Mapping[str, Any]) -> list[str]:
 
 
 def has_context_image(doc: Mapping[str, Any]) -> bool:
-    """True when the item shows a context image (`<image0>`): first entry of doc_to_visual."""
+    """True when the item shows a context image (`<image 1>`): first entry of doc_to_visual."""
     return bool(doc.get("stimulus_image"))
 
 
@@ -127,7 +128,8 @@ def log_softmax(values: Sequence[float]) -> list[float]:
 def score_answer(letters: Sequence[str], logprobs: Sequence[float], **extra: Any) -> str:
     """The JSON answer of design.md §3c: argmax letter + per-letter log-probabilities (sum of exp = 1).
 
-    Ties go to the first letter as presented; `extra` keys (model id, revision, mode) are kept for auditing.
+    Ties go to the first letter as presented; `extra` keys (model id, revision, mode) are kept for auditing; an
+    `extra` `scores_kind` names other scores (`yes_no_logit`: logit(Yes) - logit(No) per option).
     """
     best = max(range(len(letters)), key=lambda i: (logprobs[i], -i))
     scores = {k: round(float(v), 6) for k, v in zip(letters, logprobs, strict=True)}

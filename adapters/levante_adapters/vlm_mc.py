@@ -5,12 +5,16 @@ After the prompt (chat template + generation prompt), the next-token distributio
 probabilities and the argmax letter from ONE forward pass per item, where lmms-eval's multiple-choice path needs
 one pass per option. Batches are left-padded with explicit position ids, so an item scores the same alone or in a
 batch. A plain greedy `generate_until` path is available with `mode=generate`.
+
+`scoring=yes_no` (levante-bench's per-option scoring, for models that compare several pictures badly): one pass
+per option, asking whether this option is the answer (the question, then only this option's picture or text);
+score = logit("Yes") - logit("No") at the next token (each word one token, as levante-bench's logit-forced rule
+requires); choice = argmax. Answers carry `scores_kind: "yes_no_logit"` and `scoring: "yes_no"`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,27 +35,39 @@ from levante_adapters.common import (
     to_images,
 )
 from levante_adapters.revision import load_revision, resolve_identity, test_model_mark
+from levante_tasks.data.prompts import IMAGE_MARKER, image_marker, without_answer_clause
 
-_IMAGE_PLACEHOLDER = re.compile(r"<image(\d+)>")
 # Families whose rotary positions are computed inside the model from the attention mask (3-D mRoPE).
 INTERNAL_POSITION_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "glm4v")
 MODES = ("score", "generate")
 MC_MODES = ("one_pass", "continuation")
+SCORINGS = ("letters", "yes_no")
+YES_NO = ("Yes", "No")  # the next-token words of scoring=yes_no: score = logit(YES_NO[0]) - logit(YES_NO[1])
+
+
+def yes_no_context(stem: str, option: str | None, has_context: bool) -> tuple[str, int]:
+    """The prompt of one yes/no pass and its picture count: the question (`<image 1>` = the context picture),
+    then the option (`option` = its text, or None for a picture option, shown as the next picture)."""
+    n_images = int(has_context)
+    if option is None:
+        n_images += 1
+        candidate = f"{image_marker(n_images)}\nIs this picture the answer?"
+    else:
+        candidate = f"{option}\nIs this the answer?"
+    return f"{stem}\nCandidate: {candidate} Answer {YES_NO[0]} or {YES_NO[1]}.", n_images
 
 
 def interleave(ctx: str, n_images: int) -> list[dict[str, Any]]:
-    """Chat content for a prompt with `<imageK>` placeholders: images where they are referenced.
+    """Chat content for a prompt with `<image N>` markers: images where they are referenced.
 
-    Placeholder rule (design.md §3b): when `<image0>` occurs, `<imageK>` is visual K, else visual K-1.
-    Visuals the text never references come first, in order; out-of-range placeholders stay as text.
+    Marker rule (levante_tasks.data.prompts, design.md §3b): `<image N>` is visual N-1. Visuals the text never
+    references come first, in order; out-of-range markers stay as text.
     """
-    found = [int(m.group(1)) for m in _IMAGE_PLACEHOLDER.finditer(ctx)]
-    offset = 0 if 0 in found else 1
-    referenced = {k - offset for k in found if 0 <= k - offset < n_images}
+    referenced = {int(m.group(1)) - 1 for m in IMAGE_MARKER.finditer(ctx)}
     content: list[dict[str, Any]] = [{"type": "image", "index": i} for i in range(n_images) if i not in referenced]
     position = 0
-    for match in _IMAGE_PLACEHOLDER.finditer(ctx):
-        index = int(match.group(1)) - offset
+    for match in IMAGE_MARKER.finditer(ctx):
+        index = int(match.group(1)) - 1
         if not 0 <= index < n_images:
             continue
         if match.start() > position:
@@ -76,6 +92,7 @@ class LevanteVlmMc(lmms):
         batch_size: int | str = 1,
         mode: str = "score",
         mc_mode: str = "one_pass",
+        scoring: str = "letters",
         max_new_tokens: int | str = 32,
         model_id: str | None = None,
         revision: str | None = None,
@@ -88,9 +105,10 @@ class LevanteVlmMc(lmms):
         kwargs.pop("max_batch_size", None)
         if kwargs:
             logger.warning(f"levante_vlm_mc ignores unknown model_args: {sorted(kwargs)}")
-        if mode not in MODES or mc_mode not in MC_MODES:
-            raise ValueError(f"mode={mode!r}, mc_mode={mc_mode!r}: expected mode in {MODES}, mc_mode in {MC_MODES}")
-        self.mode, self.mc_mode = mode, mc_mode
+        if mode not in MODES or mc_mode not in MC_MODES or scoring not in SCORINGS:
+            raise ValueError(f"mode={mode!r}, mc_mode={mc_mode!r}, scoring={scoring!r}: expected mode in {MODES}, "
+                             f"mc_mode in {MC_MODES}, scoring in {SCORINGS}")
+        self.mode, self.mc_mode, self.scoring = mode, mc_mode, scoring
         self.device = resolve_device(device)
         self.batch_size = as_positive_int(batch_size, "batch_size")
         self.max_new_tokens = as_positive_int(max_new_tokens, "max_new_tokens")
@@ -110,7 +128,8 @@ class LevanteVlmMc(lmms):
         ) | test_model_mark(self.model.config)
         self.forward_passes = 0
         self._letter_ids: dict[str, list[int]] = {}
-        logger.info(f"levante_vlm_mc: {self.identity} on {self.device}, mode {mode}, mc_mode {mc_mode}")
+        logger.info(f"levante_vlm_mc: {self.identity} on {self.device}, mode {mode}, mc_mode {mc_mode}, "
+                    f"scoring {scoring}")
 
     # ---- prompts --------------------------------------------------------------------------------------------
     def build_prompt(self, ctx: str, n_images: int) -> tuple[str, list[int]]:
@@ -141,7 +160,7 @@ class LevanteVlmMc(lmms):
         return batch
 
     def letter_token_ids(self, letter: str) -> list[int]:
-        """Single-token ids that spell `letter` (bare and space-prefixed); an error if there is none."""
+        """Single-token ids that spell option `letter` (bare and space-prefixed); an error if there is none."""
         if letter not in self._letter_ids:
             ids = []
             for variant in (letter, " " + letter):
@@ -165,8 +184,8 @@ class LevanteVlmMc(lmms):
             visuals = to_images(doc_to_visual(doc))
             prompt, order = self.build_prompt(ctx, len(visuals))
             n_options = len(doc.get("options") or []) or max(len(visuals) - int(bool(doc.get("stimulus_image"))), 2)
-            items.append({"doc": doc, "prompt": prompt, "images": [visuals[i] for i in order],
-                          "letters": doc_letters(doc, n_options), "key": (task, split, doc_id)})
+            items.append({"doc": doc, "prompt": prompt, "images": [visuals[i] for i in order], "ctx": ctx,
+                          "visuals": visuals, "letters": doc_letters(doc, n_options), "key": (task, split, doc_id)})
             seen[(task, split, doc_id, ctx)] = items[-1]
         return items
 
@@ -178,21 +197,69 @@ class LevanteVlmMc(lmms):
         return [idx[s:s + self.batch_size] for idx in groups.values() for s in range(0, len(idx), self.batch_size)]
 
     # ---- scoring --------------------------------------------------------------------------------------------
-    def letter_scores(self, items: Sequence[dict[str, Any]]) -> list[tuple[list[float], float]]:
-        """Per item: log-probabilities over its letters (renormalised) and the raw letter probability mass."""
-        results: list[tuple[list[float], float] | None] = [None] * len(items)
+    def next_token_logits(self, items: Sequence[dict[str, Any]]) -> list[torch.Tensor]:
+        """Per item (`prompt`, `images`): the float logits of the next token, one forward pass per batch."""
+        results: list[torch.Tensor | None] = [None] * len(items)
         for batch_idx in self._batches(items):
             batch = self.encode_batch([items[i]["prompt"] for i in batch_idx], [items[i]["images"] for i in batch_idx])
             with torch.inference_mode():
-                logits = self.model(**batch).logits[:, -1, :].float()
+                logits = self.model(**batch).logits[:, -1, :].float().cpu()
             self.forward_passes += 1
-            logprobs = torch.log_softmax(logits, dim=-1).cpu()
             for row, i in enumerate(batch_idx):
-                per_letter = [float(torch.logsumexp(logprobs[row, self.letter_token_ids(x)], dim=0))
-                              for x in items[i]["letters"]]
-                total = float(torch.logsumexp(torch.tensor(per_letter), dim=0))
-                results[i] = ([v - total for v in per_letter], math.exp(total))
+                results[i] = logits[row]
         return results  # type: ignore[return-value]
+
+    def letter_scores(self, items: Sequence[dict[str, Any]]) -> list[tuple[list[float], float]]:
+        """Per item: log-probabilities over its letters (renormalised) and the raw letter probability mass."""
+        results = []
+        for item, logits in zip(items, self.next_token_logits(items), strict=True):
+            logprobs = torch.log_softmax(logits, dim=-1)
+            per_letter = [float(torch.logsumexp(logprobs[self.letter_token_ids(x)], dim=0)) for x in item["letters"]]
+            total = float(torch.logsumexp(torch.tensor(per_letter), dim=0))
+            results.append(([v - total for v in per_letter], math.exp(total)))
+        return results
+
+    def yes_no_token_ids(self) -> tuple[int, int]:
+        """The one-token ids of the yes/no words; an error naming the word when it is not exactly one token."""
+        ids = []
+        for word in YES_NO:
+            encoded = self.tokenizer.encode(word, add_special_tokens=False)
+            if len(encoded) != 1:
+                raise ValueError(f"scoring=yes_no: {word!r} is {len(encoded)} tokens for this tokenizer, not one")
+            ids.append(encoded[0])
+        return ids[0], ids[1]
+
+    def yes_no_passes(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        """One pass per presented option: its prompt (chat template) and pictures (context, then the option's)."""
+        doc, visuals, letters = item["doc"], item["visuals"], item["letters"]
+        has_context = bool(doc.get("stimulus_image")) and len(visuals) > 0
+        context = visuals[:1] if has_context else []
+        pictures = visuals[len(context):]
+        texts = presented_options(doc)
+        stem = without_answer_clause(item["ctx"])
+        passes = []
+        for k, letter in enumerate(letters):
+            picture = len(pictures) == len(letters)
+            option = None if picture else (texts[k] if k < len(texts) else letter)
+            ctx, n_images = yes_no_context(stem, option, has_context)
+            prompt, order = self.build_prompt(ctx, n_images)
+            shown = [*context, pictures[k]] if picture else context
+            passes.append({"prompt": prompt, "images": [shown[i] for i in order]})
+        return passes
+
+    def yes_no_scores(self, items: Sequence[dict[str, Any]]) -> list[list[float]]:
+        """Per item: logit("Yes") - logit("No") at the next token of each option's pass, in presented order."""
+        yes, no = self.yes_no_token_ids()
+        passes = [self.yes_no_passes(item) for item in items]
+        logits = iter(self.next_token_logits([p for item_passes in passes for p in item_passes]))
+        return [[float(row[yes] - row[no]) for row in (next(logits) for _ in item_passes)] for item_passes in passes]
+
+    def option_scores(self, items: Sequence[dict[str, Any]]) -> list[tuple[list[float], dict[str, Any]]]:
+        """Per item: the scores of its options as presented, and what the JSON answer says about them."""
+        if self.scoring == "yes_no":
+            return [(scores, {"scores_kind": "yes_no_logit", "scoring": "yes_no"})
+                    for scores in self.yes_no_scores(items)]
+        return [(logprobs, {"letter_mass": round(mass, 6)}) for logprobs, mass in self.letter_scores(items)]
 
     def continuation_nll(self, item: dict[str, Any], continuation: str) -> tuple[float, bool]:
         """lmms-eval's classic path: one forward pass for prompt + continuation; mean NLL of its tokens."""
@@ -212,11 +279,8 @@ class LevanteVlmMc(lmms):
         items = self._items(requests)
         if self.mode == "generate":
             return [self._generate(item, request.args[1]) for item, request in zip(items, requests, strict=True)]
-        answers = []
-        for item, (logprobs, mass) in zip(items, self.letter_scores(items), strict=True):
-            answers.append(score_answer(item["letters"], logprobs, scorer="levante_vlm_mc",
-                                        letter_mass=round(mass, 6), model=self.identity))
-        return answers
+        return [score_answer(item["letters"], scores, scorer="levante_vlm_mc", **extra, model=self.identity)
+                for item, (scores, extra) in zip(items, self.option_scores(items), strict=True)]
 
     def _generate(self, item: dict[str, Any], gen_kwargs: dict[str, Any]) -> str:
         """Greedy decoding cut at the first `until` string."""
@@ -237,7 +301,8 @@ class LevanteVlmMc(lmms):
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
         """multiple_choice losses (lower = better). one_pass: -log p(letter) from one pass per item (letter
-        continuations); other continuations, and mc_mode=continuation, use one pass per option."""
+        continuations), or -score with scoring=yes_no; other continuations, and mc_mode=continuation, use one pass
+        per option."""
         items = self._items(requests)
         one_pass = {}
         if self.mc_mode == "one_pass":
@@ -246,7 +311,7 @@ class LevanteVlmMc(lmms):
                 if request.args[1].strip() in item["letters"]:
                     unique.setdefault(item["key"], item)
             keys = list(unique)
-            one_pass = dict(zip(keys, self.letter_scores([unique[k] for k in keys]), strict=True))
+            one_pass = dict(zip(keys, self.option_scores([unique[k] for k in keys]), strict=True))
         results = []
         for request, item in zip(requests, items, strict=True):
             continuation = request.args[1]

@@ -24,7 +24,7 @@ from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
 from levante_tasks.schema.tasks import BY_NAME
 
 SCHEMA_VERSION = 1
-BUILDER_VERSION = 3  # bump whenever item construction changes, so `prepare` rebuilds (3: slider prompt as shown)
+BUILDER_VERSION = 4  # bump whenever item construction changes, so `prepare` rebuilds (4: `<image N>` markers)
 MAX_PROBLEM_LINES = 50
 EMPTY_TASK_HINT = "pass --allow-empty-tasks to build the other tasks anyway"
 

@@ -182,8 +182,9 @@ class _Builder:
             stem = row.get("item") or row.get("prompt")
             if row.task == "same-different-selection" and row.get("trial_type") == "something-same-2":
                 stem = f"{self.sds_context} {stem}".strip()
-        stem = prompts.with_context_placeholder(stem, bool(item["stimulus_image"]))
-        return f"{stem} {prompts.answer_clause(item['n_options'], item['option_kind'])}"
+        has_context = bool(item["stimulus_image"])
+        stem = prompts.with_context_placeholder(stem, has_context)
+        return f"{stem} {prompts.answer_clause(item['n_options'], item['option_kind'], has_context)}"
 
     def generated(self, low: float, high: float, marked: float | None) -> str:
         rel = numberline.number_line_relpath(low, high, marked)

@@ -53,7 +53,7 @@ def load_rows(task: str, version: str) -> list[dict[str, Any]]:
 
 
 def _visual_paths(row: Mapping[str, Any], order: Sequence[int]) -> list[str]:
-    """Context image (if any) then option images in presented order: `<imageK>` is index K (K-1 without context)."""
+    """Context image (if any) then option images in presented order: `<image N>` is index N-1."""
     context = [row["stimulus_image"]] if row.get("stimulus_image") else []
     option_images = list(row.get("option_images") or [])
     return context + ([option_images[i] for i in order] if option_images else [])

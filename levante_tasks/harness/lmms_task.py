@@ -62,7 +62,8 @@ def run_provenance(lmms_task: str, task: str, version: str) -> dict[str, Any]:
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Image.Image]:
-    """Images in the order the prompt numbers them: context first (`<image0>`), then options as presented."""
+    """Images in the order the prompt numbers them (`<image N>` is entry N-1): context first, then options as
+    presented."""
     root = docs.version_root(doc)
     return controls.apply_variant(doc, [open_image(root, rel) for rel in doc["visual_paths"]])
 

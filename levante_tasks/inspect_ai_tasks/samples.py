@@ -2,9 +2,9 @@
 
 Input: one user message whose text is the item's prompt (`lmms_task.doc_to_text`) without its answer clause
 (inspect's `multiple_choice()` lists the options instead), with a line naming the attached pictures in order,
-followed by the pictures of `lmms_task.doc_to_visual` (context `<image0>` first, then options as presented; blank or
+followed by the pictures of `lmms_task.doc_to_visual` (context `<image 1>` first, then options as presented; blank or
 shuffled per variant) as PNG data URIs, so logs hold no file paths. Choices: the options in OUR presented order
-(picture options as their `<imageK>` marker, text options as their text); target: the gold letter.
+(picture options as their `<image N>` marker, text options as their text); target: the gold letter.
 Metadata: the doc fields the record needs (identity, seed, variant, presented and canonical order, letters);
 the message's metadata names the item (`ITEM_KEY`: task, seed, variant, item_uid) for offline scoring models
 (levante_tasks.testing.inspect_model), which real providers ignore.
@@ -21,7 +21,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageUser, ContentImage, ContentText
 from PIL import Image
 
-from levante_tasks.data.prompts import answer_clause, fill_options
+from levante_tasks.data.prompts import answer_clause, fill_options, image_marker
 
 # The doc fields a Sample carries (and the record scorer reads back): docs/design.md §3b.
 DOC_FIELDS = ("item_uid", "task", "trial_type", "seed", "variant", "presented_order", "letters", "target_letter",
@@ -38,25 +38,26 @@ def option_texts(doc: Mapping[str, Any]) -> list[str]:
 
 
 def shown_options(doc: Mapping[str, Any]) -> list[str]:
-    """The choice values in presented order: text options as text, picture options as their `<imageK>` marker (the
-    option at position K-1; `<image0>` is the context picture)."""
+    """The choice values in presented order: text options as text, picture options as their `<image N>` marker
+    (N counts the attached pictures from 1; `<image 1>` is the context picture when the item has one)."""
     if doc["option_kind"] == "text":
         return [str(doc["options"][i]) for i in doc["presented_order"]]
-    return [f"<image{position + 1}>" for position in range(len(doc["presented_order"]))]
+    first = 2 if doc.get("stimulus_image") else 1
+    return [image_marker(first + position) for position in range(len(doc["presented_order"]))]
 
 
 def question_text(doc: Mapping[str, Any], n_images: int) -> str:
     """The lmms-eval prompt of the doc without its answer clause (the solver lists the options), plus a line that
-    names the attached pictures in order (`<image0>` is the context picture when the item has one)."""
+    names the attached pictures in order (`<image 1>` is the context picture when the item has one)."""
     from levante_tasks.harness.lmms_task import doc_to_text
 
     prompt = doc_to_text(doc)
-    clause = fill_options(answer_clause(int(doc["n_options"]), doc["option_kind"]), shown_options(doc))
+    clause = fill_options(answer_clause(int(doc["n_options"]), doc["option_kind"], bool(doc.get("stimulus_image"))),
+                          shown_options(doc))
     question = prompt.removesuffix(clause).rstrip() if prompt.endswith(clause) else prompt
     if not n_images:
         return question
-    offset = 0 if doc.get("stimulus_image") else 1
-    names = ", ".join(f"<image{k + offset}>" for k in range(n_images))
+    names = ", ".join(image_marker(k + 1) for k in range(n_images))
     return f"{question}\n(Pictures attached in this order: {names}.)"
 
 

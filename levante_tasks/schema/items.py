@@ -45,13 +45,13 @@ class ItemRow:
     trial_type: str
     prompt: str = ""  # the child-facing instruction
     prompt_phrase: str = ""  # target word / sentence / expression
-    prompt_text: str = ""  # model-facing template: `<image0>`, `<imageK>`, `<optionK>` (K = presented position)
+    prompt_text: str = ""  # model-facing: `<image N>` = picture N of doc_to_visual, `<optionK>` = presented option K
     story: str = ""  # theory-of-mind story text
     answer: str = ""  # key of the correct option (== options[0]); the target number of a slider item
     options: list[str] = field(default_factory=list)  # canonical order: answer first, then distractors as listed
     option_kind: str = "text"  # image, text or slider
     option_images: list[str] = field(default_factory=list)  # one per canonical option (empty for text options)
-    stimulus_image: str = ""  # context image (`<image0>`), "" when none
+    stimulus_image: str = ""  # context image (`<image 1>`), "" when none
     chance_level: float = math.nan  # 1 / n_options; slider: P(hit) of a uniform random position
     n_options: int = 0
     response_format: str = "choice"  # choice or slider

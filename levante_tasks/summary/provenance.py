@@ -168,12 +168,17 @@ def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None)
     Public id: `model_id=` in model_args, else the id the model wrote into its JSON answers (levante adapters),
     else lmms-eval's model name (a local path becomes its folder name or hub id), else the adapter with its
     model_args. Revision: a 40-hex `revision=`, else the answers' revision, else a hub snapshot path's commit,
-    else "unknown".
+    else "unknown". A scoring mode (`scoring=` in model_args, or the answers' `scoring`, e.g. levante_vlm_mc's
+    `yes_no`) is part of the adapter (`levante_vlm_mc[scoring=yes_no]`), so runs of one checkpoint scored two ways
+    are two models in every summary, never one.
     """
     run = results["config"]
     adapter = or_unknown(run.get("model") or results.get("model_source"))
     args = parse_model_args(run.get("model_args"))
     answer = answer or {}
+    scoring = args.get("scoring") or answer.get("scoring")
+    if scoring:
+        adapter = f"{adapter}[scoring={scoring}]"
     path_rev = None
     name = str(results.get("model_name") or args.get("pretrained") or "")
     if name and path_like(name):

@@ -13,6 +13,7 @@ from typing import Any
 from lmms_eval.api.instance import Instance
 from PIL import Image, ImageDraw
 
+from levante_tasks.data.prompts import image_marker
 from levante_tasks.schema.items import LETTERS
 
 
@@ -81,14 +82,15 @@ def make_doc_to_visual(size: int = 64) -> Callable[[dict[str, Any]], list[Image.
 
 
 def prompt_for(doc: dict[str, Any]) -> str:
-    """A LEVANTE-style prompt with `<imageK>` placeholders (context as `<image0>`)."""
+    """A LEVANTE-style prompt with `<image N>` markers (the context picture, when there is one, as `<image 1>`)."""
     n = len(doc["options"])
     letters = doc["letters"][:n]
     if doc["option_kind"] == "text":
         listing = "; ".join(f"{x}: {doc['options'][i]}" for x, i in zip(letters, doc["presented_order"], strict=True))
     else:
-        listing = "; ".join(f"{x}: <image{k + 1}>" for k, x in enumerate(letters))
-    head = "<image0> Choose the best option." if doc.get("stimulus_image") else (
+        first = 2 if doc.get("stimulus_image") else 1
+        listing = "; ".join(f"{x}: {image_marker(first + k)}" for k, x in enumerate(letters))
+    head = f"{image_marker(1)} Choose the best option." if doc.get("stimulus_image") else (
         f'Choose the image that matches the text: "{doc["prompt_phrase"]}".')
     return f"{head} Answer with {', '.join(letters[:-1])} or {letters[-1]}. {listing}"
 

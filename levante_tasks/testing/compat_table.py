@@ -24,7 +24,8 @@ BEGIN, END = "<!-- compat-table:begin (generated: levante_tasks.testing.compat_t
 def load_results(folder: Path) -> list[dict[str, Any]]:
     """Every case outcome in `folder` (`<version>-<case>.json`), sorted by class, checkpoint, layout, version."""
     rows = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))]
-    return sorted(rows, key=lambda r: (r["model"], r["checkpoint"], str(r["simple"]), r["lmms_eval"]))
+    return sorted(rows, key=lambda r: (r["model"], r["checkpoint"], str(r["simple"]), r.get("option", ""),
+                                       r["lmms_eval"]))
 
 
 def _status(row: dict[str, Any]) -> str:
@@ -50,6 +51,8 @@ def full_table(rows: Iterable[dict[str, Any]]) -> str:
         if row["status"] == "refused" and row["mc"]:
             continue
         layout = "simple (`--force_simple`)" if row["simple"] else "chat"
+        if row.get("option"):
+            layout += f", `{row['option']}`"
         if row["status"] == "refused":
             generate = mc = _status(row)
             layout = "-"

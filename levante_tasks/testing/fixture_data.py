@@ -87,8 +87,8 @@ def _row(root: Path, task: str, uid: str, trial_type: str, n: int, kind: str, co
     return ItemRow(
         item_uid=uid, source_item_uid=uid, task=task, task_id=task_info(task).task_id, trial_type=trial_type,
         prompt="Choose the correct option.", prompt_phrase=f"phrase {number}",
-        prompt_text=f"{stem} {prompts.answer_clause(n, kind)}", story=story, answer=options[0], options=options,
-        option_kind=kind, option_images=images, stimulus_image=stimulus,
+        prompt_text=f"{stem} {prompts.answer_clause(n, kind, context)}", story=story, answer=options[0],
+        options=options, option_kind=kind, option_images=images, stimulus_image=stimulus,
         chance_level=1.0 / n, n_options=n, manifest_row=number,
     ).as_dict()
 

@@ -3,7 +3,7 @@
 `levante_fixed` answers one letter to everything (`model_args=letter=B`); for multiple_choice it gives that
 letter the lowest loss. `levante_image_oracle` (simple) and `levante_chat_oracle` (chat: it reads the
 `doc_to_messages` turns) see only what any model of their kind sees (prompt text and images) and, for
-`fixture_data` images that encode their canonical index by colour, answer the letter whose `<imageK>` decodes
+`fixture_data` images that encode their canonical index by colour, answer the letter whose `<image N>` decodes
 to index 0: they score 100% exactly when option k's image is the k-th image the model receives.
 """
 
@@ -16,10 +16,11 @@ from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 from lmms_eval.models.registry_v2 import ModelManifest
 
+from levante_tasks.data.prompts import IMAGE_MARKER
 from levante_tasks.schema.items import LETTERS
 from levante_tasks.testing.fixture_data import decode_colour
 
-_LISTED = re.compile(rf"\b([{LETTERS}]): <image([1-9]\d*)>")
+_LISTED = re.compile(rf"\b([{LETTERS}]): {IMAGE_MARKER.pattern}")
 
 
 class _OfflineModel(lmms):
@@ -47,12 +48,13 @@ class FixedLetterModel(_OfflineModel):
 
 
 def oracle_answer(context: str, images: list[Any]) -> str:
-    """The letter whose listed image decodes to canonical index 0, or "none" when the layout disagrees."""
-    offset = 0 if "<image0>" in context else -1
-    if offset == 0 and (not images or decode_colour(images[0]) != -1):
+    """The letter whose listed image (`<image N>` = images[N-1]) decodes to canonical index 0, or "none" when the
+    layout disagrees (a picture no letter lists is not the context picture)."""
+    listed = [(letter, int(n) - 1) for letter, n in _LISTED.findall(context)]
+    options = {index for _, index in listed}
+    if any(decode_colour(image) != -1 for i, image in enumerate(images) if i not in options):
         return "none"
-    for letter, k in _LISTED.findall(context):
-        index = int(k) + offset
+    for letter, index in listed:
         if 0 <= index < len(images) and decode_colour(images[index]) == 0:
             return letter
     return "none"

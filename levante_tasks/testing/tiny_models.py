@@ -9,6 +9,7 @@ model-class compatibility suite (tests/test_compat_models.py, docs/compatibility
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -28,13 +29,16 @@ SMOLVLM_CHAT_TEMPLATE = (
 )
 
 
-def _byte_level_tokenizer(specials: list[str], bos: str | None, eos: str | None) -> Tokenizer:
-    """A byte-level BPE covering every string: 256 byte symbols, plus merges that make " A".." H" one token."""
+def _byte_level_tokenizer(specials: list[str], bos: str | None, eos: str | None,
+                          words: Sequence[str] = ()) -> Tokenizer:
+    """A byte-level BPE covering every string: 256 byte symbols, plus merges that make " A".." H" and each of
+    `words` one token."""
     alphabet = sorted(ByteLevel.alphabet())
     vocab: dict[str, int] = {}
     for token in [*specials, *alphabet]:
         vocab.setdefault(token, len(vocab))
     merges = [("Ġ", letter) for letter in LETTERS]
+    merges += [(word[:end], word[end]) for word in words for end in range(1, len(word))]
     for left, right in merges:
         vocab.setdefault(left + right, len(vocab))
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
@@ -148,7 +152,7 @@ def build_tiny_vlm(out_dir: str | Path, size: str = "tiny", seed: int = 0) -> Pa
     row_col = [f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6)]
     specials = ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>", "<image>",
                 "<global-img>", *row_col]
-    tok = _byte_level_tokenizer(specials, bos=None, eos=None)
+    tok = _byte_level_tokenizer(specials, bos=None, eos=None, words=("Yes", "No"))  # scoring=yes_no
     tokenizer = _fast_tokenizer(
         tok, bos_token="<|im_start|>", eos_token="<end_of_utterance>", pad_token="<|endoftext|>",
         model_max_length=8192, extra_special_tokens={"image_token": "<image>"},
