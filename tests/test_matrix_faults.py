@@ -82,10 +82,16 @@ def fake(tmp_path: Path) -> Iterator[Fake]:
 
 def start(args: list[Any], fake: Fake, folder: Path, name: str, session: bool = False) -> subprocess.Popen[bytes]:
     """`levante-tasks ARGS` in the background, stdout/stderr to `<name>.out` / `<name>.err` in `folder` (in a
-    session of its own, as a terminal's foreground job, when `session`)."""
+    session of its own, as a terminal's foreground job, when `session`). SIGINT is reset to its default in the
+    child: a suite started in the background of a non-interactive shell inherits it ignored, which no terminal
+    user's command has."""
     return subprocess.Popen(cli_command(args), cwd=folder, env={**os.environ, **fake.env},
                             stdout=open(folder / f"{name}.out", "wb"), stderr=open(folder / f"{name}.err", "wb"),
-                            start_new_session=session)
+                            start_new_session=session, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,9 @@ def test_a_requeued_task_runs_its_cell_again_and_its_log_keeps_both_attempts(
     wait_for(lambda: states(out)["a"]["status"] == "failed", "the interrupt to be recorded")
     assert states(out)["a"]["error"]["reason"] == "interrupted by SIGTERM"
     wait_for(lambda: job_state(cluster, task) == "PENDING", "the requeued task to be pending")
+    # slurmd revokes the killed instance's credential with a time stamp in whole seconds and refuses a launch whose
+    # credential is not newer ("Job credential revoked": the task then FAILED without running): start a second later
+    time.sleep(2)
     fake.open()
     subprocess.run(["scontrol", "update", f"JobId={task}", "StartTime=now"], env=cluster, check=True)  # no 2-min wait
     assert wait_job(cluster, jobs["end_step"]) == "COMPLETED"
