@@ -57,20 +57,7 @@ def by_item(records: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str,
 def majority(records: Sequence[Mapping[str, Any]], k: int) -> Mapping[str, Any] | None:
     """The winning record among voters 0..k-1 of one program (records sorted by voter), or None if any is missing."""
     voters = [r for r in records if int(r["voter"]) < k]
-    if len(voters) != k:
-        return None
-    counts: dict[str, int] = {}
-    first: dict[str, Mapping[str, Any]] = {}
-    for record in voters:
-        counts[record["key"]] = counts.get(record["key"], 0) + 1
-        first.setdefault(record["key"], record)
-    best = max(counts.values())
-    winner = next(key for key in first if counts[key] == best)  # dict order = order of first votes
-    return first[winner]
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
+    return upstream_aggregate.plurality(voters) if len(voters) == k else None
 
 
 def _is_upstream(records: Sequence[Mapping[str, Any]]) -> bool:
@@ -81,14 +68,14 @@ def single_accuracy(records: Sequence[Mapping[str, Any]]) -> float:
     """Whole-trace accuracy of single attempts, averaged over programs and voters."""
     if _is_upstream(records):
         return upstream_aggregate.single(records, "correct")
-    return _mean([float(r["correct"]) for r in records])
+    return upstream_aggregate.mean([float(r["correct"]) for r in records])
 
 
 def single_steps(records: Sequence[Mapping[str, Any]]) -> float:
     """Steps to first error of single attempts, averaged over programs and voters."""
     if _is_upstream(records):
         return upstream_aggregate.single(records, "steps")
-    return _mean([float(r["steps"]) for r in records])
+    return upstream_aggregate.mean([float(r["steps"]) for r in records])
 
 
 def majority_accuracy(records: Sequence[Mapping[str, Any]], k: int) -> float:
@@ -96,7 +83,7 @@ def majority_accuracy(records: Sequence[Mapping[str, Any]], k: int) -> float:
     if _is_upstream(records):
         return upstream_aggregate.majority(records, k, "vote_correct")
     winners = [majority(group, k) for group in by_item(records).values()]
-    return _mean([float(w["correct"]) for w in winners if w is not None])
+    return upstream_aggregate.mean([float(w["correct"]) for w in winners if w is not None])
 
 
 def majority_steps(records: Sequence[Mapping[str, Any]], k: int) -> float:
@@ -104,7 +91,7 @@ def majority_steps(records: Sequence[Mapping[str, Any]], k: int) -> float:
     if _is_upstream(records):
         return upstream_aggregate.majority(records, k, "vote_steps")
     winners = [majority(group, k) for group in by_item(records).values()]
-    return _mean([float(w["steps"]) for w in winners if w is not None])
+    return upstream_aggregate.mean([float(w["steps"]) for w in winners if w is not None])
 
 
 def mean_pass_at_k(records: Sequence[Mapping[str, Any]], k: int) -> float:
@@ -112,7 +99,7 @@ def mean_pass_at_k(records: Sequence[Mapping[str, Any]], k: int) -> float:
     if _is_upstream(records):
         return upstream_aggregate.mean_pass_at_k(records, k)
     groups = [g for g in by_item(records).values() if len(g) >= k]
-    return _mean([pass_at_k(len(g), sum(int(r["correct"]) for r in g), k) for g in groups])
+    return upstream_aggregate.mean([pass_at_k(len(g), sum(int(r["correct"]) for r in g), k) for g in groups])
 
 
 # lmms-eval aggregations (a YAML names a one-argument callable); add a k by adding three lines.

@@ -38,7 +38,8 @@ def complete_items(records: Sequence[Record]) -> tuple[int, list[list[Record]]]:
     return len(voters), complete
 
 
-def _mean(values: Sequence[float]) -> float:
+def mean(values: Sequence[float]) -> float:
+    """The mean, NaN for no values."""
     return sum(values) / len(values) if values else float("nan")
 
 
@@ -49,8 +50,8 @@ def single(records: Sequence[Record], field: str) -> float:
     if not items:
         return float("nan")
     if field == "correct":
-        return _mean([_mean([float(group[j][field]) for group in items]) for j in range(voters)])
-    return _mean([_mean([float(r[field]) for r in group]) for group in items])
+        return mean([mean([float(group[j][field]) for group in items]) for j in range(voters)])
+    return mean([mean([float(r[field]) for r in group]) for group in items])
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -68,18 +69,23 @@ def mean_pass_at_k(records: Sequence[Record], k: int) -> float:
     voters, items = complete_items(records)
     if k > voters:
         return float("nan")
-    return _mean([pass_at_k(len(group), sum(int(r["correct"]) for r in group), k) for group in items])
+    return mean([pass_at_k(len(group), sum(int(r["correct"]) for r in group), k) for group in items])
 
 
-def winner(group: Sequence[Record], k: int) -> Record:
-    """The record whose cleaned response wins the exact-string vote of the first k voters."""
+def plurality(voters: Sequence[Record]) -> Record:
+    """The record whose `key` most voters gave; a tie goes to the key voted first (both profiles' vote)."""
     counts: dict[str, int] = {}
     first: dict[str, Record] = {}
-    for record in group[:k]:
+    for record in voters:
         counts[record["key"]] = counts.get(record["key"], 0) + 1
         first.setdefault(record["key"], record)
     best = max(counts.values())
     return first[next(key for key in counts if counts[key] == best)]
+
+
+def winner(group: Sequence[Record], k: int) -> Record:
+    """The record whose cleaned response wins the exact-string vote of the first k voters."""
+    return plurality(group[:k])
 
 
 def majority(records: Sequence[Record], k: int, field: str) -> float:
@@ -87,4 +93,4 @@ def majority(records: Sequence[Record], k: int, field: str) -> float:
     voters, items = complete_items(records)
     if voters < 2 or k > voters:
         return float("nan")
-    return _mean([float(winner(group, k)[field]) for group in items])
+    return mean([float(winner(group, k)[field]) for group in items])
