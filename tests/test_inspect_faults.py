@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -208,6 +209,9 @@ def test_logs_of_other_inspect_tasks_are_skipped_and_listed(reply_logs, other_ta
 
 def test_two_identical_logs_are_one_cell_and_a_limited_log_is_refused(reply_logs, tmp_path, data_dir):
     tmp, _, _ = reply_logs
+    # inspect's `created` has one-second resolution and a tie falls to the label ("again" < "prose"): the second
+    # run must start at least a second after the first for "newest wins" to be decidable
+    time.sleep(1.0)
     again = _run("levante_tasks/levante_trog", tmp_path / "again", data_dir,
                  **_reply("I like the second picture best.", "prose", tmp))
     document = summarize_runs([tmp / "prose", tmp_path / "again"], tmp_path / "summary", plot=False)
