@@ -12,7 +12,7 @@ import pytest
 from faults import kill9_when, one_error_line, run_cli, small_tmpfs, tree_snapshot
 
 from levante_tasks.cli import main
-from levante_tasks.l0 import store
+from levante_tasks.l0 import dataset, store
 
 TINY = """\
 seed: 3
@@ -219,3 +219,37 @@ def test_bins_that_cannot_be_filled_are_refused_and_the_old_dataset_stays(tmp_pa
     assert "unlucky.yaml: no program fell in bin 2 after" in line and "nothing was written" in line, line
     assert tree_snapshot(out) == before
     assert main(["l0", "augment", "--data", str(out)]) == 0
+
+
+def test_augment_that_would_leave_a_bin_empty_is_refused_and_the_folder_stays(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Numbers are all 0 and lists 5 or 6 long: the three bin-3 programs of this seed have fewer than 4 other
+    # executable inputs, the bin-1 and bin-2 programs have enough.
+    sparse = TINY.replace("seed: 3", "seed: 4").replace("per_bin: 3", "per_bin: 2")
+    sparse += "max_num: 1\nmin_list_len: 5\nmax_list_len: 6\nmax_augment_tries: 200\n"
+    out = tmp_path / "data"
+    assert generate(write_config(tmp_path, sparse, "sparse.yaml"), out) == 0
+    before = tree_snapshot(out)
+    capsys.readouterr()
+    assert main(["l0", "augment", "--data", str(out)]) == 2
+    err = capsys.readouterr().err
+    line = one_error_line(err)
+    assert [text for text in err.splitlines() if text.strip()] == [line]
+    assert line.endswith("data: no program of bin 3 has 4 executable demonstration inputs (nothing was replaced)"), line
+    assert tree_snapshot(out) == before  # no fewshots.jsonl, manifest untouched
+
+    # An augmented dataset keeps its demonstrations when a later augment would leave bins empty.
+    good = tmp_path / "good"
+    assert generate(write_config(tmp_path), good) == 0
+    assert main(["l0", "augment", "--data", str(good)]) == 0
+    augmented = tree_snapshot(good)
+    assert "fewshots.jsonl" in augmented
+    capsys.readouterr()
+    real = dataset.augment_item
+    monkeypatch.setattr(dataset, "augment_item", lambda item, config: None if item["bin"] != 2 else real(item, config))
+    assert main(["l0", "augment", "--data", str(good)]) == 2
+    err = capsys.readouterr().err
+    line = one_error_line(err)
+    assert [text for text in err.splitlines() if text.strip()] == [line]
+    assert "good: no program of bin 1, 3 has 4 executable demonstration inputs (nothing was replaced)" in line, line
+    assert tree_snapshot(good) == augmented
