@@ -1,0 +1,105 @@
+"""Issue 18.7: the heatmap's and the KL plot's fixes, checked on the matplotlib figure objects (not pixels).
+
+summary heatmap: the figure is widened so a long title fits; a slider column shows its chance (from the slider
+records' chance_level) instead of "chance ?". compare KL plot: the uniform baseline is drawn under the model lines
+and a difference panel keeps a model at beta's bound (KL equal to the baseline's) visible.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from levante_tasks.compare import plots
+from levante_tasks.compare.results import Results
+from levante_tasks.harness import records
+from levante_tasks.harness.parsing import Parsed
+from levante_tasks.summary import matrix as matrix_mod
+from levante_tasks.summary.plot import write_heatmap
+from levante_tasks.summary.units import Unit, record_counts
+
+LONG_ID = "an-organisation-with-a-long-name/a-vision-language-model-checkpoint-with-a-very-long-public-id"
+
+
+@pytest.fixture
+def saved(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
+    """The figures saved while the test runs (the real savefig still writes the file, after the draw)."""
+    figures: list[Figure] = []
+    real = Figure.savefig
+
+    def keep(self: Figure, *args: Any, **kwargs: Any) -> None:
+        figures.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return figures
+
+
+def unit(task: str, recs: list[dict[str, Any]]) -> Unit:
+    seeds = {"random": 0, "numpy": 0, "torch": 0, "fewshot": 0}
+    return Unit(source="run/results.json", date="2026-01-01", leaf=f"levante_{task}",
+                row=(LONG_ID, "0123456789abcdef", "levante_fixed"), family=recs[0]["task"], task=task, parent="",
+                output_type="generate_until", variant="original", replicate=(0, 0, 0, 0, 0),
+                provenance={"seeds": seeds}, comparison={}, signature="s", test_model=True, **record_counts(recs))
+
+
+def heatmap_matrix() -> dict[str, Any]:
+    """One model (a test model with a long id: a long title line) on a slider task and a 3-option task."""
+    sliders = [records.slider_record({"item_uid": f"s{k}", "task": "egma-math", "trial_type": "Number Line Slider",
+                                      "seed": 0, "variant": "original", "presented_order": [0], "range_min": 0.0,
+                                      "range_max": 10.0, "answer": "3"}, 0.1 * k, "lone_number") for k in range(6)]
+    choices = [records.choice_record({"item_uid": f"t{k}", "task": "trog", "trial_type": "noun", "seed": 0,
+                                      "variant": "original", "presented_order": [2, 0, 1], "letters": ["A", "B", "C"]},
+                                     Parsed("AB"[k % 2], "lone_letter")) for k in range(6)]
+    built = matrix_mod.build([unit("egma_math_slider", sliders), unit("trog", choices)])
+    return {"models": built.models, "columns": built.columns, "cells": built.cells}
+
+
+def test_heatmap_title_fits_and_the_slider_column_shows_its_chance(tmp_path: Path, saved: list[Figure]) -> None:
+    write_heatmap(tmp_path / "heatmap.png", heatmap_matrix())
+    (fig,) = saved
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle
+    assert title is not None and LONG_ID in title.get_text()  # the test-model note names the model
+    box, frame = title.get_window_extent(renderer), fig.bbox
+    assert box.width > 0.5 * frame.width  # a title long enough to be clipped by a figure sized for two columns
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, (box, frame)
+    labels = {label.get_text().split("\n")[0]: label.get_text() for label in fig.axes[0].get_xticklabels()}
+    assert labels == {"egma_math_slider": "egma_math_slider\nchance 0.30", "trog": "trog\nchance 0.33"}
+
+
+def kl_results() -> Results:
+    """Two models on one task: `bounded` at beta's bound (its KL is the uniform model's in every bin)."""
+    results = Results()
+    uniform = [0.9, 0.7, 0.5]
+    rows = [{"task": "trog", "model": model, "bin_low": b, "uniform_kl": u, "mean_kl": kl, "beta": beta}
+            for model, beta, kls in (("bounded", 0.0, uniform), ("aligned", 1.5, [0.6, 0.4, 0.45]))
+            for b, u, kl in zip((-2, -1, 0), uniform, kls, strict=True)]
+    results.add("kl_bins", pd.DataFrame(rows))
+    results.add("kl_summary", pd.DataFrame([{"model": "bounded", "task": "trog", "beta_at_bound": True,
+                                             "uniform_test_p": 1.0},
+                                            {"model": "aligned", "task": "trog", "beta_at_bound": False,
+                                             "uniform_test_p": 0.01}]))
+    return results
+
+
+def test_kl_plot_keeps_a_model_at_beta_bound_above_the_baseline(tmp_path: Path, saved: list[Figure]) -> None:
+    assert plots.kl_by_bin(kl_results(), tmp_path) == [tmp_path / "kl_by_bin_trog.png"]
+    (fig,) = saved
+    assert len(fig.axes) == 2  # the KL panel and the difference panel
+    top, diff = fig.axes
+    baseline = next(line for line in top.get_lines() if line.get_label() == "uniform model (baseline)")
+    bounded = next(line for line in top.get_lines() if line.get_label().startswith("bounded"))
+    assert "at its bound" in bounded.get_label()
+    assert list(bounded.get_ydata()) == list(baseline.get_ydata())  # same points: only the order shows the model
+    assert bounded.get_zorder() > baseline.get_zorder()
+    zero = next(line for line in diff.get_lines() if line.get_label() == "uniform model")
+    drawn = [line for line in diff.get_lines() if line is not zero]
+    assert len(drawn) == 2 and all(line.get_zorder() > zero.get_zorder() for line in drawn)
+    on_zero = [line for line in drawn if line.get_color() == bounded.get_color()]
+    assert len(on_zero) == 1 and list(on_zero[0].get_ydata()) == [0.0, 0.0, 0.0]
+    assert "model - uniform KL" in diff.get_ylabel()
