@@ -53,6 +53,24 @@ def test_wheel_holds_every_patch_set_file(wheel: Path) -> None:
     assert in_wheel == shipped
 
 
+def test_wheel_ships_l0_bench_configs_with_their_license_and_notice(wheel: Path) -> None:
+    """L0-Bench's example configs are Apache-2.0: the license text and the notice travel with them (issue 21)."""
+    folder = REPO_ROOT / "levante_tasks/l0/configs/upstream"
+    configs = sorted(p.name for p in folder.glob("*.yaml"))
+    assert len(configs) == 4
+    with zipfile.ZipFile(wheel) as archive:
+        prefix = "levante_tasks/l0/configs/upstream/"
+        in_wheel = {n.removeprefix(prefix): archive.read(n) for n in archive.namelist() if n.startswith(prefix)}
+    assert sorted(in_wheel) == sorted([*configs, "LICENSE", "NOTICE.md"])
+    assert all(in_wheel[name] == (folder / name).read_bytes() for name in in_wheel)
+    assert in_wheel["LICENSE"].decode().split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    notice = in_wheel["NOTICE.md"].decode()
+    assert "NVIDIA" in notice and "Apache License, Version 2.0" in notice
+    assert all(f"`{name}`" in notice for name in configs)
+    for name in configs:
+        assert "Apache-2.0" in in_wheel[name].decode().splitlines()[1], name
+
+
 def test_patcher_runs_from_the_unpacked_wheel_alone(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     with zipfile.ZipFile(wheel) as archive:

@@ -16,7 +16,7 @@ from levante_tasks.l0.dataset import derive_seed
 
 STOP = "<|end|>"  # ends every demonstration; generation stops there
 # The instruction wording of L0-Bench's default prompt (SimengSun/L0-reasoning-bench, Apache-2.0, NVIDIA),
-# kept verbatim so that scores are comparable with the published ones.
+# kept verbatim so that scores are comparable with the published ones (configs/upstream/NOTICE.md, LICENSE).
 INSTRUCTION = (
     "Please execute the following program by outputting a trace of the program execution. The trace should "
     "include the line number, the variable name and the updated value of the variable after executing that "

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+# L0-Bench's grammar_v0 (src/generators/grammar.py at a722bac; Copyright (c) 2025 NVIDIA CORPORATION & AFFILIATES,
+# Apache-2.0: levante_tasks/l0/configs/upstream/LICENSE and NOTICE.md), transcribed into this module's notation.
 BASE_RULES = """\
 <program> ::= <min_stmt_lst> <stmt_lst>
 <stmt_lst> ::= <stmt> | <stmt> <stmt_lst>
