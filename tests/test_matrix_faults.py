@@ -24,6 +24,8 @@ import yaml
 from data_helpers import prepared_synthetic
 from faults import cli_command, fill_disk, kill9_when, one_error_line, run_cli, small_tmpfs, tree_snapshot
 
+from levante_tasks.matrix.config import load_config
+from levante_tasks.matrix.plan import plan, plan_sha256
 from levante_tasks.matrix.state import process_start
 
 FAKE = "levante_tasks.testing.fake_lmms"
@@ -385,3 +387,60 @@ def test_a_config_changed_back_restores_its_superseded_cells_instead_of_rerunnin
     assert f"restored from superseded/ (same config again): {b_cell}" in done.stdout.splitlines()
     assert len(fake.starts()) == 2 and tree_snapshot(out / b_cell) == b_files
     assert not list((out / "superseded").rglob("state.json"))
+
+
+def test_report_only_runs_no_cell_records_the_unfinished_ones_as_they_are_and_resume_reruns_them(
+        template: dict[str, Path], tmp_path: Path, fake: Fake) -> None:
+    args = f"letter=B,template={template['lmms']}"
+    config = write_config(tmp_path, template, models=[{"name": m, "model": "levante_fixed", "model_args": args}
+                                                      for m in "abc"])
+    out = tmp_path / "out"
+    runner = start(["matrix", "--config", config, "--out", out, "--cell", "1"], fake, tmp_path, "b")
+    wait_for(lambda: fake.starts() != [] and states(out).get("b", {}).get("status") == "running", "cell 1 to run")
+    runner.send_signal(signal.SIGTERM)  # as scancel does: b is recorded as interrupted
+    assert runner.wait(60) == 143
+    fake.open()
+    done = run_cli(["matrix", "--config", config, "--out", out, "--cell", "0"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    c_plan = json.loads((out / "matrix-plan.json").read_text(encoding="utf-8"))["cells"][2]
+    c_dir = out / c_plan["dir"]  # c: a runner killed with -9 left `running`, a dead pid and partial output
+    (c_dir / "lmms" / "partial").mkdir(parents=True)
+    (c_dir / "lmms" / "partial" / "x_samples_levante_trog.jsonl").write_text("{}\n", encoding="utf-8")
+    (c_dir / "state.json").write_text(json.dumps({
+        "cell_id": c_plan["cell_id"], "sha256": c_plan["sha256"], "status": "running", "batch_size": 4,
+        "attempts": [], "pid": 2 ** 22 + 7, "pid_start": "1"}), encoding="utf-8")
+    b_state = (out / state_dir(out, "b") / "state.json").read_bytes()
+    digest = plan_sha256(plan(load_config(config)))
+
+    done = run_cli(["matrix", "--config", config, "--out", out, "--report-only", "--plan-sha256", digest],
+                   cwd=tmp_path, env=fake.env)
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("levante-tasks: error:")]
+    assert errors == [f"levante-tasks: error: {Path(state_dir(out, 'b')).name}: interrupted by SIGTERM",
+                      f"levante-tasks: error: {c_plan['cell_id']}: interrupted earlier",
+                      "levante-tasks: error: 2 of 3 cell(s) did not finish and were not run (--report-only); run "
+                      "them with --resume (on Slurm: --submit --resume)"]
+    assert len(fake.starts()) == 2  # b's interrupted start and a's: nothing ran
+    assert (out / state_dir(out, "b") / "state.json").read_bytes() == b_state
+    assert states(out)["c"]["status"] == "running" and not (c_dir / "lmms").exists()
+    document = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
+    assert [(c["model"], c["status"], (c["error"] or {}).get("reason")) for c in document["cells"]] == [
+        ("a", "done", None), ("b", "failed", "interrupted by SIGTERM"), ("c", "not finished", "interrupted earlier")]
+    assert document["groups"]["all"]["problems"] == [] and document["groups"]["all"]["cells_done"] == 1
+    assert (out / "summary" / "all" / "summary.md").is_file()
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "3 cell(s), 1 done." in report and "interrupted by SIGTERM" in report and "interrupted earlier" in report
+
+    for extra in (["--resume"], ["--dry-run"], ["--cell", "0"], ["--submit"]):
+        refused = run_cli(["matrix", "--config", config, "--out", out, "--report-only", *extra], cwd=tmp_path)
+        assert refused.returncode == 2 and "drop" in one_error_line(refused.stderr), refused.stderr
+    refused = run_cli(["matrix", "--config", config, "--out", "none", "--report-only"], cwd=tmp_path)
+    assert refused.returncode == 2 and not (tmp_path / "none").exists()
+    assert one_error_line(refused.stderr) == ("levante-tasks: error: none: holds no matrix-plan.json: no matrix to "
+                                              "report on (run it first)")
+
+    done = run_cli(["matrix", "--config", config, "--out", out, "--resume"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    assert f"{state_dir(out, 'b')}: failed earlier; running it again" in done.stdout.splitlines()
+    assert f"{c_plan['dir']}: interrupted earlier; running it again" in done.stdout.splitlines()
+    assert len(fake.starts()) == 4 and all(s["status"] == "done" for s in states(out).values())

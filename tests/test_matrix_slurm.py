@@ -1,6 +1,7 @@
 """`levante-tasks matrix --submit` against a real Slurm 22.05 cluster (slurmctld + slurmd + munged started by
 tests/slurm_cluster.py; MaxArraySize 3): the whole matrix through Slurm equals a local run; scancel of a running
-task records `interrupted by SIGTERM` and the end step completes the rest; a requeued task runs its cell again;
+task records `interrupted by SIGTERM`, the end step reports it (runs no cell, exits 1) and a second
+`--submit --resume` reruns only that cell, to a local run's result; a requeued task runs its cell again;
 two submits on one --out run every cell once; a plan above MaxArraySize is split, with per-model resources. The
 jobs run under --export=NONE, submitted from another folder.
 
@@ -129,11 +130,12 @@ def test_a_submitted_matrix_equals_a_local_run_and_its_outputs_name_no_absolute_
     assert {k: v for k, v in leaks.items() if v} == {}
 
 
-def test_scancel_of_a_running_task_records_sigterm_and_the_end_step_completes_the_rest(
+def test_scancel_of_a_running_task_records_sigterm_the_end_step_reports_it_and_submit_resume_reruns_only_it(
         template: dict[str, Path], cluster: dict[str, str], tmp_path: Path) -> None:
     fake = Fake(tmp_path)
     out = tmp_path / "out"
-    jobs = submit(fake_config(tmp_path, template, fake), out, tmp_path, cluster)
+    config = fake_config(tmp_path, template, fake)
+    jobs = submit(config, out, tmp_path, cluster)
     wait_for(lambda: len(fake.starts()) == 2, "both cells to start")
     wait_for(lambda: states(out).get("a", {}).get("status") == "running", "cell 0's running state")
     task = f"{jobs['arrays'][0]}_0"
@@ -143,11 +145,32 @@ def test_scancel_of_a_running_task_records_sigterm_and_the_end_step_completes_th
     assert ("levante-tasks: error: interrupted by SIGTERM; finished cells are kept, rerun with --resume"
             in cell_log(out, 0))
     fake.open()
-    assert wait_job(cluster, jobs["end_step"]) == "COMPLETED"
+    # the end step runs to its end: the report of the finished cell, the cancelled one recorded as it is, exit 1
+    assert wait_job(cluster, jobs["end_step"]) == "FAILED"
+    assert scontrol_job(cluster, jobs["end_step"])["ExitCode"] == "1:0"
+    assert len(fake.starts()) == 2 and states(out)["a"]["error"]["reason"] == "interrupted by SIGTERM"
     document = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
-    assert [c["status"] for c in document["cells"]] == ["done", "done"] and len(fake.starts()) == 3
+    assert [(c["model"], c["status"], (c["error"] or {}).get("reason")) for c in document["cells"]] == [
+        ("a", "failed", "interrupted by SIGTERM"), ("b", "done", None)]
+    assert document["groups"]["all"]["cells_done"] == 1 and (out / "summary" / "all" / "summary.md").is_file()
+    assert "2 cell(s), 1 done." in (out / "report.md").read_text(encoding="utf-8")
     end_log = (out / "slurm" / "logs" / "end.log").read_text(encoding="utf-8")
-    assert "cells/all/a__levante_trog__s0__" in end_log and "failed earlier; running it again" in end_log
+    assert re.search(r"^levante-tasks: error: a__levante_trog__s0__\w+: interrupted by SIGTERM$", end_log, re.MULTILINE)
+    assert ("levante-tasks: error: 1 of 2 cell(s) did not finish and were not run (--report-only); run them with "
+            "--resume (on Slurm: --submit --resume)") in end_log
+    assert "running it again" not in end_log and "report: out/report.md (1/2 cell(s) done)" in end_log
+    # a second --submit --resume submits only the cancelled cell; the result is the local run's
+    again = submit(config, out, tmp_path, cluster, "--resume")
+    assert again["cells"] == [0] and len(again["arrays"]) == 1
+    assert wait_job(cluster, again["end_step"]) == "COMPLETED"
+    assert job_state(cluster, f"{again['arrays'][0]}_0") == "COMPLETED"
+    assert len(fake.starts()) == 3 and [entry["cells"] for entry in json.loads(
+        (out / "slurm" / "jobs.json").read_text(encoding="utf-8"))["submissions"]] == [[0, 1], [0]]
+    done = run_cli(["matrix", "--config", config, "--out", tmp_path / "local"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    view, reference = matrix_view(out), matrix_view(tmp_path / "local")
+    assert view.pop("top") == sorted([*reference.pop("top"), "slurm"])
+    assert view == reference
 
 
 def test_a_requeued_task_runs_its_cell_again_and_its_log_keeps_both_attempts(

@@ -1,5 +1,5 @@
 """`levante-tasks matrix --config matrix.yaml --out DIR [--resume] [--dry-run] [--shard i/n | --cell K]
-[--submit]`: model x task x seed evaluations through lmms-eval, resumable (docs/matrix.md)."""
+[--submit] [--report-only]`: model x task x seed evaluations through lmms-eval, resumable (docs/matrix.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "matrix", help="run a resumable model x task x seed matrix through lmms-eval",
         description="Run every (model, task, seed) cell of --config through lmms-eval into --out (one folder and "
         "state file per cell), then summarize, compare with children and write report.md. Finished cells whose "
-        "config is unchanged are kept on --resume; everything else runs again.")
+        "config is unchanged are kept on --resume; everything else runs again. --report-only runs no cell: it writes "
+        "the end step from the cells that finished (the Slurm end step).")
     parser.add_argument("--config", required=True, type=Path, help="matrix YAML file (docs/matrix.md)")
     parser.add_argument("--out", required=True, type=Path, help="matrix folder")
     parser.add_argument("--resume", action="store_true",
@@ -40,6 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument("--cell", type=int, metavar="K", help="run only cell K (0-based; no end step)")
     parser.add_argument("--submit", action="store_true",
                         help="submit the unfinished cells to Slurm as job arrays, and the end step after them")
+    parser.add_argument("--report-only", action="store_true",
+                        help="only the end step of the matrix in --out: summaries, comparisons and report.md from "
+                        "the cells that finished; runs no cell (the Slurm end step); exit 1 if any did not finish")
     parser.add_argument("--plan-sha256", metavar="HASH",
                         help="run only if the plan still has this SHA-256 (set by the --submit jobs)")
     parser.set_defaults(func=run)
@@ -56,11 +60,16 @@ def run(args: argparse.Namespace) -> int:
     if args.submit:
         if args.dry_run or args.shard or args.cell is not None or args.plan_sha256:
             raise LevanteError("--submit: submits the whole matrix; drop --dry-run, --shard, --cell and --plan-sha256")
+        if args.report_only:
+            raise LevanteError("--submit: the end step it submits is --report-only; drop --report-only")
         submit(config, args.out, args.resume)
         return 0
+    if args.report_only and (args.resume or args.dry_run or args.shard or args.cell is not None):
+        raise LevanteError("--report-only: runs no cell and reports on the whole matrix in --out; drop --resume, "
+                           "--dry-run, --shard and --cell")
     try:
         result = run_matrix(config, args.out, resume=args.resume, shard=args.shard, cell_index=args.cell,
-                            dry_run=args.dry_run, expect_plan=args.plan_sha256)
+                            dry_run=args.dry_run, expect_plan=args.plan_sha256, report_only=args.report_only)
     except (KeyboardInterrupt, Interrupted) as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
         print(f"levante-tasks: error: interrupted by {signal.Signals(signum).name}; finished cells are kept, "
@@ -75,4 +84,7 @@ def run(args: argparse.Namespace) -> int:
                 for line in entry["problems"]]
     for line in problems:
         print(f"levante-tasks: error: {line}", file=sys.stderr)
+    if args.report_only and result.failed:
+        print(f"levante-tasks: error: {len(result.failed)} of {len(result.cells)} cell(s) did not finish and were "
+              "not run (--report-only); run them with --resume (on Slurm: --submit --resume)", file=sys.stderr)
     return 1 if result.failed or problems else 0

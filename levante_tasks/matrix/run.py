@@ -42,6 +42,7 @@ from levante_tasks.matrix.state import (
     tail,
     task_problem,
     unfinished_reason,
+    unfinished_state,
     write_state,
 )
 from levante_tasks.summary.read import FileProblem, read_results
@@ -312,7 +313,7 @@ def describe(state: dict[str, Any], kept: bool) -> str:
         sizes = [a["batch_size"] for a in state.get("attempts", [])]
         fallback = f", out-of-memory fallback {' -> '.join(map(str, sizes))}" if len(sizes) > 1 else ""
         return f"done (batch size {state['batch_size']}{fallback}, {state.get('seconds', 0):.0f} s)"
-    return f"failed: {(state.get('error') or {}).get('reason', 'unknown')}"
+    return f"{state.get('status', 'failed')}: {(state.get('error') or {}).get('reason', 'unknown')}"
 
 
 def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: int | None) -> list[Cell]:
@@ -329,9 +330,11 @@ def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: i
 
 def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: tuple[int, int] | None = None,
                cell_index: int | None = None, dry_run: bool = False, expect_plan: str | None = None,
-               echo: Callable[[str], None] = print) -> MatrixRun:
+               report_only: bool = False, echo: Callable[[str], None] = print) -> MatrixRun:
     """Plan, run the selected cells that are not finished, and (for a whole matrix) write the report.
-    `expect_plan`: the plan_sha256 a Slurm job was submitted with; another plan is refused before anything runs."""
+    `expect_plan`: the plan_sha256 a Slurm job was submitted with; another plan is refused before anything runs.
+    `report_only`: the end step of an earlier matrix (it must hold matrix-plan.json) over the cells as they are:
+    runs no cell; one that did not finish is recorded as it is (unfinished_state) and its partial output removed."""
     data = data_facts(config)
     cells = plan(config, data)
     if expect_plan is not None and plan_sha256(cells) != expect_plan:
@@ -347,16 +350,20 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
             argv = cell_argv(config, cell, config.batch_sizes[0], out / cell.rel_dir / LMMS_DIR)
             echo(f"# cell {cell.index} {cell.cell_id} ({status})\n{shell_command(config, data, argv)}")
         return run
+    resume = resume or report_only
     target = check_out(out, resume, partial)  # before the lock: a user's own folder gets no lock file
+    if report_only and not (target / PLAN_FILE).is_file():
+        raise LevanteError(f"{display_path(out)}: holds no {PLAN_FILE}: no matrix to report on (run it first)")
     with matrix_lock(target, shared=partial), sigterm_raises():
         check_out(out, resume, partial)  # again: a whole run may have started it while this one waited
-        _run_locked(run, target, data, partial, echo)
+        _run_locked(run, target, data, partial, report_only, echo)
     return run
 
 
-def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: bool,
+def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: bool, report_only: bool,
                 echo: Callable[[str], None]) -> None:
-    """The part of run_matrix that holds the matrix lock: plan file, superseded cells, the cells, the end step."""
+    """The part of run_matrix that holds the matrix lock: plan file, superseded cells, the cells (run, or with
+    `report_only` only read), the end step."""
     config, cells, selected = run.config, run.cells, run.selected
     if not partial:
         clean_stale(target, recursive=True)  # what writers killed earlier left (temp files, staging folders)
@@ -376,8 +383,15 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
             reason = unfinished_reason(cell_dir, cell.sha256, cell.lmms_task)
             kept = reason is None
             note = f"{cell.rel_dir}: {reason}; running it again" if reason not in (None, "not run yet") else None
-            bar.set_postfix_str(f"{cell.cell_id}: {'kept' if kept else 'running'}")
-            state = read_state(cell_dir) if kept else run_cell(config, cell, cell_dir, data, note)
+            bar.set_postfix_str(f"{cell.cell_id}: {'kept' if kept else 'reported' if report_only else 'running'}")
+            if kept:
+                state = read_state(cell_dir)
+            elif report_only:
+                state = unfinished_state(cell_dir, cell.sha256, reason)
+                if live_runner(cell_dir) is None:  # a killed attempt's partial output must not reach the comparison
+                    _clear(cell_dir / LMMS_DIR)
+            else:
+                state = run_cell(config, cell, cell_dir, data, note)
             run.states[cell.cell_id] = state or {}
             if kept:
                 run.kept.add(cell.cell_id)

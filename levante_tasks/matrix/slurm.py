@@ -2,9 +2,11 @@
 
 The unfinished cells are grouped into arrays by their sbatch resources (the config's `slurm:` defaults and
 per-model settings), each at most the cluster's MaxArraySize wide (an array task id plus the array's offset is
-the cell index). The end step (`--resume`: reruns what did not finish, then summaries, comparisons and the
-report) waits for them with `--dependency=afterany`, so it runs however the cells ended. Every job checks the
-plan's SHA-256 before it runs anything, so a config, data or software changed after the submission is refused.
+the cell index). The end step (`--report-only`: summaries, comparisons and the report from the cells that
+finished; it runs no cell, records the others as they ended and exits 1 if any did not finish) waits for them
+with `--dependency=afterany`, so it runs however the cells ended. Rerunning what did not finish is a second
+`--submit --resume`: it submits arrays of only those cells. Every job checks the plan's SHA-256 before it runs
+anything, so a config, data or software changed after the submission is refused.
 
 The scripts name absolute paths (they must work from any folder and under `--export=NONE`: they set PATH, the
 interpreter, PYTHONPATH and the LEVANTE_/HF_ variables of the submitting shell, and the working folder); no
@@ -146,7 +148,7 @@ def cell_script(config: MatrixConfig, out: Path, digest: str) -> str:
 
 
 def end_script(config: MatrixConfig, out: Path, digest: str) -> str:
-    """The end-step job: `--resume` (reruns what did not finish, then the summaries and the report)."""
+    """The end-step job: `--report-only` (the summaries and the report from the cells that finished; runs none)."""
     logs = shlex.quote(str((out / SLURM_DIR / "logs").absolute()))
     return "\n".join([
         "#!/bin/bash",
@@ -154,7 +156,7 @@ def end_script(config: MatrixConfig, out: Path, digest: str) -> str:
         *_preamble(config),
         f"exec >>{logs}/end.log 2>&1",
         'echo "=== end step: job ${SLURM_JOB_ID:-?}, $(date -u +%Y-%m-%dT%H:%M:%SZ) ==="',
-        f"{_levante(config, out, digest)} --resume",
+        f"{_levante(config, out, digest)} --report-only",
         "",
     ])
 
@@ -225,8 +227,9 @@ def submit(config: MatrixConfig, out: Path, resume: bool, echo: Callable[[str], 
     after = f" after {', '.join([*arrays, *waits_for])}" if arrays or waits_for else ""
     if not todo:
         echo("every cell is finished; only the end step was submitted")
-    echo(f"submitted end step {end}{after}: it reruns what did not finish, then writes "
-         f"{display_path(out / 'report.md')}; logs in {display_path(folder / 'logs')}/")
+    echo(f"submitted end step {end}{after}: it writes {display_path(out / 'report.md')} from the cells that "
+         f"finished (it runs none; rerun the others with --submit --resume); logs in "
+         f"{display_path(folder / 'logs')}/")
     earlier.append({"plan_sha256": digest, "arrays": arrays, "end_step": end,
                     "cells": [c.index for c in todo]})
     try:

@@ -75,6 +75,16 @@ def unfinished_reason(cell_dir: Path, sha256: str, lmms_task: str) -> str | None
     return task_problem(results, lmms_task)
 
 
+def unfinished_state(cell_dir: Path, sha256: str, reason: str) -> dict[str, Any]:
+    """What the report records for a cell that did not finish (unfinished_reason gave `reason`) and is not run:
+    its failed state as it is (its reason kept, e.g. `interrupted by SIGTERM`), else status `not finished` with
+    `reason` (never run, a `running` state whose process is gone, a damaged state or results file)."""
+    state = read_state(cell_dir) or {}
+    if state.get("status") == "failed" and state.get("sha256") == sha256 and state.get("error"):
+        return state
+    return {"status": "not finished", "error": {"reason": reason, "tail": []}}
+
+
 def process_start(pid: int) -> str | None:
     """A running process's start time (clock ticks since boot, from /proc), None when it is gone or a zombie
     (an orphan nobody reaped after its parent was killed). Where /proc is missing: "" if the pid exists."""
