@@ -149,8 +149,9 @@ def test_theta_and_age_are_recovered_with_near_nominal_coverage(study: pd.DataFr
 
 def test_age_edges_are_pulled_inward_and_their_intervals_are_open(study: pd.DataFrame) -> None:
     """Documented edge effects (docs/comparison.md): numeric age equivalents near the youngest ages read too old
-    and near the oldest too young (EAP shrinkage of the model's theta, and the lowest / highest estimates read
-    below youngest / above oldest instead of a number); coverage holds because those intervals are open."""
+    and near the oldest too young (the estimates beyond the children's curve read below youngest / above oldest,
+    so the numeric ones left are the inward ones); the model's EAP is shrunk toward the prior mean there;
+    coverage holds because those intervals are open on that side."""
     bands = figures(study)["by_true_age"]
     assert bands["5-6"]["age_bias"] > 0.3 and bands["11-12"]["age_bias"] < -0.3
     assert bands["5-6"]["theta_bias"] > 0 > bands["11-12"]["theta_bias"]
