@@ -15,7 +15,7 @@ b = difficulty centre + N(0, 0.35) and a1 = exp(N(0, a1_sdlog)) (lognormal discr
 
 Estimands: theta_m on the IRT scale; the age equivalent's truth is the age where the children's mean true theta
 equals theta_m (8.5 + (theta_m - group mean) / 0.3); the closest KL bin's truth is the bin holding theta_m.
-The difficulty correlations (r_pb = Pearson r(correct, b) and Spearman rho, with their item-bootstrap CIs) are
+The difficulty correlations (r_pb = Pearson r(correct, b) and Spearman rho, with their Fisher-z CIs) are
 statistics of one draw of the model's 0/1 answers on a fixed bank; their truth is the model's expected
 correlation over its answer draws given its true theta (`E[r | answers not constant]`, the same for rho: the
 report's r is undefined when every answer is alike), by Monte Carlo (`CORRELATION_DRAWS` draws, Monte Carlo SD
