@@ -163,21 +163,23 @@ def test_age_edges_are_pulled_inward_and_their_intervals_are_open(study: pd.Data
 
 
 def test_difficulty_correlation_intervals_cover_the_expected_correlation(study: pd.DataFrame) -> None:
-    """The r_pb and Spearman intervals against the model's expected correlation over its answer draws (child-like
-    models) and against 0 (null models answering right with probability 1/K on every item). The item bootstrap
-    under-covers on the 18-item bank (measured 0.88-0.94 for child-like models, 0.85-0.91 for nulls, depending on
-    the bank: docs/comparison.md), so the band's floor is below 95%."""
+    """The r_pb and Spearman Fisher-z intervals against the model's expected correlation over its answer draws
+    (child-like models) and against 0 (null models answering right with probability 1/K on every item), on the
+    18-item bank. Measured with these seeds: 0.933 / 0.960 child-like, 0.950 / 0.967 null (the percentile item
+    bootstrap they replaced covered 0.86-0.89 on this bank: docs/comparison.md); the band allows about 3 binomial
+    SDs (150 models: 0.018) below 0.935."""
     found = figures(study)
     for name in ("pearson_r", "spearman_rho"):
         child, null = found[name], found[f"null_{name}"]
         assert child["n"] >= 145 and null["n"] >= 175  # 150 child-like, 180 nulls with a zero truth
         assert abs(child["bias"]) < 0.05 and abs(null["bias"]) < 0.05, name
-        assert 0.82 <= child["coverage"] <= 0.99, (name, child)
-        assert 0.75 <= null["coverage"] <= 0.99, (name, null)
+        assert 0.88 <= child["coverage"] <= 0.99, (name, child)
+        assert 0.88 <= null["coverage"] <= 0.99, (name, null)
 
 
 def test_two_pl_bank_is_recovered_with_near_nominal_coverage() -> None:
-    """The 2PL design (144 items, lognormal a1): theta, age and both correlation intervals near 95%."""
+    """The 2PL design (144 items, lognormal a1): theta, age and both correlation intervals near 95% (the Fisher-z
+    intervals measured 0.95 / 0.95 for the 60 child-like models with these seeds)."""
     design = Design(replicates=2, n_children=800, n_childlike=30, n_null_each=3, n_boot=200, n_perm=100, seed=1,
                     **TWO_PL)
     found = figures(run_study(design))
@@ -185,7 +187,7 @@ def test_two_pl_bank_is_recovered_with_near_nominal_coverage() -> None:
     assert abs(found["theta_bias"]) < 0.1 and found["theta_rmse"] < 0.35
     assert 0.85 <= found["theta_coverage"] <= 1.0 and 0.85 <= found["age_coverage"] <= 1.0
     assert abs(found["age_bias"]) < 0.4
-    assert found["pearson_r"]["coverage"] >= 0.85 and found["spearman_rho"]["coverage"] >= 0.85
+    assert found["pearson_r"]["coverage"] >= 0.88 and found["spearman_rho"]["coverage"] >= 0.88
     assert found["childlike_better_than_uniform"] >= 0.95
 
 
