@@ -3,10 +3,13 @@ and how often null models are flagged better than the uniform model.
 
 Simulation: `levante_tasks.compare.recovery` (children from the synthetic release's generator on its vocab items,
 child-like models of known theta with true beta 1, four null models), each replicate a full `run_compare` on
-files. Prints one JSON object of figures (docs/comparison.md quotes them) and the wall time.
+files. Two designs: the release's 18 Rasch vocab items, and a 2PL bank (the items 8 times, 144 items, lognormal
+a1: `recovery.TWO_PL`). Prints, per design, one JSON object of figures (docs/comparison.md quotes them) with the
+wall time, then a table of the figures per 1-year band of true age.
 
-Run: `.venv/bin/python benchmarks/compare_recovery.py` (about 2 minutes on 2 cores); `--replicates N` to change
-the size, `--quick` for 5 replicates.
+Run: `.venv/bin/python benchmarks/compare_recovery.py` (about 1.5 minutes on 2 cores: 30 s for 30 Rasch replicates,
+50 s for 10 2PL replicates); `--replicates N` / `--two-pl-replicates N` to change the sizes (0 skips a design),
+`--quick` for 5 and 2.
 """
 
 from __future__ import annotations
@@ -14,20 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 
 from scipy import stats
 
-from levante_tasks.compare.recovery import Design, figures, run
+from levante_tasks.compare.recovery import TWO_PL, Design, figures, run
 
 
-def main() -> None:
-    """Run the study and print its figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicates", type=int, default=30)
-    parser.add_argument("--quick", action="store_true", help="5 replicates")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    design = Design(replicates=5 if args.quick else args.replicates, seed=args.seed)
+def study(name: str, design: Design) -> None:
+    """Run one design and print its figures and its per-age-band table."""
     start = time.perf_counter()
     found = figures(run(design))
     seconds = time.perf_counter() - start
@@ -35,7 +33,30 @@ def main() -> None:
     found["null_flag_rate_all"] = flagged / n_null
     found["null_flag_rate_all_95ci"] = [float(stats.beta.ppf(0.025, flagged, n_null - flagged + 1)) if flagged else 0.0,
                                         float(stats.beta.ppf(0.975, flagged + 1, n_null - flagged))]
-    print(json.dumps({"design": vars(design), "figures": found, "wall_seconds": round(seconds, 1)}, indent=1))
+    bands = found.pop("by_true_age")
+    print(json.dumps({"study": name, "design": vars(design), "figures": found, "wall_seconds": round(seconds, 1)},
+                     indent=1))
+    columns = list(next(iter(bands.values())))
+    print(f"{name}, by true age (age bias over numeric points; open = interval end below youngest / above oldest):")
+    print("true age | " + " | ".join(columns))
+    for band, row in bands.items():
+        print(f"{band} | " + " | ".join(str(row[c]) for c in columns))
+    print()
+
+
+def main() -> None:
+    """Run the studies and print their figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicates", type=int, default=30, help="Rasch design (18 items)")
+    parser.add_argument("--two-pl-replicates", type=int, default=10, help="2PL design (144 items)")
+    parser.add_argument("--quick", action="store_true", help="5 Rasch and 2 2PL replicates")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rasch = Design(replicates=5 if args.quick else args.replicates, seed=args.seed)
+    two_pl = replace(rasch, replicates=2 if args.quick else args.two_pl_replicates, **TWO_PL)
+    for name, design in (("rasch_18_items", rasch), ("2pl_144_items", two_pl)):
+        if design.replicates:
+            study(name, design)
 
 
 if __name__ == "__main__":

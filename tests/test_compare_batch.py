@@ -1,5 +1,6 @@
-"""The vectorised computations equal their one-at-a-time definitions: bootstrap resamples of r and rho, age
-draws through each bootstrap curve, the beta fit, and all models of a task at once vs one model at a time.
+"""The vectorised computations equal their one-at-a-time definitions: r, rho, their p-values and Fisher-z
+intervals, age draws through each bootstrap curve, the beta fit, and all models of a task at once vs one model at a
+time.
 """
 
 from __future__ import annotations
@@ -12,42 +13,30 @@ import pytest
 from scipy import optimize, stats
 
 from levante_tasks.compare.age import AgeCurves, fit_curve, invert
-from levante_tasks.compare.difficulty import bootstrap, correlate_many, resample_counts
+from levante_tasks.compare.difficulty import correlate_many
 from levante_tasks.compare.distributions import Cells, compare_model, compare_units
 from levante_tasks.compare.irt import GroupPrior, IrtModel, item_table
 from levante_tasks.compare.scoring import ml_theta
 
 
-def test_bootstrap_rows_equal_scipy_on_the_drawn_items() -> None:
-    rng = np.random.default_rng(2)
-    b = np.round(rng.normal(0, 1, 25), 1)  # rounded: ties within and across resamples
-    x = (rng.random((3, 25)) < 0.5).astype(float)
-    boot_r, boot_rho = bootstrap(x, b, n_boot=60, seed=5)
-    counts = resample_counts(25, 60, 5).astype(int)
-    checked = 0
-    for r in range(60):
-        idx = np.repeat(np.arange(25), counts[r])
-        for m in range(3):
-            xs, bs = x[m, idx], b[idx]
-            if np.ptp(xs) == 0 or np.ptp(bs) == 0:
-                assert np.isnan(boot_r[r, m]) and np.isnan(boot_rho[r, m])
-                continue
-            assert boot_r[r, m] == pytest.approx(stats.pearsonr(xs, bs).statistic, abs=1e-12)
-            assert boot_rho[r, m] == pytest.approx(stats.spearmanr(xs, bs).statistic, abs=1e-12)
-            checked += 1
-    assert checked > 150
-
-
-def test_point_estimates_and_p_values_equal_scipy() -> None:
+def test_point_estimates_p_values_and_intervals_equal_their_definitions() -> None:
+    """r, rho and p as scipy; r's interval as scipy's (Fisher z, se 1/sqrt(n-3)); rho's with se sqrt(1.06/(n-3))."""
     rng = np.random.default_rng(3)
-    b = rng.normal(0, 1, 40)
+    b = np.round(rng.normal(0, 1, 40), 1)  # rounded: tied b, average ranks
     x = (rng.random((4, 40)) < 1 / (1 + np.exp(b))).astype(float)
-    for row, res in zip(x, correlate_many(x, b, n_boot=100), strict=True):
-        pearson, spearman = stats.pearsonr(row, b), stats.spearmanr(row, b)
-        assert res["pearson_r"] == pytest.approx(pearson.statistic, abs=1e-12)
-        assert res["pearson_p"] == pytest.approx(pearson.pvalue, rel=1e-9)
-        assert res["spearman_rho"] == pytest.approx(spearman.statistic, abs=1e-12)
-        assert res["spearman_p"] == pytest.approx(spearman.pvalue, rel=1e-9)
+    for level in (0.95, 0.8):
+        for row, res in zip(x, correlate_many(x, b, level=level), strict=True):
+            pearson, spearman = stats.pearsonr(row, b), stats.spearmanr(row, b)
+            assert res["pearson_r"] == pytest.approx(pearson.statistic, abs=1e-12)
+            assert res["pearson_p"] == pytest.approx(pearson.pvalue, rel=1e-9)
+            assert res["spearman_rho"] == pytest.approx(spearman.statistic, abs=1e-12)
+            assert res["spearman_p"] == pytest.approx(spearman.pvalue, rel=1e-9)
+            ci = pearson.confidence_interval(level)
+            assert (res["pearson_ci_low"], res["pearson_ci_high"]) == pytest.approx((ci.low, ci.high), abs=1e-12)
+            z, half = np.arctanh(spearman.statistic), stats.norm.ppf((1 + level) / 2) * np.sqrt(1.06 / 37)
+            assert res["spearman_ci_low"] == pytest.approx(np.tanh(z - half), abs=1e-12)
+            assert res["spearman_ci_high"] == pytest.approx(np.tanh(z + half), abs=1e-12)
+            assert res["spearman_ci_low"] < res["spearman_rho"] < res["spearman_ci_high"]
 
 
 def test_age_draws_equal_inverting_each_bootstrap_curve() -> None:
@@ -166,15 +155,3 @@ def test_beta_objective_equals_the_weighted_kl_at_any_beta() -> None:
             got = (objective(np.array([beta]))[0] + entropy) / cells.n.sum()
             assert got == pytest.approx(weighted_kl(dist, scores, beta), rel=1e-10), beta
 
-
-def test_column_quantiles_equal_numpy() -> None:
-    from levante_tasks.compare.difficulty import column_quantiles
-
-    rng = np.random.default_rng(9)
-    values = rng.normal(size=(500, 4))
-    values[rng.random(values.shape) < 0.2] = np.nan
-    values[:, 3] = np.nan
-    got = column_quantiles(values, (0.025, 0.5, 0.975))
-    np.testing.assert_allclose(got[:, :3], np.nanquantile(values[:, :3], [0.025, 0.5, 0.975], axis=0), rtol=0,
-                               atol=1e-15)
-    assert np.isnan(got[:, 3]).all()

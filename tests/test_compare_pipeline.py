@@ -116,6 +116,9 @@ def test_compare_end_to_end(tmp_path: Path) -> None:
     assert age.loc[age["age_ci_low"].isna(), "age_ci_low_flag"].eq("below_youngest").all()  # never a snapped age
     summary = json.loads((out / "comparison.json").read_text())
     assert "NEGATIVE" in summary["conventions"]["correlation_sign"].upper()
+    assert "Fisher z" in summary["conventions"]["correlation_ci"]
+    assert "n_boot_valid" not in diff.columns  # no item bootstrap
+    assert "Spearman: Fisher z" in (out / "comparison.md").read_text()
     assert summary["tasks"]["trog"]["calibration_rescore_max_abs_diff"]["ability"] < 1e-6
     excl = {(e["model"], e["reason"]): e["count"] for e in summary["exclusions"]}
     assert excl[("aligned", "model_items_not_in_irt")] == 1

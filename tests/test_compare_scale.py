@@ -141,10 +141,13 @@ def test_calibration_check_matches_scores_to_runs_by_id(tmp_path: Path) -> None:
     slots = record_slots(TROG)
     slots["scores"] = slots["scores"].iloc[::-1].reset_index(drop=True)  # same runs, another row order
     rdata.write_rds(tmp_path / "record.rds", slots)
-    _, summary = compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), irt=tmp_path / "record.rds")
+    out, summary = compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), irt=tmp_path / "record.rds")
     check = summary["tasks"]["trog"]["calibration_rescore_max_abs_diff"]
     assert check["ability"] < 1e-6 and check["se"] < 1e-6
     assert check["n_runs"] == 300 and check["n_runs_unmatched"] == 0
+    report = (out / "comparison.md").read_text(encoding="utf-8")
+    line = f"Calibration check: the record's scores reproduce from its data to {check['ability']:.2g} logits"
+    assert report.count(line) == 1 and "over 300 runs." in report
 
 
 def test_record_whose_scores_contradict_its_data_is_refused(tmp_path: Path) -> None:
@@ -154,9 +157,11 @@ def test_record_whose_scores_contradict_its_data_is_refused(tmp_path: Path) -> N
     rdata.write_rds(tmp_path / "record.rds", slots)
     with pytest.raises(LevanteError, match=r"disagree with its own data rescored \(max \|diff\| 5\.6"):
         compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), irt=tmp_path / "record.rds")
-    _, summary = compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), name="tolerant",
-                         irt=tmp_path / "record.rds", calibration_tolerance=10.0)
+    out, summary = compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), name="tolerant",
+                           irt=tmp_path / "record.rds", calibration_tolerance=10.0)
     assert summary["tasks"]["trog"]["calibration_rescore_max_abs_diff"]["ability"] == pytest.approx(5.6, abs=0.01)
+    report = (out / "comparison.md").read_text(encoding="utf-8")  # the mismatch accepted on purpose is shown
+    assert "Calibration check: the record's scores reproduce from its data to 5.6 logits (ability)" in report
 
 
 def test_empty_or_na_correct_is_missing_not_wrong(tmp_path: Path) -> None:

@@ -49,8 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--out", required=True, type=Path, help="output folder")
     parser.add_argument("--min-n", type=int, default=10, help="children needed per (item, ability bin)")
-    parser.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for CIs")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap and permutation seed")
+    parser.add_argument("--n-boot", type=int, default=2000,
+                        help="bootstrap resamples of the age-equivalent interval (r_pb and Spearman: Fisher z)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the age bootstrap and the permutation test")
     parser.add_argument("--n-perm", type=int, default=2000, help="permutations of the better-than-uniform test")
     parser.add_argument("--calibration-tolerance", type=float, default=CALIBRATION_TOLERANCE,
                         help="largest |rescored - recorded| calibration ability accepted, logits "

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 B_DEFINITION = "b = -d / a1 (mirt intercept d is easiness); higher b = harder for children"
 R_SIGN = "a child-aligned model has a NEGATIVE r(correct, b): it fails the items children find hard"
+CORRELATION_CI = (
+    "Fisher z over the n matched items: tanh(atanh(r) +- q * se), q the normal quantile of the level, "
+    "se = 1 / sqrt(n - 3) for r_pb and sqrt(1.06 / (n - 3)) for Spearman rho"
+)
 KL_DEFINITION = (
     "KL(human || model) = sum_k p_k ln(p_k / q_k), natural log; p_k = 0 terms contribute 0; "
     "q = softmax(beta * option_scores); q_k == 0 replaced by epsilon"
@@ -45,6 +49,7 @@ def conventions() -> dict[str, object]:
     return {
         "difficulty": B_DEFINITION,
         "correlation_sign": R_SIGN,
+        "correlation_ci": CORRELATION_CI,
         "kl": KL_DEFINITION,
         "kl_epsilon": KL_EPSILON,
         "beta_bounds": list(BETA_BOUNDS),

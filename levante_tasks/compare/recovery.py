@@ -9,8 +9,19 @@ uniform (equal scores), random choice (one option scored 1), random scores (N(0,
 position (the first letter, with the correct option placed at each letter equally often as the tasks' balanced
 shuffle does). Every replicate runs `run_compare` on files, as a user would, with all models in one records file.
 
+Item bank: the synthetic vocab's 18 Rasch items (a1 = 1) by default; `Design.bank_copies` / `Design.a1_sdlog`
+give a 2PL bank instead: the 18 items repeated `bank_copies` times under new uids, each copy with fresh
+b = difficulty centre + N(0, 0.35) and a1 = exp(N(0, a1_sdlog)) (lognormal discriminations).
+
 Estimands: theta_m on the IRT scale; the age equivalent's truth is the age where the children's mean true theta
 equals theta_m (8.5 + (theta_m - group mean) / 0.3); the closest KL bin's truth is the bin holding theta_m.
+The difficulty correlations (r_pb = Pearson r(correct, b) and Spearman rho, with their Fisher-z CIs) are
+statistics of one draw of the model's 0/1 answers on a fixed bank; their truth is the model's expected
+correlation over its answer draws given its true theta (`E[r | answers not constant]`, the same for rho: the
+report's r is undefined when every answer is alike), by Monte Carlo (`CORRELATION_DRAWS` draws, Monte Carlo SD
+< 0.005). For uniform, random-choice and random-score null models every item is right with probability 1/K
+independently of b, so both truths are exactly 0; the fixed-letter null's answers are fixed by item order, so
+its correlations are constants with no sampling truth (NaN, not scored).
 """
 
 from __future__ import annotations
@@ -18,11 +29,12 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from levante_tasks.compare.distributions import bin_label
 from levante_tasks.compare.results import Settings
@@ -30,6 +42,9 @@ from levante_tasks.compare.results import Settings
 TASK = "vocab"
 NULL_KINDS = ("uniform", "random_choice", "random_scores", "fixed_position")
 Z95 = 1.959963984540054
+CORRELATION_DRAWS = 4000
+ZERO_CORRELATION_NULLS = ("uniform", "random_choice", "random_scores")
+AGE_BANDS = (5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0)
 
 
 @dataclass(frozen=True)
@@ -43,15 +58,46 @@ class Design:
     n_boot: int = 400
     n_perm: int = 400
     seed: int = 0
+    bank_copies: int = 1  # > 1: the vocab items repeated under new uids, each copy with its own parameters
+    a1_sdlog: float = 0.0  # > 0: a1 = exp(N(0, a1_sdlog)) per item (2PL); 0 with one copy: the release's Rasch truth
 
 
-def _truths(seed: int) -> list:
-    """The synthetic release's vocab items and their IRT truth (fixed across replicates)."""
+TWO_PL = {"bank_copies": 8, "a1_sdlog": 0.4}  # 144 items, a1 roughly 0.45-2.2 (5-95%)
+
+
+def _truths(design: Design) -> list:
+    """The synthetic release's vocab items and their IRT truth (fixed across replicates); a 2PL bank when the
+    design asks for one."""
     from levante_tasks.synth import children as kids
     from levante_tasks.synth.items import stream
     from levante_tasks.synth.release import BUILDERS
 
-    return kids.item_truths(BUILDERS[TASK](stream(seed, TASK)).items, stream(seed, f"irt/{TASK}"))
+    items = BUILDERS[TASK](stream(design.seed, TASK)).items
+    if design.bank_copies == 1 and design.a1_sdlog == 0.0:
+        return kids.item_truths(items, stream(design.seed, f"irt/{TASK}"))
+    rng = stream(design.seed, f"irt/{TASK}/2pl")
+    truths = []
+    for copy in range(design.bank_copies):
+        for item in filter(kids.scored, items):
+            b = float(item.difficulty) + float(rng.normal(0, 0.35))
+            a1 = round(float(np.exp(rng.normal(0, design.a1_sdlog))), 4)
+            uid = f"{item.item_uid}_c{copy}" if design.bank_copies > 1 else item.item_uid
+            item = replace(item, item_uid=uid)
+            truths.append(kids.ItemTruth(TASK, kids.irt_uid(item), item, a1, round(-a1 * b, 4), item.chance or 0.0))
+    return truths
+
+
+def expected_correlations(truths: list, theta: float, rng: np.random.Generator,
+                          n_draws: int = CORRELATION_DRAWS) -> tuple[float, float]:
+    """The estimands of r_pb and Spearman rho for a model of ability `theta`: their means over its answer draws
+    on the fixed bank (draws with every answer alike left out, as the report leaves r undefined there)."""
+    from levante_tasks.compare.difficulty import _row_pearson
+    from levante_tasks.synth.children import p_correct
+
+    b = np.array([t.b for t in truths])
+    x = (rng.random((n_draws, len(truths))) < p_correct(truths, np.array([theta]))[0]).astype(float)
+    x = x[np.ptp(x, axis=1) > 0]
+    return float(_row_pearson(x, b).mean()), float(_row_pearson(x, stats.rankdata(b)).mean())
 
 
 def _child_distribution(truths: list, theta: float) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -66,8 +112,9 @@ def _child_distribution(truths: list, theta: float) -> tuple[np.ndarray, list[np
     return p, out
 
 
-def _model_rows(truths: list, design: Design, rng: np.random.Generator) -> tuple[list[dict], pd.DataFrame]:
-    """Records of every simulated model and the truth table (model, kind, true theta)."""
+def _model_rows(truths: list, design: Design, rng: np.random.Generator,
+                truth_rng: np.random.Generator) -> tuple[list[dict], pd.DataFrame]:
+    """Records of every simulated model and the truth table (model, kind, true theta, true correlations)."""
     rows, truth_rows = [], []
     for k, theta in enumerate(rng.uniform(-1.0, 1.0, design.n_childlike)):
         name = f"childlike_{k:03d}"
@@ -76,7 +123,9 @@ def _model_rows(truths: list, design: Design, rng: np.random.Generator) -> tuple
         for truth, ok, dist in zip(truths, correct, dists, strict=True):
             rows.append({"model": name, "item_uid": truth.item_uid, "correct": int(ok),
                          "option_scores": json.dumps(np.log(dist).tolist())})
-        truth_rows.append({"model": name, "kind": "childlike", "true_theta": float(theta)})
+        true_r, true_rho = expected_correlations(truths, float(theta), truth_rng)
+        truth_rows.append({"model": name, "kind": "childlike", "true_theta": float(theta), "true_pearson_r": true_r,
+                           "true_spearman_rho": true_rho})
     for kind in NULL_KINDS:
         for k in range(design.n_null_each):
             name = f"{kind}_{k:03d}"
@@ -86,7 +135,9 @@ def _model_rows(truths: list, design: Design, rng: np.random.Generator) -> tuple
                 best = np.flatnonzero(scores == scores.max())
                 rows.append({"model": name, "item_uid": truth.item_uid, "correct": int(rng.choice(best) == 0),
                              "option_scores": json.dumps(scores.tolist())})
-            truth_rows.append({"model": name, "kind": kind, "true_theta": math.nan})
+            zero = 0.0 if kind in ZERO_CORRELATION_NULLS else math.nan
+            truth_rows.append({"model": name, "kind": kind, "true_theta": math.nan, "true_pearson_r": zero,
+                               "true_spearman_rho": zero})
     return [dict(r, task=TASK) for r in rows], pd.DataFrame(truth_rows)
 
 
@@ -125,13 +176,13 @@ def _write_inputs(folder: Path, truths: list, runs: list[dict], trials: list[dic
 
 def replicate(truths: list, design: Design, index: int) -> pd.DataFrame:
     """One replicate: fresh children and models, the whole `run_compare`; one row per model with truth and
-    readouts (theta, SE, age and its interval, KL readouts)."""
+    readouts (theta, SE, age and its interval, the difficulty correlations and their CIs, KL readouts)."""
     from levante_tasks.compare.pipeline import run_compare
     from levante_tasks.synth import children as kids
 
     rng = np.random.default_rng([design.seed, index])
     runs, trials = kids.simulate(kids.draw_children(design.n_children, rng), {TASK: truths}, rng)
-    records, truth = _model_rows(truths, design, rng)
+    records, truth = _model_rows(truths, design, rng, np.random.default_rng([design.seed, index, 7]))
     with tempfile.TemporaryDirectory(prefix="recovery-") as tmp:
         paths = _write_inputs(Path(tmp), truths, runs, trials, records)
         settings = Settings(n_boot=design.n_boot, n_perm=design.n_perm, seed=index, plots=False)
@@ -140,8 +191,11 @@ def replicate(truths: list, design: Design, index: int) -> pd.DataFrame:
         out = Path(tmp) / "out"
         age = pd.read_csv(out / "age_equivalence.csv")
         kl = pd.read_csv(out / "kl_summary.csv")
-    table = truth.merge(age[["model", "theta", "se", "age_equivalent", "age_ci_low", "age_ci_high",
+        difficulty = pd.read_csv(out / "difficulty.csv")
+    table = truth.merge(age[["model", "theta", "se", "age_equivalent", "age_flag", "age_ci_low", "age_ci_high",
                              "age_ci_low_flag", "age_ci_high_flag"]], on="model")
+    table = table.merge(difficulty[["model", "pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho",
+                                    "spearman_ci_low", "spearman_ci_high"]], on="model")
     table = table.merge(kl[["model", "beta", "closest_bin", "closest_bin_mean_kl", "closest_bin_uniform_kl",
                             "better_than_uniform", "uniform_test_p"]], on="model")
     mean = kids.group_moments(TASK)["all"][0]
@@ -151,12 +205,50 @@ def replicate(truths: list, design: Design, index: int) -> pd.DataFrame:
 
 def run(design: Design) -> pd.DataFrame:
     """Every replicate of a design, one table."""
-    truths = _truths(design.seed)
+    truths = _truths(design)
     return pd.concat([replicate(truths, design, r) for r in range(design.replicates)], ignore_index=True)
 
 
+def _interval_figures(table: pd.DataFrame, name: str) -> dict[str, float]:
+    """Bias, RMSE and 95% coverage of one difficulty correlation (`pearson_r` or `spearman_rho`) against its truth
+    (`true_<name>`), over the rows whose truth and interval are defined; `defined`: share of rows with an interval."""
+    prefix = name.split("_")[0]
+    low, high, truth = table[f"{prefix}_ci_low"], table[f"{prefix}_ci_high"], table[f"true_{name}"]
+    rows = truth.notna() & low.notna() & high.notna()
+    err = (table[name] - truth)[rows]
+    return {"bias": float(err.mean()), "rmse": float(np.sqrt((err**2).mean())),
+            "coverage": float(((low <= truth) & (truth <= high))[rows].mean()),
+            "defined": float(rows[truth.notna()].mean()), "n": int(rows.sum())}
+
+
+def by_true_age(child: pd.DataFrame, low: pd.Series, high: pd.Series, covered: pd.Series) -> dict[str, dict]:
+    """Per 1-year band of true age: theta's and the age's bias (the age over numeric points only), coverage, and
+    how often the point and the interval's ends are "below youngest" / "above oldest" (open)."""
+    bands = pd.cut(child["true_age"], AGE_BANDS, right=False)
+    flag = child["age_flag"].fillna("")
+    frame = pd.DataFrame({
+        "n": 1, "theta_err": child["theta"] - child["true_theta"],
+        "theta_covered": (child["theta"] - child["true_theta"]).abs() <= Z95 * child["se"],
+        "age_err": child["age_equivalent"] - child["true_age"], "age_covered": covered,
+        "point_below_youngest": flag == "below_youngest", "point_above_oldest": flag == "above_oldest",
+        "ci_low_open": np.isinf(low), "ci_high_open": np.isinf(high)}, index=child.index)
+    out = {}
+    for band, part in frame.groupby(bands, observed=True):
+        out[f"{band.left:g}-{band.right:g}"] = {
+            "n": int(part["n"].sum()), "theta_bias": round(float(part["theta_err"].mean()), 3),
+            "theta_coverage": round(float(part["theta_covered"].mean()), 3),
+            "age_bias": round(float(part["age_err"].mean()), 2),
+            "age_coverage": round(float(part["age_covered"].mean()), 3),
+            "age_numeric": round(float(part["age_err"].notna().mean()), 3),
+            **{k: round(float(part[k].mean()), 3) for k in ("point_below_youngest", "point_above_oldest",
+                                                             "ci_low_open", "ci_high_open")}}
+    return out
+
+
 def figures(table: pd.DataFrame) -> dict[str, object]:
-    """Bias, RMSE and 95% coverage of theta and the age equivalent, closest-bin hit rates, null flag rates."""
+    """Bias, RMSE and 95% coverage of theta, the age equivalent (also per true-age band) and the difficulty
+    correlations (child-like models; null models whose true correlation is 0 separately), closest-bin hit rates,
+    null flag rates."""
     child = table[table["kind"] == "childlike"]
     err = child["theta"] - child["true_theta"]
     low = pd.Series(np.where(child["age_ci_low_flag"].fillna("") == "below_youngest", -np.inf, child["age_ci_low"]),
@@ -165,7 +257,6 @@ def figures(table: pd.DataFrame) -> dict[str, object]:
                      index=child.index)
     covered = (low <= child["true_age"]) & (child["true_age"] <= high)
     age_err = (child["age_equivalent"] - child["true_age"]).dropna()
-    bands = pd.cut(child["true_age"], [5.0, 6.5, 8.0, 10.0, 12.0], right=False)
     nulls = table[table["kind"] != "childlike"]
     old_flag = nulls["closest_bin_mean_kl"] < nulls["closest_bin_uniform_kl"] * (1 - 1e-9)
     strong = child["true_theta"] > 0
@@ -178,9 +269,13 @@ def figures(table: pd.DataFrame) -> dict[str, object]:
         "age_rmse": float(np.sqrt((age_err**2).mean())),
         "age_point_defined": float(child["age_equivalent"].notna().mean()),
         "age_coverage": float(covered.mean()),
-        "age_coverage_by_true_age": {str(k): float(v) for k, v in covered.groupby(bands, observed=True).mean().items()},
-        "age_ci_low_below_youngest_by_true_age": {
-            str(k): float(v) for k, v in np.isinf(low).astype(float).groupby(bands, observed=True).mean().items()},
+        "age_ci_low_open": float(np.isinf(low).mean()),
+        "age_ci_high_open": float(np.isinf(high).mean()),
+        "by_true_age": by_true_age(child, low, high, covered),
+        "pearson_r": _interval_figures(child, "pearson_r"),
+        "spearman_rho": _interval_figures(child, "spearman_rho"),
+        "null_pearson_r": _interval_figures(nulls, "pearson_r"),
+        "null_spearman_rho": _interval_figures(nulls, "spearman_rho"),
         "closest_bin_hit_rate": float((child["closest_bin"] == child["true_bin"]).mean()),
         "beta_median_weak_strong": [float(child.loc[~strong, "beta"].median()),
                                     float(child.loc[strong, "beta"].median())],

@@ -51,9 +51,9 @@ def section(summary: dict, figures: list[Path]) -> str:
         f"- Options: {conv['option_order']}.",
         f"- Ability: {conv['eap']}. Scale: {conv['theta_scale']}. {conv['ml']}.",
         f"- {conv['ability_bins']}; (item, bin) cells need n >= {summary['settings']['min_n']} children.",
-        f"- CIs: {summary['settings']['ci_level']:.0%} percentile bootstrap, {summary['settings']['n_boot']} "
-        f"resamples, seed {summary['settings']['seed']}; an age outside the children's ages reads below youngest / "
-        "above oldest.",
+        f"- CIs: {summary['settings']['ci_level']:.0%}. r_pb and Spearman: {conv['correlation_ci']}. Age: percentile "
+        f"bootstrap, {summary['settings']['n_boot']} resamples, seed {summary['settings']['seed']}; an age outside "
+        "the children's ages reads below youngest / above oldest.",
         "",
     ]
     for task, info in summary["tasks"].items():

@@ -15,7 +15,7 @@ class Settings:
     """Tunable parameters of a comparison run (all recorded in comparison.json)."""
 
     min_n: int = 10
-    n_boot: int = 2000
+    n_boot: int = 2000  # bootstrap resamples of the age-equivalent interval (the correlations use Fisher z)
     n_perm: int = 2000  # permutations of the better-than-uniform test
     seed: int = 0
     level: float = 0.95

@@ -167,7 +167,7 @@ def _theta_table(task: str, model: IrtModel, units: Units, shares: dict[str, tup
 
 
 def _difficulty(units: Units, settings: Settings) -> list[dict[str, object]]:
-    """correlate_many per set of answered items (units answering the same items share the resamples)."""
+    """correlate_many per set of answered items (n = the items a unit answered)."""
     answered = units.answered()
     b = units.items["b"].to_numpy(float)
     out: list[dict[str, object]] = [{} for _ in units.names]
@@ -176,8 +176,7 @@ def _difficulty(units: Units, settings: Settings) -> list[dict[str, object]]:
         groups.setdefault(row.tobytes(), []).append(u)
     for members in groups.values():
         cols = answered[members[0]]
-        found = correlate_many(units.correct[np.ix_(members, np.flatnonzero(cols))], b[cols], settings.n_boot,
-                               settings.seed, settings.level)
+        found = correlate_many(units.correct[np.ix_(members, np.flatnonzero(cols))], b[cols], settings.level)
         for u, res in zip(members, found, strict=True):
             out[u] = res
     return out
