@@ -71,7 +71,7 @@ CASES = {
     "idefics2": Case("idefics2", "idefics2", model_args="", simple=True, patches=("0010",)),
     "llava_hf-llava-1.5": Case("llava_hf", "llava-1.5", mc=True, patches=("0011", "0012")),
     "llava_hf-llava-1.5-simple": Case("llava_hf", "llava-1.5", simple=True, mc=True, patches=("0011",)),
-    "llava_hf-llava-onevision": Case("llava_hf", "llava-onevision", patches=("0012",)),
+    "llava_hf-llava-onevision": Case("llava_hf", "llava-onevision", mc=True, patches=("0011", "0012")),
     "huggingface-idefics3": Case("huggingface", "idefics3", patches=("0005", "0009")),
     "huggingface-qwen2_vl": Case("huggingface", "qwen2_vl", patches=("0005", "0009")),
     "openai": Case("openai", None, model_args="model_version=fake,api_key=fake"),
