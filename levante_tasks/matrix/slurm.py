@@ -216,7 +216,7 @@ def submit(config: MatrixConfig, out: Path, resume: bool, echo: Callable[[str], 
             echo(f"submitted array {job}: {len(chunk.indices)} cell(s) of {', '.join(chunk.models)} "
                  f"(--array={chunk.array_spec()}, {options})")
         dependency = [f"--dependency=afterany:{':'.join([*arrays, *waits_for])}"] if arrays or waits_for else []
-        end_resources = config.slurm.for_end_step(_gpus(config))
+        end_resources = config.slurm.for_end_step()
         if end_resources.job_name is None:
             end_resources = replace(end_resources, job_name=f"{prefix}-end")
         end = _submit([*common, *dependency, *end_resources.sbatch_args(),

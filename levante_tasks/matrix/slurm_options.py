@@ -58,10 +58,9 @@ class SlurmSpec:
         resources = own.over(self.defaults)
         return resources if resources.gres or gpus is None else replace(resources, gres=f"gpu:{gpus}")
 
-    def for_end_step(self, gpus: int | None) -> Resources:
-        """The end step (it reruns what did not finish, so it gets the cells' defaults unless told otherwise)."""
-        resources = self.end_step.over(self.defaults)
-        return resources if resources.gres or gpus is None else replace(resources, gres=f"gpu:{gpus}")
+    def for_end_step(self) -> Resources:
+        """The end step runs no cell (`--report-only`): the defaults without their gres, unless `end_step` sets one."""
+        return self.end_step.over(replace(self.defaults, gres=None))
 
 
 Fail = Callable[[str, str], Exception]
