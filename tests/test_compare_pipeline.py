@@ -272,3 +272,13 @@ def test_nothing_compared_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixt
     assert err.count("\n") == 0 and "records.csv: nothing compared" in err
     assert "records' tasks: trog, vocab; IRT models' tasks: mental-rotation" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_task_without_records_is_noted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Something compared (trog), but no record for the mental-rotation model: exit 0, one note naming the task."""
+    folder = irt_fixture_dir()
+    _, records = trog_inputs(tmp_path)
+    assert compare_cli(tmp_path, records, str(folder / "trog_rasch_f1_scalar.rds"),
+                       f"mrot={folder / 'mrot_2pl_f1.rds'}") == 0
+    err = capsys.readouterr().err.strip()
+    assert err == "levante-tasks: note: no model records for task(s) mental-rotation: nothing compared there"
