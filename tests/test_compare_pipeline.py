@@ -224,3 +224,64 @@ def test_samples_of_math_subtasks_pool_into_one_unit_without_paths(tmp_path) -> 
     label = model_label({"model": "tiny-clip", "revision": "a" * 40, "adapter": "levante_clip"})
     assert sorted(read_records(run)[0]["model"].unique()) == [f"{label}/original/gen/seed0",
                                                               f"{label}/original/mc/seed0"]
+
+
+def mrot_records(tmp_path: Path) -> Path:
+    """The trog records of `trog_inputs` plus a model's answers to every mental-rotation item of the fixture."""
+    _, records = trog_inputs(tmp_path)
+    params = pd.read_csv(irt_fixture_dir() / "true_item_params.csv")
+    mrot = params[params["task"] == "mental-rotation"]
+    rows = [{"model": "aligned", "task": "mental-rotation", "item_uid": uid, "correct": int(b < 0),
+             "option_scores": ""} for uid, b in zip(mrot["item_uid"], mrot["b"], strict=True)]
+    pd.concat([pd.read_csv(records), pd.DataFrame(rows)]).to_csv(records, index=False)
+    return records
+
+
+def compare_cli(tmp_path: Path, records: Path, *irt: str) -> int:
+    """`levante-tasks compare` on the whole fixture (trog and mental-rotation children) with these `--irt`s."""
+    folder = irt_fixture_dir()
+    return main(["compare", *(arg for value in irt for arg in ("--irt", value)), "--trials",
+                 str(folder / "trials.csv"), "--runs", str(folder / "runs.csv"), "--models", str(records),
+                 "--out", str(tmp_path / "out"), "--n-boot", "20", "--n-perm", "20", "--no-plots"])
+
+
+@pytest.mark.parametrize("spelling", ["mrot", "mental-rotation", "levante_mental_rotation", "MROT"])
+def test_irt_task_takes_any_catalogue_spelling(tmp_path: Path, spelling: str) -> None:
+    """README's `--irt trog_rasch_f1_scalar.rds --irt mrot=mrot_2pl_f1.rds`: the manifest task_id (mrot), the
+    internal name and the lmms-eval name all name the task the records and trials call mental-rotation."""
+    folder = irt_fixture_dir()
+    records = mrot_records(tmp_path)
+    assert compare_cli(tmp_path, records, str(folder / "trog_rasch_f1_scalar.rds"),
+                       f"{spelling}={folder / 'mrot_2pl_f1.rds'}") == 0
+    tasks = json.loads((tmp_path / "out" / "comparison.json").read_text())["tasks"]
+    assert sorted(tasks) == ["mental-rotation", "trog"]
+    assert tasks["mental-rotation"]["models"]["aligned"]["n_items"] > 0
+
+
+def test_unknown_irt_task_is_one_line_listing_the_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = mrot_records(tmp_path)
+    assert compare_cli(tmp_path, records, f"mrto={irt_fixture_dir() / 'mrot_2pl_f1.rds'}") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--irt mrto=" in err and "unknown LEVANTE task 'mrto'" in err
+    assert "mental-rotation (mrot, levante_mental_rotation" in err and "trog" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_nothing_compared_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An IRT model whose task no record names (trog records, a mental-rotation model): exit 2, nothing written."""
+    _, records = trog_inputs(tmp_path)
+    assert compare_cli(tmp_path, records, f"mrot={irt_fixture_dir() / 'mrot_2pl_f1.rds'}") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "records.csv: nothing compared" in err
+    assert "records' tasks: trog, vocab; IRT models' tasks: mental-rotation" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_task_without_records_is_noted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Something compared (trog), but no record for the mental-rotation model: exit 0, one note naming the task."""
+    folder = irt_fixture_dir()
+    _, records = trog_inputs(tmp_path)
+    assert compare_cli(tmp_path, records, str(folder / "trog_rasch_f1_scalar.rds"),
+                       f"mrot={folder / 'mrot_2pl_f1.rds'}") == 0
+    err = capsys.readouterr().err.strip()
+    assert err == "levante-tasks: note: no model records for task(s) mental-rotation: nothing compared there"

@@ -533,3 +533,27 @@ def test_installed_lmms_eval_of_this_python() -> None:
     assert found["version"] == importlib.metadata.version("lmms_eval") == VERSION
     assert found["commit"] == PATCH_SET.identity
     assert found["patched"] == (found["patch_set_sha256"] == PATCH_SET.patch_set_sha256)
+
+
+def test_tasks_path_prints_the_installed_task_folder(tmp_path: Path) -> None:
+    """`levante-tasks lmms-eval tasks-path` (README: an unpatched lmms-eval's `--include_path`), run outside the
+    checkout as a user would: one line, the folder of the `lmms_eval.tasks` entry point, holding every task's YAMLs,
+    and lmms-eval indexes the LEVANTE tasks from it alone (no built-ins, no entry points)."""
+    import importlib.util
+
+    from lmms_eval.tasks import TaskManager
+
+    from levante_tasks.schema.tasks import TASKS
+
+    done = run_cli(["lmms-eval", "tasks-path"], cwd=tmp_path)
+    assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1
+    folder = Path(lines[0])
+    assert folder.is_absolute() and folder.is_dir()
+    assert folder == Path(importlib.util.find_spec("levante_tasks.tasks").submodule_search_locations[0]).resolve()
+    for info in TASKS:
+        assert (folder / info.folder / f"{info.lmms_name}.yaml").is_file(), info.lmms_name
+    assert (folder / "_groups").is_dir() and (folder / "l0_trace").is_dir()
+    names = set(TaskManager(include_path=str(folder), include_defaults=False).all_tasks)
+    assert {info.lmms_name for info in TASKS} | {"levante", "l0_trace"} <= names

@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE
 from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.schema.tasks import accepted_spellings, find_task
 
 
 def _irt_arg(value: str) -> tuple[str | None, Path]:
-    """`PATH` or `TASK=PATH` (the task override names the LEVANTE internal task of the IRT model)."""
+    """`PATH` or `TASK=PATH` (TASK: any spelling of a LEVANTE task, checked by `_task_names`)."""
     task, sep, path = value.partition("=")
     return (task, Path(path)) if sep and task and not Path(value).exists() else (None, Path(value))
+
+
+def _task_names(irt: list[tuple[str | None, Path]]) -> list[tuple[str | None, Path]]:
+    """`--irt` with each TASK= spelling (internal name, manifest task_id, lmms-eval name, e.g. `mrot`) turned
+    into the internal name that records and trials use; an unknown TASK is a one-line error listing the names."""
+    out = []
+    for task, path in irt:
+        info = find_task(task) if task is not None else None
+        if task is not None and info is None:
+            raise LevanteError(f"--irt {task}={path}: unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
+        out.append((info.name if info else None, path))
+    return out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         required=True,
         type=_irt_arg,
         metavar="[TASK=]PATH",
-        help="IRT model record (.rds ModelRecord) or item-parameter CSV; repeat per task",
+        help="IRT model record (.rds ModelRecord) or item-parameter CSV; repeat per task. TASK: the LEVANTE task "
+        "of the model, any spelling (e.g. mental-rotation, mrot or levante_mental_rotation)",
     )
     parser.add_argument("--trials", required=True, type=Path, help="children's trials CSV (Redivis layout)")
     parser.add_argument("--runs", required=True, type=Path, help="runs CSV with run_id and age (years)")
@@ -68,11 +83,16 @@ def run(args: argparse.Namespace) -> int:
         raise LevanteError("--calibration-tolerance must be a number >= 0 (logits)")
     from levante_tasks.compare.pipeline import Settings, run_compare  # heavy (pandas, scipy): only when run
 
+    irt = _task_names(args.irt)
     settings = Settings(min_n=args.min_n, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed,
                         plots=not args.no_plots, calibration_tolerance=args.calibration_tolerance)
-    summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
+    summary = run_compare(irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
     print(
         f"compared {sum(len(t['models']) for t in summary['tasks'].values())} model x task pairs on "
         f"{len(summary['tasks'])} task(s); outputs in {display_path(args.out)}"
     )
+    idle = sorted(task for task, info in summary["tasks"].items() if not info["models"])
+    if idle:
+        print(f"levante-tasks: note: no model records for task(s) {', '.join(idle)}: nothing compared there",
+              file=sys.stderr)
     return 0

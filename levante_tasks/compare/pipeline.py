@@ -35,7 +35,8 @@ from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.tables import rows_with_items
 from levante_tasks.compare.task import compare_task
 from levante_tasks.compare.writers import OUTPUT_MARKER, write_outputs
-from levante_tasks.errors import LevanteError, os_error
+from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.schema.tasks import find_task
 
 __all__ = ["Results", "Settings", "run_compare"]
 
@@ -63,6 +64,8 @@ def assign_tasks(
                 else None
             )
         )
+        if task is not None and (info := find_task(task)) is not None:
+            task = info.name  # an item CSV's `task` column or trials' task_id may use another spelling (`mrot`)
         if task is None:
             raise LevanteError(
                 f"{model.name}: cannot tell its task (no records or trials share its items); "
@@ -120,6 +123,11 @@ def run_compare(
     with _one_blas_thread():
         for task in tqdm(sorted(by_task), desc="compare tasks", leave=False, disable=None):
             compare_task(task, by_task[task], records, trials, runs, items_file, settings, results)
+    if not any(unit["n_items"] for info in results.tasks.values() for unit in info["models"].values()):
+        raise LevanteError(
+            f"{display_path(models_path)}: nothing compared: no model answered an item of the IRT models (records' "
+            f"tasks: {', '.join(sorted(set(records['task'])) or ['none'])}; IRT models' tasks: "
+            f"{', '.join(sorted(by_task))}); name each IRT model's task with --irt TASK=PATH")
     summary = {
         "conventions": conv.conventions(),
         "settings": {

@@ -1,4 +1,5 @@
-"""`levante-tasks lmms-eval patch|check|revert|audit`: manage our patches to the pinned lmms-eval.
+"""`levante-tasks lmms-eval patch|check|revert|audit`: manage our patches to the pinned lmms-eval; `tasks-path`
+prints the installed LEVANTE task folder for an unpatched lmms-eval's `--include_path`.
 
 Also runnable without the rest of the package's dependencies: `python scripts/patch_lmms_eval.py patch`.
 """
@@ -10,6 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from levante_tasks.errors import LevanteError, describe_os_error, display_path
 from levante_tasks.lmms_patch.audit import audit_tree
@@ -110,6 +112,23 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def tasks_folder() -> Path:
+    """The installed LEVANTE task folder (`levante_tasks/tasks/`, the YAMLs lmms-eval indexes), wherever the package
+    lives (checkout, editable or wheel install)."""
+    import levante_tasks.tasks
+
+    folder = Path(levante_tasks.tasks.__file__).resolve().parent
+    if not any(folder.rglob("levante_*.yaml")):
+        raise LevanteError(f"{display_path(folder)}: holds no LEVANTE task YAML (reinstall levante-tasks)")
+    return folder
+
+
+def cmd_tasks_path(args: argparse.Namespace) -> int:
+    """Print the task folder: `lmms-eval --include_path "$(levante-tasks lmms-eval tasks-path)"`."""
+    print(tasks_folder())
+    return 0
+
+
 def _add_commands(sub: argparse._SubParsersAction) -> None:
     """The four actions, each taking --target."""
     for name, func, help_text in (
@@ -134,8 +153,13 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `lmms-eval {patch,check,revert,audit}` to the levante-tasks command line."""
-    parser = subparsers.add_parser("lmms-eval", help="patch, check, revert or audit the pinned lmms-eval")
-    _add_commands(parser.add_subparsers(dest="lmms_eval_command", required=True, metavar="ACTION"))
+    parser = subparsers.add_parser("lmms-eval", help="patch, check, revert or audit the pinned lmms-eval; "
+                                   "print the task folder (tasks-path)")
+    sub = parser.add_subparsers(dest="lmms_eval_command", required=True, metavar="ACTION")
+    _add_commands(sub)
+    help_text = ("print the installed LEVANTE task folder, for an unpatched lmms-eval: "
+                 'lmms-eval --include_path "$(levante-tasks lmms-eval tasks-path)" ...')
+    sub.add_parser("tasks-path", help=help_text, description=help_text).set_defaults(func=cmd_tasks_path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,6 +33,11 @@ class TaskInfo:
         """The task's folder under `levante_tasks/tasks/`."""
         return self.lmms_name.removeprefix("levante_")
 
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Every name the task goes by: internal name, manifest task_id, lmms-eval name, folder (no repeats)."""
+        return tuple(dict.fromkeys((self.name, self.task_id, self.lmms_name, self.folder)))
+
     def subtype_of(self, trial_type: str) -> str:
         """The reported sub-type of a trial type; "" when the task has none or the type is not listed."""
         return next((name for name, types in self.subtypes if trial_type in types), "")
@@ -71,3 +76,16 @@ def task_info(name: str) -> TaskInfo:
         return BY_NAME[name]
     except KeyError:
         raise KeyError(f"unknown LEVANTE task {name!r}; known: {', '.join(BY_NAME)}") from None
+
+
+def find_task(spelling: str) -> TaskInfo | None:
+    """The catalogue row of any spelling of a task (`TaskInfo.spellings`, case-insensitive), e.g. `mrot`,
+    `mental-rotation`, `levante_mental_rotation`; None when no task is spelled so."""
+    key = spelling.strip().lower()
+    return next((info for info in TASKS if key in {s.lower() for s in info.spellings}), None)
+
+
+def accepted_spellings() -> str:
+    """The accepted spellings of every task, for messages: `vocab, ..., mental-rotation (mrot, ...), ...`."""
+    return ", ".join(info.name + (f" ({', '.join(info.spellings[1:])})" if len(info.spellings) > 1 else "")
+                     for info in TASKS)
