@@ -184,6 +184,13 @@ def test_lmms_eval_samples_folder(tmp_path: Path) -> None:
     assert table.set_index("item_uid").loc["trog_a", "option_scores"] == [0.1, -1.0]
     assert table.set_index("item_uid").loc["trog_b", "option_scores"] is None
     assert counts["lines_without_levante_item"] == 1
+    # `only` (a matrix's finished cells): another folder's samples, e.g. an unfinished cell's partial output, unread
+    partial = tmp_path / "unfinished"
+    partial.mkdir()
+    (partial / "20260101_130000_samples_levante_trog.jsonl").write_text(json.dumps(
+        {"doc_id": 0, "levante_item": {"item_uid": "trog_c", "task": "trog", "correct": 1}}) + "\n")
+    assert sorted(read_records(tmp_path)[0]["item_uid"]) == ["trog_a", "trog_b", "trog_c"]
+    assert sorted(read_records(tmp_path, only=[folder])[0]["item_uid"]) == ["trog_a", "trog_b"]
 
 
 def test_parse_distractors_forms() -> None:

@@ -457,3 +457,18 @@ def test_a_models_revision_pins_what_our_adapters_load(inputs: dict[str, Path], 
     assert pinned.model_args == f"pretrained=org/m,revision={commit}" and pinned.revision == commit
     assert inline.model_args == f"pretrained=org/v,revision={commit}" and inline.revision == commit
     assert other.model_args == "letter=B" and other.revision == commit
+
+
+def test_a_failure_reason_is_the_last_exception_line_else_the_last_line() -> None:
+    """A traceback's exception line wins; a SystemExit's one-line message (our refusals: RunStopped, patch 0013)
+    has no exception name, so the output's last line is the reason, its absolute paths shortened."""
+    from levante_tasks.matrix.state import error_line
+
+    traceback = "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad model\nsummary line\n"
+    assert error_line(traceback) == "ValueError: bad model"
+    refusal = ("loading model\nmodel class Qwen2_VL cannot run levante_vocab_mc: multiple_choice needs "
+               "loglikelihood, which it does not implement\n")
+    assert error_line(refusal).startswith("model class Qwen2_VL cannot run levante_vocab_mc")
+    stopped = "levante_trog: /home/someone/data/x.parquet: corrupt\n"
+    assert error_line(stopped) == "levante_trog: .../data/x.parquet: corrupt"
+    assert error_line("\n\n") is None

@@ -422,7 +422,8 @@ def test_report_only_runs_no_cell_records_the_unfinished_ones_as_they_are_and_re
                       "them with --resume (on Slurm: --submit --resume)"]
     assert len(fake.starts()) == 2  # b's interrupted start and a's: nothing ran
     assert (out / state_dir(out, "b") / "state.json").read_bytes() == b_state
-    assert states(out)["c"]["status"] == "running" and not (c_dir / "lmms").exists()
+    assert states(out)["c"]["status"] == "running"  # its files are left as they are (the report reads done cells)
+    assert (c_dir / "lmms" / "partial" / "x_samples_levante_trog.jsonl").read_text(encoding="utf-8") == "{}\n"
     document = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
     assert [(c["model"], c["status"], (c["error"] or {}).get("reason")) for c in document["cells"]] == [
         ("a", "done", None), ("b", "failed", "interrupted by SIGTERM"), ("c", "not finished", "interrupted earlier")]

@@ -92,14 +92,16 @@ def run_compare(
     out: Path,
     settings: Settings,
     items_path: Path | None = None,
+    model_folders: list[Path] | None = None,
 ) -> dict[str, object]:
     """The whole `levante-tasks compare` run; returns the JSON summary it wrote.
 
     `items_path` (`--items`) gives every item's canonical options; without it they come from the trials.
+    `model_folders`: read only these folders under `models_path` (the matrix: its finished cells).
     """
     target = check_out(out)
     clean_stale(target.parent)
-    records, record_counts = read_records(models_path)
+    records, record_counts = read_records(models_path, model_folders)
     trials = read_trials(trials_path)
     run_counts: Counter = Counter()
     runs = read_runs(runs_path, run_counts)

@@ -222,11 +222,13 @@ def read_csv(path: Path) -> pd.DataFrame:
     })
 
 
-def read_records(path: Path) -> tuple[pd.DataFrame, Counter]:
-    """All model records under `path` (folder: every `*samples_*.jsonl`), de-duplicated; drops counted."""
+def read_records(path: Path, only: list[Path] | None = None) -> tuple[pd.DataFrame, Counter]:
+    """All model records under `path` (folder: every `*samples_*.jsonl`; `only`: just these folders in it, e.g. a
+    matrix's finished cells), de-duplicated; drops counted."""
     counts: Counter = Counter()
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*.jsonl") if _SAMPLES.match(p.name))
+        files = sorted(p for folder in (only if only is not None else [path]) for p in folder.rglob("*.jsonl")
+                       if _SAMPLES.match(p.name))
         if not files:
             raise LevanteError(
                 f"{display_path(path)}: no lmms-eval samples_<task>.jsonl files found (run with --log_samples)"

@@ -74,7 +74,7 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
                 result = run_compare([(None, p) for p in spec.irt], spec.trials, spec.runs,
                                      run.out / "cells" / group, run.out / "comparison" / group,
                                      Settings(min_n=spec.min_n, n_boot=spec.n_boot, seed=spec.seed, plots=True),
-                                     items_path=spec.items)
+                                     items_path=spec.items, model_folders=[run.out / c.rel_dir for c in done])
             entry["comparison"] = f"comparison/{group}/comparison.md"
             echo(f"comparison ({group}): {len(result['tasks'])} task(s) -> comparison/{group}/comparison.md")
         except LevanteError as exc:

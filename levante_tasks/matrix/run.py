@@ -387,9 +387,7 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
             if kept:
                 state = read_state(cell_dir)
             elif report_only:
-                state = unfinished_state(cell_dir, cell.sha256, reason)
-                if live_runner(cell_dir) is None:  # a killed attempt's partial output must not reach the comparison
-                    _clear(cell_dir / LMMS_DIR)
+                state = unfinished_state(cell_dir, cell.sha256, reason)  # its files stay: the report reads done cells
             else:
                 state = run_cell(config, cell, cell_dir, data, note)
             run.states[cell.cell_id] = state or {}

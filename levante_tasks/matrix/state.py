@@ -135,8 +135,10 @@ def tail(text: str, lines: int = 20) -> list[str]:
 
 
 def error_line(text: str, width: int = 160) -> str | None:
-    """The last exception line of a process's output (scrubbed, cut to `width`), for a failure's one-line reason."""
-    found = _EXCEPTION.findall(scrub(text))
+    """The last exception line of a process's output, else its last line (a SystemExit's message: our one-line
+    refusals, RunStopped and patch 0013, print no exception name), scrubbed and cut to `width`; the one-line
+    reason of a failure."""
+    found = _EXCEPTION.findall(scrub(text)) or tail(text, 1)
     if not found:
         return None
     line = found[-1].strip()
