@@ -233,12 +233,13 @@ def test_samples_of_math_subtasks_pool_into_one_unit_without_paths(tmp_path) -> 
                                                               f"{label}/original/mc/seed0"]
 
 
-def mrot_records(tmp_path: Path) -> Path:
-    """The trog records of `trog_inputs` plus a model's answers to every mental-rotation item of the fixture."""
+def mrot_records(tmp_path: Path, task: str = "mental-rotation") -> Path:
+    """The trog records of `trog_inputs` plus a model's answers to every mental-rotation item of the fixture
+    (its `task` column spelled `task`)."""
     _, records = trog_inputs(tmp_path)
     params = pd.read_csv(irt_fixture_dir() / "true_item_params.csv")
     mrot = params[params["task"] == "mental-rotation"]
-    rows = [{"model": "aligned", "task": "mental-rotation", "item_uid": uid, "correct": int(b < 0),
+    rows = [{"model": "aligned", "task": task, "item_uid": uid, "correct": int(b < 0),
              "option_scores": ""} for uid, b in zip(mrot["item_uid"], mrot["b"], strict=True)]
     pd.concat([pd.read_csv(records), pd.DataFrame(rows)]).to_csv(records, index=False)
     return records
@@ -252,12 +253,17 @@ def compare_cli(tmp_path: Path, records: Path, *irt: str) -> int:
                  "--out", str(tmp_path / "out"), "--n-boot", "20", "--n-perm", "20", "--no-plots"])
 
 
-@pytest.mark.parametrize("spelling", ["mrot", "mental-rotation", "levante_mental_rotation", "MROT"])
-def test_irt_task_takes_any_catalogue_spelling(tmp_path: Path, spelling: str) -> None:
+@pytest.mark.parametrize(("spelling", "records_task"), [("mrot", "mental-rotation"),
+                                                        ("mental-rotation", "mental-rotation"),
+                                                        ("levante_mental_rotation", "mental-rotation"),
+                                                        ("MROT", "mental-rotation"), ("mrot", "mrot"),
+                                                        ("mental-rotation", "levante_mental_rotation")])
+def test_irt_task_takes_any_catalogue_spelling(tmp_path: Path, spelling: str, records_task: str) -> None:
     """README's `--irt trog_rasch_f1_scalar.rds --irt mrot=mrot_2pl_f1.rds`: the manifest task_id (mrot), the
-    internal name and the lmms-eval name all name the task the records and trials call mental-rotation."""
+    internal name and the lmms-eval name all name the task the trials call mental-rotation, in `--irt` and in a
+    records CSV's `task` column alike."""
     folder = irt_fixture_dir()
-    records = mrot_records(tmp_path)
+    records = mrot_records(tmp_path, records_task)
     assert compare_cli(tmp_path, records, str(folder / "trog_rasch_f1_scalar.rds"),
                        f"{spelling}={folder / 'mrot_2pl_f1.rds'}") == 0
     tasks = json.loads((tmp_path / "out" / "comparison.json").read_text())["tasks"]

@@ -47,6 +47,12 @@ def _majority(values: pd.Series) -> str | None:
     return str(sorted(counts[counts == counts.max()].index)[0]) if len(counts) else None
 
 
+def _internal_name(task: str) -> str:
+    """The catalogue's internal name of any spelling of a task; an unknown name as it is."""
+    info = find_task(task)
+    return info.name if info is not None else task
+
+
 def assign_tasks(
     models: list[tuple[str | None, IrtModel]], records: pd.DataFrame, trials: pd.DataFrame
 ) -> dict[str, IrtModel]:
@@ -64,13 +70,12 @@ def assign_tasks(
                 else None
             )
         )
-        if task is not None and (info := find_task(task)) is not None:
-            task = info.name  # an item CSV's `task` column or trials' task_id may use another spelling (`mrot`)
         if task is None:
             raise LevanteError(
                 f"{model.name}: cannot tell its task (no records or trials share its items); "
                 "use --irt TASK=PATH"
             )
+        task = _internal_name(task)  # an item CSV's `task` column or trials' task_id may use another spelling
         if task in out:
             raise LevanteError(f"{model.name}: a second IRT model for task {task!r} ({out[task].name})")
         model.task = task
@@ -102,6 +107,7 @@ def run_compare(
     target = check_out(out)
     clean_stale(target.parent)
     records, record_counts = read_records(models_path, model_folders)
+    records["task"] = records["task"].map(_internal_name)  # a records CSV may spell a task `mrot`, as --irt may
     trials = read_trials(trials_path)
     run_counts: Counter = Counter()
     runs = read_runs(runs_path, run_counts)
