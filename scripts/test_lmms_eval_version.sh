@@ -40,7 +40,7 @@ echo "lmms-eval==$VERSION --hash=sha256:$WHEEL_SHA256" >"$WORK/lmms-eval.txt"
 
 # 3. levante-tasks as a plain wheel, built from a copy so the checkout gets no build/ or egg-info.
 mkdir "$WORK/src"
-cp -a pyproject.toml README.md levante_tasks adapters "$WORK/src/"
+cp -a pyproject.toml README.md LICENSE levante_tasks adapters "$WORK/src/"
 find "$WORK/src" -name __pycache__ -prune -exec rm -rf {} +
 "$VENV/bin/python" -m pip wheel --quiet --no-deps -w "$WORK/dist" "$WORK/src" >"$WORK/build.log" 2>&1 ||
     { cat "$WORK/build.log" >&2; fail "building the levante-tasks wheel failed (see the log above)"; }

@@ -29,7 +29,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("wheel")
     src = base / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO_ROOT / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for name in ("levante_tasks", "adapters"):
@@ -96,3 +96,14 @@ def test_patcher_runs_from_the_unpacked_wheel_alone(wheel: Path, tmp_path: Path)
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert "'patched': True" in run.stdout.split("RESULT", 1)[1]
+
+
+def test_wheel_metadata_names_both_licenses(wheel: Path) -> None:
+    """The wheel's metadata: our code's MIT and the shipped L0-Bench configs' Apache-2.0, with both texts."""
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = archive.read(metadata).decode().splitlines()
+        licenses = sorted(n.split(".dist-info/licenses/", 1)[1] for n in archive.namelist()
+                          if ".dist-info/licenses/" in n)
+    assert "License-Expression: MIT AND Apache-2.0" in lines
+    assert licenses == ["LICENSE", "levante_tasks/l0/configs/upstream/LICENSE"]
