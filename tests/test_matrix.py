@@ -430,11 +430,12 @@ def test_arrays_split_at_max_array_size_and_where_resources_change(inputs: dict[
                                                  "--constraint=a100"]
     assert chunks[2].resources.sbatch_args() == ["--partition=gpu", "--gres=gpu:2", "--time=08:00:00",
                                                  "--job-name=m1-c", "--constraint=a100"]
-    assert config.slurm.for_end_step().sbatch_args() == ["--partition=cpu", "--gres=none", "--constraint=a100"]
-    # the end step runs no cell: no GPU of its own on a CUDA matrix, not the defaults' gres either
+    assert config.slurm.for_end_step().sbatch_args() == ["--partition=cpu", "--gres=none"]
+    # the end step runs no cell: no GPU of its own on a CUDA matrix, not the defaults' gres or options either
     plain = load_config(write_config(tmp_path, inputs, models=models, groups=None, device="cuda:0",
-                                     slurm={"partition": "gpu", "gres": "gpu:1", "time": "04:00:00"}))
-    assert plain.slurm.for_end_step().sbatch_args() == ["--partition=gpu", "--time=04:00:00"]
+                                     slurm={"partition": "gpu", "gres": "gpu:1", "time": "04:00:00",
+                                            "options": ["--constraint=a100"], "end_step": {"options": ["--x=1"]}}))
+    assert plain.slurm.for_end_step().sbatch_args() == ["--partition=gpu", "--time=04:00:00", "--x=1"]
     one = chunk_cells(config, cells[:2], 1, "m1")  # MaxArraySize 1: one task per array
     assert [(c.offset, c.array_spec()) for c in one] == [(0, "0%4"), (1, "0%4")]
     with pytest.raises(LevanteError, match=r"matrix.yaml: slurm.models: 'z' is not a model name"):

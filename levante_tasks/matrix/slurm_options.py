@@ -59,8 +59,9 @@ class SlurmSpec:
         return resources if resources.gres or gpus is None else replace(resources, gres=f"gpu:{gpus}")
 
     def for_end_step(self) -> Resources:
-        """The end step runs no cell (`--report-only`): the defaults without their gres, unless `end_step` sets one."""
-        return self.end_step.over(replace(self.defaults, gres=None))
+        """The end step runs no cell (`--report-only`): the defaults without their gres and options (GPU
+        constraints such as `--constraint=a100`), unless `end_step` sets its own."""
+        return self.end_step.over(replace(self.defaults, gres=None, options=()))
 
 
 Fail = Callable[[str, str], Exception]
