@@ -460,16 +460,18 @@ def test_a_models_revision_pins_what_our_adapters_load(inputs: dict[str, Path], 
     assert other.model_args == "letter=B" and other.revision == commit
 
 
-def test_a_failure_reason_is_the_last_exception_line_else_the_last_line() -> None:
+def test_a_failure_reason_is_the_last_exception_line_else_a_failed_process_s_last_line() -> None:
     """A traceback's exception line wins; a SystemExit's one-line message (our refusals: RunStopped, patch 0013)
-    has no exception name, so the output's last line is the reason, its absolute paths shortened."""
+    has no exception name, so a failed process's last line is the cause, its absolute paths shortened; a process
+    that exited 0 (or an unknown status) has no such cause."""
     from levante_tasks.matrix.state import error_line
 
     traceback = "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad model\nsummary line\n"
-    assert error_line(traceback) == "ValueError: bad model"
+    assert error_line(traceback, 1) == error_line(traceback) == "ValueError: bad model"
     refusal = ("loading model\nmodel class Qwen2_VL cannot run levante_vocab_mc: multiple_choice needs "
                "loglikelihood, which it does not implement\n")
-    assert error_line(refusal).startswith("model class Qwen2_VL cannot run levante_vocab_mc")
+    assert error_line(refusal, 1).startswith("model class Qwen2_VL cannot run levante_vocab_mc")
+    assert error_line(refusal, 0) is None and error_line(refusal) is None
     stopped = "levante_trog: /home/someone/data/x.parquet: corrupt\n"
-    assert error_line(stopped) == "levante_trog: .../data/x.parquet: corrupt"
-    assert error_line("\n\n") is None
+    assert error_line(stopped, 1) == "levante_trog: .../data/x.parquet: corrupt"
+    assert error_line("\n\n", 1) is None

@@ -228,7 +228,8 @@ def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, 
         reason = (f"out of memory at every configured batch size ({sizes})" if attempts[-1]["outcome"] == "oom"
                   else f"lmms-eval exit {attempts[-1]['exit_code']}, {problem}" if problem
                   else f"lmms-eval exit {attempts[-1]['exit_code']}, no results file that parses")
-        cause = error_line(output)
+        # with a results file that is not the cell's, only an exception line explains more than `problem` does
+        cause = error_line(output, None if problem else attempts[-1]["exit_code"])
         if cause and attempts[-1]["outcome"] != "oom":
             reason = f"{reason}: {cause}"
         state["error"] = {"reason": reason, "tail": tail(output)}

@@ -134,11 +134,11 @@ def tail(text: str, lines: int = 20) -> list[str]:
     return [scrub(line) for line in kept if line.strip()][-lines:]
 
 
-def error_line(text: str, width: int = 160) -> str | None:
-    """The last exception line of a process's output, else its last line (a SystemExit's message: our one-line
-    refusals, RunStopped and patch 0013, print no exception name), scrubbed and cut to `width`; the one-line
-    reason of a failure."""
-    found = _EXCEPTION.findall(scrub(text)) or tail(text, 1)
+def error_line(text: str, exit_code: int | None = None, width: int = 160) -> str | None:
+    """The last exception line of a process's output, scrubbed and cut to `width`: a failure's one-line cause.
+    A process that failed (exit code not 0) without any exception line stopped on a SystemExit, whose message is
+    its last line (our one-line refusals: RunStopped, patch 0013): then that line."""
+    found = _EXCEPTION.findall(scrub(text)) or (tail(text, 1) if exit_code not in (0, None) else [])
     if not found:
         return None
     line = found[-1].strip()
