@@ -539,8 +539,6 @@ def test_tasks_path_prints_the_installed_task_folder(tmp_path: Path) -> None:
     """`levante-tasks lmms-eval tasks-path` (README: an unpatched lmms-eval's `--include_path`), run outside the
     checkout as a user would: one line, the folder of the `lmms_eval.tasks` entry point, holding every task's YAMLs,
     and lmms-eval indexes the LEVANTE tasks from it alone (no built-ins, no entry points)."""
-    import importlib.util
-
     from lmms_eval.tasks import TaskManager
 
     from levante_tasks.schema.tasks import TASKS
@@ -551,7 +549,12 @@ def test_tasks_path_prints_the_installed_task_folder(tmp_path: Path) -> None:
     assert len(lines) == 1
     folder = Path(lines[0])
     assert folder.is_absolute() and folder.is_dir()
-    assert folder == Path(importlib.util.find_spec("levante_tasks.tasks").submodule_search_locations[0]).resolve()
+    # the package a process started in that folder imports (in the 0.7.3 overlay: the installed wheel, while this
+    # test process imports the checkout)
+    where = ("import importlib.util, pathlib; "
+             "print(pathlib.Path(importlib.util.find_spec('levante_tasks.tasks').submodule_search_locations[0]).resolve())")
+    found = subprocess.run([sys.executable, "-c", where], capture_output=True, text=True, cwd=tmp_path, check=True)
+    assert folder == Path(found.stdout.strip())
     for info in TASKS:
         assert (folder / info.folder / f"{info.lmms_name}.yaml").is_file(), info.lmms_name
     assert (folder / "_groups").is_dir() and (folder / "l0_trace").is_dir()
