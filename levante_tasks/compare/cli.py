@@ -12,21 +12,17 @@ from levante_tasks.schema.tasks import accepted_spellings, find_task
 
 
 def _irt_arg(value: str) -> tuple[str | None, Path]:
-    """`PATH` or `TASK=PATH` (TASK: any spelling of a LEVANTE task, checked by `_task_names`)."""
+    """`PATH` or `TASK=PATH` (TASK: any spelling of a LEVANTE task, checked by `_check_task_names`)."""
     task, sep, path = value.partition("=")
     return (task, Path(path)) if sep and task and not Path(value).exists() else (None, Path(value))
 
 
-def _task_names(irt: list[tuple[str | None, Path]]) -> list[tuple[str | None, Path]]:
-    """`--irt` with each TASK= spelling (internal name, manifest task_id, lmms-eval name, e.g. `mrot`) turned
-    into the internal name that records and trials use; an unknown TASK is a one-line error listing the names."""
-    out = []
+def _check_task_names(irt: list[tuple[str | None, Path]]) -> None:
+    """Each `--irt` TASK= must be a spelling the catalogue knows (internal name, manifest task_id, lmms-eval name,
+    e.g. `mrot`; run_compare maps it to the internal name): else a one-line error listing the names."""
     for task, path in irt:
-        info = find_task(task) if task is not None else None
-        if task is not None and info is None:
+        if task is not None and find_task(task) is None:
             raise LevanteError(f"--irt {task}={path}: unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
-        out.append((info.name if info else None, path))
-    return out
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,10 +79,10 @@ def run(args: argparse.Namespace) -> int:
         raise LevanteError("--calibration-tolerance must be a number >= 0 (logits)")
     from levante_tasks.compare.pipeline import Settings, run_compare  # heavy (pandas, scipy): only when run
 
-    irt = _task_names(args.irt)
+    _check_task_names(args.irt)
     settings = Settings(min_n=args.min_n, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed,
                         plots=not args.no_plots, calibration_tolerance=args.calibration_tolerance)
-    summary = run_compare(irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
+    summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
     print(
         f"compared {sum(len(t['models']) for t in summary['tasks'].values())} model x task pairs on "
         f"{len(summary['tasks'])} task(s); outputs in {display_path(args.out)}"

@@ -37,7 +37,7 @@ def _p_values(r: np.ndarray, n: int) -> np.ndarray:
     return np.where(np.abs(r) >= 1.0, 0.0, 2.0 * stats.t.sf(np.abs(t), n - 2))
 
 
-def _row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson r of each row of x (non-constant) with the vector y."""
     xc = x - x.mean(axis=1, keepdims=True)
     yc = y - y.mean()
@@ -79,7 +79,7 @@ def correlate_many(correct: np.ndarray, b: np.ndarray, level: float = 0.95) -> l
         return results
     x = correct[todo]
     with np.errstate(invalid="ignore", divide="ignore"):  # constant b: r is NaN
-        r, rho = _row_pearson(x, b), _row_pearson(x, stats.rankdata(b))
+        r, rho = row_pearson(x, b), row_pearson(x, stats.rankdata(b))
     r_low, r_high = fisher_interval(r, n, level)
     rho_low, rho_high = fisher_interval(rho, n, level, SPEARMAN_VARIANCE)
     p_r, p_rho = _p_values(r, n), _p_values(rho, n)

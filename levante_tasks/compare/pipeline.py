@@ -107,7 +107,8 @@ def run_compare(
     target = check_out(out)
     clean_stale(target.parent)
     records, record_counts = read_records(models_path, model_folders)
-    records["task"] = records["task"].map(_internal_name)  # a records CSV may spell a task `mrot`, as --irt may
+    # a records CSV may spell a task `mrot`, as --irt may (one lookup per distinct name, not per record)
+    records["task"] = records["task"].map({task: _internal_name(task) for task in records["task"].unique()})
     trials = read_trials(trials_path)
     run_counts: Counter = Counter()
     runs = read_runs(runs_path, run_counts)

@@ -91,13 +91,13 @@ def expected_correlations(truths: list, theta: float, rng: np.random.Generator,
                           n_draws: int = CORRELATION_DRAWS) -> tuple[float, float]:
     """The estimands of r_pb and Spearman rho for a model of ability `theta`: their means over its answer draws
     on the fixed bank (draws with every answer alike left out, as the report leaves r undefined there)."""
-    from levante_tasks.compare.difficulty import _row_pearson
+    from levante_tasks.compare.difficulty import row_pearson
     from levante_tasks.synth.children import p_correct
 
     b = np.array([t.b for t in truths])
     x = (rng.random((n_draws, len(truths))) < p_correct(truths, np.array([theta]))[0]).astype(float)
     x = x[np.ptp(x, axis=1) > 0]
-    return float(_row_pearson(x, b).mean()), float(_row_pearson(x, stats.rankdata(b)).mean())
+    return float(row_pearson(x, b).mean()), float(row_pearson(x, stats.rankdata(b)).mean())
 
 
 def _child_distribution(truths: list, theta: float) -> tuple[np.ndarray, list[np.ndarray]]:

@@ -335,7 +335,7 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
     """Plan, run the selected cells that are not finished, and (for a whole matrix) write the report.
     `expect_plan`: the plan_sha256 a Slurm job was submitted with; another plan is refused before anything runs.
     `report_only`: the end step of an earlier matrix (it must hold matrix-plan.json) over the cells as they are:
-    runs no cell; one that did not finish is recorded as it is (unfinished_state) and its partial output removed."""
+    runs no cell and deletes nothing; one that did not finish is recorded as it is (unfinished_state)."""
     data = data_facts(config)
     cells = plan(config, data)
     if expect_plan is not None and plan_sha256(cells) != expect_plan:
