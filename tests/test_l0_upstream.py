@@ -1,6 +1,6 @@
 """Profile upstream against L0-Bench itself: data made by its own generator (shared/l0-upstream) and its rules.
 
-/work/shared/l0-upstream holds programs, inputs, traces and demonstrations that L0-Bench's generator
+shared/l0-upstream holds programs, inputs, traces and demonstrations that L0-Bench's generator
 (SimengSun/L0-reasoning-bench @ a722bac, Python 3.12) wrote for its `example_easy` config with
 sample_bin_limit 10 and num_processes 2 (settings.json). Under profile upstream we must give the same bytes.
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from faults import one_error_line
+from shared_paths import shared_dir
 
 from levante_tasks.cli import main
 from levante_tasks.l0 import aggregate, budget, store, task, upstream_aggregate
@@ -24,9 +25,7 @@ from levante_tasks.l0.config_file import load_config
 from levante_tasks.l0.tracer import TracedProgram
 from levante_tasks.yaml_file import read_yaml
 
-REFERENCE = Path("/work/shared/l0-upstream")
-if not REFERENCE.is_dir():  # the shared reference lives next to the checkout in CI and on dev machines
-    REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "l0-upstream"
+REFERENCE = (shared_dir() or Path("no-shared-folder")) / "l0-upstream"  # ../shared beside the checkout
 CONFIGS = Path(task.__file__).resolve().parent / "configs" / "upstream"
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="shared/l0-upstream is not available")
 
