@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from levante_tasks.harness.metrics import subtype_accuracy, subtype_values
-from levante_tasks.lmms_patch import installed_lmms_eval
+from levante_tasks.lmms.metrics import subtype_accuracy, subtype_values
+from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary.provenance import task_source_sha256
 

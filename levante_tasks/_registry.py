@@ -21,7 +21,7 @@ def _task_function(info: TaskInfo) -> Callable[..., Task]:
     """The @task function of one catalogue task, named like its lmms-eval task (`levante_trog`)."""
 
     def make(seed: int = 0, variant: str = "original", **unknown: Any) -> Task:
-        from levante_tasks.inspect_ai_tasks.task import levante_task
+        from levante_tasks.inspect.task import levante_task
 
         return levante_task(info, seed=seed, variant=variant, unknown=unknown)
 

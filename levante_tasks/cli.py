@@ -16,7 +16,7 @@ COMMAND_MODULES = [
     "levante_tasks.data.cli",
     "levante_tasks.data.standins",
     "levante_tasks.compare.cli",
-    "levante_tasks.lmms_patch.cli",
+    "levante_tasks.lmms.patcher.cli",
     "levante_tasks.synth.cli",
     "levante_tasks.demo",
     "levante_tasks.l0.cli",

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VERSION=${LMMS_EVAL_VERSION:-0.7.2}
-PINS=levante_tasks/lmms_patch/patches/lmms-eval/v$VERSION/pins.txt
+PINS=levante_tasks/lmms/patcher/patches/lmms-eval/v$VERSION/pins.txt
 if [ ! -f "$PINS" ]; then
     echo "fetch_lmms_eval: error: $PINS: no patch set for lmms-eval $VERSION" >&2
     exit 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from levante_tasks.lmms_patch.cli import main  # noqa: E402
+from levante_tasks.lmms.patcher.cli import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

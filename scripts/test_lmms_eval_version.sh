@@ -16,7 +16,7 @@ VERSION=${1:?usage: scripts/test_lmms_eval_version.sh VERSION [PYTEST ARGS...]}
 shift
 VENV=${VENV:-.venv}
 OVERLAY=${OVERLAY:-$VENV/overlays/lmms-eval-$VERSION}
-PINS=levante_tasks/lmms_patch/patches/lmms-eval/v$VERSION/pins.txt
+PINS=levante_tasks/lmms/patcher/patches/lmms-eval/v$VERSION/pins.txt
 fail() { echo "test_lmms_eval_version: error: $*" >&2; exit 2; }
 [ -f "$PINS" ] || fail "$PINS: no patch set for lmms-eval $VERSION"
 [ -x "$VENV/bin/python" ] || fail "$VENV/bin/python: no venv here (run make venv)"
@@ -59,7 +59,7 @@ print(f"overlay: lmms-eval {version} ({wheel}) and levante-tasks from its wheel"
 EOF
 "$OVERLAY/bin/levante-tasks" lmms-eval patch
 "$OVERLAY/bin/levante-tasks" lmms-eval check >/dev/null
-"$PY" -c 'from levante_tasks.lmms_patch import installed_lmms_eval as i; r = i(); print(r); assert r["patched"], r'
+"$PY" -c 'from levante_tasks.lmms.patcher import installed_lmms_eval as i; r = i(); print(r); assert r["patched"], r'
 "$OVERLAY/bin/levante-tasks" demo --prepare-only --out demo >prepare.log 2>&1 ||
     { cat prepare.log >&2; fail "levante-tasks demo --prepare-only failed (see the log above)"; }
 if ! LEVANTE_DATA_DIR=$WORK/demo/data HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 "$PY" -m lmms_eval --model dummy \

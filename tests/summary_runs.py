@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import levante_tasks
+from levante_tasks.schema import task_source
 
-TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
+TASKS_DIR = task_source.TASKS_DIR
 TASKS = ["levante_vocab", "levante_vocab_seed1", "levante_vocab_blank", "levante_vocab_shuffled",
          "levante_egma_math", "levante_trog_mc"]
 MODELS = {"fixed": ("levante_fixed", "letter=B"), "oracle": ("levante_image_oracle", "")}

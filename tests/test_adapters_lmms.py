@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import levante_tasks
+from levante_tasks.schema import task_source
 from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_vlm
 
-TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
+TASKS_DIR = task_source.TASKS_DIR
 fixture_data = pytest.importorskip("levante_tasks.testing.fixture_data", reason="LEVANTE task fixture missing")
 
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from data_helpers import prepared_synthetic
 
+from levante_tasks.core import docs
+from levante_tasks.core.options import DEFAULT_SEEDS, gold_positions
 from levante_tasks.data.prepare import prepare
 from levante_tasks.data.standins import write_standin_release
-from levante_tasks.harness import docs
-from levante_tasks.harness.options import DEFAULT_SEEDS, gold_positions
 from levante_tasks.schema.items import letters_for
 from levante_tasks.schema.tasks import TASKS
 

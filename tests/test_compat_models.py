@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from compat_checks import fixture_rows, item_records, picture_problems, placement_problems
 
-from levante_tasks.lmms_patch import installed_lmms_eval
+from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.testing import tiny_models
 from levante_tasks.testing.fake_openai import serve
 from levante_tasks.testing.fixture_data import write_fixture

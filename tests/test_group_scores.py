@@ -2,7 +2,7 @@
 
 lmms-eval 0.7.x weights each task in a group mean by the item count of the task's last aggregated metric and
 pools stderrs with a (sum n - k) denominator; every metric of a LEVANTE task has one value per doc
-(harness/metrics.py), so the weights are item counts and `--limit 1` (one item per task) gives "N/A" stderrs
+(lmms/metrics.py), so the weights are item counts and `--limit 1` (one item per task) gives "N/A" stderrs
 instead of a ZeroDivisionError.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from levante_tasks.cli import main
-from levante_tasks.tasks._generate_configs import TASKS_DIR
+from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.models import FixedLetterModel
 from levante_tasks.testing.tiny_models import build_tiny_clip

@@ -22,7 +22,7 @@ from inspect_ai.scorer import match
 import levante_tasks
 from levante_tasks import _registry
 from levante_tasks.errors import LevanteError
-from levante_tasks.inspect_ai_tasks import task as task_mod
+from levante_tasks.inspect import task as task_mod
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import summarize_runs, verify_runs
 

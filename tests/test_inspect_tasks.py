@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from inspect_ai.model import ContentImage, ContentText
 
-import levante_tasks
+from levante_tasks.core.options import gold_positions, presented_order
 from levante_tasks.errors import LevanteError
-from levante_tasks.harness.options import gold_positions, presented_order
+from levante_tasks.schema import task_source
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.summary import summarize_runs, verify_runs
@@ -26,7 +26,7 @@ from levante_tasks.testing.fixture_data import decode_colour
 from levante_tasks.testing.inspect_model import decode_image
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
-TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
+TASKS_DIR = task_source.TASKS_DIR
 # Every catalogue task at option-order seed 1 (trog first: the tests below reuse its log).
 COMPARED = ("levante_trog", *sorted(info.lmms_name for info in TASKS if info.lmms_name != "levante_trog"))
 pytest_plugins = ["inspect_helpers"]  # the data_dir and fixture_env fixtures

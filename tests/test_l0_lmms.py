@@ -16,8 +16,9 @@ import pytest
 from levante_tasks.cli import main
 from levante_tasks.l0 import aggregate, task
 from levante_tasks.l0.scoring import score_response
+from levante_tasks.schema import task_source
 
-TASKS_DIR = Path(task.__file__).resolve().parents[1] / "tasks"
+TASKS_DIR = task_source.TASKS_DIR
 BINS = (1, 2, 3, 4)
 TINY_DATA = """\
 seed: 21

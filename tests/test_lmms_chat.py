@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from levante_tasks.harness.model_kinds import KwargsAndHook
-from levante_tasks.tasks._generate_configs import TASKS_DIR
+from levante_tasks.lmms.model_bridge import KwargsAndHook
+from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.models import ChatImageOracle, ImageIndexOracle
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from levante_tasks.lmms_patch.engine import revert_patch_set
-from levante_tasks.lmms_patch.target import installed_root, resolve_target
-from levante_tasks.lmms_patch.unidiff import FilePatch
+from levante_tasks.lmms.patcher.engine import revert_patch_set
+from levante_tasks.lmms.patcher.target import installed_root, resolve_target
+from levante_tasks.lmms.patcher.unidiff import FilePatch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PATCH_SET = resolve_target(installed_root())[1]  # the set for the installed version
@@ -436,7 +436,7 @@ def test_levante_tasks_listed_without_include_path(trees, tmp_path) -> None:
         for m in [re.search(r"^task:\s*(\S+)\s*$", path.read_text(), re.M)]
         if m
     }
-    assert declared, "levante_tasks/tasks declares no task"
+    assert declared, "levante_tasks/lmms/tasks declares no task"
     proc, _ = run_lmms_eval(trees["all"], tmp_path / "out", "--tasks", "list")
     listed = set(re.findall(r"^ - (\S+)$", proc.stdout, re.M))
     assert proc.returncode == 0 and declared <= listed, sorted(declared - listed)

@@ -7,7 +7,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from levante_tasks.harness.options import DEFAULT_SEEDS, gold_positions, presented_order
+from levante_tasks.core.options import DEFAULT_SEEDS, gold_positions, presented_order
 from levante_tasks.schema.items import letters_for
 
 group_sizes = st.dictionaries(st.integers(2, 5), st.integers(1, 40), min_size=1, max_size=4)

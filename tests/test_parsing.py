@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from levante_tasks.harness.parsing import CONFIDENCE, parse_choice, parse_number
+from levante_tasks.core.parsing import CONFIDENCE, parse_choice, parse_number
 
 LETTERS = ["A", "B", "C", "D"]
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True)

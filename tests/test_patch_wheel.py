@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from levante_tasks.lmms_patch.engine import revert_patch_set
-from levante_tasks.lmms_patch.patchset import PATCHES_DIR
-from levante_tasks.lmms_patch.target import installed_root, installed_version, resolve_target
+from levante_tasks.lmms.patcher.engine import revert_patch_set
+from levante_tasks.lmms.patcher.patchset import PATCHES_DIR
+from levante_tasks.lmms.patcher.target import installed_root, installed_version, resolve_target
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,7 +49,8 @@ def test_wheel_holds_every_patch_set_file(wheel: Path) -> None:
     }
     assert any("/v0.7.2/" in p for p in shipped) and any("/v0.7.3/" in p for p in shipped)
     with zipfile.ZipFile(wheel) as archive:
-        in_wheel = {n: archive.read(n) for n in archive.namelist() if n.startswith("levante_tasks/lmms_patch/patches/")}
+        prefix = "levante_tasks/lmms/patcher/patches/"
+        in_wheel = {n: archive.read(n) for n in archive.namelist() if n.startswith(prefix)}
     assert in_wheel == shipped
 
 
@@ -83,8 +84,8 @@ def test_patcher_runs_from_the_unpacked_wheel_alone(wheel: Path, tmp_path: Path)
     revert_patch_set(*resolve_target(tree))
     script = (
         "import sys\n"
-        "from levante_tasks.lmms_patch import installed_lmms_eval, patchset\n"
-        "from levante_tasks.lmms_patch.cli import main\n"
+        "from levante_tasks.lmms.patcher import installed_lmms_eval, patchset\n"
+        "from levante_tasks.lmms.patcher.cli import main\n"
         "assert str(patchset.PATCHES_DIR).startswith(sys.argv[2]), patchset.PATCHES_DIR\n"
         "assert main(['patch', '--target', sys.argv[1]]) == 0 and main(['check', '--target', sys.argv[1]]) == 0\n"
         "print('RESULT', installed_lmms_eval(sys.argv[1]))\n"

@@ -20,18 +20,18 @@ from faults import fill_disk, one_error_line, run_cli, small_tmpfs
 from packaging.requirements import Requirement
 
 from levante_tasks.errors import LevanteError
-from levante_tasks.lmms_patch import applied_patch_record
-from levante_tasks.lmms_patch.audit import audit_tree
-from levante_tasks.lmms_patch.cli import main as patch_main
-from levante_tasks.lmms_patch.engine import (
+from levante_tasks.lmms.patcher import applied_patch_record
+from levante_tasks.lmms.patcher.audit import audit_tree
+from levante_tasks.lmms.patcher.cli import main as patch_main
+from levante_tasks.lmms.patcher.engine import (
     RECORD_NAME,
     apply_patch_set,
     file_states,
     read_record,
     revert_patch_set,
 )
-from levante_tasks.lmms_patch.patchset import DEFAULT_VERSION, PatchSet, patch_sets
-from levante_tasks.lmms_patch.target import installed_root, resolve_target
+from levante_tasks.lmms.patcher.patchset import DEFAULT_VERSION, PatchSet, patch_sets
+from levante_tasks.lmms.patcher.target import installed_root, resolve_target
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 COMMIT = "cb45ac4d4a667ea5ef89c7a148bff69b3489b981"  # v0.7.2
@@ -371,7 +371,7 @@ def test_checkout_must_be_at_a_pinned_commit(tree: Path, tmp_path: Path, monkeyp
     (folder / "pins.txt").write_text("\n".join(pins) + "\n")
     shutil.copy(PATCH_SET.folder / PATCH_SET.tree_pins_name, folder / f"lmms-eval-{head}.sha256")
     (folder / "wheel-omits.txt").write_text("")
-    monkeypatch.setattr("levante_tasks.lmms_patch.target.patch_sets", lambda: {VERSION: PatchSet(folder)})
+    monkeypatch.setattr("levante_tasks.lmms.patcher.target.patch_sets", lambda: {VERSION: PatchSet(folder)})
     checkout, patch_set = resolve_target(tree)
     assert checkout.kind == "checkout" and patch_set.identity == head
     apply_patch_set(checkout, patch_set)
@@ -506,7 +506,7 @@ def test_fetch_script_refuses_a_version_pinned_only_by_its_wheel(tmp_path: Path)
 
 
 def test_installed_lmms_eval_says_which_version_and_patches(tree: Path, tmp_path: Path) -> None:
-    from levante_tasks.lmms_patch import installed_lmms_eval
+    from levante_tasks.lmms.patcher import installed_lmms_eval
 
     unpatched = {"version": VERSION, "commit": PATCH_SET.identity, "patch_set_sha256": None, "patched": False}
     assert installed_lmms_eval(tree) == unpatched
@@ -527,7 +527,7 @@ def test_installed_lmms_eval_says_which_version_and_patches(tree: Path, tmp_path
 def test_installed_lmms_eval_of_this_python() -> None:
     import importlib.metadata
 
-    from levante_tasks.lmms_patch import installed_lmms_eval
+    from levante_tasks.lmms.patcher import installed_lmms_eval
 
     found = installed_lmms_eval()
     assert found["version"] == importlib.metadata.version("lmms_eval") == VERSION
@@ -552,7 +552,7 @@ def test_tasks_path_prints_the_installed_task_folder(tmp_path: Path) -> None:
     # the package a process started in that folder imports (in the 0.7.3 overlay: the installed wheel, while this
     # test process imports the checkout)
     where = ("import importlib.util, pathlib; "
-             "print(pathlib.Path(importlib.util.find_spec('levante_tasks.tasks').submodule_search_locations[0]).resolve())")
+             "print(pathlib.Path(importlib.util.find_spec('levante_tasks.lmms.tasks').submodule_search_locations[0]).resolve())")
     found = subprocess.run([sys.executable, "-c", where], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert folder == Path(found.stdout.strip())
     for info in TASKS:

@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 
 from levante_tasks.compare import plots
 from levante_tasks.compare.results import Results
-from levante_tasks.harness import records
-from levante_tasks.harness.parsing import Parsed
+from levante_tasks.core import records
+from levante_tasks.core.parsing import Parsed
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary.plot import write_heatmap
 from levante_tasks.summary.units import Unit, record_counts

@@ -13,8 +13,8 @@ from PIL import Image
 
 from levante_tasks.data.prepare import prepare
 from levante_tasks.data.standins import TAG, write_standin_release
+from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
 from levante_tasks.schema.tasks import task_info
-from levante_tasks.tasks._generate_configs import TASKS_DIR
 from levante_tasks.testing.models import FixedLetterModel
 
 VERSION = "2026-03-24"

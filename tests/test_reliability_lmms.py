@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from faults import DROP_DAC, IS_ROOT
 
-import levante_tasks
+from levante_tasks.schema import task_source
 from levante_tasks.testing.fixture_data import write_fixture
 
-TASKS_DIR = Path(levante_tasks.__file__).resolve().parent / "tasks"
+TASKS_DIR = task_source.TASKS_DIR
 VERSION = "fixture-v1"
 
 

@@ -13,7 +13,7 @@ import pytest
 from summary_runs import copy_runs, real_runs, results_file, samples
 
 from levante_tasks.cli import main
-from levante_tasks.harness.parsing import PARSER_VERSION
+from levante_tasks.core.parsing import PARSER_VERSION
 from levante_tasks.schema.items import LETTERS
 from levante_tasks.schema.records import RECORD_KEY
 
@@ -259,7 +259,7 @@ def _mock_answer(messages, tools, tool_choice, config):
     """An answer of one of the forms above, chosen and filled by the item (its uid in the message metadata)."""
     from inspect_ai.model import ModelOutput, ModelUsage
 
-    from levante_tasks.inspect_ai_tasks.samples import ITEM_KEY
+    from levante_tasks.inspect.samples import ITEM_KEY
 
     ref = next(m.metadata[ITEM_KEY] for m in messages if ITEM_KEY in (m.metadata or {}))
     k = int(hashlib.sha256(ref["item_uid"].encode()).hexdigest(), 16)

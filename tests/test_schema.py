@@ -10,10 +10,10 @@ import pytest
 from data_helpers import default_rows, math_row, write_release
 
 from levante_tasks.cli import main
+from levante_tasks.core import records
+from levante_tasks.core.parsing import Parsed
 from levante_tasks.data.manifest import load_manifest
 from levante_tasks.data.problems import ProblemLog
-from levante_tasks.harness import records
-from levante_tasks.harness.parsing import Parsed
 from levante_tasks.schema import items, layout
 from levante_tasks.schema.records import ItemRecord, SliderRecord
 from levante_tasks.schema.tasks import BY_NAME, TASKS, task_info

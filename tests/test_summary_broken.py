@@ -11,7 +11,7 @@ import pytest
 from summary_runs import copy_runs, edit_results, real_runs, results_file, samples
 
 from levante_tasks.cli import main
-from levante_tasks.lmms_patch import installed_lmms_eval
+from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.schema.task_source import task_source_sha256
 from levante_tasks.schema.tasks import task_info
 

@@ -84,7 +84,7 @@ def test_task_source_hash_covers_the_package_modules_the_yaml_names(tmp_path: Pa
     (package / "harness").mkdir(parents=True)
     (tasks / "t").mkdir(parents=True)
     (package / "harness" / "hooks.py").write_text("def f(doc):\n    return doc\n")
-    (tasks / "t" / "my_task.yaml").write_text("task: my_task\ndoc_to_text: !function levante_tasks.harness.hooks.f\n")
+    (tasks / "t" / "my_task.yaml").write_text("task: my_task\ndoc_to_text: !function levante_tasks.core.hooks.f\n")
     before = task_source.task_source_sha256("my_task", tasks, package)
     (package / "harness" / "hooks.py").write_text("def f(doc):\n    return None\n")
     assert task_source.task_source_sha256("my_task", tasks, package) != before
@@ -96,22 +96,22 @@ def test_task_source_hash_covers_the_package_modules_the_hooks_import(tmp_path: 
     source: an edit to the option orders must change the recorded task version."""
     package = tmp_path / "levante_tasks"
     tasks = package / "tasks"
-    (package / "harness").mkdir(parents=True)
+    (package / "core").mkdir(parents=True)
     (tasks / "t").mkdir(parents=True)
-    (package / "harness" / "hooks.py").write_text(
-        "from levante_tasks.harness import options\nfrom .prompts import text\n\n"
-        "def f(doc):\n    from levante_tasks.harness.records import record\n    return record(options.order(doc))\n")
+    (package / "core" / "hooks.py").write_text(
+        "from levante_tasks.core import options\nfrom .prompts import text\n\n"
+        "def f(doc):\n    from levante_tasks.core.records import record\n    return record(options.order(doc))\n")
     for name in ("options", "prompts", "records", "unrelated"):
-        (package / "harness" / f"{name}.py").write_text(f"# {name}\n")
-    (tasks / "t" / "my_task.yaml").write_text("task: my_task\ndoc_to_text: !function levante_tasks.harness.hooks.f\n")
+        (package / "core" / f"{name}.py").write_text(f"# {name}\n")
+    (tasks / "t" / "my_task.yaml").write_text("task: my_task\ndoc_to_text: !function levante_tasks.core.hooks.f\n")
     files = {p.name for p in task_source.source_files(tasks / "t" / "my_task.yaml", package)}
     assert files == {"my_task.yaml", "hooks.py", "options.py", "prompts.py", "records.py"}
     for name in ("options", "prompts", "records"):
         before = task_source.task_source_sha256("my_task", tasks, package)
-        (package / "harness" / f"{name}.py").write_text(f"# {name}, edited\n")
+        (package / "core" / f"{name}.py").write_text(f"# {name}, edited\n")
         assert task_source.task_source_sha256("my_task", tasks, package) != before, name
     before = task_source.task_source_sha256("my_task", tasks, package)
-    (package / "harness" / "unrelated.py").write_text("# edited, imported by nothing\n")
+    (package / "core" / "unrelated.py").write_text("# edited, imported by nothing\n")
     assert task_source.task_source_sha256("my_task", tasks, package) == before
 
 

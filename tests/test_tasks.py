@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
-from levante_tasks.data.prompts import letters_phrase
-from levante_tasks.harness import docs, lmms_task
+from levante_tasks.core import docs, hooks
+from levante_tasks.core.prompts import letters_phrase
+from levante_tasks.lmms import task as lmms_task
+from levante_tasks.lmms.tasks import _generate_configs as generator
 from levante_tasks.schema import layout
 from levante_tasks.schema.tasks import TASKS, task_info
-from levante_tasks.tasks import _generate_configs as generator
 from levante_tasks.testing.fixture_data import MATH_TYPES, TOM_STORY, decode_colour, write_fixture
 from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
 
@@ -167,9 +168,9 @@ def test_image_oracle_proves_option_image_alignment_for_every_image_task() -> No
 def test_context_image_comes_first_for_math_and_matrix() -> None:
     for task, types in (("egma-math", ("Number Line 4afc",)), ("matrix-reasoning", ())):
         for doc in task_docs(task, seed=1, trial_types=types):
-            images = lmms_task.doc_to_visual(doc)
+            images = hooks.doc_to_visual(doc)
             assert decode_colour(images[0]) == -1
-            text = lmms_task.doc_to_text(doc)
+            text = hooks.doc_to_text(doc)
             assert text.startswith("<image 1> ")
             if doc["option_kind"] == "image":
                 assert text.endswith("; ".join(f"{x}: <image {k + 2}>" for k, x in enumerate(doc["letters"])))
@@ -179,7 +180,7 @@ def test_context_image_comes_first_for_math_and_matrix() -> None:
 
 def test_records_and_prompts_follow_the_presented_order() -> None:
     for doc in task_docs("theory-of-mind", seed=2):
-        text = lmms_task.doc_to_text(doc)
+        text = hooks.doc_to_text(doc)
         assert f"Answer with {letters_phrase(len(doc['letters']))}." in text and text.startswith(TOM_STORY)
         result = lmms_task.process_results(doc, [doc["target_letter"]])
         record = result["levante_item"]
@@ -188,7 +189,7 @@ def test_records_and_prompts_follow_the_presented_order() -> None:
     for doc in task_docs("egma-math", trial_types=("Addition",)):
         shown = [doc["options"][i] for i in doc["presented_order"]]
         listing = "; ".join(f"{letter}: {o}" for letter, o in zip(doc["letters"], shown, strict=True))
-        assert listing in lmms_task.doc_to_text(doc)
+        assert listing in hooks.doc_to_text(doc)
         wrong = next(p for p, i in enumerate(doc["presented_order"]) if i != 0)
         record = lmms_task.process_results(doc, [shown[wrong]])["levante_item"]
         assert record["parse_method"] == "option_text" and record["correct"] == 0
@@ -206,7 +207,7 @@ def test_scores_json_are_stored_in_canonical_order() -> None:
 
 def test_slider_uses_stated_tolerance() -> None:
     doc = next(d for d in task_docs("egma-math", trial_types=("Number Line Slider",)) if d["range_max"] == 100.0)
-    assert "Where does the number 40 go?" in lmms_task.doc_to_text(doc)
+    assert "Where does the number 40 go?" in hooks.doc_to_text(doc)
     inside = lmms_task.process_results(doc, ["0.54"])["levante_item"]
     outside = lmms_task.process_results(doc, ["0.56"])["levante_item"]
     assert (inside["correct"], outside["correct"], inside["tolerance"]) == (1, 0, 15.0)

@@ -12,7 +12,8 @@ from typing import Any
 import torch
 from PIL import Image
 
-from levante_tasks.data.prompts import IMAGE_MARKER
+from levante_tasks.core.hooks import question_text
+from levante_tasks.core.prompts import IMAGE_MARKER, without_answer_clause
 from levante_tasks.schema.items import LETTERS
 
 _PLACEHOLDER = re.compile(rf"{IMAGE_MARKER.pattern}|<option\d+>")
@@ -78,6 +79,12 @@ def has_context_image(doc: Mapping[str, Any]) -> bool:
     return bool(doc.get("stimulus_image"))
 
 
+def question(doc: Mapping[str, Any], ctx: str = "") -> str:
+    """The item's question without its answer clause: from the prepared doc (`core.hooks.question_text`, the exact
+    clause `prepare` built), else from lmms-eval's context string for a doc without `prompt_text`."""
+    return question_text(doc) if doc.get("prompt_text") else without_answer_clause(ctx or "")
+
+
 def query_text(doc: Mapping[str, Any], ctx: str = "") -> str:
     """Text that describes the target: prompt_phrase, else the prompt, else the prompt text without placeholders
     and answer instructions (e.g. same-different "Choose the card with a circle.")."""
@@ -85,12 +92,7 @@ def query_text(doc: Mapping[str, Any], ctx: str = "") -> str:
         value = doc.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()
-    for text in (doc.get("prompt_text") or "", ctx or ""):
-        cleaned = _PLACEHOLDER.sub(" ", re.split(r"\bAnswer\b", str(text))[0])
-        cleaned = re.sub(r"\s+", " ", cleaned).strip()
-        if cleaned:
-            return cleaned
-    return ""
+    return re.sub(r"\s+", " ", _PLACEHOLDER.sub(" ", question(doc, ctx))).strip()
 
 
 def to_images(visuals: Any) -> list[Image.Image]:

@@ -30,12 +30,13 @@ from levante_adapters.common import (
     get_doc,
     parse_dtype,
     presented_options,
+    question,
     resolve_device,
     score_answer,
     to_images,
 )
 from levante_adapters.revision import load_revision, resolve_identity, test_model_mark
-from levante_tasks.data.prompts import IMAGE_MARKER, image_marker, without_answer_clause
+from levante_tasks.core.prompts import IMAGE_MARKER, image_marker
 
 # Families whose rotary positions are computed inside the model from the attention mask (3-D mRoPE).
 INTERNAL_POSITION_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "glm4v")
@@ -60,7 +61,7 @@ def yes_no_context(stem: str, option: str | None, has_context: bool) -> tuple[st
 def interleave(ctx: str, n_images: int) -> list[dict[str, Any]]:
     """Chat content for a prompt with `<image N>` markers: images where they are referenced.
 
-    Marker rule (levante_tasks.data.prompts, design.md §3b): `<image N>` is visual N-1. Visuals the text never
+    Marker rule (levante_tasks.core.prompts, design.md §3b): `<image N>` is visual N-1. Visuals the text never
     references come first, in order; out-of-range markers stay as text.
     """
     referenced = {int(m.group(1)) - 1 for m in IMAGE_MARKER.finditer(ctx)}
@@ -236,7 +237,7 @@ class LevanteVlmMc(lmms):
         context = visuals[:1] if has_context else []
         pictures = visuals[len(context):]
         texts = presented_options(doc)
-        stem = without_answer_clause(item["ctx"])
+        stem = question(doc, item["ctx"])
         passes = []
         for k, letter in enumerate(letters):
             picture = len(pictures) == len(letters)

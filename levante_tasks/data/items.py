@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.data import numberline, prompts, tom
+from levante_tasks.core import prompts
+from levante_tasks.data import numberline, tom
 from levante_tasks.data.manifest import ManifestRow, load_manifest
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.data.visuals import VisualIndex

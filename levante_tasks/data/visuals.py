@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from levante_tasks.data.images import strict_decoding
+from levante_tasks.core.images import strict_decoding
 from levante_tasks.errors import problem_text
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}

@@ -3,7 +3,7 @@
 Documents come from `$LEVANTE_L0_DATA` (a folder written by `levante-tasks l0 generate` + `augment`), else they
 are generated in memory from `configs/default.yaml` (deterministic, a few seconds, once per process). The task
 YAML says which bin it holds (`metadata.l0.bin`). Simple and chat models get the same task
-(`levante_tasks.harness.model_kinds.BothKindsTask`), as for the LEVANTE tasks.
+(`levante_tasks.lmms.model_bridge.BothKindsTask`), as for the LEVANTE tasks.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 from lmms_eval.api.instance import Instance
 
 from levante_tasks.errors import LevanteError
-from levante_tasks.harness.model_kinds import BothKindsTask, RunStopped, generated_text
 from levante_tasks.l0 import aggregate, budget, dataset, prompt, store
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.scoring import score_response
+from levante_tasks.lmms.model_bridge import BothKindsTask, RunStopped, generated_text
 
 DATA_ENV = "LEVANTE_L0_DATA"
 THINKING_ENV = "LEVANTE_L0_THINKING"  # 1: budgets for thinking models (x20, capped by the sequence length)

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks import __version__
+from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.errors import LevanteError, display_path
-from levante_tasks.harness.options import DEFAULT_SEEDS
 from levante_tasks.matrix.config import MatrixConfig, ModelSpec
 from levante_tasks.schema import layout
+from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
 
-TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
 SCHEMA_VERSION = 1
 # Progress bars in a log are noise: tqdm honours TQDM_<parameter> defaults, Hugging Face its own switches.
 NO_PROGRESS_BARS = {"TQDM_DISABLE": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
@@ -143,7 +143,7 @@ def data_facts(config: MatrixConfig) -> dict[str, Any]:
 
 def software_facts() -> dict[str, Any]:
     """The lmms-eval identity (version, commit, patch set) and the levante-tasks version."""
-    from levante_tasks.lmms_patch.provenance import installed_lmms_eval
+    from levante_tasks.lmms.patcher.provenance import installed_lmms_eval
 
     return {"lmms_eval": installed_lmms_eval(), "levante_tasks": __version__}
 

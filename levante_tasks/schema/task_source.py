@@ -2,7 +2,7 @@
 
 The files: the task's YAML, the YAMLs it includes (recursively), the Python modules its `!function` names point
 at (local `utils.fn` modules beside the YAML and absolute `levante_tasks.<module>.fn` modules of this package,
-e.g. `levante_tasks/harness/lmms_task.py`), and every module of this package those import, transitively (read
+e.g. `levante_tasks/lmms/task.py`), and every module of this package those import, transitively (read
 from their import statements, lazy ones included: option orders, prompts, parsing, records). Each file enters as
 its path relative to the package root and the sha256 of its bytes, in path order, so the hash is the same wherever
 the package is installed. The inspect_ai tasks use the same closure from `_registry.py` (`package_closure`).
@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-TASKS_DIR = PACKAGE_ROOT / "tasks"
+TASKS_DIR = PACKAGE_ROOT / "lmms" / "tasks"
 _TASK_LINE = re.compile(r"^task:\s*([A-Za-z0-9_.\-]+)\s*$", re.M)
 _INCLUDE = re.compile(r"^include:\s*(\S+)\s*$", re.M)
 _LOCAL_FUNCTION = re.compile(r"!function\s+([A-Za-z_]\w*)\.\w+\b(?!\.)")

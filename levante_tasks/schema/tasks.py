@@ -30,7 +30,7 @@ class TaskInfo:
 
     @property
     def folder(self) -> str:
-        """The task's folder under `levante_tasks/tasks/`."""
+        """The task's folder under `levante_tasks/lmms/tasks/`."""
         return self.lmms_name.removeprefix("levante_")
 
     @property

@@ -1,4 +1,4 @@
-"""Read one inspect_ai `.eval` log of a LEVANTE task (levante_tasks.inspect_ai_tasks) into the summary's units.
+"""Read one inspect_ai `.eval` log of a LEVANTE task (levante_tasks.inspect) into the summary's units.
 
 The log is read with `inspect_ai.log.read_eval_log`. A log of a task that is not a LEVANTE task (no
 `metadata.levante`) is skipped and listed in its run summary, as lmms-eval tasks without records are; for a LEVANTE
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.harness.reparse import NotReparsable, disagreement, not_reparsable_lines
+from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles
@@ -229,14 +229,14 @@ def installed_inspect() -> dict[str, str]:
     """What this installation would record: the inspect tasks' source hash and the inspect_ai version."""
     from importlib.metadata import version
 
-    from levante_tasks.inspect_ai_tasks.task import source_sha256
+    from levante_tasks.inspect.task import source_sha256
 
     return {"task_source_sha256": source_sha256(), "inspect_ai_version": version("inspect_ai")}
 
 
 def response_of(sample: Any) -> str:
     """What the record scorer parsed of a logged sample (its output's §3c JSON, else the completion)."""
-    from levante_tasks.inspect_ai_tasks.scorer import answer_text
+    from levante_tasks.inspect.scorer import answer_text
 
     return answer_text(sample.output)
 

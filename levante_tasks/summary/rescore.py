@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
+from levante_tasks.core.parsing import PARSER_VERSION
+from levante_tasks.core.reparse import NotReparsable, answer_of, decided_changes, not_reparsable_lines, reparse
 from levante_tasks.errors import LevanteError, display_path
-from levante_tasks.harness.metrics import item_metrics
-from levante_tasks.harness.parsing import PARSER_VERSION
-from levante_tasks.harness.reparse import NotReparsable, answer_of, decided_changes, not_reparsable_lines, reparse
+from levante_tasks.lmms.metrics import item_metrics
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import stats
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, run_labels
@@ -150,7 +150,7 @@ def _rescore_lmms(run: RunFiles, out: _Run) -> None:
 
 def _rescore_eval(run: RunFiles, staging: Path, out: _Run) -> None:
     """Re-parse one inspect_ai log: an unchanged log is copied, a changed one written with the new scores."""
-    from levante_tasks.inspect_ai_tasks.scorer import score_of
+    from levante_tasks.inspect.scorer import score_of
 
     assert run.results is not None
     label = run.file_label(run.results)

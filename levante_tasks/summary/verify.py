@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.errors import LevanteError
-from levante_tasks.harness import metrics
-from levante_tasks.harness.reparse import NotReparsable, disagreement, not_reparsable_lines
+from levante_tasks.lmms import metrics
 from levante_tasks.schema import layout
 from levante_tasks.schema.items import LETTERS
 from levante_tasks.schema.records import RECORD_KEY
@@ -365,7 +365,7 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
     # once per task (and once for the inspect tasks), not per run: each hashes ~30 source files
     source_sha256, inspect_installed = functools.cache(prov.task_source_sha256), functools.cache(installed_inspect)
     if installation:
-        from levante_tasks.lmms_patch import installed_lmms_eval
+        from levante_tasks.lmms.patcher import installed_lmms_eval
 
         try:
             installed = installed_lmms_eval()

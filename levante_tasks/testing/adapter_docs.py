@@ -13,7 +13,7 @@ from typing import Any
 from lmms_eval.api.instance import Instance
 from PIL import Image, ImageDraw
 
-from levante_tasks.data.prompts import image_marker
+from levante_tasks.core.prompts import image_marker
 from levante_tasks.schema.items import LETTERS
 
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from levante_tasks.atomic import atomic_path, write_json, write_text
-from levante_tasks.data import prompts
+from levante_tasks.core import prompts
 from levante_tasks.schema.items import ITEM_SCHEMA, LETTERS, ItemRow, slider_chance
 from levante_tasks.schema.layout import DATASET_FILE, DEFAULT_VERSION_FILE
 from levante_tasks.schema.tasks import task_info

@@ -3,7 +3,7 @@
 on import).
 
 clip answers each LEVANTE sample exactly as the lmms-eval adapter does, with the adapter's own code: the item's
-doc is rebuilt by `levante_tasks.harness.docs.task_docs` from the sample message's `levante_item_ref` (task, seed,
+doc is rebuilt by `levante_tasks.core.docs.task_docs` from the sample message's `levante_item_ref` (task, seed,
 variant, item_uid), the pictures are the ones the message carries (decoded from their data URIs), and
 `LevanteClip.plan` / `score_plans` / `score_answer` give the choice and the per-letter log-probabilities.
 vlm reads the message as a chat model would (its text and pictures in their order, through the processor's chat
@@ -36,8 +36,8 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 from PIL import Image
 
-from levante_tasks.inspect_ai_tasks.samples import ITEM_KEY
-from levante_tasks.inspect_ai_tasks.scorer import ANSWER_KEY
+from levante_tasks.inspect.samples import ITEM_KEY
+from levante_tasks.inspect.scorer import ANSWER_KEY
 
 KINDS = ("clip", "vlm", "reply")
 DEFAULT_CONFIG = GenerateConfig()
@@ -82,7 +82,7 @@ class LevanteTinyAPI(ModelAPI):
 
     def _doc(self, ref: Mapping[str, Any]) -> Mapping[str, Any]:
         """The task doc of a referenced item, from the same builder the lmms-eval task uses (cached per variant)."""
-        from levante_tasks.harness import docs
+        from levante_tasks.core import docs
 
         key = (str(ref["task"]), int(ref["seed"]), str(ref["variant"]))
         if key not in self._docs:
@@ -101,7 +101,7 @@ class LevanteTinyAPI(ModelAPI):
         """levante_clip's plan and scores for the doc, on the message's pictures."""
         from levante_adapters.common import score_answer
 
-        from levante_tasks.harness.lmms_task import doc_to_text
+        from levante_tasks.core.hooks import doc_to_text
 
         plan = self.scorer.plan(doc, images, doc_to_text(doc))
         if plan is None:

@@ -16,7 +16,7 @@ from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 from lmms_eval.models.registry_v2 import ModelManifest
 
-from levante_tasks.data.prompts import IMAGE_MARKER
+from levante_tasks.core.prompts import IMAGE_MARKER
 from levante_tasks.schema.items import LETTERS
 from levante_tasks.testing.fixture_data import decode_colour
 

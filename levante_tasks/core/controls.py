@@ -1,0 +1,51 @@
+"""Visual-dependency controls (docs/tasks.md, Controls): blank images of the same size, or images of another item.
+
+Shuffled: items are ordered by a salted hash of their uid (independent of the option-order hash, so a donor's
+gold letter is unrelated to the receiver's) and each takes the images of the next item with the same number of
+images, a derangement; an item alone in its image-count group takes the next item's images, cycled or cut to
+length. Items without images are left unchanged. Blank: each image becomes an all-zero RGB image of its size.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from PIL import Image
+
+from levante_tasks.core.options import stable_hash
+
+SHUFFLE_SALT = "levante-shuffle"
+
+
+def _fit(images: list[str], count: int) -> list[str]:
+    """`count` paths taken cyclically from `images`."""
+    return [images[i % len(images)] for i in range(count)]
+
+
+def shuffle_visuals(docs: list[dict[str, Any]]) -> None:
+    """Replace every doc's `visual_paths` with another item's (in place, deterministic)."""
+    with_images = sorted((d for d in docs if d["visual_paths"]), key=lambda d: stable_hash(d["item_uid"], SHUFFLE_SALT))
+    if len(with_images) < 2:
+        return
+    original = {id(d): list(d["visual_paths"]) for d in with_images}
+    groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for doc in with_images:
+        groups[len(doc["visual_paths"])].append(doc)
+    for group in groups.values():
+        pool = group if len(group) >= 2 else with_images
+        for doc in group:
+            donor = pool[(pool.index(doc) + 1) % len(pool)]
+            doc["visual_paths"] = _fit(original[id(donor)], len(original[id(doc)]))
+            doc["visual_donor"] = donor["item_uid"]
+
+
+def blank_like(image: Image.Image) -> Image.Image:
+    """An all-zero RGB image of the same size."""
+    return Image.new("RGB", image.size, (0, 0, 0))
+
+
+def apply_variant(doc: Mapping[str, Any], images: list[Image.Image]) -> list[Image.Image]:
+    """The images to show for the doc's variant (shuffling already happened in the doc's paths)."""
+    return [blank_like(im) for im in images] if doc["variant"] == "blank" else images

@@ -1,0 +1,159 @@
+"""Turn the prepared item rows of a task into lmms-eval docs (docs/design.md §3b).
+
+Rows come from `<data_dir>/<version>/datasets/<internal_name>/test.parquet` (written by `levante-tasks
+prepare`); the version is $LEVANTE_DATA_VERSION, else the one named in `<data_dir>/default_version`.
+Each doc adds the option-order seed, the presented order, the letters, the target letter, the control
+variant and the image paths to show, in the order the model receives them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from levante_tasks.core import controls
+from levante_tasks.core.options import gold_positions, presented_order
+from levante_tasks.errors import LevanteError, problem_text
+from levante_tasks.schema import layout
+from levante_tasks.schema.items import ITEM_SCHEMA, letters_for
+from levante_tasks.schema.records import VARIANTS
+from levante_tasks.schema.tasks import task_info
+
+
+def repair_hint(version: str) -> str:
+    """What to run when a prepared file of `version` is missing or damaged (re-hashes and rebuilds it)."""
+    return f"rerun `levante-tasks prepare --verify --release BASE --version {version}`"
+
+
+def load_rows(task: str, version: str) -> list[dict[str, Any]]:
+    """The item rows of one task, as plain Python values; a missing or damaged dataset is one line naming it."""
+    parquet = layout.dataset_dir(version, task) / layout.DATASET_FILE
+    where = f"{version}/datasets/{task}/test.parquet"
+    if not parquet.is_file():
+        hint = layout.PREPARE_HINT.replace("VERSION", version)
+        raise LevanteError(f"{task}: no prepared dataset for version {version}: {hint}")
+    try:
+        table = pq.read_table(parquet)
+        missing = [name for name in ITEM_SCHEMA.names if name not in table.column_names]
+        if missing:
+            raise LevanteError(f"{where}: missing columns {', '.join(missing)} (not a dataset written by "
+                               f"levante-tasks prepare): {repair_hint(version)}")
+        return table.to_pylist()
+    except OSError as exc:
+        raise LevanteError(f"{where}: {problem_text(exc)}: {repair_hint(version)}") from None
+    except pa.ArrowException as exc:
+        raise LevanteError(f"{where}: not a readable parquet file, corrupt or truncated "
+                           f"({exc.__class__.__name__}): {repair_hint(version)}") from None
+
+
+def _visual_paths(row: Mapping[str, Any], order: Sequence[int]) -> list[str]:
+    """Context image (if any) then option images in presented order: `<image N>` is index N-1."""
+    context = [row["stimulus_image"]] if row.get("stimulus_image") else []
+    option_images = list(row.get("option_images") or [])
+    return context + ([option_images[i] for i in order] if option_images else [])
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _group_docs(rows: list[dict[str, Any]], positions: Mapping[str, int], *, seed: int, variant: str,
+                version: str) -> list[dict[str, Any]]:
+    """Docs of one group of rows: presented orders from the gold `positions` for `seed`, images per `variant`."""
+    docs = []
+    for row in rows:
+        for key in ("range_min", "range_max", "chance_level"):
+            row[key] = None if _is_missing(row.get(key)) else float(row[key])
+        if row["response_format"] == "choice":
+            gold = positions[row["item_uid"]]
+            order = presented_order(int(row["n_options"]), gold)
+            letters = letters_for(int(row["n_options"]))
+            target = letters[gold]
+        else:
+            order, letters, target = [0], [], ""
+        docs.append(
+            {
+                **row,
+                "options": [str(o) for o in row["options"]],
+                "option_images": list(row.get("option_images") or []),
+                "seed": seed,
+                "presented_order": order,
+                "letters": letters,
+                "target_letter": target,
+                "variant": variant,
+                "data_version": version,
+                "visual_paths": _visual_paths(row, order),
+                "visual_donor": "",
+            }
+        )
+    if variant == "shuffled":
+        controls.shuffle_visuals(docs)
+    return docs
+
+
+def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
+    """Docs for one task variant, in row order. Option orders are balanced over the whole task and within each
+    reported sub-type at once (`TaskInfo.subtypes`; options.gold_positions); shuffled images are exchanged within
+    each sub-type (the whole task when it has none)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+    rows = [dict(r) for r in rows]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    strata: dict[str, str] = {}
+    for row in rows:
+        strata[row["item_uid"]] = task_info(row["task"]).subtype_of(row["trial_type"])
+        groups.setdefault(strata[row["item_uid"]], []).append(row)
+    choices = [(r["item_uid"], int(r["n_options"])) for r in rows if r["response_format"] == "choice"]
+    positions = gold_positions(choices, seed, strata)
+    by_uid = {}
+    for group in groups.values():
+        by_uid.update((d["item_uid"], d) for d in _group_docs(group, positions, seed=seed, variant=variant,
+                                                              version=version))
+    return [by_uid[row["item_uid"]] for row in rows]
+
+
+def task_docs(task: str, *, seed: int, variant: str, choice_only: bool) -> list[dict[str, Any]]:
+    """The docs of one task variant from the prepared data lmms-eval runs on; `choice_only` drops slider items
+    (multiple_choice has no slider form). Missing data is a LevanteError naming the file and the fix."""
+    version = layout.data_version()
+    rows = load_rows(task, version)
+    if choice_only:
+        rows = [r for r in rows if r["response_format"] == "choice"]
+    if not rows:
+        raise LevanteError(f"{task}: version {version} has no prepared items (see its dataset.json)")
+    return build_docs(rows, seed=seed, variant=variant, version=version)
+
+
+def dataset_fingerprint(task: str, version: str) -> str | None:
+    """The fingerprint `prepare` recorded for a task's dataset (`dataset.json`), None when it has none."""
+    value = dataset_info(task, version).get("fingerprint")
+    return str(value) if value else None
+
+
+def dataset_synthetic(task: str, version: str) -> bool | None:
+    """Whether `prepare` built the task's dataset from a synthetic release (`dataset.json`); None: not recorded."""
+    value = dataset_info(task, version).get("synthetic")
+    return value if isinstance(value, bool) else None
+
+
+def dataset_info(task: str, version: str) -> dict[str, Any]:
+    """A task's `dataset.json` as written by `prepare` ({} when it is not an object); unreadable: LevanteError."""
+    info_path = layout.dataset_dir(version, task) / "dataset.json"
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        hint = repair_hint(version)
+        raise LevanteError(f"{task}: {version}/datasets/{task}/dataset.json: unreadable ({type(exc).__name__}): "
+                           f"{hint}") from exc
+    return info if isinstance(info, dict) else {}
+
+
+def version_root(doc: Mapping[str, Any]) -> Path:
+    """`<data_dir>/<version>/` of a doc: image paths in docs are relative to it."""
+    return layout.version_dir(doc["data_version"])

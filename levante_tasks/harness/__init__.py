@@ -1,1 +1,0 @@
-"""The task layer behind the LEVANTE lmms-eval tasks: option orders, prompts, parsing, controls and records."""

@@ -1,0 +1,123 @@
+"""One inspect Task per LEVANTE task and variant: the prepared docs of lmms-eval's tasks (same balanced orders per
+seed, same controls), inspect's `multiple_choice()` (our order, never shuffled) and `choice()`, plus our record.
+
+Choice items only: inspect's multiple-choice form has no slider answer, so egma-math's number-line slider items
+are left out (as in lmms-eval's `_mc` variants). Decoding is the lmms-eval tasks' (`generate_config`: greedy,
+temperature 0, 128 new tokens, stop at a blank line), given to inspect as the Task's GenerateConfig. The Task's
+metadata holds the run provenance the summary reads.
+Bad arguments and missing or damaged data raise LevanteTaskError: a LevanteError that is also inspect's
+PrerequisiteError, so `inspect eval` prints its one line (naming the task, the problem and the fix), no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import MemoryDataset
+from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import choice
+from inspect_ai.solver import multiple_choice
+
+from levante_tasks import __version__
+from levante_tasks.core import docs, generation
+from levante_tasks.core.options import DEFAULT_SEEDS
+from levante_tasks.errors import LevanteError
+from levante_tasks.inspect.samples import TEMPLATE, doc_sample
+from levante_tasks.inspect.scorer import levante_record
+from levante_tasks.schema import layout
+from levante_tasks.schema.records import VARIANTS
+from levante_tasks.schema.task_source import PACKAGE_ROOT, files_sha256, package_closure
+from levante_tasks.schema.tasks import TaskInfo
+
+PROVENANCE_KEY = "levante"  # Task metadata key: {task, lmms_name, seed, variant, provenance}
+
+
+class LevanteTaskError(LevanteError, PrerequisiteError):
+    """A LEVANTE inspect task that cannot be made; inspect's CLI prints the message alone (no traceback)."""
+
+    def __init__(self, message: str) -> None:
+        LevanteError.__init__(self, message)
+        self.message = message
+
+
+def source_files(root: Path = PACKAGE_ROOT) -> list[str]:
+    """The package-relative paths whose bytes make `source_sha256`, sorted: `_registry.py` (the @task functions,
+    their arguments and defaults), every module of inspect/ and every package module they import,
+    transitively (schema.task_source.package_closure, as for the lmms-eval tasks)."""
+    entry = [root / "_registry.py", *sorted((root / "inspect").glob("*.py"))]
+    return sorted(p.resolve().relative_to(root.resolve()).as_posix() for p in package_closure(entry, root))
+
+
+def source_sha256(root: Path = PACKAGE_ROOT) -> str:
+    """The inspect tasks' version of their source: sha256 over (relative path, sha256 of bytes) of `source_files`."""
+    return files_sha256([root / rel for rel in source_files(root)], [root])
+
+
+def provenance(info: TaskInfo, version_name: str) -> dict[str, Any]:
+    """What the summary records about how a task was made: dataset, task source, this package, inspect_ai."""
+    return {
+        "data_version": version_name,
+        "dataset_fingerprint": docs.dataset_fingerprint(info.name, version_name),
+        "synthetic_data": docs.dataset_synthetic(info.name, version_name),
+        "task_source_sha256": source_sha256(),
+        "levante_tasks_version": __version__,
+        "inspect_ai_version": version("inspect_ai"),
+    }
+
+
+def generate_config() -> GenerateConfig:
+    """The lmms-eval tasks' decoding (harness.generation): temperature 0, 128 new tokens, stop at a blank line."""
+    temperature = None if generation.DO_SAMPLE else 0.0
+    return GenerateConfig(temperature=temperature, max_tokens=generation.MAX_NEW_TOKENS,
+                          stop_seqs=list(generation.STOP_SEQUENCES))
+
+
+def check_args(name: str, seed: Any, variant: Any, unknown: Mapping[str, Any]) -> int:
+    """The option-order seed of valid task arguments; LevanteTaskError naming the bad one otherwise."""
+    seeds = ", ".join(map(str, DEFAULT_SEEDS))
+    if unknown:
+        raise LevanteTaskError(f"{name}: unknown task argument(s) {', '.join(sorted(unknown))} "
+                               f"(expected -T seed={{{seeds}}} and -T variant={{{', '.join(VARIANTS)}}})")
+    if isinstance(seed, bool) or not isinstance(seed, int | str) or str(seed).strip() not in map(str, DEFAULT_SEEDS):
+        raise LevanteTaskError(f"{name}: seed={seed!r}: expected one of {seeds} (the option-order seeds of the "
+                               f"lmms-eval tasks)")
+    if variant not in VARIANTS:
+        raise LevanteTaskError(f"{name}: variant={variant!r}: expected one of {', '.join(VARIANTS)}")
+    return int(seed)
+
+
+def data_problem(name: str, exc: LevanteError) -> LevanteTaskError:
+    """Missing or damaged prepared data as one line: the task, the problem, the data dir and the prepare fix."""
+    text = str(exc)
+    if "levante-tasks prepare" not in text:
+        try:
+            text += f": {docs.repair_hint(layout.data_version())}"
+        except LevanteError:
+            text += f": {layout.PREPARE_HINT}"
+    if not os.environ.get(layout.DATA_DIR_ENV):
+        text += f" ({layout.DATA_DIR_ENV} is not set: the data dir is the user cache dir)"
+    return LevanteTaskError(f"{name}: {text}")
+
+
+def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original",
+                 unknown: Mapping[str, Any] | None = None) -> Task:
+    """The inspect Task of one catalogue task: option-order `seed` (0, 1, 2) and image `variant`."""
+    name = f"levante_tasks/{info.lmms_name}"
+    seed = check_args(name, seed, variant, unknown or {})
+    try:
+        task_docs = docs.task_docs(info.name, seed=seed, variant=variant, choice_only=True)
+        samples = [doc_sample(doc) for doc in task_docs]
+        version_name = task_docs[0]["data_version"]
+        spec = {"task": info.name, "lmms_name": info.lmms_name, "seed": seed, "variant": variant,
+                "provenance": provenance(info, version_name)}
+    except LevanteError as exc:
+        raise data_problem(name, exc) from None
+    return Task(dataset=MemoryDataset(samples, name=info.lmms_name),
+                solver=multiple_choice(template=TEMPLATE), scorer=[choice(), levante_record()],
+                config=generate_config(), metadata={PROVENANCE_KEY: spec}, version=1)
