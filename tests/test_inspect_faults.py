@@ -252,7 +252,7 @@ def test_the_task_source_hash_covers_every_inspect_task_module(tmp_path, change)
     elif change == "registry defaults":
         path = root / "_registry.py"
         path.write_text(path.read_text().replace('variant: str = "original"', 'variant: str = "blank"'))
-    else:  # a module the tasks reach only through imports (harness.docs -> harness.options)
+    else:  # a module the tasks reach only through imports (core.docs -> core.options)
         path = root / "harness" / "options.py"
         path.write_text(path.read_text() + "\n# an edit\n")
     assert task_mod.source_sha256(root) != task_mod.source_sha256()

@@ -2,7 +2,7 @@
 
 Everything is stored in canonical option order (index 0 = the correct answer) next to the presented order,
 so records can be joined with children's responses without knowing how options were shown. Each record names
-the parser version and holds the parser's other inputs (option texts, slider range), for `harness.reparse`.
+the parser version and holds the parser's other inputs (option texts, slider range), for `core.reparse`.
 """
 
 from __future__ import annotations

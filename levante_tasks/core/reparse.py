@@ -3,7 +3,7 @@
 The record carries every parser input but the response (schema.records): the presented order (so the letters
 and the canonical index), the option texts as shown and, for sliders, the number line's range and target. A
 generate_until response is the generated text; a multiple_choice response is the per-option `(loss, greedy)`
-pairs as saved. The new record is built by the same functions the tasks use (`harness.records`). Only what the
+pairs as saved. The new record is built by the same functions the tasks use (`core.records`). Only what the
 parser decides (`DECIDED`) is compared: a key added to records since (`chance_level`, say) is no disagreement, and
 a record whose decisions stand is kept as saved, byte for byte.
 """
@@ -27,7 +27,7 @@ class NotReparsable(ValueError):
 
 
 def record_doc(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The doc fields `harness.records` needs, rebuilt from a record (its recorded presented order included)."""
+    """The doc fields `core.records` needs, rebuilt from a record (its recorded presented order included)."""
     if "parser_version" not in record or "option_texts" not in record:
         raise NotReparsable("the record names no parser_version (written before parser version 2 recorded the "
                             "parser's inputs)")

@@ -72,7 +72,7 @@ def provenance(info: TaskInfo, version_name: str) -> dict[str, Any]:
 
 
 def generate_config() -> GenerateConfig:
-    """The lmms-eval tasks' decoding (harness.generation): temperature 0, 128 new tokens, stop at a blank line."""
+    """The lmms-eval tasks' decoding (core.generation): temperature 0, 128 new tokens, stop at a blank line."""
     temperature = None if generation.DO_SAMPLE else 0.0
     return GenerateConfig(temperature=temperature, max_tokens=generation.MAX_NEW_TOKENS,
                           stop_seqs=list(generation.STOP_SEQUENCES))

@@ -4,7 +4,7 @@ Each line of lmms-eval's `samples_<task>.jsonl` holds one record under `RECORD_K
 `ItemRecord` (choice items) or `SliderRecord` (number-line slider items) in field order. Option indices and
 scores are in canonical order (index 0 = the correct answer), next to the presented order. A record holds what
 its parser was given besides the response (presented order, option texts, slider range), so a saved response can
-be re-parsed without the data (`harness.reparse`).
+be re-parsed without the data (`core.reparse`).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ class ItemRecord:
     choice_letter: str | None  # parsed letter as presented; None when unparsed
     choice_index: int | None  # canonical index of the choice (0 = correct); None when unparsed
     correct: int  # 0/1 (unparsed = 0)
-    parse_method: str  # the accepted form that read the answer (harness.parsing.CONFIDENCE; docs/tasks.md) or none
+    parse_method: str  # the accepted form that read the answer (core.parsing.CONFIDENCE; docs/tasks.md) or none
     parse_confidence: float
-    parser_version: str  # harness.parsing.PARSER_VERSION of the parser that read it
+    parser_version: str  # core.parsing.PARSER_VERSION of the parser that read it
     option_texts: list[str]  # text options in presented order as the parser saw them ([] for pictures and sliders)
     option_scores: list[float] | None  # canonical order, higher = preferred; None when the model gives none
     option_scores_kind: str | None  # logprob, neg_loss, similarity or None

@@ -7,7 +7,7 @@ conflicting duplicates are errors (exit 2, nothing written). `--out` is replaced
 swapped in), and only when it is empty, absent or an earlier summary (it holds matrix.json). A RUN_DIR that does
 not exist is refused up front (one line, exit 2, nothing written).
 verify: recompute the reported metrics from the samples files, re-parse each saved response against its record
-(harness.reparse) and check recorded provenance against this installation; one line per mismatch, exit 1 if any.
+(core.reparse) and check recorded provenance against this installation; one line per mismatch, exit 1 if any.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`levante-tasks rescore RUN_DIR... --out DIR`: re-read saved responses with today's parser, write new runs.
 
 Every lmms-eval run (`*_results.json` + `*_samples_<task>.jsonl`) and inspect_ai `.eval` log under the run folders
-is re-parsed record by record (`harness.reparse`: the saved response, the record's presented order and option
+is re-parsed record by record (`core.reparse`: the saved response, the record's presented order and option
 texts) and written to `DIR/<run folder name>/<path inside it>` in its own format, so `summarize` and `verify`
 read the output as they read runs. A file whose records all stay the same is copied byte for byte; in a changed
 samples file only the changed lines are rewritten (record and its per-line metrics), and the results file's

@@ -8,7 +8,7 @@ bootstrap_iters = 0); `_stderr_clt` = the same over numeric values (or dicts wit
 `_stderr_clustered` = "N/A" without a cluster key. LEVANTE lines: `levante_acc` and `levante_parse_rate` per
 line agree with the record, each `levante_acc_<sub>` is the record's correctness under its own sub-type and null
 under the others, and the record is what its saved response (`filtered_resps`) re-parses to with today's parser
-and the record's presented order (`harness.reparse`, the code `rescore` uses). Groups: the size-weighted (or
+and the record's presented order (`core.reparse`, the code `rescore` uses). Groups: the size-weighted (or
 plain) mean over their leaves, stderr pooled.
 Against the installation (unless skipped): lmms-eval version, commit and patch set; each task's source hash
 (YAML + includes + utils); the dataset fingerprint of the recorded data version in the data dir.
