@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from shared_paths import irt_fixture_dir
 
-from levante_tasks.compare.crosswalk import strip_instance
 from levante_tasks.compare.eap import eap, theta_grid
 from levante_tasks.compare.irt import read_irt
 from levante_tasks.compare.scoring import rescore_calibration
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema.crosswalk import strip_instance
 
 
 @pytest.mark.parametrize("name", ["trog_rasch_f1_scalar.rds", "mrot_2pl_f1.rds"])

@@ -10,12 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from levante_tasks.compare.crosswalk import canonical_uid, redivis_uid, strip_instance
 from levante_tasks.data.items import read_release_items
 from levante_tasks.data.manifest import read_manifest
 from levante_tasks.data.prepare import prepare
 from levante_tasks.data.problems import ProblemLog
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema.crosswalk import canonical_uid, redivis_uid, strip_instance
 
 VERSION = "2026-03-24"
 

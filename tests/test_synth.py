@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from levante_tasks.cli import main
-from levante_tasks.compare.crosswalk import canonical_uid
+from levante_tasks.schema.crosswalk import canonical_uid
 from levante_tasks.synth import write_synthetic_release
 
 TAG = "levante-tasks synthetic"

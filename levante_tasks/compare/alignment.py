@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from levante_tasks.compare.crosswalk import canonical_uid
 from levante_tasks.compare.tables import read_table, rows_with_items
 from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.schema.crosswalk import canonical_uid
 
 IMAGE_SUFFIXES = (".webp", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".bmp")
 MISSING = ("", "na", "nan", "none", "null")

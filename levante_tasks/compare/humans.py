@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 
 from levante_tasks.compare.alignment import split_alternatives
-from levante_tasks.compare.crosswalk import canonical_uid
 from levante_tasks.compare.irt import IrtModel
 from levante_tasks.compare.scoring import eap_rows
 from levante_tasks.compare.tables import numeric, parse_correct, positions, read_columns, read_table, rows_with_items
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema.crosswalk import canonical_uid
 
 TRIAL_COLUMNS = ("run_id", "item_uid", "response", "answer", "distractors")
 OPTIONAL_COLUMNS = ("correct", "site", "task_id", "trial_number", "dataset")

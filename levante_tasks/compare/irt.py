@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from levante_tasks.compare.crosswalk import canonical_uid, strip_instance
 from levante_tasks.compare.tables import numeric, read_table
 from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.schema.crosswalk import canonical_uid, strip_instance
 
 ITEM_PARAMS = ("a1", "d", "g", "u")
 LONG_COLUMNS = {"group", "item", "name", "value"}
@@ -73,7 +73,7 @@ def item_table(rows: pd.DataFrame, names_have_instance: bool = True) -> pd.DataF
     """Wide item table from per-item parameter columns a1, d, g, u; adds item_uid, instance and b = -d/a1.
 
     IRT item names are `<item_uid>-<instance>`; a plain `item_uid` column (`names_have_instance=False`) is
-    instance 1. Uids are mapped to the manifest spelling through `levante_tasks.compare.crosswalk`.
+    instance 1. Uids are mapped to the manifest spelling through `levante_tasks.schema.crosswalk`.
     """
     table = rows.copy()
     names = [str(name) for name in table["irt_item"]]

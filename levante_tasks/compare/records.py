@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from levante_tasks.compare.crosswalk import canonical_uid
 from levante_tasks.compare.tables import parse_correct, read_table, text_problem
 from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.schema.crosswalk import canonical_uid
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
 from levante_tasks.summary.provenance import local_name, model_identity, path_like
 from levante_tasks.summary.units import find_answer

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from levante_tasks.compare.crosswalk import redivis_uid
+from levante_tasks.schema.crosswalk import redivis_uid
 from levante_tasks.synth.items import Item
 
 TWO_PL_TASKS = ("mental-rotation", "same-different-selection")
