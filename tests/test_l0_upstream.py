@@ -23,6 +23,7 @@ from levante_tasks.l0 import aggregate, budget, store, task, upstream_aggregate
 from levante_tasks.l0.config import ConfigError, from_mapping
 from levante_tasks.l0.config_file import load_config
 from levante_tasks.l0.tracer import TracedProgram
+from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.yaml_file import read_yaml
 
 REFERENCE = (shared_dir() or Path("no-shared-folder")) / "l0-upstream"  # ../shared beside the checkout
@@ -273,7 +274,7 @@ def test_lmms_eval_reports_upstreams_aggregation_and_the_profile(generated: Path
             raise NotImplementedError
 
     monkeypatch.setenv(task.DATA_ENV, str(generated))
-    manager = TaskManager(include_path=str(Path(task.__file__).resolve().parents[1] / "tasks"),
+    manager = TaskManager(include_path=str(TASKS_DIR),
                           include_defaults=False)
     out = evaluator.simple_evaluate(model=Oracle(), tasks=["l0_trace_bin2"], task_manager=manager, log_samples=True)
     assert out["configs"]["l0_trace_bin2"]["metadata"]["l0"]["profile"] == "upstream"

@@ -22,6 +22,7 @@ import pytest
 from levante_tasks.lmms.patcher.engine import revert_patch_set
 from levante_tasks.lmms.patcher.target import installed_root, resolve_target
 from levante_tasks.lmms.patcher.unidiff import FilePatch
+from levante_tasks.schema.task_source import TASKS_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PATCH_SET = resolve_target(installed_root())[1]  # the set for the installed version
@@ -377,7 +378,7 @@ def test_multiple_choice_task_fails_without_p1(trees, packages, tmp_path) -> Non
 def test_plugin_tasks_found_with_p2(trees, packages, tmp_path) -> None:
     proc, results = run_lmms_eval(
         trees["all"], tmp_path / "out", "--model", "dummy", "--tasks", "lpplug_gen",
-        extra=(packages["plugin"],), plugins="lpplug,levante_tasks",
+        extra=(packages["plugin"],), plugins="lpplug,levante_tasks.lmms",
     )
     assert proc.returncode == 0, proc.stdout[-6000:]
     assert results["results"]["lpplug_gen"]["exact,none"] == pytest.approx(2 / 3)
@@ -432,7 +433,7 @@ def test_wheel_tree_index_skips_only_unloadable_yamls(full_probe) -> None:
 def test_levante_tasks_listed_without_include_path(trees, tmp_path) -> None:
     declared = {
         m.group(1)
-        for path in (REPO_ROOT / "levante_tasks" / "tasks").rglob("*.yaml")
+        for path in TASKS_DIR.rglob("*.yaml")
         for m in [re.search(r"^task:\s*(\S+)\s*$", path.read_text(), re.M)]
         if m
     }
