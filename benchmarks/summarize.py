@@ -37,7 +37,7 @@ from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary.provenance import task_source_sha256
 
-source_sha256 = functools.cache(task_source_sha256)  # once per task, not per result set: it hashes ~30 files
+source_sha256 = functools.cache(task_source_sha256)  # once per task, not per result set: it hashes ~20 files
 
 TASKS = (  # (lmms-eval task, family, option count)
     ("levante_vocab", "vocab", 4),
@@ -115,10 +115,11 @@ def _task(task: str, family: str, n_options: int, skill: float, rng: random.Rand
         + [{"metric": n, "aggregation": "<function subtype_accuracy at 0x7f0000000002>", "higher_is_better": True}
            for n in subtype_names],
         "generation_kwargs": {"max_new_tokens": 128, "do_sample": False, "until": ["\n\n"]},
-        "metadata": {"version": 1.0, "levante": {"task": family, "seed": 0, "variant": "original",
-                                                  "provenance": {**provenance,
-                                                                 "task_source_sha256": source_sha256(task),
-                                                                 "dataset_fingerprint": f"{family:x<64}"[:64]}}},
+        "metadata": {"version": task_info(family).version, "levante": {
+            "task": family, "seed": 0, "variant": "original",
+            "provenance": {**provenance, "task_version": task_info(family).version,
+                           "task_source_sha256": source_sha256(task),
+                           "dataset_fingerprint": f"{family:x<64}"[:64]}}},
     }
     return results, config, lines
 

@@ -247,15 +247,26 @@ def test_the_task_source_hash_covers_every_inspect_task_module(tmp_path, change)
     root = _package_copy(tmp_path)
     assert task_mod.source_sha256(root) == task_mod.source_sha256()
     if change == "prompt template":
-        path = root / "inspect_ai_tasks" / "samples.py"
+        path = root / "inspect" / "samples.py"
         path.write_text(path.read_text().replace("Answer with one letter.", "Answer with a letter."))
     elif change == "registry defaults":
         path = root / "_registry.py"
         path.write_text(path.read_text().replace('variant: str = "original"', 'variant: str = "blank"'))
     else:  # a module the tasks reach only through imports (core.docs -> core.options)
-        path = root / "harness" / "options.py"
+        path = root / "core" / "options.py"
         path.write_text(path.read_text() + "\n# an edit\n")
     assert task_mod.source_sha256(root) != task_mod.source_sha256()
+
+
+def test_the_inspect_task_source_hash_leaves_out_error_texts_and_other_packages(tmp_path):
+    root = _package_copy(tmp_path)
+    for rel in ("errors.py", "atomic.py", "__init__.py", "lmms/task.py", "lmms/patcher/engine.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PACKAGE / rel, root / rel)
+    assert task_mod.source_sha256(root) == task_mod.source_sha256()
+    for rel in ("errors.py", "atomic.py", "__init__.py", "lmms/task.py", "lmms/patcher/engine.py"):
+        (root / rel).write_text((root / rel).read_text() + "\n# a reworded message\n")
+        assert task_mod.source_sha256(root) == task_mod.source_sha256(), rel
 
 
 def test_sampling_seeds_are_replicates_and_connection_settings_are_no_budget(reply_logs, tmp_path, data_dir):

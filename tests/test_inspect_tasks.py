@@ -47,6 +47,15 @@ def test_entry_point_registers_one_task_per_catalogue_task():
     assert names == {f"levante_tasks/{info.lmms_name}" for info in TASKS}
 
 
+def test_each_inspect_task_carries_its_catalogue_task_version(fixture_env):
+    """inspect's own Task version and the recorded provenance are the catalogue's `TaskInfo.version`."""
+    module = _registry()
+    for info in TASKS:
+        task = module.TASK_FUNCTIONS[info.lmms_name]()
+        assert task.version == info.version, info.name
+        assert task.metadata["levante"]["provenance"]["task_version"] == info.version, info.name
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_samples_show_our_balanced_order_and_labelled_pictures(fixture_env, seed):
     task = _registry().levante_matrix_reasoning(seed=seed)
@@ -168,6 +177,8 @@ def test_summary_reads_both_harnesses_into_one_matrix(runs):
             assert mine["n_items"] == theirs["n_items"] and mine["accuracy"] == theirs["accuracy"]
         assert mine["n_replicates"] == 1 and mine["provenance"]["option_seeds"] == [1]
         assert mine["provenance"]["lmms_eval_version"] == "n/a" and mine["provenance"]["inspect_ai_version"] != ""
+        info = next(i for i in TASKS if i.lmms_name == task)
+        assert mine["provenance"]["task_version"] == theirs["provenance"]["task_version"] == info.version
     header = (tmp / "summary" / "matrix.csv").read_text().splitlines()[0].split(",")
     assert header[:4] == ["model", "revision", "adapter", "harness"]
     assert str(tmp) not in (tmp / "summary" / "matrix.json").read_text()

@@ -266,6 +266,52 @@ def test_runs_with_other_lmms_seed_are_replicates_not_duplicates(
     assert len(trog) == 1 and trog[0]["n_replicates"] == 2
 
 
+def set_task_version(data: dict, version: int | None) -> None:
+    """Record task version `version` in every LEVANTE config (None: drop it, as runs written before versions)."""
+    for config in data["configs"].values():
+        provenance = config.get("metadata", {}).get("levante", {}).get("provenance")
+        if provenance is not None:
+            provenance.pop("task_version", None)
+            if version is not None:
+                provenance["task_version"] = version
+
+
+@pytest.mark.parametrize("other", [2, None])
+def test_replicates_of_different_task_versions_are_never_pooled(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], other: int | None
+) -> None:
+    """Another lmms-eval seed would be a second replicate of each cell; at another task version (or none recorded)
+    it is refused, even with --allow-mismatch: one line naming both files and both versions, exit 2, no output."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+
+    def seed_7_other_version(data: dict) -> None:
+        data["config"]["random_seed"] = 7
+        set_task_version(data, other)
+
+    again = second_fixed_run(root, runs, seed_7_other_version)
+    out = tmp_path / "out"
+    status, errors = summarize(capsys, runs, "--out", out, "--allow-mismatch", "--allow-partial")
+    assert status == 2 and not out.exists(), errors
+    first = results_file(runs / "fixed").name
+    (line,) = [e for e in errors if e.startswith("levante-tasks: error: levante_trog_mc (original,")]
+    assert "task_version 1 in " in line and f"task_version {other or 'unknown'} in " in line, line
+    assert first in line and f"again/fixed/{again.name}" in line and "never pooled" in line, line
+
+
+def test_verify_reports_a_recorded_task_version_other_than_the_catalogues(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    status = main(["verify", str(runs / "fixed"), "--data-dir", str(root / "data")])
+    assert "task_version" not in capsys.readouterr().err  # the real run records the installed catalogue's version
+    edit_results(runs / "fixed", lambda d: set_task_version(d, 2))
+    status = main(["verify", str(runs / "fixed"), "--data-dir", str(root / "data")])
+    lines = [line for line in capsys.readouterr().err.splitlines() if "task_version" in line]
+    assert status == 1
+    assert any(line.endswith(f"levante_trog_mc: task_version: recorded 2, installed {task_info('trog').version}")
+               for line in lines), lines
+
+
 # ------------------------------------------------------------------ the writer-side provenance contract
 
 
@@ -327,6 +373,8 @@ def test_runs_record_their_provenance(root: Path) -> None:
         assert provenance is not None, name
         assert provenance["lmms_eval"] == installed_lmms_eval()
         assert provenance["task_source_sha256"] == task_source_sha256(name)
+        assert provenance["task_version"] == task_info(data["configs"][name]["metadata"]["levante"]["task"]).version
+        assert data["versions"][name] == provenance["task_version"]  # lmms-eval's own, from the YAML's metadata
         assert provenance["data_version"] and provenance["levante_tasks_version"]
 
 

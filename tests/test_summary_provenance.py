@@ -1,4 +1,5 @@
-"""Provenance helpers of the summary: stable task versions, model identity without local paths, task source hash."""
+"""Provenance helpers of the summary: stable task config hashes, recorded task versions, model identity without local
+paths, task source hash (the task's own code only)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ CONFIG = {
     "task": "levante_vocab",
     "doc_to_text": "<function doc_to_text at 0x7f6591dfff60>",
     "generation_kwargs": {"max_new_tokens": 128},
-    "metadata": {"version": 1.0, "levante": {"task": "vocab", "seed": 0, "variant": "original"}},
+    "metadata": {"version": 1, "levante": {"task": "vocab", "seed": 0, "variant": "original"}},
 }
 
 
@@ -23,11 +24,23 @@ def with_changes(**changes: object) -> dict:
     return config
 
 
-def test_task_version_ignores_memory_addresses_and_recorded_provenance() -> None:
+def test_task_config_hash_ignores_memory_addresses_and_recorded_provenance() -> None:
     moved = with_changes(doc_to_text="<function doc_to_text at 0x7f0000000abc>")
-    moved["metadata"]["levante"]["provenance"] = {"dataset_fingerprint": "f" * 64}
-    assert prov.task_version(moved) == prov.task_version(CONFIG)
-    assert prov.task_version(with_changes(generation_kwargs={"max_new_tokens": 8})) != prov.task_version(CONFIG)
+    moved["metadata"]["levante"]["provenance"] = {"dataset_fingerprint": "f" * 64, "task_version": 2}
+    assert prov.task_config_sha256(moved) == prov.task_config_sha256(CONFIG)
+    changed = with_changes(generation_kwargs={"max_new_tokens": 8})
+    assert prov.task_config_sha256(changed) != prov.task_config_sha256(CONFIG)
+
+
+@pytest.mark.parametrize(("recorded", "version"), [({"task_version": 3}, 3), ({}, "unknown"),
+                                                   ({"task_version": "3"}, "unknown"),
+                                                   ({"task_version": True}, "unknown")])
+def test_the_task_version_is_the_recorded_number_else_unknown(recorded: dict, version: object) -> None:
+    config = with_changes()
+    config["metadata"]["levante"]["provenance"] = recorded
+    run = {"config": {}}
+    got = prov.task_provenance(run, config)
+    assert got["task_version"] == version and got["task_config_sha256"] == prov.task_config_sha256(CONFIG)
 
 
 def test_prompt_hash_is_shared_by_seeds_and_controls_but_not_by_other_prompts() -> None:
@@ -81,12 +94,12 @@ def test_redacted_model_args_hold_no_local_path() -> None:
 def test_task_source_hash_covers_the_package_modules_the_yaml_names(tmp_path: Path) -> None:
     package = tmp_path / "levante_tasks"
     tasks = package / "tasks"
-    (package / "harness").mkdir(parents=True)
+    (package / "core").mkdir(parents=True)
     (tasks / "t").mkdir(parents=True)
-    (package / "harness" / "hooks.py").write_text("def f(doc):\n    return doc\n")
+    (package / "core" / "hooks.py").write_text("def f(doc):\n    return doc\n")
     (tasks / "t" / "my_task.yaml").write_text("task: my_task\ndoc_to_text: !function levante_tasks.core.hooks.f\n")
     before = task_source.task_source_sha256("my_task", tasks, package)
-    (package / "harness" / "hooks.py").write_text("def f(doc):\n    return None\n")
+    (package / "core" / "hooks.py").write_text("def f(doc):\n    return None\n")
     assert task_source.task_source_sha256("my_task", tasks, package) != before
     assert prov.task_source_sha256 is task_source.task_source_sha256  # what verify recomputes is what runs record
 
@@ -113,6 +126,60 @@ def test_task_source_hash_covers_the_package_modules_the_hooks_import(tmp_path: 
     before = task_source.task_source_sha256("my_task", tasks, package)
     (package / "core" / "unrelated.py").write_text("# edited, imported by nothing\n")
     assert task_source.task_source_sha256("my_task", tasks, package) == before
+
+
+def test_task_source_hash_covers_the_tasks_own_code_not_the_patcher_or_error_texts(tmp_path: Path) -> None:
+    """Scope: core/, schema/ and the lmms face (lmms/ less lmms/patcher/); an edit to an error message, the patcher,
+    atomic.py, the package __init__ or another package leaves the hash (and `verify`) as it was."""
+    package = tmp_path / "levante_tasks"
+    tasks = package / "lmms" / "tasks"
+    for folder in ("core", "schema", "lmms/patcher", "data", "summary"):
+        (package / folder).mkdir(parents=True, exist_ok=True)
+    (tasks / "t").mkdir(parents=True)
+    (package / "lmms" / "task.py").write_text(
+        "from levante_tasks import __version__\nfrom levante_tasks.core import docs\n"
+        "from levante_tasks.errors import LevanteError\nfrom levante_tasks.lmms import metrics\n"
+        "from levante_tasks.lmms.patcher import installed_lmms_eval\nfrom levante_tasks.schema.tasks import info\n\n"
+        "def f(doc):\n    from levante_tasks.atomic import write_text\n    return docs.load(doc)\n")
+    (package / "lmms" / "metrics.py").write_text("from levante_tasks.core import records\n")
+    (package / "core" / "docs.py").write_text(
+        "from levante_tasks.data import items\nfrom levante_tasks.errors import LevanteError\n"
+        "from levante_tasks.summary import stats\n")
+    texts = {"__init__.py": "__version__ = '1'\n", "errors.py": "class LevanteError(Exception): ...\n",
+             "atomic.py": "def write_text(): ...\n", "core/records.py": "# records\n", "schema/tasks.py": "# rows\n",
+             "lmms/patcher/__init__.py": "from .engine import installed_lmms_eval\n",
+             "lmms/patcher/engine.py": "def installed_lmms_eval(): ...\n", "data/items.py": "# items\n",
+             "summary/stats.py": "# stats\n"}
+    for rel, text in texts.items():
+        (package / rel).write_text(text)
+    (tasks / "t" / "my_task.yaml").write_text("task: my_task\nclass: !function levante_tasks.lmms.task.f\n")
+    files = {p.relative_to(package).as_posix() for p in task_source.source_files(tasks / "t" / "my_task.yaml", package)}
+    assert files == {"lmms/tasks/t/my_task.yaml", "lmms/task.py", "lmms/metrics.py", "core/docs.py",
+                     "core/records.py", "schema/tasks.py"}
+    for rel in ("core/records.py", "core/docs.py", "schema/tasks.py", "lmms/metrics.py"):
+        before = task_source.task_source_sha256("my_task", tasks, package)
+        (package / rel).write_text((package / rel).read_text() + "# edited\n")
+        assert task_source.task_source_sha256("my_task", tasks, package) != before, rel
+    for rel in ("errors.py", "lmms/patcher/engine.py", "lmms/patcher/__init__.py", "atomic.py", "__init__.py",
+                "data/items.py", "summary/stats.py"):
+        before = task_source.task_source_sha256("my_task", tasks, package)
+        (package / rel).write_text((package / rel).read_text() + "# an error message reworded\n")
+        assert task_source.task_source_sha256("my_task", tasks, package) == before, rel
+
+
+def test_the_installed_task_source_hashes_leave_out_the_patcher_and_error_texts() -> None:
+    from levante_tasks.inspect.task import source_files
+
+    yaml = task_source.task_yamls(task_source.TASKS_DIR)["levante_trog"]
+    lmms = {task_source.package_relative(p) for p in task_source.source_files(yaml)}
+    inspect = set(source_files())
+    for files, face in ((lmms, "lmms/"), (inspect, "inspect/")):
+        assert {"core/hooks.py", "core/options.py", "core/parsing.py", "core/records.py"} <= files
+        assert any(rel.startswith(face) for rel in files)
+        outside = {rel for rel in files if not rel.startswith(("core/", "schema/", face, "lmms/tasks/"))}
+        assert outside <= {"_registry.py"}, outside
+        assert not any(rel.startswith("lmms/patcher/") for rel in files)
+    assert "lmms/task.py" in lmms and "_registry.py" in inspect and not any(r.startswith("lmms/") for r in inspect)
 
 
 def test_task_source_hash_covers_yaml_includes_and_utils(tmp_path: Path) -> None:

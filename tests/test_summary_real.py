@@ -13,6 +13,7 @@ import pytest
 from summary_runs import accuracy, real_runs, results_file, samples
 
 from levante_tasks.cli import main
+from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary import stats
 
 
@@ -113,13 +114,15 @@ def test_rows_carry_model_identity_and_cells_provenance(summary: Path) -> None:
     got = cell(summary, "levante_fixed", "levante_vocab", "blank")
     assert got["model"] and got["revision"] == "unknown"
     prov = got["provenance"]
-    for key in ("lmms_eval_version", "lmms_eval_commit", "patch_set_sha256", "task_version", "dataset_fingerprint",
-                "seeds", "limit", "budget", "batch_size", "device_class"):
+    for key in ("lmms_eval_version", "lmms_eval_commit", "patch_set_sha256", "task_version", "task_config_sha256",
+                "dataset_fingerprint", "seeds", "limit", "budget", "batch_size", "device_class"):
         assert key in prov, key
-    assert len(prov["task_version"]) == 64
+    assert prov["task_version"] == task_info("vocab").version  # the catalogue's number, as the run recorded it
+    assert len(prov["task_config_sha256"]) == 64
     assert prov["dataset_fingerprint"] == "unknown"  # the tasks do not record it yet (see docs/summary.md)
     two_seeds = cell(summary, "levante_fixed", "levante_vocab")["provenance"]
-    assert len(two_seeds["task_version"]) == 2 and two_seeds["option_seeds"] == [0, 1]  # two configs, both listed
+    assert len(two_seeds["task_config_sha256"]) == 2 and two_seeds["option_seeds"] == [0, 1]  # two configs, both
+    assert two_seeds["task_version"] == task_info("vocab").version  # one version for both seeds
 
 
 def test_csv_has_one_row_per_cell(summary: Path) -> None:
@@ -127,7 +130,8 @@ def test_csv_has_one_row_per_cell(summary: Path) -> None:
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(cells(summary))
     assert {"model", "revision", "task", "variant", "accuracy", "ci95_low", "ci95_high", "parse_rate",
-            "visual_dependency_delta", "blank_image_delta", "task_version"} <= set(rows[0])
+            "visual_dependency_delta", "blank_image_delta", "task_version", "task_config_sha256"} <= set(rows[0])
+    assert all(row["task_version"] == str(task_info(row["family"]).version) for row in rows)
 
 
 def test_report_has_a_table_per_task_family(summary: Path) -> None:

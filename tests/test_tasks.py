@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,23 @@ def test_yaml_tree_is_thin() -> None:
     for name in generator.TEMPLATES.values():  # hooks named absolutely, so no shim module is needed
         text = (TASKS_DIR / name).read_text()
         assert text.count("!function levante_tasks.") == text.count("!function")
+
+
+def test_each_yaml_carries_its_catalogue_task_version_as_lmms_evals_metadata_version() -> None:
+    """lmms-eval's own `metadata.version` (its results `versions`, its table's Version column) is the catalogue's
+    `TaskInfo.version`, for every leaf and every per-task seed group; run provenance records the same number."""
+    seen = set()
+    for rel in generator.generated_files():
+        if not rel.endswith(".yaml") or rel.startswith("_groups/"):
+            continue
+        doc = yaml.load((TASKS_DIR / rel).read_text(), Loader=_HookLoader)
+        name = doc.get("task") if "group" not in doc else doc["group"]
+        info = next(i for i in TASKS if rel.startswith(f"{i.folder}/"))
+        assert doc["metadata"]["version"] == info.version and isinstance(doc["metadata"]["version"], int), rel
+        seen.add(name)
+    assert len(seen) == 12 * len(TASKS)  # 10 variants and 2 seed groups per task
+    bumped = generator.leaf("levante_trog", "gen", replace(task_info("trog"), version=7), 0, "original")
+    assert yaml.load(bumped, Loader=_HookLoader)["metadata"]["version"] == 7
 
 
 @pytest.mark.parametrize("letter", ["A", "B", "C", "D"])

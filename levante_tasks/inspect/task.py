@@ -4,7 +4,7 @@ seed, same controls), inspect's `multiple_choice()` (our order, never shuffled) 
 Choice items only: inspect's multiple-choice form has no slider answer, so egma-math's number-line slider items
 are left out (as in lmms-eval's `_mc` variants). Decoding is the lmms-eval tasks' (`generate_config`: greedy,
 temperature 0, 128 new tokens, stop at a blank line), given to inspect as the Task's GenerateConfig. The Task's
-metadata holds the run provenance the summary reads.
+metadata holds the run provenance the summary reads; the Task's `version` is the catalogue's `TaskInfo.version`.
 Bad arguments and missing or damaged data raise LevanteTaskError: a LevanteError that is also inspect's
 PrerequisiteError, so `inspect eval` prints its one line (naming the task, the problem and the fix), no traceback.
 """
@@ -32,7 +32,7 @@ from levante_tasks.inspect.samples import TEMPLATE, doc_sample
 from levante_tasks.inspect.scorer import levante_record
 from levante_tasks.schema import layout
 from levante_tasks.schema.records import VARIANTS
-from levante_tasks.schema.task_source import PACKAGE_ROOT, files_sha256, package_closure
+from levante_tasks.schema.task_source import INSPECT_SCOPE, PACKAGE_ROOT, files_sha256, package_closure
 from levante_tasks.schema.tasks import TaskInfo
 
 PROVENANCE_KEY = "levante"  # Task metadata key: {task, lmms_name, seed, variant, provenance}
@@ -48,20 +48,25 @@ class LevanteTaskError(LevanteError, PrerequisiteError):
 
 def source_files(root: Path = PACKAGE_ROOT) -> list[str]:
     """The package-relative paths whose bytes make `source_sha256`, sorted: `_registry.py` (the @task functions,
-    their arguments and defaults), every module of inspect/ and every package module they import,
-    transitively (schema.task_source.package_closure, as for the lmms-eval tasks)."""
+    their arguments and defaults), every module of inspect/ and the modules of core/ and schema/ they import,
+    transitively (schema.task_source.package_closure with INSPECT_SCOPE: the task's own code, never errors.py,
+    the lmms-eval face or other packages)."""
     entry = [root / "_registry.py", *sorted((root / "inspect").glob("*.py"))]
-    return sorted(p.resolve().relative_to(root.resolve()).as_posix() for p in package_closure(entry, root))
+    return sorted(p.resolve().relative_to(root.resolve()).as_posix()
+                  for p in package_closure(entry, root, INSPECT_SCOPE))
 
 
 def source_sha256(root: Path = PACKAGE_ROOT) -> str:
-    """The inspect tasks' version of their source: sha256 over (relative path, sha256 of bytes) of `source_files`."""
+    """The inspect tasks' source hash (audit evidence; the version is `TaskInfo.version`): sha256 over (relative
+    path, sha256 of bytes) of `source_files`."""
     return files_sha256([root / rel for rel in source_files(root)], [root])
 
 
 def provenance(info: TaskInfo, version_name: str) -> dict[str, Any]:
-    """What the summary records about how a task was made: dataset, task source, this package, inspect_ai."""
+    """What the summary records about how a task was made: task version (the catalogue's, also the Task's
+    `version`), dataset, task source hash, this package, inspect_ai."""
     return {
+        "task_version": info.version,
         "data_version": version_name,
         "dataset_fingerprint": docs.dataset_fingerprint(info.name, version_name),
         "synthetic_data": docs.dataset_synthetic(info.name, version_name),
@@ -120,4 +125,4 @@ def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original",
         raise data_problem(name, exc) from None
     return Task(dataset=MemoryDataset(samples, name=info.lmms_name),
                 solver=multiple_choice(template=TEMPLATE), scorer=[choice(), levante_record()],
-                config=generate_config(), metadata={PROVENANCE_KEY: spec}, version=1)
+                config=generate_config(), metadata={PROVENANCE_KEY: spec}, version=info.version)

@@ -20,6 +20,7 @@ from levante_tasks.lmms import metrics
 from levante_tasks.lmms.model_bridge import BothKindsTask, RunStopped, generated_text
 from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.schema.task_source import task_source_sha256
+from levante_tasks.schema.tasks import task_info
 
 
 class LevanteTask(BothKindsTask):
@@ -49,8 +50,10 @@ class LevanteTask(BothKindsTask):
 
 def run_provenance(lmms_task: str, task: str, version: str) -> dict[str, Any]:
     """What lmms-eval's results file records under `configs[task].metadata.levante.provenance` (docs/summary.md):
-    the dataset, the task source, this package and the lmms-eval it runs on (`summarize`/`verify` read it)."""
+    the task version (the catalogue's, also the YAML's `metadata.version`), the dataset, the task source hash, this
+    package and the lmms-eval it runs on (`summarize`/`verify` read it)."""
     return {
+        "task_version": task_info(task).version,
         "data_version": version,
         "dataset_fingerprint": docs.dataset_fingerprint(task, version),
         "synthetic_data": docs.dataset_synthetic(task, version),

@@ -1,11 +1,18 @@
-"""Task version: a sha256 over the source a task is built from, recorded by the task layer, checked by `verify`.
+"""Task source hash: a sha256 over the task's own code, recorded by the task layer, checked by `verify`.
 
-The files: the task's YAML, the YAMLs it includes (recursively), the Python modules its `!function` names point
-at (local `utils.fn` modules beside the YAML and absolute `levante_tasks.<module>.fn` modules of this package,
-e.g. `levante_tasks/lmms/task.py`), and every module of this package those import, transitively (read
-from their import statements, lazy ones included: option orders, prompts, parsing, records). Each file enters as
-its path relative to the package root and the sha256 of its bytes, in path order, so the hash is the same wherever
-the package is installed. The inspect_ai tasks use the same closure from `_registry.py` (`package_closure`).
+It is audit evidence of the exact code a run used, not the task's version: the version is the human-bumped
+`TaskInfo.version` of the catalogue (`schema.tasks`), which says when results stop being comparable.
+
+Scope: the task's own code only, i.e. the harness-neutral core (`levante_tasks/core/`, `levante_tasks/schema/`)
+and the task's face. lmms-eval face (`task_source_sha256`): the task's YAML, the YAMLs it includes (recursively), the
+Python modules its `!function` names point at (local `utils.fn` modules beside the YAML and absolute
+`levante_tasks.<module>.fn` modules, e.g. `levante_tasks/lmms/task.py`), and the modules of `lmms/` (and of the
+folder of each such module, e.g. `l0/` for the L0 trace tasks) they import, transitively, lazy imports included.
+inspect_ai face (`inspect.task.source_files`): `_registry.py`, `inspect/` and what they import of `core/` and
+`schema/`. Never in it: `lmms/patcher/` (the lmms-eval patcher has its own `patch_set_sha256`), the error texts
+(`errors.py`), `atomic.py`, the package `__init__.py` and the other packages (data, summary, matrix, ...): an
+edit there leaves the hash as it was. Each file enters as its path relative to the package root and the sha256 of
+its bytes, in path order, so the hash is the same wherever the package is installed.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ _TASK_LINE = re.compile(r"^task:\s*([A-Za-z0-9_.\-]+)\s*$", re.M)
 _INCLUDE = re.compile(r"^include:\s*(\S+)\s*$", re.M)
 _LOCAL_FUNCTION = re.compile(r"!function\s+([A-Za-z_]\w*)\.\w+\b(?!\.)")
 _PACKAGE_FUNCTION = re.compile(r"!function\s+(levante_tasks(?:\.\w+)+)\.\w+")
+CORE_SCOPE = ("core/", "schema/")  # the harness-neutral code every task is made of
+LMMS_SCOPE = (*CORE_SCOPE, "lmms/")  # lmms-eval face: task class, model bridge, metrics, YAMLs
+INSPECT_SCOPE = (*CORE_SCOPE, "_registry.py", "inspect/")  # inspect_ai face: the @task entry point and inspect/
+NEVER = ("lmms/patcher/",)  # not the task's code even where its folder is in scope
 
 
 @functools.lru_cache(maxsize=4)
@@ -37,7 +48,7 @@ def task_yamls(tasks_dir: Path) -> dict[str, Path]:
 
 def source_files(yaml: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
     """A task YAML, the YAMLs it includes (recursively), the modules its `!function` names point at and the
-    package modules those import (transitively)."""
+    modules of the task's own code those import (transitively; LMMS_SCOPE plus the folders of the named modules)."""
     files: list[Path] = []
     pending = [yaml]
     while pending:
@@ -53,7 +64,27 @@ def source_files(yaml: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
         for module in _PACKAGE_FUNCTION.findall(text):
             pending.append(package_root.parent.joinpath(*module.split(".")).with_suffix(".py"))
     modules = [path for path in files if path.suffix == ".py"]
-    return [*(path for path in files if path.suffix != ".py"), *package_closure(modules, package_root)]
+    named = [package_relative(m, package_root) for m in modules]
+    folders = {f"{rel.rsplit('/', 1)[0]}/" for rel in named if rel and "/" in rel}
+    scope = (*LMMS_SCOPE, *sorted(folders))
+    return [*(path for path in files if path.suffix != ".py"), *package_closure(modules, package_root, scope)]
+
+
+def package_relative(path: Path, package_root: Path = PACKAGE_ROOT) -> str | None:
+    """`path` relative to the package root (`core/docs.py`), or None for a file outside the package."""
+    try:
+        return path.resolve().relative_to(package_root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def in_scope(path: Path, scope: tuple[str, ...], package_root: Path = PACKAGE_ROOT) -> bool:
+    """Whether a package file is task code under `scope` (folder prefixes `core/` or files `_registry.py`), never
+    one of NEVER."""
+    rel = package_relative(path, package_root)
+    if rel is None or rel.startswith(NEVER):
+        return False
+    return any(rel.startswith(prefix) if prefix.endswith("/") else rel == prefix for prefix in scope)
 
 
 def imported_package_files(path: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
@@ -81,8 +112,10 @@ def imported_package_files(path: Path, package_root: Path = PACKAGE_ROOT) -> lis
     return files
 
 
-def package_closure(entry: list[Path], package_root: Path = PACKAGE_ROOT) -> list[Path]:
-    """The modules `entry` and every module of this package they import, transitively."""
+def package_closure(entry: list[Path], package_root: Path = PACKAGE_ROOT,
+                    scope: tuple[str, ...] = CORE_SCOPE) -> list[Path]:
+    """The modules `entry` and every module of this package under `scope` (`in_scope`) they import, transitively:
+    an import of a module out of scope (errors.py, the patcher) is not followed."""
     files: list[Path] = []
     pending = list(entry)
     while pending:
@@ -90,7 +123,7 @@ def package_closure(entry: list[Path], package_root: Path = PACKAGE_ROOT) -> lis
         if path in files or not path.is_file():
             continue
         files.append(path)
-        pending += imported_package_files(path, package_root)
+        pending += [f for f in imported_package_files(path, package_root) if in_scope(f, scope, package_root)]
     return files
 
 
@@ -113,7 +146,7 @@ def files_sha256(files: list[Path], roots: list[Path]) -> str:
 
 
 def task_source_sha256(task: str, tasks_dir: Path = TASKS_DIR, package_root: Path = PACKAGE_ROOT) -> str | None:
-    """The task version of `task` (see the module docstring); None when no YAML under `tasks_dir` defines it."""
+    """The task source hash of `task` (see the module docstring); None when no YAML under `tasks_dir` defines it."""
     yaml = task_yamls(tasks_dir.resolve()).get(task)
     if yaml is None:
         return None

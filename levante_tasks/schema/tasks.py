@@ -1,6 +1,15 @@
 """The task catalogue: each LEVANTE task's names in the release, the manifest, lmms-eval and this package.
 
 Adding a task is one `TaskInfo` row here (plus its item rules in `levante_tasks.data.items`).
+
+Task versions (`TaskInfo.version`, like inspect_evals' `eval.yaml` version): a whole number a person bumps, per task,
+when a change alters what a model is shown or how a response is scored or recorded: the prompt text, the option
+orders (or their seeds), the controls (blank and shuffled images), the answer parsing, or the per-item records. A
+refactor, a reworded error message or a harness change that leaves all of these as they were keeps the version.
+Results carry it (lmms-eval's `versions` and `metadata.version`, inspect's task version, and the run provenance's
+`task_version`); results of different versions are never pooled: `levante-tasks summarize` refuses to average them
+into one cell and `verify` reports a recorded version that is not the installed one. The task source hash
+(`schema.task_source`) stays as audit evidence of the exact code, not as the version.
 """
 
 from __future__ import annotations
@@ -14,6 +23,9 @@ class TaskInfo:
 
     `subtypes` are the reported sub-types (a per-type accuracy each; option orders are balanced and control
     images shuffled within each): (name, trial types) pairs. Without them the whole task is one group.
+    `version`: bump it (by 1) when a change alters what a model is shown or how a response is scored or recorded
+    (prompts, option orders, controls, parsing, records; module docstring); results of different versions are never
+    pooled.
     """
 
     name: str  # internal name: release folders corpus/<name>/ and visual/<name>/, item rows, records
@@ -23,6 +35,7 @@ class TaskInfo:
     repeated_uids: bool = False  # the manifest reuses one item_uid for distinct trials (made `<uid>__<k>`)
     subtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     slider_subtypes: tuple[str, ...] = ()  # sub-types of slider items only: no multiple_choice form
+    version: int = 1  # human-bumped task version (docstring); results of different versions are never pooled
 
     def reported_subtypes(self, multiple_choice: bool) -> list[str]:
         """The sub-types an output type reports an accuracy for (multiple_choice has no slider items)."""
@@ -58,14 +71,15 @@ MATH_SUBTYPES = (
 )
 
 TASKS = (
-    TaskInfo("vocab", "vocab", "levante_vocab", image_options=True),
-    TaskInfo("trog", "trog", "levante_trog", image_options=True),
-    TaskInfo("egma-math", "math", "levante_egma_math", image_options=False, subtypes=MATH_SUBTYPES,
+    TaskInfo("vocab", "vocab", "levante_vocab", version=1, image_options=True),
+    TaskInfo("trog", "trog", "levante_trog", version=1, image_options=True),
+    TaskInfo("egma-math", "math", "levante_egma_math", version=1, image_options=False, subtypes=MATH_SUBTYPES,
              slider_subtypes=("number_line_slider",)),
-    TaskInfo("theory-of-mind", "tom", "levante_theory_of_mind", image_options=False),
-    TaskInfo("matrix-reasoning", "matrix", "levante_matrix_reasoning", image_options=True),
-    TaskInfo("mental-rotation", "mrot", "levante_mental_rotation", image_options=True),
-    TaskInfo("same-different-selection", "sds", "levante_same_different", image_options=True, repeated_uids=True),
+    TaskInfo("theory-of-mind", "tom", "levante_theory_of_mind", version=1, image_options=False),
+    TaskInfo("matrix-reasoning", "matrix", "levante_matrix_reasoning", version=1, image_options=True),
+    TaskInfo("mental-rotation", "mrot", "levante_mental_rotation", version=1, image_options=True),
+    TaskInfo("same-different-selection", "sds", "levante_same_different", version=1, image_options=True,
+             repeated_uids=True),
 )
 BY_NAME = {info.name: info for info in TASKS}
 

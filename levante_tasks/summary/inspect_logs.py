@@ -7,9 +7,11 @@ its `levante_item` record, or a log of several epochs is one line naming the fil
 Units are those of an lmms-eval run (units.Unit) with harness `inspect_ai`: row = (public id, revision,
 `inspect_ai:<model>`), column = the lmms-eval name of the task (`levante_trog`; per sub-type columns as in
 lmms-eval), variant and option-order seed from the task's recorded metadata.
-Provenance keys are those of lmms-eval units; `lmms_eval_*` and `patch_set_sha256` read "n/a", the inspect_ai
-version is in `inspect_ai_version`, the budget is the run's set generate config less NOT_BUDGET; the sampling seed
-(`--seed`) is a replicate key, so runs that differ only in it are replicates of one cell.
+Provenance keys are those of lmms-eval units (`task_version` from the recorded provenance, as for lmms-eval;
+`task_config_sha256` over the log's task name, inspect task version, task arguments and solver plan);
+`lmms_eval_*` and `patch_set_sha256` read "n/a", the inspect_ai version is in `inspect_ai_version`, the budget is
+the run's set generate config less NOT_BUDGET; the sampling seed (`--seed`) is a replicate key, so runs that differ
+only in it are replicates of one cell.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsable_lines
-from levante_tasks.schema.tasks import task_info
+from levante_tasks.schema.tasks import find_task, task_info
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles
 from levante_tasks.summary.read import FileProblem
@@ -147,13 +149,14 @@ def _provenance(log: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     """The lmms-eval unit provenance keys, filled from the inspect log (module docstring)."""
     mine = spec.get("provenance") if isinstance(spec.get("provenance"), Mapping) else {}
     config = log.eval.config
-    task_version = prov.sha256_json({"task": log.eval.task, "version": log.eval.task_version,
-                                     "args": log.eval.task_args, "plan": _plan(log)})
+    config_sha256 = prov.sha256_json({"task": log.eval.task, "version": log.eval.task_version,
+                                      "args": log.eval.task_args, "plan": _plan(log)})
     seed = log.eval.model_generate_config.seed if log.eval.model_generate_config else None
     return {
         "lmms_eval_version": NOT_APPLICABLE, "lmms_eval_commit": NOT_APPLICABLE, "patch_set_sha256": NOT_APPLICABLE,
         "patched": None, "inspect_ai_version": prov.or_unknown(mine.get("inspect_ai_version")),
-        "levante_tasks_version": prov.or_unknown(mine.get("levante_tasks_version")), "task_version": task_version,
+        "levante_tasks_version": prov.or_unknown(mine.get("levante_tasks_version")),
+        "task_version": prov.recorded_task_version(mine), "task_config_sha256": config_sha256,
         "task_source_sha256": prov.or_unknown(mine.get("task_source_sha256")),
         "dataset_fingerprint": prov.or_unknown(mine.get("dataset_fingerprint")),
         "data_version": prov.or_unknown(mine.get("data_version")),
@@ -166,8 +169,10 @@ def _provenance(log: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _comparison(log: Any, provenance: Mapping[str, Any]) -> dict[str, Any]:
-    """What inspect cells of one column must share: limit, budget, prompt (solver plan + task source), dataset."""
-    prompt = prov.sha256_json({"plan": _plan(log), "task_source_sha256": provenance["task_source_sha256"]})
+    """What inspect cells of one column must share: limit, budget, prompt (solver plan + task source + task
+    version), dataset."""
+    prompt = prov.sha256_json({"plan": _plan(log), "task_source_sha256": provenance["task_source_sha256"],
+                               "task_version": provenance["task_version"]})
     return {"limit": provenance["limit"], "budget": provenance["budget"], "prompt": prompt,
             "dataset_fingerprint": provenance["dataset_fingerprint"], "patch_set_sha256": NOT_APPLICABLE}
 
@@ -245,8 +250,8 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
                 installed: Mapping[str, str] | None) -> list[str]:
     """Mismatch lines of one `.eval` log: each record vs its response re-parsed, the reported levante_record
     accuracy vs the records; with `fingerprint`
-    (the data dir check) and `installed` (installed_inspect()), the recorded task source hash, inspect_ai version
-    and dataset fingerprint. Another task's log has none."""
+    (the data dir check) and `installed` (installed_inspect()), the recorded task version (against the installed
+    catalogue's), task source hash, inspect_ai version and dataset fingerprint. Another task's log has none."""
     label = run.file_label(run.results or Path())
     try:
         log, spec = levante_log(run.results or Path(), label)
@@ -272,10 +277,11 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
                    f"its records ({want!r})")
     if fingerprint is not None and installed is not None:
         mine = spec.get("provenance") or {}
-        checks = (*installed.items(),
+        info = find_task(str(spec["task"]))
+        checks = (("task_version", str(info.version) if info else "not installed"), *installed.items(),
                   ("dataset_fingerprint", fingerprint(str(mine.get("data_version") or ""), str(spec["task"]))))
         for key, current in checks:
-            have = str(mine.get(key) or prov.UNKNOWN)
+            have = str(prov.recorded_task_version(mine) if key == "task_version" else mine.get(key) or prov.UNKNOWN)
             if have != current:
                 out.append(f"{label}: {key}: recorded {have}, installed {current}")
     return out

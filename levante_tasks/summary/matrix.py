@@ -4,6 +4,10 @@
   rows name their provider as adapter `inspect_ai:<model>`), so they are never merged as replicates; comparison
   keys are checked among the cells of one harness within a column (the harnesses record different budgets and
   prompts). Agreement across harnesses is a per-item check (docs/inspect.md), not a matrix merge.
+- Task version: the replicates of one cell must share the task's version (provenance `task_version`, the
+  catalogue's human-bumped `TaskInfo.version`; "unknown" for runs that recorded none, which differs from any
+  number). Runs of different versions are refused, always (`allow_mismatch` does not keep them: results of different
+  task versions are never pooled); one line per cell naming each version and the files that carry it.
 - Duplicate: two units of one cell with the same replicate key (same option-order seed and lmms-eval seeds).
   The newest (results `date`, then label) wins when their provenance is identical; otherwise it is an error
   (never overridden: the two runs claim to be the same thing and are not).
@@ -31,7 +35,7 @@ from typing import Any
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.summary import stats
-from levante_tasks.summary.provenance import sha256_json
+from levante_tasks.summary.provenance import UNKNOWN, sha256_json
 from levante_tasks.summary.units import Unit
 
 CONTROLS = {"shuffled": "visual_dependency_delta", "blank": "blank_image_delta"}
@@ -70,6 +74,27 @@ def _differences(a: Any, b: Any, path: str = "") -> list[str]:
 def _model_text(row: tuple[str, str, str]) -> str:
     public_id, revision, adapter = row
     return f"{public_id}@{revision[:12]} ({adapter})"
+
+
+def check_task_versions(units: list[Unit]) -> None:
+    """LevanteError when the replicates of one cell carry different task versions (one line per cell)."""
+    by_cell: dict[tuple, list[Unit]] = defaultdict(list)
+    for unit in units:
+        if not unit.parent:  # a sub-type column's units share their task's file and version
+            by_cell[(unit.row, unit.harness, unit.family, unit.task, unit.output_type, unit.variant)].append(unit)
+    lines = []
+    for (row, _, _, task, _, variant), members in sorted(by_cell.items(), key=lambda kv: repr(kv[0])):
+        sources: dict[str, set[str]] = defaultdict(set)
+        for unit in members:
+            sources[str(unit.provenance.get("task_version", UNKNOWN))].add(unit.source)
+        if len(sources) > 1:
+            found = "; ".join(f"task_version {version} in {', '.join(sorted(files))}"
+                              for version, files in sorted(sources.items()))
+            lines.append(f"{task} ({variant}, {_model_text(row)}): runs of different task versions would be pooled "
+                         f"into one cell: {found}; results of different task versions are never pooled: summarize "
+                         f"them apart or rerun the older version")
+    if lines:
+        raise LevanteError("\n".join(lines))
 
 
 def resolve_duplicates(units: list[Unit]) -> tuple[list[Unit], list[dict[str, str]]]:
@@ -222,7 +247,9 @@ def _add_deltas(cells: dict[CellKey, dict[str, Any]], grouped: dict[CellKey, lis
 
 
 def build(units: list[Unit], allow_mismatch: bool = False) -> Built:
-    """The matrix of `units` (see the module docstring); LevanteError on refused duplicates or comparisons."""
+    """The matrix of `units` (see the module docstring); LevanteError on mixed task versions, refused duplicates or
+    comparisons."""
+    check_task_versions(units)
     units, superseded = resolve_duplicates(units)
     flags = check_comparisons(units, allow_mismatch)
     grouped: dict[CellKey, list[Unit]] = defaultdict(list)

@@ -2,7 +2,10 @@
 
 From the results file itself: the task's resolved config (`configs[task]`), the run's `config` (model, model_args,
 batch_size, limit, offset, gen_kwargs, device, seeds), `system_instruction_sha`, `chat_template_sha`.
-- task_version: sha256 of the canonical JSON (key-sorted, compact) of `configs[task]` without
+- task_version: the task's human-bumped catalogue version (`TaskInfo.version`) as the task layer recorded it
+  (`metadata.levante.provenance.task_version`); "unknown" for results written before tasks carried one. Replicates
+  of different task versions are never pooled into one cell (summary.matrix refuses them).
+- task_config_sha256: sha256 of the canonical JSON (key-sorted, compact) of `configs[task]` without
   `metadata.levante.provenance`; function reprs lose their memory address (`<function f at 0x7f..>` ->
   `<function f>`), which would otherwise change the hash on every run.
 - prompt: the same hash without the keys that name a variant of one task (`task`, `task_alias`,
@@ -10,8 +13,9 @@ batch_size, limit, offset, gen_kwargs, device, seeds), `system_instruction_sha`,
   instruction and chat template hashes: what seeds and controls of one task share.
 
 Written by the task layer (contract, docs/summary.md): `configs[task].metadata.levante.provenance` =
-`{dataset_fingerprint, data_version, synthetic_data, task_source_sha256, levante_tasks_version, device_class,
-lmms_eval: {version, commit, patch_set_sha256, patched}}` (synthetic_data: schema.markers; None: not recorded).
+`{task_version, dataset_fingerprint, data_version, synthetic_data, task_source_sha256, levante_tasks_version,
+device_class, lmms_eval: {version, commit, patch_set_sha256, patched}}` (task_version: an int; synthetic_data:
+schema.markers; None: not recorded).
 A value that is absent is "unknown"; unknown differs from any known value in every comparison.
 """
 
@@ -73,9 +77,15 @@ def _without(config: Mapping[str, Any], top: tuple[str, ...], levante: tuple[str
     return trimmed
 
 
-def task_version(config: Mapping[str, Any]) -> str:
+def task_config_sha256(config: Mapping[str, Any]) -> str:
     """sha256 of the task's resolved config as recorded (without the recorded provenance block)."""
     return sha256_json(_without(config, (), ("provenance",)))
+
+
+def recorded_task_version(mine: Mapping[str, Any]) -> int | str:
+    """The task version a run recorded (a whole number, `TaskInfo.version`); UNKNOWN when it recorded none."""
+    value = mine.get("task_version")
+    return value if isinstance(value, int) and not isinstance(value, bool) else UNKNOWN
 
 
 def prompt_hash(config: Mapping[str, Any], results: Mapping[str, Any]) -> str:
@@ -102,7 +112,8 @@ def task_provenance(results: Mapping[str, Any], config: Mapping[str, Any]) -> di
         "patch_set_sha256": or_unknown(lmms.get("patch_set_sha256")),
         "patched": lmms.get("patched"),
         "levante_tasks_version": or_unknown(mine.get("levante_tasks_version")),
-        "task_version": task_version(config),
+        "task_version": recorded_task_version(mine),
+        "task_config_sha256": task_config_sha256(config),
         "task_source_sha256": or_unknown(mine.get("task_source_sha256")),
         "dataset_fingerprint": or_unknown(mine.get("dataset_fingerprint")),
         "data_version": or_unknown(mine.get("data_version")),

@@ -10,11 +10,12 @@ line agree with the record, each `levante_acc_<sub>` is the record's correctness
 under the others, and the record is what its saved response (`filtered_resps`) re-parses to with today's parser
 and the record's presented order (`core.reparse`, the code `rescore` uses). Groups: the size-weighted (or
 plain) mean over their leaves, stderr pooled.
-Against the installation (unless skipped): lmms-eval version, commit and patch set; each task's source hash
-(YAML + includes + utils); the dataset fingerprint of the recorded data version in the data dir.
+Against the installation (unless skipped): lmms-eval version, commit and patch set; each task's version against
+the installed catalogue's (`TaskInfo.version`; a run that recorded none reads "unknown"); each task's source hash
+(its own code: schema.task_source); the dataset fingerprint of the recorded data version in the data dir.
 inspect_ai `.eval` logs (summary.inspect_logs.verify_eval): the reported levante_record accuracy against the
-records, each record against its response re-parsed, and (unless skipped) the recorded inspect task source hash,
-inspect_ai version and dataset fingerprint.
+records, each record against its response re-parsed, and (unless skipped) the recorded task version, inspect task
+source hash, inspect_ai version and dataset fingerprint.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from levante_tasks.lmms import metrics
 from levante_tasks.schema import layout
 from levante_tasks.schema.items import LETTERS
 from levante_tasks.schema.records import RECORD_KEY
+from levante_tasks.schema.tasks import find_task
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, folder_label
@@ -328,6 +330,12 @@ def _dataset_fingerprint(data_dir: Path, version: str, family: str) -> str:
     return str(found) if found else f"no fingerprint in {where}"
 
 
+def installed_task_version(task: str) -> str:
+    """The installed catalogue's version of a task (any spelling), as text; "not installed" for an unknown task."""
+    info = find_task(task)
+    return str(info.version) if info else "not installed"
+
+
 def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str], data_dir: Path,
                         installed: Mapping[str, Any], source_sha256: Callable[[str], str | None]) -> list[str]:
     where = run.file_label(run.results or Path())
@@ -344,11 +352,14 @@ def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str
             have, want = str(lmms.get(key) or prov.UNKNOWN), str(installed.get(key) or prov.UNKNOWN)
             if have != want:
                 run_level[f"lmms_eval {key}: recorded {have}, installed {want}"] += 1
+        family = str(spec.get("task") or name)
+        have, want = str(prov.recorded_task_version(mine)), installed_task_version(family)
+        if have != want:
+            out.append(f"{where}: {name}: task_version: recorded {have}, installed {want}")
         have = str(mine.get("task_source_sha256") or prov.UNKNOWN)
         want = source_sha256(name) or "not installed"
         if have != want:
             out.append(f"{where}: {name}: task_source_sha256: recorded {have}, installed {want}")
-        family = str(spec.get("task") or name)
         have = str(mine.get("dataset_fingerprint") or prov.UNKNOWN)
         version = str(mine.get("data_version") or "")
         want = _dataset_fingerprint(data_dir, version, family) if version else "? (data_version not recorded)"
@@ -362,7 +373,7 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
     """Check every run under `run_dirs`; the report's lines are the mismatches (empty = all verified)."""
     report = Report()
     installed: Mapping[str, Any] = {}
-    # once per task (and once for the inspect tasks), not per run: each hashes ~30 source files
+    # once per task (and once for the inspect tasks), not per run: each hashes ~20 source files
     source_sha256, inspect_installed = functools.cache(prov.task_source_sha256), functools.cache(installed_inspect)
     if installation:
         from levante_tasks.lmms.patcher import installed_lmms_eval

@@ -28,8 +28,12 @@ METHODS = {
     "accuracy": "mean of the replicates' accuracies, recomputed from the per-item records (levante_item)",
     "visual_dependency_delta": "acc(original) - acc(shuffled), mean over the replicates both cells ran",
     "blank_image_delta": "acc(original) - acc(blank), mean over the replicates both cells ran",
-    "task_version": "sha256 of the canonical JSON of the task's resolved config in the results file (memory "
-                    "addresses removed, metadata.levante.provenance left out)",
+    "task_version": "the task's version from the task catalogue (TaskInfo.version, bumped by hand when what a "
+                    "model is shown or how a response is scored or recorded changes), as the run recorded it; "
+                    "unknown for runs that recorded none; replicates of different versions are never pooled",
+    "task_config_sha256": "sha256 of the canonical JSON of the task's resolved config in the results file (memory "
+                          "addresses removed, metadata.levante.provenance left out); inspect_ai: of the log's task "
+                          "name, task version, task arguments and solver plan",
     "chance": "mean per-item chance: the record's chance_level, else 1 / number of options; items without one "
               "(sliders) are left out",
     "comparison_keys": "limit, budget, prompt, dataset_fingerprint, patch_set_sha256 must agree within a column "
@@ -49,8 +53,8 @@ CSV_FIELDS = [
     "n_replicates", "n_items", "n_responses", "n_correct", "accuracy", "ci95_low", "ci95_high", "ci_method",
     "parse_rate", "chance", "seed_mean", "seed_sd", "seed_ci95_radius", "acc_blank", "blank_image_delta",
     "acc_shuffled", "visual_dependency_delta", "flags", "lmms_eval_version", "lmms_eval_commit", "patch_set_sha256",
-    "task_version", "task_source_sha256", "dataset_fingerprint", "data_version", "synthetic_data", "seeds",
-    "option_seeds", "limit", "budget", "batch_size", "device_class", "model_args", "sources",
+    "task_version", "task_config_sha256", "task_source_sha256", "dataset_fingerprint", "data_version", "synthetic_data",
+    "seeds", "option_seeds", "limit", "budget", "batch_size", "device_class", "model_args", "sources",
 ]
 PROVENANCE_FIELDS = CSV_FIELDS[CSV_FIELDS.index("lmms_eval_version"):CSV_FIELDS.index("sources")]
 

@@ -6,8 +6,11 @@ Two templates hold every setting and hook (`_levante_generate_until_template_yam
 own `metric_list` adding one `levante_acc_<sub-type>` per sub-type (only that task carries them; each metric has
 a value for every doc, so lmms-eval's group weights are item counts). Variants: `_mc` = multiple_choice,
 `_seed1`/`_seed2` (seed 0 has no suffix), `_blank`/`_shuffled` images. Groups: `levante<suffix>` (all tasks) and
-`<task>_seeds`/`<task>_mc_seeds` (mean over seeds). Run `python -m levante_tasks.lmms.tasks._generate_configs` after
-changing this file; a test fails when the folder and this generator disagree. (l0_trace/ is written by hand.)
+`<task>_seeds`/`<task>_mc_seeds` (mean over seeds). Each leaf and each `<task>_seeds` group carries the task's
+catalogue version (`TaskInfo.version`) as lmms-eval's own `metadata.version`, so lmms-eval's results `versions`
+and its printed table's Version column show it; the all-task `levante*` groups carry ALL_TASKS_VERSION. Run
+`python -m levante_tasks.lmms.tasks._generate_configs` after changing this file or a catalogue version; a test fails
+when the folder and this generator disagree. (l0_trace/ is written by hand.)
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 
-VERSION = 1.0
+ALL_TASKS_VERSION = 1  # the all-task groups' metadata.version (their leaves carry their own task versions)
 TASK = "levante_tasks.lmms.task"
 HOOKS = "levante_tasks.core.hooks"
 METRICS = "levante_tasks.lmms.metrics"
@@ -88,15 +91,15 @@ def template(kind: str) -> str:
 def leaf(name: str, kind: str, info: TaskInfo, seed: int, variant: str) -> str:
     """One task variant: its name, its template, what to evaluate (and its own metric list if it has sub-types)."""
     return (f"task: {name}\ninclude: ../{TEMPLATES[kind]}\n"
-            f"metadata: {{version: {VERSION}, levante: {{task: {info.name}, seed: {seed}, variant: {variant}}}}}\n"
+            f"metadata: {{version: {info.version}, levante: {{task: {info.name}, seed: {seed}, variant: {variant}}}}}\n"
             + (metric_list(info, kind) if info.subtypes else ""))
 
 
-def group(name: str, members: list[str]) -> str:
-    """A group reporting size-weighted mean accuracy and parse rate over its members."""
+def group(name: str, members: list[str], version: int) -> str:
+    """A group reporting size-weighted mean accuracy and parse rate over its members (lmms-eval version `version`)."""
     metrics = "".join(f"  - {{metric: {m}, aggregation: mean, weight_by_size: true}}\n" for m in GROUP_METRICS)
     return (f"group: {name}\ntask: [{', '.join(members)}]\naggregate_metric_list:\n{metrics}"
-            f"metadata: {{version: {VERSION}}}\n")
+            f"metadata: {{version: {version}}}\n")
 
 
 def render_tree() -> dict[str, str]:
@@ -109,9 +112,10 @@ def render_tree() -> dict[str, str]:
         for prefix in ("", "_mc"):
             name = f"{info.lmms_name}{prefix}_seeds"
             seeds = [f"{info.lmms_name}{prefix}{'' if s == 0 else f'_seed{s}'}" for s in DEFAULT_SEEDS]
-            files[f"{info.folder}/{name}.yaml"] = group(name, seeds)
+            files[f"{info.folder}/{name}.yaml"] = group(name, seeds, info.version)
     for suffix, *_ in variants():
-        files[f"_groups/levante{suffix}.yaml"] = group(f"levante{suffix}", [f"{t.lmms_name}{suffix}" for t in TASKS])
+        files[f"_groups/levante{suffix}.yaml"] = group(f"levante{suffix}", [f"{t.lmms_name}{suffix}" for t in TASKS],
+                                                       ALL_TASKS_VERSION)
     return files
 
 
