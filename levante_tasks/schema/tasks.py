@@ -1,11 +1,18 @@
 """The task catalogue: each LEVANTE task's names in the release, the manifest, lmms-eval and this package.
 
-Adding a task is one `TaskInfo` row here (plus its item rules in `levante_tasks.data.items`).
+Everything else a task needs is looked up by its row (`entry_for`): item rules (`levante_tasks.data.items`), the
+synthetic builder (`levante_tasks.synth.registry`), the fixture spec (`levante_tasks.testing.fixture_data`), the
+generated lmms-eval folder and README. `levante_tasks.testing.checklist.missing_for` names what a row still lacks;
+docs/new_task.md lists the steps.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,7 @@ class TaskInfo:
     repeated_uids: bool = False  # the manifest reuses one item_uid for distinct trials (made `<uid>__<k>`)
     subtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     slider_subtypes: tuple[str, ...] = ()  # sub-types of slider items only: no multiple_choice form
+    measures: str = ""  # what the task measures, one or two sentences (the generated README's first paragraph)
 
     def reported_subtypes(self, multiple_choice: bool) -> list[str]:
         """The sub-types an output type reports an accuracy for (multiple_choice has no slider items)."""
@@ -58,14 +66,31 @@ MATH_SUBTYPES = (
 )
 
 TASKS = (
-    TaskInfo("vocab", "vocab", "levante_vocab", image_options=True),
-    TaskInfo("trog", "trog", "levante_trog", image_options=True),
+    TaskInfo("vocab", "vocab", "levante_vocab", image_options=True,
+             measures="Receptive vocabulary: the child hears a word and picks the picture it names among four "
+                      "pictures."),
+    TaskInfo("trog", "trog", "levante_trog", image_options=True,
+             measures="Receptive grammar (after the Test for Reception of Grammar, TROG): the child hears a sentence "
+                      "and picks the picture that matches it; the other pictures fit a different grammatical reading "
+                      "(negation, passives, relative clauses, prepositions, ...)."),
     TaskInfo("egma-math", "math", "levante_egma_math", image_options=False, subtypes=MATH_SUBTYPES,
-             slider_subtypes=("number_line_slider",)),
-    TaskInfo("theory-of-mind", "tom", "levante_theory_of_mind", image_options=False),
-    TaskInfo("matrix-reasoning", "matrix", "levante_matrix_reasoning", image_options=True),
-    TaskInfo("mental-rotation", "mrot", "levante_mental_rotation", image_options=True),
-    TaskInfo("same-different-selection", "sds", "levante_same_different", image_options=True, repeated_uids=True),
+             slider_subtypes=("number_line_slider",),
+             measures="Early numeracy and math (items after the Early Grade Mathematics Assessment, EGMA): number "
+                      "identification and comparison, counting, missing numbers, arithmetic, fractions and "
+                      "number-line estimation (four choices, or placing a number on a line as a slider)."),
+    TaskInfo("theory-of-mind", "tom", "levante_theory_of_mind", image_options=False,
+             measures="Theory of mind: short stories followed by questions about what a character believes (false "
+                      "belief), feels (emotion reasoning) or will do, with reality-check questions; answers are "
+                      "words (hostile-attribution items have no normative answer and are left out)."),
+    TaskInfo("matrix-reasoning", "matrix", "levante_matrix_reasoning", image_options=True,
+             measures="Non-verbal abstract reasoning: the child picks the picture that completes a pattern matrix."),
+    TaskInfo("mental-rotation", "mrot", "levante_mental_rotation", image_options=True,
+             measures="Mental rotation (visuospatial): the child picks the picture that is the target shape rotated, "
+                      "not mirrored (2D shapes, trial type 2, and 3D objects, trial type 3)."),
+    TaskInfo("same-different-selection", "sds", "levante_same_different", image_options=True, repeated_uids=True,
+             measures="Same-different selection (cognitive flexibility): the child picks the card that matches a "
+                      "sample in one dimension (shape, colour, size, number) and, in later blocks, picks pairs of "
+                      "cards that are the same in a new way each time."),
 )
 BY_NAME = {info.name: info for info in TASKS}
 
@@ -76,6 +101,31 @@ def task_info(name: str) -> TaskInfo:
         return BY_NAME[name]
     except KeyError:
         raise KeyError(f"unknown LEVANTE task {name!r}; known: {', '.join(BY_NAME)}") from None
+
+
+class MissingTaskEntry(KeyError):
+    """A catalogue row has no entry in a per-task table; the message names the task, the table and its file."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; this message is a sentence
+        return str(self.args[0])
+
+
+def entry_for(table: Mapping[str, T], info: TaskInfo, what: str, where: str) -> T:
+    """The entry of catalogue row `info` in a per-task `table` keyed by `TaskInfo.name`.
+
+    Per-task tables (item rules, synthetic builders, fixture specs) are looked up through this, so a new row
+    without its entry fails with one sentence naming the task and the file to add it to (`where`).
+    """
+    try:
+        return table[info.name]
+    except KeyError:
+        raise MissingTaskEntry(f"task {info.name!r} has no {what}: add one keyed {info.name!r} to {where} "
+                               "(docs/new_task.md)") from None
+
+
+def stray_entries(table: Mapping[str, object]) -> list[str]:
+    """Keys of a per-task table that name no catalogue row (a typo or a removed task)."""
+    return sorted(set(table) - set(BY_NAME))
 
 
 def find_task(spelling: str) -> TaskInfo | None:
