@@ -2,12 +2,19 @@
 
 Every manifest row ends up as an item, an exclusion by design (counted with its reason), or a validation
 problem (fatal in strict mode; the row is dropped and counted in lenient mode).
+
+What differs between tasks is looked up by catalogue row in `ITEM_RULES` (a task with no special handling has
+`ItemRules()`); the option kind comes from the row's `image_options`. The builder still holds the few steps that
+need release-wide context (theory-of-mind stories from the corpus, the same-different context sentence, number
+lines); the rules say which tasks use them, so the README and docs/new_task.md can name them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +26,10 @@ from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.data.visuals import VisualIndex
 from levante_tasks.errors import problem_text
 from levante_tasks.schema.items import LETTERS, ItemRow, slider_chance
-from levante_tasks.schema.tasks import TASKS, task_info
+from levante_tasks.schema.tasks import TASKS, TaskInfo, entry_for, task_info
 
 MANIFEST = "manifest.csv"
+RULES_FILE = "levante_tasks/data/items.py"
 _CANNOT_OPEN = "cannot be opened"  # cached for an image file that raised OSError (already a file-level problem)
 
 
@@ -54,6 +62,53 @@ def _parse_range(text: str) -> tuple[float, float] | None:
     return low, high
 
 
+def _no_exclusion(row: ManifestRow) -> str | None:
+    return None
+
+
+def _tom_exclusion(row: ManifestRow) -> str | None:
+    return "hostile_attribution_no_normative_answer" if row.item_uid.startswith("ha_") else None
+
+
+def _math_exclusion(row: ManifestRow) -> str | None:
+    return "counting_options_are_correct_incorrect" if row.get("trial_type") == "Counting" else None
+
+
+def _sds_exclusion(row: ManifestRow) -> str | None:
+    return "instruction_or_multi_select_trial" if not row.options() else None
+
+
+@dataclass(frozen=True)
+class ItemRules:
+    """How `prepare` treats one task's manifest rows beyond the common path (options from answer + alternatives).
+
+    `exclude(row)` names why a row is left out by design (counted, not a problem) or returns None. `notes` is a
+    line for the generated README about any task-specific step of the builder (empty when there is none).
+    """
+
+    exclude: Callable[[ManifestRow], str | None] = _no_exclusion
+    notes: str = ""
+
+
+ITEM_RULES: dict[str, ItemRules] = {
+    "vocab": ItemRules(),
+    "trog": ItemRules(),
+    "egma-math": ItemRules(_math_exclusion, "Counting items (options Correct/Incorrect) are excluded; number-line "
+                                            "pictures are drawn by prepare; slider items are generate_until only."),
+    "theory-of-mind": ItemRules(_tom_exclusion, "Stories come from the theory-of-mind corpus; hostile-attribution "
+                                                "items are excluded (no normative answer)."),
+    "matrix-reasoning": ItemRules(),
+    "mental-rotation": ItemRules(),
+    "same-different-selection": ItemRules(_sds_exclusion, "Instruction and multi-select rows (no answer key) are "
+                                                          "excluded; repeated item_uids are numbered."),
+}
+
+
+def item_rules(info: TaskInfo) -> ItemRules:
+    """The item rules of a catalogue row (a clear error naming this file when the row has none)."""
+    return entry_for(ITEM_RULES, info, "item rules", RULES_FILE)
+
+
 def option_kind(row: ManifestRow) -> str:
     """`image` for picture options (and non-symbolic math cards), else `text`."""
     if task_info(row.task).image_options:
@@ -61,6 +116,37 @@ def option_kind(row: ManifestRow) -> str:
     if row.task == "egma-math" and row.get("trial_type").startswith("Non-symbolic"):
         return "image"
     return "text"
+
+
+def option_problem(options: list[str]) -> tuple[str, str] | None:
+    """(problem kind, message) when a choice row's options cannot make an item, else None."""
+    if not options:
+        return "no_answer", "no answer key"
+    if options[0] in options[1:]:
+        return "answer_among_distractors", f"answer {options[0]!r} also listed as a distractor"
+    if len(set(options)) != len(options):
+        return "duplicate_option", f"repeated distractor in {options}"
+    if len(options) < 2:
+        return "too_few_options", "fewer than two options"
+    if len(options) > len(LETTERS):
+        return "too_many_options", f"{len(options)} options, more than the letters {LETTERS}"
+    return None
+
+
+def _number_line_problem(row: ManifestRow, marked: str) -> bool:
+    """Whether a number-line row's range or marked value is unusable (bad_number_line / bad_slider)."""
+    span, target = _parse_range(row.get("item")), _float(marked)
+    return span is None or target is None or not span[0] <= target <= span[1]
+
+
+def _manifest_problem(row: ManifestRow) -> str | None:
+    """The problem kind of a choice row that the manifest alone shows (options, a number-line range), else None."""
+    wrong = option_problem(row.options())
+    if wrong:
+        return wrong[0]
+    if row.get("trial_type") == "Number Line 4afc" and _number_line_problem(row, row.options()[0]):
+        return "bad_number_line"
+    return None
 
 
 def _base_item(row: ManifestRow) -> dict[str, Any]:
@@ -118,25 +204,15 @@ class _Builder:
         task, trial_type = row.task, row.get("trial_type")
         if task == "same-different-selection" and trial_type == "something-same-1":
             self.sds_context = row.get("item")
-        if task == "theory-of-mind" and row.item_uid.startswith("ha_"):
-            return self.exclude(row, "hostile_attribution_no_normative_answer")
-        if task == "egma-math" and trial_type == "Counting":
-            return self.exclude(row, "counting_options_are_correct_incorrect")
+        reason = item_rules(task_info(task)).exclude(row)
+        if reason:
+            return self.exclude(row, reason)
         if task == "egma-math" and trial_type == "Number Line Slider":
             return self.slider(row)
         options = row.options()
-        if not options:
-            if task == "same-different-selection":
-                return self.exclude(row, "instruction_or_multi_select_trial")
-            return self.problem(row, "no_answer", "no answer key")
-        if options[0] in options[1:]:
-            return self.problem(row, "answer_among_distractors", f"answer {options[0]!r} also listed as a distractor")
-        if len(set(options)) != len(options):
-            return self.problem(row, "duplicate_option", f"repeated distractor in {options}")
-        if len(options) < 2:
-            return self.problem(row, "too_few_options", "fewer than two options")
-        if len(options) > len(LETTERS):
-            return self.problem(row, "too_many_options", f"{len(options)} options, more than the letters {LETTERS}")
+        wrong = option_problem(options)
+        if wrong:
+            return self.problem(row, *wrong)
         item = _base_item(row)
         kind = option_kind(row)
         item.update(answer=options[0], options=options, option_kind=kind, n_options=len(options),
@@ -252,3 +328,52 @@ def read_release_items(release_root: Path, log: ProblemLog) -> ReleaseItems:
     return result
 
 
+
+
+def count_manifest_items(manifest_path: Path) -> dict[str, Any]:
+    """Item counts of a manifest as `prepare` makes them, without images: per task the manifest rows (exact
+    duplicates once), rows dropped as conflicting duplicates, rows excluded by design (per reason), and the items
+    left, in all and per trial type (and per reported sub-type for a task with sub-types).
+
+    Rows with a problem the manifest alone shows (options, number-line ranges) are counted per kind and left out,
+    as lenient prepare drops them. Image and corpus problems are not checked (they depend on the other release
+    files), so `items` is what lenient prepare builds from a release whose pictures and stories are complete.
+    The result names the manifest by its version folder and sha256, never by path (it is committed:
+    `levante_tasks/lmms/tasks/_item_counts.json`).
+    """
+    log = ProblemLog()
+    manifest = load_manifest(manifest_path, log)
+    kept = _drop_conflicting_duplicates(manifest.rows, log)
+    tasks: dict[str, dict[str, Any]] = {}
+    for info in TASKS:
+        if info.name not in manifest.rows_by_task:
+            continue
+        rows = [row for row in kept if row.task == info.name]
+        excluded: Counter = Counter()
+        problems: Counter = Counter()
+        items: list[ManifestRow] = []
+        for row in rows:
+            reason = item_rules(info).exclude(row)
+            slider = info.name == "egma-math" and row.get("trial_type") == "Number Line Slider"
+            problem = (("bad_slider" if _number_line_problem(row, row.get("answer")) else None) if slider
+                       else _manifest_problem(row))
+            if reason:
+                excluded[reason] += 1
+            elif problem:
+                problems[problem] += 1
+            else:
+                items.append(row)
+        entry: dict[str, Any] = {
+            "manifest_rows": manifest.rows_by_task[info.name],
+            "dropped_duplicates": manifest.rows_by_task[info.name] - len(rows),
+            "excluded": dict(sorted(excluded.items())),
+            "problems": dict(sorted(problems.items())),
+            "items": len(items),
+            "trial_types": dict(sorted(Counter(row.get("trial_type") for row in items).items())),
+        }
+        if info.subtypes:
+            by_subtype = Counter(info.subtype_of(row.get("trial_type")) for row in items)
+            entry["subtypes"] = {name: by_subtype[name] for name, _ in info.subtypes}
+        tasks[info.name] = entry
+    digest = hashlib.sha256(Path(manifest_path).read_bytes()).hexdigest()
+    return {"manifest": {"version": Path(manifest_path).resolve().parent.name, "sha256": digest}, "tasks": tasks}

@@ -23,9 +23,11 @@ import numpy as np
 
 from levante_tasks.schema.crosswalk import redivis_uid
 from levante_tasks.synth.items import Item
+from levante_tasks.synth.registry import SYNTH_TASKS
 
-TWO_PL_TASKS = ("mental-rotation", "same-different-selection")
-SITE_TASKS = ("egma-math", "matrix-reasoning", "trog")
+# Which tasks are 2PL and which have site groups is part of each task's row in synth/registry.py.
+TWO_PL_TASKS = tuple(name for name, task in SYNTH_TASKS.items() if task.two_pl)
+SITE_TASKS = tuple(name for name, task in SYNTH_TASKS.items() if task.site_groups)
 SITES = {"synth_site_a": -0.2, "synth_site_b": 0.2}
 SLOPE = 0.3
 RESIDUAL_SD = math.sqrt(1 - SLOPE**2 * 49 / 12)

@@ -20,9 +20,11 @@ from levante_tasks import __version__
 from levante_tasks.atomic import clean_stale, make_staging_dir, name_target, swap_dir, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error
 from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
+from levante_tasks.schema.tasks import TASKS
 from levante_tasks.synth import children as kids
-from levante_tasks.synth import draw, items_language, items_math, items_reasoning, tom
+from levante_tasks.synth import draw, tom
 from levante_tasks.synth.items import MANIFEST_COLUMNS, TaskItems, stream
+from levante_tasks.synth.registry import synth_task
 
 GENERATOR_VERSION = "1"
 MARKER = SYNTHETIC_RELEASE_MARKER
@@ -30,20 +32,12 @@ TRIAL_COLUMNS = ("site", "dataset", "task_id", "user_id", "run_id", "trial_id", 
                  "item_task", "item_group", "item", "correct", "rt", "response", "answer", "distractors", "chance",
                  "theta_estimate", "theta_se")
 RUN_COLUMNS = ("run_id", "user_id", "site", "age", "true_theta", "task", "dataset")
-BUILDERS = {
-    "egma-math": items_math.build_math,
-    "matrix-reasoning": items_reasoning.build_matrix,
-    "mental-rotation": items_reasoning.build_mrot,
-    "same-different-selection": items_reasoning.build_sds,
-    "theory-of-mind": tom.build_tom,
-    "trog": items_language.build_trog,
-    "vocab": items_language.build_vocab,
-}
 
 
 def build_tasks(seed: int) -> list[TaskItems]:
-    """Every task's rows and images, in manifest order (alphabetical internal name), each from its own stream."""
-    return [BUILDERS[task](stream(seed, task)) for task in sorted(BUILDERS)]
+    """Every catalogue task's rows and images, in manifest order (alphabetical internal name), each from its own
+    stream; builders are looked up by catalogue row (synth/registry.py), so a task without one is an error."""
+    return [synth_task(info).build(stream(seed, info.name)) for info in sorted(TASKS, key=lambda info: info.name)]
 
 
 def minimal_csv(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:

@@ -6,6 +6,7 @@ separate colour, so a model that decodes colours can prove which image it receiv
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from levante_tasks.atomic import atomic_path, write_json, write_text
 from levante_tasks.core import prompts
 from levante_tasks.schema.items import ITEM_SCHEMA, LETTERS, ItemRow, slider_chance
 from levante_tasks.schema.layout import DATASET_FILE, DEFAULT_VERSION_FILE
-from levante_tasks.schema.tasks import task_info
+from levante_tasks.schema.tasks import TASKS, TaskInfo, entry_for, stray_entries, task_info
 
 CONTEXT_COLOUR = (0, 0, 255)
 IMAGE_SIZE = (32, 24)
@@ -40,15 +41,42 @@ def decode_colour(image: Image.Image) -> int | None:
     return next((index for index in range(len(LETTERS)) if near(option_colour(index))), None)
 
 
-# (internal task, trial types, option counts cycled over items, option kind, context image, items)
-SPECS = (
-    ("vocab", ("test",), (4,), "image", False, 9),
-    ("trog", ("noun", "verb"), (4,), "image", False, 9),
-    ("theory-of-mind", ("false_belief_question", "reality_check_question"), (2, 3, 4), "image", False, 9),
-    ("matrix-reasoning", ("Matrix Reasoning",), (4,), "image", True, 6),
-    ("mental-rotation", ("2", "3"), (2,), "image", True, 6),
-    ("same-different-selection", ("test-dimensions", "something-same-1"), (3, 4), "image", False, 6),
-)
+SPECS_FILE = "levante_tasks/testing/fixture_data.py"
+
+
+@dataclass(frozen=True)
+class FixtureSpec:
+    """The fixture items of one task: trial types and option counts cycled over `n_items` items.
+
+    `kind` = "math" writes the egma-math set instead (every `MATH_TYPES` entry three times, then sliders).
+    """
+
+    trial_types: tuple[str, ...] = ()
+    option_counts: tuple[int, ...] = (4,)
+    option_kind: str = "image"
+    context_image: bool = False
+    n_items: int = 0
+    kind: str = "choice"
+
+
+# Keyed by catalogue row. The order numbers the items (`manifest_row`, the prompt phrase): a new task goes at the
+# end, so every other task's fixture data (and the golden records made from it) stays the same.
+SPECS: dict[str, FixtureSpec] = {
+    "vocab": FixtureSpec(("test",), (4,), "image", False, 9),
+    "trog": FixtureSpec(("noun", "verb"), (4,), "image", False, 9),
+    "theory-of-mind": FixtureSpec(("false_belief_question", "reality_check_question"), (2, 3, 4), "image", False, 9),
+    "matrix-reasoning": FixtureSpec(("Matrix Reasoning",), (4,), "image", True, 6),
+    "mental-rotation": FixtureSpec(("2", "3"), (2,), "image", True, 6),
+    "same-different-selection": FixtureSpec(("test-dimensions", "something-same-1"), (3, 4), "image", False, 6),
+    "egma-math": FixtureSpec(kind="math"),
+}
+
+
+def fixture_spec(info: TaskInfo) -> FixtureSpec:
+    """The fixture spec of a catalogue row (a clear error naming this file when the row has none)."""
+    return entry_for(SPECS, info, "fixture spec", SPECS_FILE)
+
+
 MATH_TYPES = {
     "Number Identification": (4, False),
     "Number Comparison": (2, False),
@@ -117,24 +145,37 @@ def _write_dataset(root: Path, version: str, task: str, rows: list[dict[str, Any
 
 def write_fixture(data_dir: str | Path, version: str = "fixture-v1") -> Path:
     """Write `<data_dir>/<version>/` with one small dataset per task and `<data_dir>/default_version`."""
+    for info in TASKS:  # every catalogue row has a spec (a clear error otherwise)
+        fixture_spec(info)
+    if stray_entries(SPECS):
+        raise KeyError(f"{SPECS_FILE}: SPECS names tasks not in the catalogue: {', '.join(stray_entries(SPECS))}")
     root = Path(data_dir) / version
     number = 1
-    for task, types, counts, kind, context, n_items in SPECS:
+    for task, spec in SPECS.items():
+        if spec.kind == "math":
+            number = _write_math(root, version, number)
+            continue
         rows = []
-        for i in range(n_items):
+        types, counts = spec.trial_types, spec.option_counts
+        for i in range(spec.n_items):
             uid = f"{task_info(task).task_id}_item{i}"
-            rows.append(_row(root, task, uid, types[i % len(types)], counts[i % len(counts)], kind, context, number))
+            rows.append(_row(root, task, uid, types[i % len(types)], counts[i % len(counts)], spec.option_kind,
+                             spec.context_image, number))
             number += 1
         _write_dataset(root, version, task, rows)
+    write_text(Path(data_dir) / DEFAULT_VERSION_FILE, version + "\n")
+    return root
+
+
+def _write_math(root: Path, version: str, number: int) -> int:
+    """The egma-math fixture: three items of every `MATH_TYPES` entry, then three sliders; the next number."""
     math_rows = []
     for trial_type, (n, context) in MATH_TYPES.items():
         for i in range(3):
             uid = f"math_{trial_type.lower().replace(' ', '_').replace('-', '_')}_{i}"
             math_rows.append(_row(root, "egma-math", uid, trial_type, n, "text", context, number))
             number += 1
-    math_rows += [
-        _slider_row(root, number + i, target, top) for i, (target, top) in enumerate(((3, 10), (40, 100), (700, 1000)))
-    ]
+    sliders = ((3, 10), (40, 100), (700, 1000))
+    math_rows += [_slider_row(root, number + i, target, top) for i, (target, top) in enumerate(sliders)]
     _write_dataset(root, version, "egma-math", math_rows)
-    write_text(Path(data_dir) / DEFAULT_VERSION_FILE, version + "\n")
-    return root
+    return number + len(sliders)

@@ -1,0 +1,66 @@
+"""What a catalogue row still lacks: every file and table entry a LEVANTE task needs besides its `TaskInfo`.
+
+`missing_for(info)` returns one line per missing piece, each naming the file to edit (paths relative to the
+repository root), so a new row's test failure is the to-do list of docs/new_task.md. tests/test_new_task.py
+asserts it is empty for every real row. It lives with the test helpers because it reads the fixture specs; the
+docs check reads docs/tasks.md from a source checkout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from levante_tasks.data.items import ITEM_RULES, RULES_FILE
+from levante_tasks.lmms.tasks import _generate_configs as generator
+from levante_tasks.schema.task_source import PACKAGE_ROOT, TASKS_DIR
+from levante_tasks.schema.tasks import TaskInfo
+from levante_tasks.synth.registry import REGISTRY_FILE, SYNTH_TASKS
+from levante_tasks.testing.fixture_data import SPECS, SPECS_FILE
+
+REPO_ROOT = PACKAGE_ROOT.parent
+TASKS_REL = "levante_tasks/lmms/tasks"
+GENERATOR = "python -m levante_tasks.lmms.tasks._generate_configs"
+
+
+def docs_row(info: TaskInfo) -> str:
+    """The start of the task's row in docs/tasks.md's task table."""
+    return f"| `{info.lmms_name}` |"
+
+
+def missing_for(info: TaskInfo, repo_root: Path = REPO_ROOT) -> list[str]:
+    """Every piece `info` lacks, as `<file>: <what to add>` lines (empty when the task is complete).
+
+    Checked: the `measures` text of the row; its item rules (data/items.py `ITEM_RULES`), synthetic builder
+    (synth/registry.py `SYNTH_TASKS`) and fixture spec (testing/fixture_data.py `SPECS`); its item counts in
+    `_item_counts.json`; its generated lmms-eval folder (every variant YAML and group, byte-equal to what the
+    generator renders now) and README; its row in docs/tasks.md.
+    """
+    missing = []
+    if not info.measures.strip():
+        missing.append("levante_tasks/schema/tasks.py: a `measures` description in the task's TaskInfo row")
+    for table, file, what in ((ITEM_RULES, RULES_FILE, "ITEM_RULES entry (item rules; ItemRules() if none)"),
+                              (SYNTH_TASKS, REGISTRY_FILE, "SYNTH_TASKS entry (synthetic item builder)"),
+                              (SPECS, SPECS_FILE, "SPECS entry (fixture spec; append at the end)")):
+        if info.name not in table:
+            missing.append(f"{file}: a {what} keyed {info.name!r}")
+    counts = generator.load_counts()
+    if info.name not in counts.get("tasks", {}):
+        missing.append(f"{TASKS_REL}/{generator.COUNTS_FILE}: item counts of {info.name!r} "
+                       f"(rerun `{GENERATOR} --manifest <release>/manifest.csv` on a manifest with the task)")
+    task_files = generator.task_files(info, counts)  # what the generator writes for this row now
+    folder = TASKS_DIR / info.folder
+    stale = sorted(rel for rel, text in task_files.items() if rel != f"{info.folder}/README.md"
+                   and (not (TASKS_DIR / rel).is_file() or (TASKS_DIR / rel).read_text(encoding="utf-8") != text))
+    if not folder.is_dir():
+        missing.append(f"{TASKS_REL}/{info.folder}/: the generated YAML folder (run `{GENERATOR}`)")
+    elif stale:
+        missing.append(f"{TASKS_REL}/{info.folder}/: {len(stale)} generated YAML(s) missing or stale, e.g. "
+                       f"{stale[0].split('/')[-1]} (run `{GENERATOR}`)")
+    readme = f"{info.folder}/README.md"
+    if not (TASKS_DIR / readme).is_file() or (TASKS_DIR / readme).read_text(encoding="utf-8") != task_files[readme]:
+        missing.append(f"{TASKS_REL}/{readme}: the generated README missing or stale (run `{GENERATOR}`)")
+    docs = repo_root / "docs" / "tasks.md"
+    if not docs.is_file() or docs_row(info) not in docs.read_text(encoding="utf-8"):
+        missing.append(f"docs/tasks.md: a row `{docs_row(info)} ...` in the task table")
+    return missing
+
