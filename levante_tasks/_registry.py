@@ -3,8 +3,13 @@
 `inspect eval levante_tasks/levante_trog --model vllm/... -T seed=1 -T variant=blank` (docs/inspect.md). The tasks
 are made from `levante_tasks.schema.tasks.TASKS`, so a new catalogue row is a new inspect task too. Bad task
 arguments (an unknown `-T` name included: inspect would only warn and run the defaults) and missing or damaged
-data raise `LevanteTaskError`, which inspect's CLI prints as its one line, without a traceback. The offline
-test model API (`levante-tiny/clip`) is registered by importing `levante_tasks.testing.inspect_model`, never here.
+data raise `LevanteTaskError`, which inspect's CLI prints as its one line, without a traceback.
+
+The offline test model API `levante-tiny` (`levante-tiny/clip`, `/vlm`, `/reply`) is registered here too, so that
+`inspect eval ... --model levante-tiny/clip` works from inspect's own CLI (inspect_ai loads this entry point when it
+looks up a model API). Only its name is registered: the factory imports `levante_tasks.testing.inspect_model`
+(torch, the adapters) when a levante-tiny model is created, the way inspect's own providers defer their imports, so
+importing this module stays as light as before and no product code runs the test double unless asked to by name.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from inspect_ai import Task, task
+from inspect_ai.model import ModelAPI, modelapi
 
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 
@@ -32,4 +38,12 @@ def _task_function(info: TaskInfo) -> Callable[..., Task]:
 
 TASK_FUNCTIONS = {info.lmms_name: _task_function(info) for info in TASKS}
 globals().update(TASK_FUNCTIONS)
-__all__ = sorted(TASK_FUNCTIONS)
+__all__ = [*sorted(TASK_FUNCTIONS), "levante_tiny"]
+
+
+@modelapi(name="levante-tiny")
+def levante_tiny() -> type[ModelAPI]:
+    """The offline test model API (`levante_tasks.testing.inspect_model`), imported only when used."""
+    from levante_tasks.testing.inspect_model import LevanteTinyAPI
+
+    return LevanteTinyAPI

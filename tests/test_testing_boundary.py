@@ -11,7 +11,9 @@ import levante_adapters
 import levante_tasks
 
 ROOT = Path(levante_tasks.__file__).resolve().parents[1]
-ALLOWED = {"levante_tasks/demo.py"}  # the demo builds its tiny CLIP with the testing module
+# The demo builds its tiny CLIP with the testing module; the inspect entry point registers the offline model API
+# `levante-tiny` by name and imports the testing module only when such a model is made (test below).
+ALLOWED = {"levante_tasks/demo.py", "levante_tasks/_registry.py"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -45,3 +47,18 @@ def test_only_the_product_models_are_lmms_eval_entry_points() -> None:
     assert all(m.simple_class_path.startswith("levante_adapters.") for m in MANIFESTS)
     assert sorted(p.name for p in Path(levante_adapters.__file__).parent.glob("*.py")) == [
         "__init__.py", "clip_scorer.py", "common.py", "manifest.py", "revision.py", "vlm_mc.py"]
+
+
+def test_the_inspect_entry_point_imports_the_test_model_only_when_one_is_made() -> None:
+    """`levante_tasks._registry` registers `levante-tiny` by name; loading it imports neither the test doubles nor
+    torch, and the registered factory gives the test double's ModelAPI class."""
+    import subprocess
+    import sys
+
+    code = ("import sys, levante_tasks._registry as r; "
+            "print(sorted(m for m in sys.modules if m.startswith('levante_tasks.testing') or m == 'torch')); "
+            "from inspect_ai.model._model import get_model; "
+            "print(type(get_model('levante-tiny/reply', reply='B').api).__name__)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["[]", "LevanteTinyAPI"]

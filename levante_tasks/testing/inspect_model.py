@@ -1,6 +1,8 @@
 """`levante-tiny/clip`, `levante-tiny/vlm` and `levante-tiny/reply`: offline inspect_ai model APIs around the
-`levante_clip` and `levante_vlm_mc` adapters, and one that always answers the same text (test doubles, registered
-on import).
+`levante_clip` and `levante_vlm_mc` adapters, and one that always answers the same text (test doubles). The name
+`levante-tiny` is registered by the package's inspect_ai entry point (`levante_tasks._registry`, which imports this
+module only when a levante-tiny model is made), so `inspect eval ... --model levante-tiny/clip` works from inspect's
+CLI; importing this module registers it too.
 
 clip answers each LEVANTE sample exactly as the lmms-eval adapter does, with the adapter's own code: the item's
 doc is rebuilt by `levante_tasks.core.docs.task_docs` from the sample message's `levante_item_ref` (task, seed,
@@ -31,11 +33,11 @@ from inspect_ai.model import (
     GenerateConfig,
     ModelAPI,
     ModelOutput,
-    modelapi,
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 from PIL import Image
 
+import levante_tasks._registry  # noqa: F401 (registers levante-tiny: its lazy factory returns LevanteTinyAPI)
 from levante_tasks.inspect.samples import ITEM_KEY
 from levante_tasks.inspect.scorer import ANSWER_KEY
 
@@ -133,9 +135,3 @@ class LevanteTinyAPI(ModelAPI):
                                           content=f"ANSWER: {json.loads(answer)['answer']}")
         output.metadata = {ANSWER_KEY: answer}
         return output
-
-
-@modelapi(name="levante-tiny")
-def levante_tiny() -> type[ModelAPI]:
-    """Register `levante-tiny/<kind>` with inspect_ai."""
-    return LevanteTinyAPI
