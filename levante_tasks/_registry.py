@@ -20,6 +20,7 @@ from typing import Any
 from inspect_ai import Task, task
 from inspect_ai.model import ModelAPI, modelapi
 
+from levante_tasks.schema.markers import TEST_INSPECT_PROVIDER
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 
 
@@ -41,7 +42,7 @@ globals().update(TASK_FUNCTIONS)
 __all__ = [*sorted(TASK_FUNCTIONS), "levante_tiny"]
 
 
-@modelapi(name="levante-tiny")
+@modelapi(name=TEST_INSPECT_PROVIDER)
 def levante_tiny() -> type[ModelAPI]:
     """The offline test model API (`levante_tasks.testing.inspect_model`), imported only when used."""
     from levante_tasks.testing.inspect_model import LevanteTinyAPI

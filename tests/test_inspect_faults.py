@@ -124,7 +124,7 @@ def _run(tasks, log_dir: Path, data_dir: Path, **kwargs) -> list:
     """inspect_ai.eval with levante-tiny on the fixture data; every log finished."""
     from inspect_ai import eval as inspect_eval
 
-    import levante_tasks.testing.inspect_model  # noqa: F401 (registers levante-tiny)
+    import levante_tasks._registry  # noqa: F401 (registers levante-tiny)
 
     old = os.environ.get("LEVANTE_DATA_DIR")
     os.environ["LEVANTE_DATA_DIR"] = str(data_dir)
@@ -183,7 +183,7 @@ def other_task_log(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("other")
     from inspect_ai import eval as inspect_eval
 
-    import levante_tasks.testing.inspect_model  # noqa: F401 (registers levante-tiny)
+    import levante_tasks._registry  # noqa: F401 (registers levante-tiny)
 
     task = Task(dataset=[Sample(input="1+1?", target="2")], scorer=match(), name="arithmetic")
     (log,) = inspect_eval(task, model="levante-tiny/reply", model_args={"reply": "2"}, log_dir=str(tmp / "logs"),

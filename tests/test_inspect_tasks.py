@@ -102,7 +102,7 @@ def _inspect_run(log_dir: Path, clip: Path, data_dir: Path) -> list:
     """`inspect_ai.eval` of the compared tasks (seed 1) with levante-tiny/clip, offline."""
     from inspect_ai import eval as inspect_eval
 
-    import levante_tasks.testing.inspect_model  # noqa: F401 (registers levante-tiny)
+    import levante_tasks._registry  # noqa: F401 (registers levante-tiny)
 
     old = os.environ.get("LEVANTE_DATA_DIR")
     os.environ["LEVANTE_DATA_DIR"] = str(data_dir)
@@ -258,7 +258,7 @@ def test_verify_reports_an_accuracy_that_disagrees_with_the_records(runs, tmp_pa
 def test_tiny_vlm_scores_the_letters_and_egma_math_gets_its_subtype_columns(tmp_path, data_dir):
     from inspect_ai import eval as inspect_eval
 
-    import levante_tasks.testing.inspect_model  # noqa: F401 (registers levante-tiny)
+    import levante_tasks._registry  # noqa: F401 (registers levante-tiny)
     from levante_tasks.testing.tiny_models import build_tiny_vlm
 
     vlm = build_tiny_vlm(tmp_path / "tiny-vlm")

@@ -205,5 +205,8 @@ def test_the_test_double_names_are_those_the_testing_package_registers() -> None
     from levante_tasks.testing import inspect_model, matrix_doubles, models
 
     assert set(markers.TEST_DOUBLE_ADAPTERS) == {m.model_id for m in [*models.MANIFESTS, *matrix_doubles.MANIFESTS]}
-    source = Path(inspect_model.__file__).read_text(encoding="utf-8")
-    assert f'@modelapi(name="{markers.TEST_INSPECT_PROVIDER}")' in source
+    from inspect_ai.model._model import get_model
+
+    import levante_tasks._registry  # noqa: F401 (the inspect entry point registers the test model API)
+
+    assert isinstance(get_model(f"{markers.TEST_INSPECT_PROVIDER}/reply", reply="B").api, inspect_model.LevanteTinyAPI)

@@ -2,7 +2,7 @@
 `levante_clip` and `levante_vlm_mc` adapters, and one that always answers the same text (test doubles). The name
 `levante-tiny` is registered by the package's inspect_ai entry point (`levante_tasks._registry`, which imports this
 module only when a levante-tiny model is made), so `inspect eval ... --model levante-tiny/clip` works from inspect's
-CLI; importing this module registers it too.
+CLI and from `inspect_ai.eval` alike.
 
 clip answers each LEVANTE sample exactly as the lmms-eval adapter does, with the adapter's own code: the item's
 doc is rebuilt by `levante_tasks.core.docs.task_docs` from the sample message's `levante_item_ref` (task, seed,
@@ -37,7 +37,6 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 from PIL import Image
 
-import levante_tasks._registry  # noqa: F401 (registers levante-tiny: its lazy factory returns LevanteTinyAPI)
 from levante_tasks.inspect.samples import ITEM_KEY
 from levante_tasks.inspect.scorer import ANSWER_KEY
 
