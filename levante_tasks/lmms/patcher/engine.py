@@ -150,16 +150,21 @@ def _write_record(target: Target, record: dict[str, Any]) -> None:
         os.chmod(tmp, 0o644)
 
 
-def apply_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) -> Outcome:
-    """Bring every target file to its fully patched hash and (re)write the record; a no-op when done."""
+def _planned(target: Target, patch_set: PatchSet, reverse: bool) -> tuple[Outcome, dict[str, bytes]]:
+    """The outcome so far and the new bytes of every file not yet in the wanted state (patched, or pinned when
+    `reverse`); each target file is read and hashed once."""
     read = _read_targets(target, patch_set)
     outcome = Outcome(target, _states(patch_set, read))
-    new_contents = {
-        path: _transform(patch_set, path, *read[path], reverse=False)
-        for path, state in outcome.before.items()
-        if state != PATCHED
-    }
-    outcome.changed = sorted(new_contents)
+    done = PINNED if reverse else PATCHED
+    contents = {path: _transform(patch_set, path, *read[path], reverse=reverse)
+                for path, state in outcome.before.items() if state != done}
+    outcome.changed = sorted(contents)
+    return outcome, contents
+
+
+def apply_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) -> Outcome:
+    """Bring every target file to its fully patched hash and (re)write the record; a no-op when done."""
+    outcome, new_contents = _planned(target, patch_set, reverse=False)
     outcome.record = expected_record(target, patch_set)
     if dry_run:
         return outcome
@@ -171,14 +176,7 @@ def apply_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) 
 
 def revert_patch_set(target: Target, patch_set: PatchSet, dry_run: bool = False) -> Outcome:
     """Restore every (fully or partly) patched file to its exact upstream bytes and remove the record."""
-    read = _read_targets(target, patch_set)
-    outcome = Outcome(target, _states(patch_set, read))
-    old_contents = {
-        path: _transform(patch_set, path, *read[path], reverse=True)
-        for path, state in outcome.before.items()
-        if state != PINNED
-    }
-    outcome.changed = sorted(old_contents)
+    outcome, old_contents = _planned(target, patch_set, reverse=True)
     if dry_run:
         return outcome
     _replace_files(target, old_contents, before_renames=lambda: record_path(target).unlink(missing_ok=True))
