@@ -7,7 +7,8 @@ from typing import Any
 
 import yaml
 
-from levante_tasks.errors import LevanteError, display_path, problem_text
+from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.textfile import read_text
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -27,14 +28,7 @@ class _StrictLoader(yaml.SafeLoader):
 def read_yaml(path: Path) -> Any:
     """The parsed YAML document at `path` (UTF-8, a leading BOM allowed); None for an empty file."""
     shown = display_path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LevanteError(f"{shown}: {problem_text(exc)}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise LevanteError(f"{shown}: not UTF-8 text (byte {exc.start})") from None
+    text = read_text(path, shown)
     try:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:

@@ -110,7 +110,7 @@ def test_failed_rebuild_keeps_previous_datasets(tmp_path, capsys):
 def test_corrupt_manifest_encoding(tmp_path, capsys):
     root = write_release(tmp_path / "rel")
     (root / "manifest.csv").write_bytes(b"\xff\xfe\x00garbage")
-    _assert_fails(tmp_path, capsys, "manifest.csv: not UTF-8 text (byte 0xff at byte offset 0)")
+    _assert_fails(tmp_path, capsys, "manifest.csv:1: not UTF-8 text (byte 0xff at byte offset 0)")
 
 
 def test_second_prepare_does_no_work(tmp_path, capsys):

@@ -77,7 +77,7 @@ def test_generate_refuses_a_folder_that_is_not_an_l0_dataset(tmp_path: Path, cap
     [
         (TINY + "colour: red\n", "tiny.yaml: colour: unknown setting"),
         ("seed: [\n", "tiny.yaml: invalid YAML at line 2"),
-        (b"seed: 3\n\xff\xfe\n", "tiny.yaml: not UTF-8 text (byte 8)"),
+        (b"seed: 3\n\xff\xfe\n", "tiny.yaml:2: not UTF-8 text (byte 0xff at byte offset 8)"),
         (b"seed: 3\x00\n", "tiny.yaml: invalid YAML"),
         ("- 1\n- 2\n", "tiny.yaml: expected a mapping of settings, got list"),
         ("per_bin: 0\n", "tiny.yaml: per_bin: must be >= 1"),

@@ -335,7 +335,7 @@ def test_second_prepare_waits_for_the_lock(good, tmp_path):
                 assert process.poll() is None, stderr_path.read_text()
                 time.sleep(0.05)
             message = stderr_path.read_text().strip()
-            assert message == (f"levante-tasks: another prepare is running on .../data/{VERSION} (pid 424242); "
+            assert message == (f"levante-tasks: another prepare is using .../data/{VERSION} (pid 424242); "
                                "waiting"), message  # no absolute path in messages
             time.sleep(0.5)
             assert process.poll() is None  # still waiting, nothing rebuilt
@@ -348,12 +348,13 @@ def test_second_prepare_waits_for_the_lock(good, tmp_path):
 
 def test_lock_wait_gives_up_after_the_timeout(good, monkeypatch):
     base, _, data = good
-    from levante_tasks.data import runlock
+    from levante_tasks import filelock
 
-    monkeypatch.setattr(runlock, "WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(filelock, "WAIT_SECONDS", 0.3)
     with open(data / VERSION / LOCK_NAME, "a+") as holder:
         fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(LevanteError, match=r"another prepare is still running on .* after 0.3 s; try again later"):
+        with pytest.raises(LevanteError, match=r"another prepare \(pid \w+\) still holds it after 0.3 s; try again "
+                                               "later"):
             prepare(str(base), VERSION, str(data), strict=True, progress=False)
 
 

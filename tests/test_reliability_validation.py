@@ -332,7 +332,8 @@ def test_non_utf8_byte_in_manifest_names_its_offset(tmp_path, capsys):
     offset = data.index(b"math_add_250")  # beyond the first 8 KiB decode chunk
     (root / "manifest.csv").write_bytes(_with_byte(data, offset))
     lines = error_lines(capsys, prepare_args(tmp_path / "rel", tmp_path / "data"))
-    assert lines == [f"manifest.csv: not UTF-8 text (byte 0xff at byte offset {offset})"]
+    line = data.count(b"\n", 0, offset) + 1
+    assert lines == [f"manifest.csv:{line}: not UTF-8 text (byte 0xff at byte offset {offset})"]
 
 
 def test_non_utf8_byte_in_corpus_names_its_offset(tmp_path, capsys):
@@ -340,7 +341,8 @@ def test_non_utf8_byte_in_corpus_names_its_offset(tmp_path, capsys):
     offset = text.index(b"ball")
     write_tom_release(tmp_path / "rel", corpus=_with_byte(text, offset))
     lines = error_lines(capsys, prepare_args(tmp_path / "rel", tmp_path / "data"))
-    assert lines == [f"{CORPUS_RELPATH}: not UTF-8 text (byte 0xff at byte offset {offset})"]
+    line = text.count(b"\n", 0, offset) + 1
+    assert lines == [f"{CORPUS_RELPATH}:{line}: not UTF-8 text (byte 0xff at byte offset {offset})"]
 
 
 # --- root cause 5 (part): the readers of manifest.csv and the ToM corpus never end in a traceback ------------

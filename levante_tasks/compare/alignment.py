@@ -19,6 +19,7 @@ import pandas as pd
 
 from levante_tasks.compare.tables import read_table, rows_with_items
 from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.schema import layout
 from levante_tasks.schema.crosswalk import canonical_uid
 
 IMAGE_SUFFIXES = (".webp", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".bmp")
@@ -116,7 +117,7 @@ def read_items(path: Path) -> tuple[dict[str, list[str]], Counter]:
     """
     counts: Counter = Counter()
     if path.is_dir():
-        files = sorted(path.rglob("test.parquet"))
+        files = sorted(path.rglob(layout.DATASET_FILE))
         if not files:
             raise LevanteError(f"{path.name}: no test.parquet below it (expected a prepared datasets folder)")
         table = _read_parquet(files, path)

@@ -136,11 +136,13 @@ def read_jsonl(path: Path, counts: Counter) -> list[dict]:
     model_name, test_model = _model_identity(path) if match else (path.stem, False)
     lmms_task = match.group("task") if match else path.stem
     rows = []
+    offset = 0  # the file offset of the line
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            base, offset = offset, offset + len(raw)
             if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
-            problem = text_problem(raw)
+                raw, base = raw[len(codecs.BOM_UTF8) :], base + len(codecs.BOM_UTF8)
+            problem = text_problem(raw, base)
             if problem:
                 raise LevanteError(f"{path.name}:{number}: {problem}")
             line = raw.decode("utf-8")

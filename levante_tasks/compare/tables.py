@@ -15,42 +15,42 @@ import numpy as np
 import pandas as pd
 
 from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.textfile import NEWLINE, NUL, line_of, not_utf8, nul_byte
 
 CHUNK = 1 << 20
-NEWLINE = b"\n"
-NUL = b"\0"
 TRUE_STRINGS = {"true", "t", "1", "1.0", "yes"}
 FALSE_STRINGS = {"false", "f", "0", "0.0", "no"}
 
 
-def text_problem(data: bytes) -> str | None:
-    """Why one line of bytes is not usable text (NUL byte, not UTF-8), or None; a leading BOM is fine."""
+def text_problem(data: bytes, base: int = 0) -> str | None:
+    """Why one line of bytes (at file offset `base`) is not usable text (NUL byte, not UTF-8: textfile's
+    wording), or None; a leading BOM is fine."""
     if NUL in data:
-        return "NUL byte (a binary or damaged file?)"
+        return nul_byte()
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return f"not UTF-8 text (byte {data[exc.start]:#04x}); save the file as UTF-8"
+        return not_utf8(data, exc.start, base)
     return None
 
 
 def check_text(path: Path) -> None:
     """Fail with `<file>:<line>: ...` at the first NUL byte or non-UTF-8 byte (read in chunks, any size)."""
-    line, carry = 1, b""
+    line, carry, base = 1, b"", 0  # base: the file offset of data[0]
     with open(path, "rb") as handle:
         while True:
             chunk = handle.read(CHUNK)
             data = carry + chunk
             nul = data.find(NUL)
             if nul >= 0:
-                raise LevanteError(f"{path.name}:{line + data.count(NEWLINE, 0, nul)}: {text_problem(NUL)}")
+                raise LevanteError(f"{path.name}:{line_of(data, nul, line)}: {nul_byte()}")
             try:
                 _, used = codecs.utf_8_decode(data, "strict", not chunk)
             except UnicodeDecodeError as exc:
-                where = line + data.count(NEWLINE, 0, exc.start)
-                raise LevanteError(f"{path.name}:{where}: {text_problem(data[exc.start:exc.end])}") from None
+                where = line_of(data, exc.start, line)
+                raise LevanteError(f"{path.name}:{where}: {not_utf8(data, exc.start, base)}") from None
             line += data.count(NEWLINE, 0, used)
-            carry = data[used:]
+            carry, base = data[used:], base + used
             if not chunk:
                 return
 
@@ -176,15 +176,3 @@ def parse_correct(value: object) -> float:
     if number not in (0.0, 1.0):
         raise ValueError(f"correct must be 0 or 1, not {_cell(value)}")
     return number
-
-
-def correct_column(table: pd.DataFrame, path: Path, missing: float = math.nan) -> list[float]:
-    """The `correct` column as 1.0/0.0 (`missing` for empty cells); other values name the file and row."""
-    out = []
-    for pos, value in enumerate(table["correct"]):
-        try:
-            parsed = parse_correct(value)
-        except ValueError as exc:
-            raise LevanteError(f"{path.name}: row {pos + 1}: {exc}") from None
-        out.append(missing if math.isnan(parsed) else parsed)
-    return out

@@ -8,7 +8,6 @@ variant and the image paths to show, in the order the model receives them.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from levante_tasks.core import controls
 from levante_tasks.core.options import gold_positions, presented_order
 from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.schema import layout
+from levante_tasks.schema.dataset import DatasetInfo, read_dataset_info
 from levante_tasks.schema.items import ITEM_SCHEMA, letters_for
 from levante_tasks.schema.records import VARIANTS
 from levante_tasks.schema.tasks import task_info
@@ -34,7 +34,7 @@ def repair_hint(version: str) -> str:
 def load_rows(task: str, version: str) -> list[dict[str, Any]]:
     """The item rows of one task, as plain Python values; a missing or damaged dataset is one line naming it."""
     parquet = layout.dataset_dir(version, task) / layout.DATASET_FILE
-    where = f"{version}/datasets/{task}/test.parquet"
+    where = f"{version}/{layout.DATASETS_DIR}/{task}/{layout.DATASET_FILE}"
     if not parquet.is_file():
         hint = layout.PREPARE_HINT.replace("VERSION", version)
         raise LevanteError(f"{task}: no prepared dataset for version {version}: {hint}")
@@ -132,26 +132,21 @@ def task_docs(task: str, *, seed: int, variant: str, choice_only: bool) -> list[
 
 def dataset_fingerprint(task: str, version: str) -> str | None:
     """The fingerprint `prepare` recorded for a task's dataset (`dataset.json`), None when it has none."""
-    value = dataset_info(task, version).get("fingerprint")
-    return str(value) if value else None
+    return dataset_info(task, version).fingerprint
 
 
 def dataset_synthetic(task: str, version: str) -> bool | None:
     """Whether `prepare` built the task's dataset from a synthetic release (`dataset.json`); None: not recorded."""
-    value = dataset_info(task, version).get("synthetic")
-    return value if isinstance(value, bool) else None
+    return dataset_info(task, version).synthetic
 
 
-def dataset_info(task: str, version: str) -> dict[str, Any]:
-    """A task's `dataset.json` as written by `prepare` ({} when it is not an object); unreadable: LevanteError."""
-    info_path = layout.dataset_dir(version, task) / "dataset.json"
+def dataset_info(task: str, version: str) -> DatasetInfo:
+    """A task's `dataset.json` as written by `prepare` (schema.dataset); unreadable or damaged: LevanteError."""
+    shown = f"{version}/{layout.DATASETS_DIR}/{task}/{layout.DATASET_INFO_FILE}"
     try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        hint = repair_hint(version)
-        raise LevanteError(f"{task}: {version}/datasets/{task}/dataset.json: unreadable ({type(exc).__name__}): "
-                           f"{hint}") from exc
-    return info if isinstance(info, dict) else {}
+        return read_dataset_info(layout.dataset_dir(version, task) / layout.DATASET_INFO_FILE, shown)
+    except LevanteError as exc:
+        raise LevanteError(f"{task}: {exc}: {repair_hint(version)}") from exc
 
 
 def version_root(doc: Mapping[str, Any]) -> Path:

@@ -19,11 +19,12 @@ from levante_tasks.data.items import ReleaseItems, read_release_items
 from levante_tasks.data.mirror import sha256_file
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema import layout
+from levante_tasks.schema.dataset import FINGERPRINT_COVERS, IMAGE_ROOT, dataset_info_document
 from levante_tasks.schema.items import ITEM_SCHEMA, SLIDER_TOLERANCE
 from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
 from levante_tasks.schema.tasks import BY_NAME
 
-SCHEMA_VERSION = 1
 BUILDER_VERSION = 4  # bump whenever item construction changes, so `prepare` rebuilds (4: `<image N>` markers)
 MAX_PROBLEM_LINES = 50
 EMPTY_TASK_HINT = "pass --allow-empty-tasks to build the other tasks anyway"
@@ -81,22 +82,19 @@ def _write_task(items: list[dict[str, Any]], task: str, version: str, out_dir: P
                 excluded: dict[str, int], synthetic: bool) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(items, schema=ITEM_SCHEMA)
-    pq.write_table(table, out_dir / "test.parquet")
+    pq.write_table(table, out_dir / layout.DATASET_FILE)
     chance = sorted({round(i["chance_level"], 6) for i in items if not math.isnan(i["chance_level"])})
-    write_json(out_dir / "dataset.json", {
-        "schema_version": SCHEMA_VERSION,
-        "task": task,
-        "version": version,
-        "n_items": len(items),
-        "fingerprint": fingerprint,
-        "fingerprint_covers": "item rows (key-sorted JSON) + sha256 of every referenced image",
-        "excluded": excluded,
-        "chance_levels": chance,
-        "trial_types": sorted({i["trial_type"] for i in items}),
-        "slider_tolerance": SLIDER_TOLERANCE,
-        "image_root": "../..",
-        "synthetic": synthetic,  # the release holds levante-tasks synth's marker (schema.markers): made-up items
-    })
+    write_json(out_dir / layout.DATASET_INFO_FILE, dataset_info_document(
+        task, version, len(items),
+        fingerprint=fingerprint,
+        fingerprint_covers=FINGERPRINT_COVERS,
+        excluded=excluded,
+        chance_levels=chance,
+        trial_types=sorted({i["trial_type"] for i in items}),
+        slider_tolerance=SLIDER_TOLERANCE,
+        image_root=IMAGE_ROOT,
+        synthetic=synthetic,  # the release holds levante-tasks synth's marker (schema.markers): made-up items
+    ))
 
 
 def _excluded_counts(result: ReleaseItems, dropped: dict[str, dict[str, int]], task: str) -> dict[str, int]:
@@ -137,14 +135,14 @@ def stage_datasets(release_root: Path, version: str, strict: bool, build_key: st
     dropped = log.dropped_rows_by_task()
 
     def resolve(rel: str) -> Path:  # generated images exist only in staging; release files under release_root
-        if rel.startswith("generated/"):
+        if rel.startswith(f"{layout.GENERATED_DIR}/"):
             return staging / rel
-        return release_root / Path(rel).relative_to("release")
+        return release_root / Path(rel).relative_to(layout.RELEASE_DIR)
 
     tasks = sorted(set(result.items) | set(result.excluded) | set(dropped))
     accounts = {task: _excluded_counts(result, dropped, task) for task in tasks}
     _check_nothing_emptied(result, accounts, allow_empty_tasks)
-    (staging / "generated").mkdir(parents=True, exist_ok=True)
+    (staging / layout.GENERATED_DIR).mkdir(parents=True, exist_ok=True)
     _draw_generated(result, staging)
     summaries: list[TaskSummary] = []
     for task in tasks:
@@ -152,9 +150,9 @@ def stage_datasets(release_root: Path, version: str, strict: bool, build_key: st
         fingerprint = dataset_fingerprint(items, resolve)
         summaries.append(TaskSummary(task, len(items), fingerprint, accounts[task]))
         if items:
-            _write_task(items, task, version, staging / "datasets" / task, fingerprint, accounts[task],
+            _write_task(items, task, version, staging / layout.DATASETS_DIR / task, fingerprint, accounts[task],
                         synthetic=(release_root / SYNTHETIC_RELEASE_MARKER).is_file())
-    write_json(staging / "datasets" / "build.json", {
+    write_json(staging / layout.DATASETS_DIR / layout.BUILD_FILE, {
         "build_key": build_key,
         "tasks": {s.task: {"n_items": s.n_items, "fingerprint": s.fingerprint, "excluded": s.excluded}
                   for s in summaries},

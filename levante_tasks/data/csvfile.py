@@ -6,7 +6,6 @@ text-mode reader reports it relative to an 8 KiB chunk). A leading UTF-8 BOM is 
 
 from __future__ import annotations
 
-import codecs
 import csv
 import errno
 import io
@@ -14,6 +13,7 @@ import os
 from pathlib import Path, PurePosixPath
 
 from levante_tasks.errors import LevanteError, problem_text
+from levante_tasks.textfile import decode_text
 
 
 def blocked_folder(path: Path, name: str) -> str | None:
@@ -46,12 +46,7 @@ def read_csv_rows(path: Path, name: str, missing: str) -> tuple[list[str], list[
         raise LevanteError(missing) from exc
     except OSError as exc:
         raise LevanteError(unreadable(path, name, exc)) from exc
-    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
-    try:
-        text = data[start:].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        offset = start + exc.start
-        raise LevanteError(f"{name}: not UTF-8 text (byte 0x{data[offset]:02x} at byte offset {offset})") from exc
+    text = decode_text(data, name)
     try:
         rows = [row for row in csv.reader(io.StringIO(text, newline="")) if row]
     except csv.Error as exc:

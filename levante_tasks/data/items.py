@@ -25,10 +25,10 @@ from levante_tasks.data.manifest import ManifestRow, load_manifest
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.data.visuals import VisualIndex
 from levante_tasks.errors import problem_text
+from levante_tasks.schema import layout
 from levante_tasks.schema.items import LETTERS, ItemRow, slider_chance
 from levante_tasks.schema.tasks import TASKS, TaskInfo, entry_for, task_info
 
-MANIFEST = "manifest.csv"
 RULES_FILE = "levante_tasks/data/items.py"
 _CANNOT_OPEN = "cannot be opened"  # cached for an image file that raised OSError (already a file-level problem)
 
@@ -171,8 +171,8 @@ class _Builder:
         self._image_problems: dict[str, str | None] = {}  # each distinct file is decoded once
 
     def problem(self, row: ManifestRow, kind: str, message: str) -> None:
-        self.log.add(Problem(MANIFEST, kind, f"{row.item_uid}: {message}", row=row.row, item_uid=row.item_uid,
-                             task=row.task))
+        self.log.add(Problem(layout.MANIFEST_FILE, kind, f"{row.item_uid}: {message}", row=row.row,
+                             item_uid=row.item_uid, task=row.task))
 
     def exclude(self, row: ManifestRow, reason: str) -> None:
         self.result.excluded[row.task][reason] += 1
@@ -181,13 +181,13 @@ class _Builder:
         """Resolve an image key of this row's task; record missing/unreadable images as problems."""
         rel = self.visuals.find(row.task, key)
         if rel is None:
-            self.problem(row, "image_missing", f"{role} image {key!r} not found in visual/{row.task}/")
+            self.problem(row, "image_missing", f"{role} image {key!r} not found in {layout.VISUAL_DIR}/{row.task}/")
             return None
         return rel if self.decodes(row, rel, role) else None
 
     def decodes(self, row: ManifestRow, rel: str, role: str) -> bool:
         """Whether the image file decodes fully; records an item problem (or a file problem) when not."""
-        shown = rel.removeprefix("release/")
+        shown = rel.removeprefix(f"{layout.RELEASE_DIR}/")
         if rel not in self._image_problems:
             try:
                 self._image_problems[rel] = self.visuals.decode_problem(rel)
@@ -293,7 +293,7 @@ def _drop_conflicting_duplicates(rows: list[ManifestRow], log: ProblemLog) -> li
             kept.append(row)
             continue
         differing = [c for c, v in row.values.items() if first[key].values.get(c) != v]
-        log.add(Problem(MANIFEST, "duplicate_item_uid",
+        log.add(Problem(layout.MANIFEST_FILE, "duplicate_item_uid",
                         f"{row.item_uid}: duplicate item_uid (first at row {first[key].row}; differs in "
                         f"{', '.join(differing)})", row=row.row, item_uid=row.item_uid,
                         task=row.task))
@@ -314,7 +314,7 @@ def _number_repeated_uids(items: list[dict[str, Any]]) -> None:
 def read_release_items(release_root: Path, log: ProblemLog) -> ReleaseItems:
     """Read a release folder into items per task; problems go to `log` (rows with problems yield no item)."""
     result = ReleaseItems()
-    manifest = load_manifest(release_root / MANIFEST, log)
+    manifest = load_manifest(release_root / layout.MANIFEST_FILE, log)
     result.exact_duplicates, result.rows_by_task = manifest.exact_duplicates, manifest.rows_by_task
     rows = _drop_conflicting_duplicates(manifest.rows, log)
     builder = _Builder(release_root, rows, log, result)

@@ -33,10 +33,10 @@ from levante_tasks.data.sources import (
     sha256_file,
 )
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema import layout
 
 LOCK_SCHEMA = 2
 FETCH_DIR = ".fetch"
-MANIFEST = "manifest.csv"
 _NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOTSUP}
 
 
@@ -127,8 +127,8 @@ def plan_mirror(source: LocalSource | HttpSource | None, version: str, release: 
     listing). Reads only; hashes a file only when its stat moved, or all with `verify`."""
     for remote in listing:
         check_relpath(remote.relpath)
-    if MANIFEST not in {remote.relpath for remote in listing}:
-        raise LevanteError(f"{version}/{MANIFEST}: missing from the release")
+    if layout.MANIFEST_FILE not in {remote.relpath for remote in listing}:
+        raise LevanteError(f"{version}/{layout.MANIFEST_FILE}: missing from the release")
     present = scan_files(release)
     release_text = os.fspath(release)
     files: dict[str, dict[str, Any]] = {}

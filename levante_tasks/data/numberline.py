@@ -11,6 +11,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont, PngImagePlugin
 
 from levante_tasks.atomic import atomic_path
+from levante_tasks.schema import layout
 
 WIDTH, HEIGHT = 800, 160
 MARGIN = 60
@@ -47,4 +48,4 @@ def save_number_line(path: Path, low: float, high: float, marked: float | None) 
 def number_line_relpath(low: float, high: float, marked: float | None) -> str:
     """Where a generated number line lives, relative to the version dir."""
     mark = "blank" if marked is None else _label(marked)
-    return f"generated/egma-math/number-line-{mark}-{_label(low)}-{_label(high)}.png"
+    return f"{layout.GENERATED_DIR}/egma-math/number-line-{mark}-{_label(low)}-{_label(high)}.png"

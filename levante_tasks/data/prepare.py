@@ -4,7 +4,7 @@ Nothing good is lost: the new mirror and the new datasets are built in staging f
 ones and validated there; only when everything succeeded are `release/`, `generated/` and `datasets/`
 swapped in by renames, then `release.lock.json` is replaced, then `default_version`. A failed, interrupted
 or killed run leaves the prepared version as it was; the next run removes its leftovers. One run at a time
-holds a version (`runlock`).
+holds a version (`filelock`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from levante_tasks import filelock
 from levante_tasks.atomic import atomic_path, clean_stale, make_staging_dir, swap_dir, write_json, write_text
-from levante_tasks.data import runlock
-from levante_tasks.data.build import BUILDER_VERSION, SCHEMA_VERSION, TaskSummary, stage_datasets
+from levante_tasks.data.build import BUILDER_VERSION, TaskSummary, stage_datasets
 from levante_tasks.data.mirror import (
     FETCH_DIR,
     build_lock,
@@ -45,8 +45,10 @@ from levante_tasks.data.sources import (
 )
 from levante_tasks.errors import LevanteError, display_path, problem_text
 from levante_tasks.schema import layout
+from levante_tasks.schema.dataset import SCHEMA_VERSION
 
-OUTPUT_DIRS = ("generated", "datasets")  # swapped in this order: build.json names a build once both are in place
+OUTPUT_DIRS = (layout.GENERATED_DIR, layout.DATASETS_DIR)  # swapped in this order: build.json names a build once
+# both are in place
 _LEGACY = re.compile(r"^\.(?:build-.+|datasets\.old|generated\.old)$")  # temp folders of earlier builders
 
 
@@ -110,7 +112,7 @@ def _record_outputs(staging: Path) -> dict[str, dict[str, Any]]:
 
 
 def _current_tasks(version_root: Path) -> list[TaskSummary]:
-    build = json.loads((version_root / "datasets" / "build.json").read_text(encoding="utf-8"))
+    build = json.loads((version_root / layout.DATASETS_DIR / layout.BUILD_FILE).read_text(encoding="utf-8"))
     return [TaskSummary(task, info["n_items"], info["fingerprint"], info["excluded"])
             for task, info in sorted(build["tasks"].items())]
 
@@ -125,13 +127,13 @@ def _commit(version_root: Path, data_root: Path, version: str, staged_release: P
     except (FileNotFoundError, UnicodeDecodeError):
         new_default = True
     with (atomic_path(default_file) if new_default else contextlib.nullcontext()) as default_tmp, \
-            (atomic_path(version_root / "release.lock.json") if lock else contextlib.nullcontext()) as lock_tmp:
+            (atomic_path(version_root / layout.RELEASE_LOCK_FILE) if lock else contextlib.nullcontext()) as lock_tmp:
         if default_tmp:
             write_text(default_tmp, version + "\n")
         if lock_tmp:
             write_json(lock_tmp, lock)
         if staged_release:
-            swap_dir(staged_release, version_root / "release")
+            swap_dir(staged_release, version_root / layout.RELEASE_DIR)
         if staged_build:
             for name in OUTPUT_DIRS:
                 swap_dir(staged_build / name, version_root / name)
@@ -139,9 +141,9 @@ def _commit(version_root: Path, data_root: Path, version: str, staged_release: P
 
 def _prepare_locked(source: LocalSource | HttpSource | None, version: str, version_root: Path, data_root: Path,
                     strict: bool, progress: bool, verify: bool, allow_empty_tasks: bool) -> PrepareResult:
-    release = version_root / "release"
+    release = version_root / layout.RELEASE_DIR
     with _step(version_root, "checking the local mirror"):
-        locked = read_lock(version_root / "release.lock.json")
+        locked = read_lock(version_root / layout.RELEASE_LOCK_FILE)
         listing = source.files(version) if source else listing_from_lock(locked["files"])
         plan = plan_mirror(source, version, release, listing, locked["files"], verify)
     if source is None and plan.fetch:
@@ -161,7 +163,7 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
         rebuilt = build.get("key") != key or not _outputs_intact(version_root, build.get("outputs") or {}, verify)
         if rebuilt:
             with _step(version_root, "building the datasets"):
-                staged_build = make_staging_dir(version_root / "datasets")
+                staged_build = make_staging_dir(version_root / layout.DATASETS_DIR)
                 tasks = stage_datasets(staged_release or release, version, strict, key, staged_build,
                                        allow_empty_tasks=allow_empty_tasks)
                 build = {"key": key, "outputs": _record_outputs(staged_build)}
@@ -201,7 +203,7 @@ def prepare(release: str, version: str | None, data_dir: str | None, strict: boo
     source, resolved = _open(release, version, data_dir)
     data_root = layout.data_dir(data_dir)
     version_root = layout.version_dir(resolved, data_dir)
-    with runlock.hold(version_root):
+    with filelock.hold(version_root, layout.PREPARE_LOCK_FILE, who="another prepare", what="the prepare lock"):
         with _step(version_root, "removing leftovers of an interrupted run"):
             _tidy(version_root, data_root)
         return _prepare_locked(source, resolved, version_root, data_root, strict, progress, verify, allow_empty_tasks)

@@ -84,14 +84,14 @@ class LocalSource:
 
     def versions(self) -> list[str]:
         return sorted(p.name for p in self.base.iterdir()
-                      if not p.name.startswith(".") and p.is_dir() and os.path.isfile(p / "manifest.csv"))
+                      if not p.name.startswith(".") and p.is_dir() and os.path.isfile(p / layout.MANIFEST_FILE))
 
     def manifest_problem(self, version: str) -> str | None:
         """Why `<base>/<version>/` is no usable version though the folder exists; None when there is no folder."""
         if not layout.is_version_name(version) or not (self.base / version).is_dir():
             return None
         try:
-            os.stat(self.base / version / "manifest.csv")
+            os.stat(self.base / version / layout.MANIFEST_FILE)
         except FileNotFoundError:
             return f"{version}/manifest.csv: missing from the release"
         except OSError as exc:

@@ -39,7 +39,7 @@ def referenced_images(release_root: Path) -> set[tuple[str, str]]:
     """(task, key) of every image the manifest needs: picture options and prompt images (not `TODO`)."""
     log = ProblemLog()
     needed: set[tuple[str, str]] = set()
-    for row in read_manifest(release_root / "manifest.csv", log):
+    for row in read_manifest(release_root / layout.MANIFEST_FILE, log):
         if option_kind(row) == "image":
             needed.update((row.task, key) for key in row.options())
         prompt_image = row.get("prompt_image")
@@ -74,7 +74,7 @@ def check_folders(base: Path, version: str, out: Path) -> Path:
     """The source release folder, after refusing an `--out` that overlaps the release (either way round)."""
     source = base / version
     try:
-        (source / "manifest.csv").stat()
+        (source / layout.MANIFEST_FILE).stat()
     except (FileNotFoundError, NotADirectoryError):
         raise LevanteError(f"{version}/manifest.csv: not found under the release base") from None
     except OSError as exc:
@@ -137,7 +137,7 @@ def draw_missing(release_root: Path) -> list[str]:
             continue
         if not key or key.startswith(".") or any(c in key for c in "/\\\0"):
             raise LevanteError(f"manifest.csv: image key {key!r} of task {task} is not a plain file name")
-        rel = f"visual/{task}/{key}.png"
+        rel = f"{layout.VISUAL_DIR}/{task}/{key}.png"
         (release_root / rel).parent.mkdir(parents=True, exist_ok=True)
         draw_standin(key).save(release_root / rel, format="PNG", pnginfo=info)
         made.append(rel)

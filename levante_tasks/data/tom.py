@@ -15,8 +15,9 @@ from pathlib import Path
 
 from levante_tasks.data.csvfile import read_csv_rows
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema import layout
 
-CORPUS_RELPATH = "corpus/theory-of-mind/theory-of-mind-item-bank.csv"
+CORPUS_RELPATH = f"{layout.CORPUS_DIR}/theory-of-mind/theory-of-mind-item-bank.csv"
 CORPUS_COLUMNS = ("block_index", "task", "trial_type", "assessment_stage", "prompt", "item", "answer",
                   "response_alternatives")
 

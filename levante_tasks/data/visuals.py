@@ -13,6 +13,7 @@ from PIL import Image, UnidentifiedImageError
 
 from levante_tasks.core.images import strict_decoding
 from levante_tasks.errors import problem_text
+from levante_tasks.schema import layout
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
 
@@ -28,12 +29,12 @@ def normalised_keys(key: str) -> list[str]:
 class VisualIndex:
     """Maps (task, image key) to a path relative to the version dir, e.g. `release/visual/vocab/acorn.webp`."""
 
-    def __init__(self, release_root: Path, prefix: str = "release") -> None:
+    def __init__(self, release_root: Path, prefix: str = layout.RELEASE_DIR) -> None:
         self._by_task: dict[str, dict[str, str]] = {}
         self._root = release_root
         self._prefix = prefix
         self.unreadable: list[tuple[str, str]] = []  # (folder relative to the release, why), e.g. permission denied
-        visual = release_root / "visual"
+        visual = release_root / layout.VISUAL_DIR
         if not visual.is_dir():
             return
         files: dict[str, list[Path]] = {}

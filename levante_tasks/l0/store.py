@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
-from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.l0.config import ConfigError, GenConfig, from_mapping
 from levante_tasks.l0.dataset import Generated
 from levante_tasks.l0.grammar import GRAMMAR
+from levante_tasks.textfile import read_optional_text
 
 SCHEMA = 1
 MANIFEST = "manifest.json"
@@ -79,17 +80,11 @@ def write_augmented(data_dir: Path, manifest: dict[str, Any], pools: list[dict[s
 
 
 def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    text = read_optional_text(path)
+    if text is None:
         hint = "run `levante-tasks l0 augment`" if path.name == FEWSHOTS else "run `levante-tasks l0 generate`"
-        raise LevanteError(f"{display_path(path)}: no such file ({hint})") from None
-    except OSError as exc:
-        raise os_error(exc) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LevanteError(f"{display_path(path)}: not UTF-8 text (byte {exc.start})") from None
+        raise LevanteError(f"{display_path(path)}: no such file ({hint})")
+    return text
 
 
 def read_manifest(data_dir: Path) -> dict[str, Any]:

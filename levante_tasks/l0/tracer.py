@@ -34,9 +34,6 @@ class _StepLimit(BaseException):
     """Raised inside the traced program when the trace is full (a BaseException: program code cannot catch it)."""
 
 
-STEP_RULES = ("exact", "upstream")
-
-
 @dataclass(frozen=True)
 class Trace:
     """The target lines of one run; `truncated` when the run was stopped by the step limit."""

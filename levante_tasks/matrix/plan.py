@@ -27,6 +27,7 @@ from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.matrix.config import MatrixConfig, ModelSpec
 from levante_tasks.schema import layout
+from levante_tasks.schema.dataset import read_dataset_info
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
 
@@ -123,20 +124,16 @@ def datasets_of(task: str) -> list[str]:
 def data_facts(config: MatrixConfig) -> dict[str, Any]:
     """The data version the cells read and each prepared dataset's fingerprint (None when not prepared)."""
     root = layout.data_dir(config.data_dir)
-    version = config.data_version or os.environ.get(layout.VERSION_ENV, "").strip() or None
-    if version is None:
-        try:
-            version = (root / layout.DEFAULT_VERSION_FILE).read_text(encoding="utf-8").strip() or None
-        except (OSError, UnicodeDecodeError):
-            version = None  # nothing prepared: LEVANTE cells fail with lmms-eval's one line naming the repair
-    if version is not None and not layout.is_version_name(version):
+    version = config.data_version
+    if version and not layout.is_version_name(version):
         raise LevanteError(f"{display_path(config.path)}: data version {version[:40]!r} is not a version folder name")
+    version = version or layout.prepared_version(root)  # none: LEVANTE cells fail with lmms-eval's one line
     fingerprints: dict[str, str | None] = {}
     for info in TASKS:
-        path = layout.dataset_dir(version, info.name, root) / "dataset.json" if version else None
         try:
-            fingerprints[info.name] = json.loads(path.read_text(encoding="utf-8")).get("fingerprint") if path else None
-        except (OSError, ValueError, AttributeError):
+            path = layout.dataset_dir(version, info.name, root) / layout.DATASET_INFO_FILE if version else None
+            fingerprints[info.name] = read_dataset_info(path).fingerprint if path else None
+        except LevanteError:
             fingerprints[info.name] = None
     return {"dir": root, "version": version, "fingerprints": fingerprints}
 

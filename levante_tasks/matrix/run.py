@@ -25,10 +25,10 @@ from typing import Any
 
 from tqdm import tqdm
 
+from levante_tasks import filelock
 from levante_tasks.atomic import clean_stale, write_json, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error, problem_text
 from levante_tasks.matrix.config import MatrixConfig
-from levante_tasks.matrix.lock import LOCK_NAME, cell_lock, matrix_lock
 from levante_tasks.matrix.plan import Cell, cell_argv, cell_env, data_facts, plan, plan_sha256, shell_command
 from levante_tasks.matrix.state import (
     LMMS_DIR,
@@ -49,6 +49,8 @@ from levante_tasks.summary.read import FileProblem, read_results
 
 PLAN_FILE = "matrix-plan.json"  # marks a folder as a matrix (and lists its cells)
 OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|\bout of memory\b", re.IGNORECASE)
+LOCK_NAME = ".matrix.lock"  # OUT's lock: a whole run holds it exclusively, a --shard/--cell run shared
+LOCK_WAIT_ENV = "LEVANTE_MATRIX_LOCK_WAIT"  # seconds a run waits for OUT's lock (default filelock.WAIT_SECONDS)
 STOP_SECONDS = 10.0  # how long an interrupted lmms-eval gets to exit after SIGTERM before SIGKILL
 
 
@@ -76,6 +78,14 @@ def sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _matrix_lock(out: Path, partial: bool) -> contextlib.AbstractContextManager[None]:
+    """OUT's lock (module doc of filelock): shared for a shard or single cell, exclusive for a whole run, so a
+    whole run (which moves superseded cells and writes the end step) never overlaps another process on OUT."""
+    wait = os.environ.get(LOCK_WAIT_ENV, "").strip()
+    return filelock.hold(out, LOCK_NAME, who="a whole matrix run" if partial else "another matrix process",
+                         what="the matrix lock", shared=partial, wait_seconds=float(wait) if wait else None)
 
 
 def _parent_death_signal() -> Callable[[], None] | None:
@@ -161,7 +171,8 @@ def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, A
     out-of-memory only; returns the final state (also written to the cell's state.json). The cell folder is
     locked meanwhile; an interrupt (Ctrl-C, SIGTERM) or an error stops lmms-eval, and an interrupt is recorded.
     `note` (why it runs again) is printed once the cell is known to be ours: not when another process runs it."""
-    with cell_lock(cell_dir, cell.rel_dir):
+    with filelock.hold_folder(cell_dir, f"{cell.rel_dir}: another matrix process is running this cell; wait for "
+                                        "it, then rerun with --resume"):
         pid = live_runner(cell_dir)
         if pid is not None:
             raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then "
@@ -355,7 +366,7 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
     target = check_out(out, resume, partial)  # before the lock: a user's own folder gets no lock file
     if report_only and not (target / PLAN_FILE).is_file():
         raise LevanteError(f"{display_path(out)}: holds no {PLAN_FILE}: no matrix to report on (run it first)")
-    with matrix_lock(target, shared=partial), sigterm_raises():
+    with _matrix_lock(target, partial), sigterm_raises():
         check_out(out, resume, partial)  # again: a whole run may have started it while this one waited
         _run_locked(run, target, data, partial, report_only, echo)
     return run

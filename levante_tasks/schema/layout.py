@@ -12,12 +12,25 @@ from pathlib import Path
 
 import platformdirs
 
-from levante_tasks.errors import LevanteError, problem_text
+from levante_tasks.errors import LevanteError
+from levante_tasks.textfile import read_optional_text
 
 DATA_DIR_ENV = "LEVANTE_DATA_DIR"
 VERSION_ENV = "LEVANTE_DATA_VERSION"
 DEFAULT_VERSION_FILE = "default_version"
-DATASET_FILE = "test.parquet"
+# in <data_dir>/<version>/
+RELEASE_DIR = "release"  # the mirror of the release version
+GENERATED_DIR = "generated"  # images the data layer draws
+DATASETS_DIR = "datasets"  # one folder per task, and BUILD_FILE
+RELEASE_LOCK_FILE = "release.lock.json"
+PREPARE_LOCK_FILE = ".prepare.lock"  # flock of a running `prepare`
+BUILD_FILE = "build.json"  # datasets/build.json: the build that made datasets/
+DATASET_FILE = "test.parquet"  # datasets/<internal_name>/test.parquet: the item rows
+DATASET_INFO_FILE = "dataset.json"  # datasets/<internal_name>/dataset.json: schema.dataset
+# in a release version folder <base>/<version>/ (and its mirror release/)
+MANIFEST_FILE = "manifest.csv"
+VISUAL_DIR = "visual"  # visual/<internal_name>/: the pictures
+CORPUS_DIR = "corpus"  # corpus/<internal_name>/: item banks
 PREPARE_HINT = "run `levante-tasks prepare --release BASE --version VERSION` first"
 
 PathArg = str | os.PathLike[str] | None
@@ -40,12 +53,12 @@ def version_dir(version: str, root: PathArg = None) -> Path:
 
 def dataset_dir(version: str, task: str, root: PathArg = None) -> Path:
     """`<data_dir>/<version>/datasets/<internal_name>/` holding test.parquet and dataset.json."""
-    return version_dir(version, root) / "datasets" / task
+    return version_dir(version, root) / DATASETS_DIR / task
 
 
 def lock_path(version: str, root: PathArg = None) -> Path:
     """The lock file recording the sha256 and size of every release file."""
-    return version_dir(version, root) / "release.lock.json"
+    return version_dir(version, root) / RELEASE_LOCK_FILE
 
 
 def is_version_name(version: str) -> bool:
@@ -53,11 +66,11 @@ def is_version_name(version: str) -> bool:
     return bool(version) and not version.startswith(".") and not any(c in version for c in "/\\\0\n\r")
 
 
-def data_version() -> str:
-    """The prepared version to evaluate: $LEVANTE_DATA_VERSION, else `<data_dir>/default_version`.
+def prepared_version(root: PathArg = None) -> str | None:
+    """The prepared version to evaluate: $LEVANTE_DATA_VERSION, else `<data_dir>/default_version`; None: neither.
 
-    Raises LevanteError (one line naming the file and `levante-tasks prepare`) when there is none or it is
-    unreadable or not a folder name.
+    Raises LevanteError (one line naming the file and `levante-tasks prepare`) when the file is unreadable or
+    either is not a folder name.
     """
     env = os.environ.get(VERSION_ENV, "").strip()
     if env:
@@ -65,16 +78,18 @@ def data_version() -> str:
             raise LevanteError(f"{VERSION_ENV}={env!r}: not a version folder name")
         return env
     try:
-        version = (data_dir() / DEFAULT_VERSION_FILE).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        version = ""
-    except OSError as exc:
-        problem = problem_text(exc)
-        raise LevanteError(f"{DEFAULT_VERSION_FILE}: {problem} (in the data dir): {PREPARE_HINT}") from None
-    except UnicodeDecodeError:
-        raise LevanteError(f"{DEFAULT_VERSION_FILE}: not UTF-8 text (in the data dir): {PREPARE_HINT}") from None
+        text = read_optional_text(data_dir(root) / DEFAULT_VERSION_FILE, DEFAULT_VERSION_FILE)
+    except LevanteError as exc:
+        raise LevanteError(f"{exc} (in the data dir): {PREPARE_HINT}") from None
+    version = (text or "").strip()
     if version and not is_version_name(version):
         raise LevanteError(f"{DEFAULT_VERSION_FILE}: {version[:40]!r} is not a version folder name: {PREPARE_HINT}")
+    return version or None
+
+
+def data_version() -> str:
+    """prepared_version(), or LevanteError (one line naming `levante-tasks prepare`) when there is none."""
+    version = prepared_version()
     if version:
         return version
     raise LevanteError(f"no prepared LEVANTE data (no {VERSION_ENV}, no {DEFAULT_VERSION_FILE}): {PREPARE_HINT}")

@@ -31,7 +31,6 @@ from levante_tasks.summary.units import ParsedRun, Unit, checked_record, record_
 
 NOT_APPLICABLE = "n/a"
 RECORD_SCORER = "levante_record"
-TASK_PREFIX = "levante_tasks/"
 ADAPTER_PREFIX = "inspect_ai:"
 # Generate config fields that are not the generation budget: the sampling seed (a replicate key, as lmms-eval's
 # --seed), concurrency, retries, timeouts, caching and batching, and request headers (which may hold API keys and

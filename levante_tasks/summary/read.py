@@ -7,16 +7,14 @@ are required; `groups`, `group_subtasks` and the rest are optional).
 
 from __future__ import annotations
 
-import codecs
 import json
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.errors import problem_text
+from levante_tasks.textfile import read_text
 
 REQUIRED = {"results": dict, "configs": dict, "config": dict, "n-samples": dict}
 OPTIONAL = {"groups": dict, "group_subtasks": dict}
-NEWLINE = b"\n"
 
 
 class FileProblem(Exception):
@@ -24,22 +22,8 @@ class FileProblem(Exception):
 
 
 def _text(path: Path, label: str) -> str:
-    """The file's text: BOM dropped; unreadable, NUL or non-UTF-8 bytes raise FileProblem (with the line)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        problem = problem_text(exc)
-        raise FileProblem(f"{label}: {problem}") from None
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise FileProblem(f"{label}:{data.count(NEWLINE, 0, nul) + 1}: NUL byte (a damaged file?)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(NEWLINE, 0, exc.start) + 1
-        raise FileProblem(f"{label}:{line}: not UTF-8 text (byte {data[exc.start]:#04x})") from None
+    """The file's text (textfile.read_text: BOM dropped; unreadable, NUL or non-UTF-8 bytes: FileProblem)."""
+    return read_text(path, label, nul=True, error=FileProblem)
 
 
 def read_results(path: Path, label: str) -> dict[str, Any]:

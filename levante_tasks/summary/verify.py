@@ -21,7 +21,6 @@ source hash, inspect_ai version and dataset fingerprint.
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -33,6 +32,7 @@ from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsab
 from levante_tasks.errors import LevanteError
 from levante_tasks.lmms import metrics
 from levante_tasks.schema import layout
+from levante_tasks.schema.dataset import read_dataset_info
 from levante_tasks.schema.items import LETTERS
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.schema.tasks import find_task
@@ -319,15 +319,15 @@ def group_expected(results: dict[str, Any], recomputed: Mapping[str, dict]) -> d
 
 def _dataset_fingerprint(data_dir: Path, version: str, family: str) -> str:
     """The fingerprint `prepare` recorded for a task's dataset, or what stands in its way (in words)."""
-    where = f"{version}/datasets/{family}/dataset.json"
-    try:
-        info = json.loads((data_dir / version / "datasets" / family / "dataset.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    where = f"{version}/{layout.DATASETS_DIR}/{family}/{layout.DATASET_INFO_FILE}"
+    path = layout.dataset_dir(version, family, data_dir) / layout.DATASET_INFO_FILE
+    if not path.exists():
         return f"no {where} (not prepared here)"
-    except (OSError, ValueError) as exc:
-        return f"unreadable {where} ({type(exc).__name__})"
-    found = info.get("fingerprint") if isinstance(info, dict) else None
-    return str(found) if found else f"no fingerprint in {where}"
+    try:
+        found = read_dataset_info(path, where).fingerprint
+    except LevanteError as exc:
+        return f"unusable {exc}"
+    return found or f"no fingerprint in {where}"
 
 
 def installed_task_version(task: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from levante_tasks import __version__
 from levante_tasks.atomic import clean_stale, make_staging_dir, name_target, swap_dir, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.schema import layout
 from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.synth import children as kids
@@ -113,13 +114,13 @@ Children and IRT truth (`../children/`, `../irt/`):
 def _write_release(root: Path, version: str, tasks: list[TaskItems], seed: int, n_children: int) -> None:
     base = root / version
     rows = [item.manifest_row() for task in tasks for item in task.items]
-    write_text(base / "manifest.csv", minimal_csv(MANIFEST_COLUMNS, rows))
+    write_text(base / layout.MANIFEST_FILE, minimal_csv(MANIFEST_COLUMNS, rows))
     write_text(base / MARKER, _synthetic_md(seed, version, n_children, tasks))
     for task in tasks:
         if task.corpus:
-            write_text(base / "corpus" / task.task / f"{task.task}-item-bank.csv",
+            write_text(base / layout.CORPUS_DIR / task.task / f"{task.task}-item-bank.csv",
                        minimal_csv(tom.CORPUS_COLUMNS, task.corpus))
-        folder = base / "visual" / task.task
+        folder = base / layout.VISUAL_DIR / task.task
         folder.mkdir(parents=True, exist_ok=True)
         save = draw.save_webp if task.ext == "webp" else draw.save_png
         for stem in sorted(task.images):

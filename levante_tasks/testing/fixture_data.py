@@ -16,12 +16,16 @@ from PIL import Image
 
 from levante_tasks.atomic import atomic_path, write_json, write_text
 from levante_tasks.core import prompts
+from levante_tasks.schema import layout
+from levante_tasks.schema.dataset import IMAGE_ROOT, dataset_info_document
 from levante_tasks.schema.items import ITEM_SCHEMA, LETTERS, ItemRow, slider_chance
 from levante_tasks.schema.layout import DATASET_FILE, DEFAULT_VERSION_FILE
 from levante_tasks.schema.tasks import TASKS, TaskInfo, entry_for, stray_entries, task_info
 
 CONTEXT_COLOUR = (0, 0, 255)
 IMAGE_SIZE = (32, 24)
+
+RELEASE_VISUAL = f"{layout.RELEASE_DIR}/{layout.VISUAL_DIR}"  # image paths are relative to the version folder
 
 
 def option_colour(index: int) -> tuple[int, int, int]:
@@ -107,9 +111,9 @@ def _row(root: Path, task: str, uid: str, trial_type: str, n: int, kind: str, co
          number: int) -> dict[str, Any]:
     """A choice item whose option images (or numbers) and context image are easy to recognise."""
     options = [str(number + i) for i in range(n)] if kind == "text" else [f"{uid}-opt{i}" for i in range(n)]
-    images = ([_image(root, f"release/visual/{task}/{o}.png", option_colour(i)) for i, o in enumerate(options)]
+    images = ([_image(root, f"{RELEASE_VISUAL}/{task}/{o}.png", option_colour(i)) for i, o in enumerate(options)]
               if kind == "image" else [])
-    stimulus = _image(root, f"release/visual/{task}/{uid}-context.png", CONTEXT_COLOUR) if context else ""
+    stimulus = _image(root, f"{RELEASE_VISUAL}/{task}/{uid}-context.png", CONTEXT_COLOUR) if context else ""
     story = TOM_STORY if task == "theory-of-mind" else ""
     stem = prompts.with_context_placeholder(f'{story} Choose the option for "phrase {number}".'.strip(), context)
     return ItemRow(
@@ -126,21 +130,19 @@ def _slider_row(root: Path, number: int, target: int, top: int) -> dict[str, Any
     return ItemRow(
         item_uid=uid, source_item_uid=uid, task="egma-math", task_id="math", trial_type="Number Line Slider",
         prompt_text=prompts.slider_prompt(0.0, float(top), str(target)), answer=str(target), option_kind="slider",
-        stimulus_image=_image(root, f"generated/egma-math/number-line-0-{top}.png", CONTEXT_COLOUR),
+        stimulus_image=_image(root, f"{layout.GENERATED_DIR}/egma-math/number-line-0-{top}.png", CONTEXT_COLOUR),
         chance_level=slider_chance(float(target), 0.0, float(top)), response_format="slider", range_min=0.0,
         range_max=float(top), manifest_row=number,
     ).as_dict()
 
 
 def _write_dataset(root: Path, version: str, task: str, rows: list[dict[str, Any]]) -> None:
-    folder = root / "datasets" / task
+    folder = root / layout.DATASETS_DIR / task
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(folder / DATASET_FILE) as tmp:
         pq.write_table(pa.Table.from_pylist(rows, schema=ITEM_SCHEMA), tmp)
-    write_json(
-        folder / "dataset.json",
-        {"schema_version": 1, "task": task, "version": version, "n_items": len(rows), "image_root": "../.."},
-    )
+    write_json(folder / layout.DATASET_INFO_FILE,
+               dataset_info_document(task, version, len(rows), image_root=IMAGE_ROOT))
 
 
 def write_fixture(data_dir: str | Path, version: str = "fixture-v1") -> Path:

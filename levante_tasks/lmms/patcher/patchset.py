@@ -13,6 +13,7 @@ from pathlib import Path
 
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.lmms.patcher.unidiff import FilePatch, PatchError, parse_patch
+from levante_tasks.textfile import read_text
 
 PATCHES_DIR = Path(__file__).resolve().parent / "patches" / "lmms-eval"
 # The version `make` installs (constraints.txt) until 0.7.3's release commit is known and pinned.
@@ -46,12 +47,7 @@ class PatchSet:
         return display_path(self.folder / name)
 
     def _read(self, name: str) -> str:
-        try:
-            return (self.folder / name).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise LevanteError(f"{self._shown(name)}: cannot read patch-set file ({exc.strerror})") from exc
-        except UnicodeDecodeError as exc:
-            raise LevanteError(f"{self._shown(name)}: not UTF-8 text ({exc.reason})") from exc
+        return read_text(self.folder / name, self._shown(name))
 
     @cached_property
     def series(self) -> list[str]:
@@ -178,11 +174,3 @@ def patch_sets(root: Path = PATCHES_DIR) -> dict[str, PatchSet]:
     if not found:
         raise LevanteError(f"{display_path(root)}: no lmms-eval patch sets here (a broken levante-tasks install?)")
     return found
-
-
-def patch_set_for(version: str) -> PatchSet:
-    """The shipped patch set of lmms-eval `version`; refuse a version we have no patches for."""
-    sets = patch_sets()
-    if version not in sets:
-        raise LevanteError(f"lmms-eval {version}: no patches for this version; patches exist for {', '.join(sets)}")
-    return sets[version]

@@ -1,0 +1,106 @@
+"""The one file-lock helper: flock on a lock file in a folder (`prepare`'s version lock, the matrix's --out lock)
+and on a folder itself (a matrix cell). The kernel drops a lock when its holder dies, so kill -9 never leaves a
+stuck lock; liveness is per host (flock over NFS depends on the mount).
+
+`hold` says once that it waits (naming the folder and the holder's pid), waits up to `wait_seconds`, then fails
+with one line. `hold_folder` never waits: a folder already held is refused with the caller's one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from levante_tasks.errors import LevanteError, display_path, problem_text
+
+WAIT_SECONDS = 1800.0
+POLL_SECONDS = 0.2
+_PID_WIDTH = 15  # a holder's pid is written padded, so a shorter pid never leaves digits of a longer one behind
+
+
+def _holder(fd: int) -> str:
+    """The pid the (last) holder wrote into the lock file, or `unknown`."""
+    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return text if text.isdigit() else "unknown"
+
+
+def _open(path: Path) -> tuple[int, bool]:
+    """The lock file opened for writing, or read-only when the folder is read-only (flock works on both)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666), True
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not path.is_file():
+            raise
+        return os.open(path, os.O_RDONLY), False
+
+
+def _take(fd: int, mode: int) -> bool:
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _acquire(fd: int, mode: int, where: str, who: str, wait_seconds: float) -> None:
+    """Take the lock; when it is held, say so once and poll until `wait_seconds` have passed."""
+    if _take(fd, mode):
+        return
+    print(f"levante-tasks: {who} is using {where} (pid {_holder(fd)}); waiting", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + wait_seconds
+    while time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+        if _take(fd, mode):
+            return
+    raise LevanteError(f"{where}: {who} (pid {_holder(fd)}) still holds it after {wait_seconds:g} s; "
+                       "try again later")
+
+
+@contextlib.contextmanager
+def hold(folder: Path, name: str, *, who: str, what: str, shared: bool = False,
+         wait_seconds: float | None = None) -> Iterator[None]:
+    """Hold the lock file `folder/name` (both created if needed) for the block: exclusive, or `shared`.
+
+    `who` names a holder that blocks us in messages (`another prepare`), `what` the lock (`the prepare lock`);
+    `wait_seconds` defaults to WAIT_SECONDS. An exclusive holder leaves the file empty when it is done.
+    """
+    where = display_path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, writable = _open(folder / name)
+    except OSError as exc:
+        raise LevanteError(f"{where}: {problem_text(exc)} (cannot take {what})") from None
+    try:
+        _acquire(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, where, who,
+                 WAIT_SECONDS if wait_seconds is None else wait_seconds)
+        if writable:
+            with contextlib.suppress(OSError):  # the pid only informs a waiter; a full disk must not stop us here
+                os.pwrite(fd, f"{os.getpid():<{_PID_WIDTH}}\n".encode(), 0)
+        try:
+            yield
+        finally:
+            if writable and not shared:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def hold_folder(folder: Path, refused: str) -> Iterator[None]:
+    """Hold `folder` itself (created if needed) exclusively for the block; LevanteError(`refused`) when another
+    process holds it (no waiting)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if not _take(fd, fcntl.LOCK_EX):
+            raise LevanteError(refused)
+        yield
+    finally:
+        os.close(fd)
