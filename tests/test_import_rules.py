@@ -27,7 +27,8 @@ ADAPTERS = PACKAGE.parent / "adapters" / "levante_adapters"
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"__init__", "temp_names"},
     {"errors"},
-    {"atomic", "yaml_file"},
+    {"textfile"},
+    {"atomic", "yaml_file", "folder_lock"},
     {"schema"},  # contracts: the catalogue, layouts, record and item schemas, uid spellings
     {"core"},  # what both harnesses share: docs, option orders, controls, prompts, hooks, parsing, records
     {"data"},  # prepare: release -> prepared dataset
@@ -44,7 +45,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
 ))
 RANK = {unit: rank for rank, layer in enumerate(LAYERS) for unit in layer}
 # The model adapters (top-level `adapters/`) stand on the contracts and the shared core only.
-ADAPTER_MAY_IMPORT = frozenset({"__init__", "temp_names", "errors", "atomic", "schema", "core"})
+ADAPTER_MAY_IMPORT = frozenset({"__init__", "temp_names", "errors", "textfile", "atomic", "schema", "core"})
 
 
 def imported_modules(path: Path, own: tuple[str, ...]) -> list[str]:

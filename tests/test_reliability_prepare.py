@@ -348,9 +348,9 @@ def test_second_prepare_waits_for_the_lock(good, tmp_path):
 
 def test_lock_wait_gives_up_after_the_timeout(good, monkeypatch):
     base, _, data = good
-    from levante_tasks import filelock
+    from levante_tasks import folder_lock
 
-    monkeypatch.setattr(filelock, "WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(folder_lock, "WAIT_SECONDS", 0.3)
     with open(data / VERSION / LOCK_NAME, "a+") as holder:
         fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(LevanteError, match=r"another prepare \(pid \w+\) still holds it after 0.3 s; try again "

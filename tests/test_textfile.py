@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from levante_tasks import filelock
+from levante_tasks import folder_lock
 from levante_tasks.errors import LevanteError
 from levante_tasks.schema.dataset import dataset_info_document, read_dataset_info
 from levante_tasks.textfile import read_optional_text, read_text
@@ -46,15 +46,15 @@ def test_dataset_info_round_trip_and_damage(tmp_path: Path) -> None:
 
 
 def test_folder_lock_refuses_a_second_holder(tmp_path: Path) -> None:
-    with filelock.hold_folder(tmp_path / "cell", "cell: busy"):
+    with folder_lock.hold_folder(tmp_path / "cell", "cell: busy"):
         with pytest.raises(LevanteError, match="^cell: busy$"):
-            with filelock.hold_folder(tmp_path / "cell", "cell: busy"):
+            with folder_lock.hold_folder(tmp_path / "cell", "cell: busy"):
                 pass
-    with filelock.hold(tmp_path, ".x.lock", who="another x", what="the x lock", shared=True):
-        with filelock.hold(tmp_path, ".x.lock", who="another x", what="the x lock", shared=True):
+    with folder_lock.hold(tmp_path, ".x.lock", who="another x", what="the x lock", shared=True):
+        with folder_lock.hold(tmp_path, ".x.lock", who="another x", what="the x lock", shared=True):
             pass  # shared holders run side by side
-    with filelock.hold(tmp_path, ".x.lock", who="another x", what="the x lock"):
+    with folder_lock.hold(tmp_path, ".x.lock", who="another x", what="the x lock"):
         with pytest.raises(LevanteError, match=r"another x \(pid \d+\) still holds it after 0.1 s"):
-            with filelock.hold(tmp_path, ".x.lock", who="another x", what="the x lock", wait_seconds=0.1):
+            with folder_lock.hold(tmp_path, ".x.lock", who="another x", what="the x lock", wait_seconds=0.1):
                 pass
     assert (tmp_path / ".x.lock").read_bytes() == b""  # an exclusive holder leaves it empty

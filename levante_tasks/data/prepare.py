@@ -4,7 +4,7 @@ Nothing good is lost: the new mirror and the new datasets are built in staging f
 ones and validated there; only when everything succeeded are `release/`, `generated/` and `datasets/`
 swapped in by renames, then `release.lock.json` is replaced, then `default_version`. A failed, interrupted
 or killed run leaves the prepared version as it was; the next run removes its leftovers. One run at a time
-holds a version (`filelock`).
+holds a version (`folder_lock`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from levante_tasks import filelock
+from levante_tasks import folder_lock
 from levante_tasks.atomic import atomic_path, clean_stale, make_staging_dir, swap_dir, write_json, write_text
 from levante_tasks.data.build import BUILDER_VERSION, TaskSummary, stage_datasets
 from levante_tasks.data.mirror import (
@@ -203,7 +203,7 @@ def prepare(release: str, version: str | None, data_dir: str | None, strict: boo
     source, resolved = _open(release, version, data_dir)
     data_root = layout.data_dir(data_dir)
     version_root = layout.version_dir(resolved, data_dir)
-    with filelock.hold(version_root, layout.PREPARE_LOCK_FILE, who="another prepare", what="the prepare lock"):
+    with folder_lock.hold(version_root, layout.PREPARE_LOCK_FILE, who="another prepare", what="the prepare lock"):
         with _step(version_root, "removing leftovers of an interrupted run"):
             _tidy(version_root, data_root)
         return _prepare_locked(source, resolved, version_root, data_root, strict, progress, verify, allow_empty_tasks)

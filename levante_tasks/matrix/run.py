@@ -25,7 +25,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from levante_tasks import filelock
+from levante_tasks import folder_lock
 from levante_tasks.atomic import clean_stale, write_json, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error, problem_text
 from levante_tasks.matrix.config import MatrixConfig
@@ -50,7 +50,7 @@ from levante_tasks.summary.read import FileProblem, read_results
 PLAN_FILE = "matrix-plan.json"  # marks a folder as a matrix (and lists its cells)
 OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|\bout of memory\b", re.IGNORECASE)
 LOCK_NAME = ".matrix.lock"  # OUT's lock: a whole run holds it exclusively, a --shard/--cell run shared
-LOCK_WAIT_ENV = "LEVANTE_MATRIX_LOCK_WAIT"  # seconds a run waits for OUT's lock (default filelock.WAIT_SECONDS)
+LOCK_WAIT_ENV = "LEVANTE_MATRIX_LOCK_WAIT"  # seconds a run waits for OUT's lock (default folder_lock.WAIT_SECONDS)
 STOP_SECONDS = 10.0  # how long an interrupted lmms-eval gets to exit after SIGTERM before SIGKILL
 
 
@@ -81,10 +81,10 @@ def sigterm_raises() -> Iterator[None]:
 
 
 def _matrix_lock(out: Path, partial: bool) -> contextlib.AbstractContextManager[None]:
-    """OUT's lock (module doc of filelock): shared for a shard or single cell, exclusive for a whole run, so a
+    """OUT's lock (module doc of folder_lock): shared for a shard or single cell, exclusive for a whole run, so a
     whole run (which moves superseded cells and writes the end step) never overlaps another process on OUT."""
     wait = os.environ.get(LOCK_WAIT_ENV, "").strip()
-    return filelock.hold(out, LOCK_NAME, who="a whole matrix run" if partial else "another matrix process",
+    return folder_lock.hold(out, LOCK_NAME, who="a whole matrix run" if partial else "another matrix process",
                          what="the matrix lock", shared=partial, wait_seconds=float(wait) if wait else None)
 
 
@@ -171,7 +171,7 @@ def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, A
     out-of-memory only; returns the final state (also written to the cell's state.json). The cell folder is
     locked meanwhile; an interrupt (Ctrl-C, SIGTERM) or an error stops lmms-eval, and an interrupt is recorded.
     `note` (why it runs again) is printed once the cell is known to be ours: not when another process runs it."""
-    with filelock.hold_folder(cell_dir, f"{cell.rel_dir}: another matrix process is running this cell; wait for "
+    with folder_lock.hold_folder(cell_dir, f"{cell.rel_dir}: another matrix process is running this cell; wait for "
                                         "it, then rerun with --resume"):
         pid = live_runner(cell_dir)
         if pid is not None:
