@@ -38,6 +38,7 @@ from scipy import stats
 
 from levante_tasks.compare.distributions import bin_label
 from levante_tasks.compare.results import Settings
+from levante_tasks.schema.tasks import task_info
 
 TASK = "vocab"
 NULL_KINDS = ("uniform", "random_choice", "random_scores", "fixed_position")
@@ -70,9 +71,9 @@ def _truths(design: Design) -> list:
     design asks for one."""
     from levante_tasks.synth import children as kids
     from levante_tasks.synth.items import stream
-    from levante_tasks.synth.release import BUILDERS
+    from levante_tasks.synth.registry import synth_task
 
-    items = BUILDERS[TASK](stream(design.seed, TASK)).items
+    items = synth_task(task_info(TASK)).build(stream(design.seed, TASK)).items
     if design.bank_copies == 1 and design.a1_sdlog == 0.0:
         return kids.item_truths(items, stream(design.seed, f"irt/{TASK}"))
     rng = stream(design.seed, f"irt/{TASK}/2pl")
