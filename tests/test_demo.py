@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from faults import run_cli
 
+from levante_tasks.schema.tasks import TASKS
+
 
 def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_path: Path) -> None:
     first = run_cli(["demo", "--out", "demo-out"], cwd=tmp_path, timeout=600)
@@ -23,9 +25,9 @@ def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_
     assert (cell["model"], cell["task"], cell["seed"], cell["status"]) == ("tiny-clip", "levante", 0, "done")
     assert document["groups"]["all"]["problems"] == []
     summary = json.loads((out / "matrix" / "summary" / "all" / "matrix.json").read_text(encoding="utf-8"))
-    assert len({c["family"] for c in summary["cells"] if not c["parent"]}) == 7  # every LEVANTE task
+    assert len({c["family"] for c in summary["cells"] if not c["parent"]}) == len(TASKS)  # every LEVANTE task
     comparison = json.loads((out / "matrix" / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
-    assert len(comparison["tasks"]) == 7
+    assert len(comparison["tasks"]) == len(TASKS)
     report = (out / "matrix" / "report.md").read_text(encoding="utf-8")
     assert "comparison/all/comparison.md" in report
     leaks = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl",

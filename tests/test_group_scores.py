@@ -20,6 +20,7 @@ import pytest
 
 from levante_tasks.cli import main
 from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
+from levante_tasks.schema.tasks import TASKS
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.models import FixedLetterModel
 from levante_tasks.testing.tiny_models import build_tiny_clip
@@ -70,7 +71,7 @@ def test_cli_group_rows_equal_pooled_accuracy_and_verify(data_dir: Path, tmp_pat
                for task in [re.sub(r"^.*_samples_(.*)\.jsonl$", r"\1", path.name)]}
     for group in GROUPS:
         leaves = results["group_subtasks"][group]
-        assert len(leaves) == 7 and all(len(records[t]) == limit for t in leaves)
+        assert len(leaves) == len(TASKS) and all(len(records[t]) == limit for t in leaves)
         pooled = _pooled(records, leaves)
         assert results["groups"][group]["levante_acc,none"] == pytest.approx(pooled), group
         # lmms-eval prints "%.4f", which its table writer may shorten ("1" for 1.0000 at --limit 1)

@@ -49,6 +49,7 @@ SKIPPED = {
     "git": "needs the network or a repository state",
     "cd": "shell builtin", "export": "shell builtin", "source": "shell builtin", "echo": "prints only",
     "ls": "reads only", "cat": "reads only", "tail": "reads only",
+    "cp": "copies (its source file is checked: `cp SRC DST` makes DST a file the later commands may name)",
     "squeue": "Slurm client (tests/test_matrix_slurm.py runs the Slurm path)",
     "sbatch": "Slurm client", "scancel": "Slurm client",
 }
@@ -210,11 +211,21 @@ def _parse_exit(parse) -> str | None:
     return None
 
 
+def copied_files() -> frozenset[str]:
+    """Every DST of a documented `cp SRC DST`: a file the docs tell users to make before naming it."""
+    return frozenset(c.argv[-1] for c in COMMANDS if c.argv[0] == "cp" and len(c.argv) >= 3)
+
+
 def check_levante_tasks(args: list[str]) -> list[str]:
+    """Parsed by the CLI's own parser; a `--config FILE` must exist in a fresh clone (or be made by a documented
+    `cp`), since a config the reader has no copy of does not run as written."""
     from levante_tasks.cli import build_parser
 
     message = _parse_exit(lambda: build_parser().parse_args(args))
-    return [f"levante-tasks does not parse it: {message}"] if message else []
+    if message:
+        return [f"levante-tasks does not parse it: {message}"]
+    configs = [value for flag, value in zip(args, args[1:], strict=False) if flag == "--config"]
+    return _missing([c for c in configs if c != PLACEHOLDER and c not in copied_files()])
 
 
 @cache
@@ -341,6 +352,8 @@ def check(command: Command) -> list[str]:
         return check_python(args)
     if program in ("bash", "Rscript"):
         return _missing(args[:1])
+    if program == "cp":
+        return _missing([a for a in args[:-1] if not a.startswith("-")])
     if program in SKIPPED:
         return []
     if program == UNREADABLE:
@@ -368,7 +381,8 @@ def test_a_bad_command_fails_each_check():
            "inspect eval levante_tasks/levante_trog --model nosuchapi/x",
            "inspect eval levante_tasks/levante_trog --model levante-tiny/clip -T sed=1",
            "inspect eval levante_tasks/levante_trog --modell x", "make tests", "python scripts/nope.py",
-           "python -m levante_tasks summarise", "frobnicate --all"]
+           "python -m levante_tasks summarise", "frobnicate --all",
+           "levante-tasks matrix --config matrix.yaml --out runs/m1", "cp nosuch.yaml my.yaml"]
     for text in bad:
         assert check(Command("t:1", tuple(shlex.split(text)), (), True)), text
 

@@ -17,6 +17,7 @@ from PIL import Image
 
 from levante_tasks.cli import main
 from levante_tasks.schema.crosswalk import canonical_uid
+from levante_tasks.schema.tasks import TASKS
 from levante_tasks.synth import write_synthetic_release
 
 TAG = "levante-tasks synthetic"
@@ -28,8 +29,7 @@ REAL_CORPUS_COLUMNS = [
     "source", "block_index", "task", "trial_type", "assessment_stage", "audio_file", "prompt", "item",
     "orig_item_num", "answer", "response_alternatives", "chance_level", "item_id",
 ]
-TASK_IDS = {"vocab": "vocab", "trog": "trog", "egma-math": "math", "theory-of-mind": "tom",
-            "matrix-reasoning": "matrix", "mental-rotation": "mrot", "same-different-selection": "sds"}
+TASK_IDS = {info.name: info.task_id for info in TASKS}  # every catalogue task is in the synthetic release
 TRIAL_HEADER = ('"site","dataset","task_id","user_id","run_id","trial_id","trial_number","item_uid","item_task",'
                 '"item_group","item","correct","rt","response","answer","distractors","chance","theta_estimate",'
                 '"theta_se"')

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from PIL import Image
 
-from levante_tasks.core.hooks import question_text
+from levante_tasks.core.hooks import doc_to_text, question_text
 from levante_tasks.core.prompts import IMAGE_MARKER, without_answer_clause
 from levante_tasks.schema.items import LETTERS
 
@@ -80,9 +80,14 @@ def has_context_image(doc: Mapping[str, Any]) -> bool:
 
 
 def question(doc: Mapping[str, Any], ctx: str = "") -> str:
-    """The item's question without its answer clause: from the prepared doc (`core.hooks.question_text`, the exact
-    clause `prepare` built), else from lmms-eval's context string for a doc without `prompt_text`."""
-    return question_text(doc) if doc.get("prompt_text") else without_answer_clause(ctx or "")
+    """The item's question without its answer clause (and what follows it): lmms-eval's context string `ctx` keeps
+    a configured pre-prompt, the prepared doc gives the question (`core.hooks.question_text`: the exact clause
+    `prepare` built, no pattern); a doc without `prompt_text` falls back to cutting `ctx` at its answer clause."""
+    if not doc.get("prompt_text"):
+        return without_answer_clause(ctx or "")
+    body = doc_to_text(doc)
+    pre_prompt = ctx[: ctx.index(body)] if body and body in (ctx or "") else ""
+    return pre_prompt + question_text(doc)
 
 
 def query_text(doc: Mapping[str, Any], ctx: str = "") -> str:

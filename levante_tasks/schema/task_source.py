@@ -9,10 +9,12 @@ Python modules its `!function` names point at (local `utils.fn` modules beside t
 `levante_tasks.<module>.fn` modules, e.g. `levante_tasks/lmms/task.py`), and the modules of `lmms/` (and of the
 folder of each such module, e.g. `l0/` for the L0 trace tasks) they import, transitively, lazy imports included.
 inspect_ai face (`inspect.task.source_files`): `_registry.py`, `inspect/` and what they import of `core/` and
-`schema/`. Never in it: `lmms/patcher/` (the lmms-eval patcher has its own `patch_set_sha256`), the error texts
-(`errors.py`), `atomic.py`, the package `__init__.py` and the other packages (data, summary, matrix, ...): an
-edit there leaves the hash as it was. Each file enters as its path relative to the package root and the sha256 of
-its bytes, in path order, so the hash is the same wherever the package is installed.
+`schema/`. Never in it: `lmms/patcher/` (the lmms-eval patcher has its own `patch_set_sha256`), the shared error
+machinery and texts (`errors.py`), `atomic.py`, `textfile.py`, the package `__init__.py` and the other packages
+(data, summary, matrix, ...): an edit there leaves the hash as it was. Files are hashed whole, so a message
+written inside a core or face module (e.g. "has no prepared items" in `core/docs.py`) is part of the hash.
+Each file enters as its path relative to the package root and the sha256 of its bytes, in path order, so the hash
+is the same wherever the package is installed.
 """
 
 from __future__ import annotations
