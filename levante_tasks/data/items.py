@@ -133,18 +133,27 @@ def option_problem(options: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def _number_line_problem(row: ManifestRow, marked: str) -> bool:
-    """Whether a number-line row's range or marked value is unusable (bad_number_line / bad_slider)."""
+def _number_line(row: ManifestRow, marked: str) -> tuple[float, float, float] | None:
+    """(low, high, marked value) of a number-line row, or None when its range or marked value is unusable."""
     span, target = _parse_range(row.get("item")), _float(marked)
-    return span is None or target is None or not span[0] <= target <= span[1]
+    if span is None or target is None or not span[0] <= target <= span[1]:
+        return None
+    return span[0], span[1], target
+
+
+def _is_slider(row: ManifestRow) -> bool:
+    """A number-line slider row (egma-math): answered with a number, not a choice."""
+    return row.task == "egma-math" and row.get("trial_type") == "Number Line Slider"
 
 
 def _manifest_problem(row: ManifestRow) -> str | None:
-    """The problem kind of a choice row that the manifest alone shows (options, a number-line range), else None."""
+    """The problem kind of a row that the manifest alone shows (options, a number-line range), else None."""
+    if _is_slider(row):
+        return None if _number_line(row, row.get("answer")) else "bad_slider"
     wrong = option_problem(row.options())
     if wrong:
         return wrong[0]
-    if row.get("trial_type") == "Number Line 4afc" and _number_line_problem(row, row.options()[0]):
+    if row.get("trial_type") == "Number Line 4afc" and _number_line(row, row.options()[0]) is None:
         return "bad_number_line"
     return None
 
@@ -207,7 +216,7 @@ class _Builder:
         reason = item_rules(task_info(task)).exclude(row)
         if reason:
             return self.exclude(row, reason)
-        if task == "egma-math" and trial_type == "Number Line Slider":
+        if _is_slider(row):
             return self.slider(row)
         options = row.options()
         wrong = option_problem(options)
@@ -229,12 +238,12 @@ class _Builder:
                 item["option_images"] = found
         prompt_image = row.get("prompt_image")
         if trial_type == "Number Line 4afc":
-            span = _parse_range(row.get("item"))
-            target = _float(options[0])
-            if span is None or target is None or not span[0] <= target <= span[1]:
+            line = _number_line(row, options[0])
+            if line is None:
                 return self.problem(row, "bad_number_line", f"range {row.get('item')!r} / answer {options[0]!r}")
-            item.update(range_min=span[0], range_max=span[1])
-            item["stimulus_image"] = self.generated(span[0], span[1], target)
+            low, high, target = line
+            item.update(range_min=low, range_max=high)
+            item["stimulus_image"] = self.generated(low, high, target)
         elif prompt_image and prompt_image != "TODO":
             stimulus = self.image(row, prompt_image, "prompt")
             ok = ok and stimulus is not None
@@ -269,12 +278,11 @@ class _Builder:
         return rel
 
     def slider(self, row: ManifestRow) -> dict[str, Any] | None:
-        span = _parse_range(row.get("item"))
-        target = _float(row.get("answer"))
-        if span is None or target is None or not span[0] <= target <= span[1]:
+        line = _number_line(row, row.get("answer"))
+        if line is None:
             return self.problem(row, "bad_slider", f"range {row.get('item')!r} / target {row.get('answer')!r}")
         item = _base_item(row)
-        low, high = span
+        low, high, target = line
         item.update(answer=row.get("answer"), option_kind="slider", response_format="slider",
                     range_min=low, range_max=high, chance_level=slider_chance(target, low, high),
                     stimulus_image=self.generated(low, high, None))
@@ -328,8 +336,6 @@ def read_release_items(release_root: Path, log: ProblemLog) -> ReleaseItems:
     return result
 
 
-
-
 def count_manifest_items(manifest_path: Path) -> dict[str, Any]:
     """Item counts of a manifest as `prepare` makes them, without images: per task the manifest rows (exact
     duplicates once), rows dropped as conflicting duplicates, rows excluded by design (per reason), and the items
@@ -354,9 +360,7 @@ def count_manifest_items(manifest_path: Path) -> dict[str, Any]:
         items: list[ManifestRow] = []
         for row in rows:
             reason = item_rules(info).exclude(row)
-            slider = info.name == "egma-math" and row.get("trial_type") == "Number Line Slider"
-            problem = (("bad_slider" if _number_line_problem(row, row.get("answer")) else None) if slider
-                       else _manifest_problem(row))
+            problem = None if reason else _manifest_problem(row)
             if reason:
                 excluded[reason] += 1
             elif problem:
