@@ -121,9 +121,9 @@ def load_counts(root: Path = TASKS_DIR) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"manifest": {}, "tasks": {}}
 
 
-def _count_table(title: str, counts: dict[str, int]) -> str:
+def _count_table(title: str, counts: dict[str, int], value: str = "items") -> str:
     rows = "".join(f"| {name} | {n} |\n" for name, n in counts.items())
-    return f"| {title} | items |\n|---|---|\n{rows}"
+    return f"| {title} | {value} |\n|---|---|\n{rows}"
 
 
 def readme(info: TaskInfo, counts: dict[str, Any]) -> str:
@@ -162,7 +162,7 @@ def readme(info: TaskInfo, counts: dict[str, Any]) -> str:
                     "dropped: conflicting duplicate item_uid": entry["dropped_duplicates"],
                     **{f"excluded: {reason}": n for reason, n in entry["excluded"].items()},
                     **{f"dropped: {kind}": n for kind, n in entry.get("problems", {}).items()}, "items": entry["items"]}
-        lines += [_count_table("rows", accounts).replace("| rows | items |", "| rows | count |"), ""]
+        lines += [_count_table("rows", accounts, "count"), ""]
         if "subtypes" in entry:
             by_subtype = {name: entry["subtypes"].get(name, 0) for name, _ in info.subtypes}  # catalogue order
             lines += [_count_table("sub-type", by_subtype), ""]
@@ -176,9 +176,9 @@ def task_files(info: TaskInfo, counts: dict[str, Any]) -> dict[str, str]:
     for suffix, kind, seed, variant in variants():
         name = f"{info.lmms_name}{suffix}"
         files[f"{info.folder}/{name}.yaml"] = leaf(name, kind, info, seed, variant)
-    for prefix in ("", "_mc"):
+    for kind, prefix in (("gen", ""), ("mc", "_mc")):
         name = f"{info.lmms_name}{prefix}_seeds"
-        seeds = [f"{info.lmms_name}{prefix}{'' if s == 0 else f'_seed{s}'}" for s in DEFAULT_SEEDS]
+        seeds = [f"{info.lmms_name}{suffix}" for suffix, k, _, image in variants() if k == kind and image == "original"]
         files[f"{info.folder}/{name}.yaml"] = group(name, seeds, info.version)
     return files
 
