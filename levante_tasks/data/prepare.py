@@ -47,8 +47,8 @@ from levante_tasks.errors import LevanteError, display_path, problem_text
 from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import SCHEMA_VERSION
 
-OUTPUT_DIRS = (layout.GENERATED_DIR, layout.DATASETS_DIR)  # swapped in this order: build.json names a build once
-# both are in place
+# Swapped in this order: build.json names a build once both are in place.
+OUTPUT_DIRS = (layout.GENERATED_DIR, layout.DATASETS_DIR)
 _LEGACY = re.compile(r"^\.(?:build-.+|datasets\.old|generated\.old)$")  # temp folders of earlier builders
 
 
