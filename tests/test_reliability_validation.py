@@ -28,6 +28,7 @@ from PIL import Image, ImageFile
 from levante_tasks.atomic import clean_stale
 from levante_tasks.cli import main
 from levante_tasks.data.build import stage_datasets
+from levante_tasks.data.items import count_manifest_items
 from levante_tasks.data.manifest import MANIFEST_COLUMNS
 from levante_tasks.data.tom import CORPUS_COLUMNS, CORPUS_RELPATH
 from levante_tasks.data.visuals import VisualIndex
@@ -102,6 +103,7 @@ def _stage_without_dac(root: Path, tmp_path: Path) -> subprocess.CompletedProces
     script = textwrap.dedent(f"""
         from pathlib import Path
         from levante_tasks.data.build import stage_datasets
+from levante_tasks.data.items import count_manifest_items
         from levante_tasks.errors import LevanteError
         try:
             stage_datasets(Path({str(root)!r}), "v", False, "key", Path({str(tmp_path / "staging")!r}))
@@ -418,6 +420,20 @@ def test_number_line_outside_or_overflowing_its_range_is_a_problem(tmp_path, cap
     write_release(tmp_path / "rel", rows=[*default_rows(), bad])
     lines = error_lines(capsys, prepare_args(tmp_path / "rel", tmp_path / "data"))
     assert lines[0] == f"manifest.csv:5: math_line_x: {kind}"
+
+
+def test_the_manifest_counter_drops_the_number_lines_prepare_drops(tmp_path):
+    """The README item counts (data.items.count_manifest_items) judge number lines with prepare's own check: a
+    marked value outside (or overflowing) its range is dropped under the same problem kind, a good one is kept."""
+    rows = [{**math_row(uid, item, answer, "7,8,9"), "trial_type": trial_type} for uid, trial_type, item, answer in (
+        ("line_out", "Number Line 4afc", "0,10", "50"), ("line_huge", "Number Line 4afc", "-1e308,1e308", "1"),
+        ("line_ok", "Number Line 4afc", "0,10", "5"), ("slider_out", "Number Line Slider", "0,10", "11"),
+        ("slider_ok", "Number Line Slider", "0,100", "40"))]
+    root = write_release(tmp_path / "rel", rows=[*default_rows(), *rows])
+    math = count_manifest_items(root / "manifest.csv")["tasks"]["egma-math"]
+    assert math["problems"] == {"bad_number_line": 2, "bad_slider": 1}
+    assert (math["items"], math["trial_types"]) == (4, {"Addition": 2, "Number Line 4afc": 1,
+                                                        "Number Line Slider": 1})
 
 
 def test_real_sample_images_are_decoded_once_each(sample_base, tmp_path, monkeypatch):
