@@ -103,7 +103,6 @@ def _stage_without_dac(root: Path, tmp_path: Path) -> subprocess.CompletedProces
     script = textwrap.dedent(f"""
         from pathlib import Path
         from levante_tasks.data.build import stage_datasets
-from levante_tasks.data.items import count_manifest_items
         from levante_tasks.errors import LevanteError
         try:
             stage_datasets(Path({str(root)!r}), "v", False, "key", Path({str(tmp_path / "staging")!r}))
