@@ -44,6 +44,10 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"__main__"},
 ))
 RANK = {unit: rank for rank, layer in enumerate(LAYERS) for unit in layer}
+# A task folder (`levante_tasks/tasks/<folder>/`) holds one module of each of several layers; each is part of its
+# layer's unit: the registry (`tasks/__init__.py`) and each folder's row (`__init__.py`) of schema, `items.py` of
+# data, `synth.py` of synth, `fixture.py` of testing.
+TASK_FOLDER_UNITS = {"items": "data", "synth": "synth", "fixture": "testing"}
 # The model adapters (top-level `adapters/`) stand on the contracts and the shared core only.
 ADAPTER_MAY_IMPORT = frozenset({"__init__", "temp_names", "errors", "textfile", "atomic", "schema", "core"})
 
@@ -57,7 +61,11 @@ def imported_modules(path: Path, own: tuple[str, ...]) -> list[str]:
         elif isinstance(node, ast.ImportFrom):
             base = [*own[: len(own) - node.level]] if node.level else []
             module = ".".join([*base, *([node.module] if node.module else [])])
-            names += [f"{module}.{alias.name}" for alias in node.names] if module == "levante_tasks" else [module]
+            if module == "levante_tasks":
+                names += [f"{module}.{alias.name}" for alias in node.names]
+            else:  # `from levante_tasks.tasks.vocab import items` imports the data-layer module too
+                names += [module, *(f"{module}.{alias.name}" for alias in node.names
+                                    if module.startswith("levante_tasks.tasks."))]
     return names
 
 
@@ -68,6 +76,8 @@ def unit(dotted: str) -> str | None:
         return None
     if len(parts) == 1 or parts[1] == "__version__":
         return "__init__"
+    if parts[1] == "tasks":
+        return TASK_FOLDER_UNITS.get(parts[3], "schema") if len(parts) > 3 else "schema"
     return parts[1]
 
 
@@ -75,7 +85,9 @@ def package_units() -> dict[str, list[Path]]:
     """Unit -> its module files (a subpackage or a top-level module of levante_tasks)."""
     found: dict[str, list[Path]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        found.setdefault(path.relative_to(PACKAGE).parts[0].removesuffix(".py"), []).append(path)
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        name = unit(".".join(("levante_tasks", *parts))) if parts[0] == "tasks" else parts[0]
+        found.setdefault(name, []).append(path)
     return found
 
 
@@ -113,23 +125,29 @@ def test_no_package_imports_one_above_it_and_the_faces_stay_apart():
 
 def test_the_check_finds_an_upward_a_sideways_and_a_lazy_import(tmp_path, monkeypatch):
     """The rule is able to fail: a core module importing lmms (lazily), inspect importing lmms, schema importing
-    core are each reported."""
+    core, a task folder's row importing its item rules and its item rules importing synth are each reported (its
+    fixture importing its synthetic builder is allowed: testing stands above synth)."""
     package = tmp_path / "levante_tasks"
     for rel, text in {
         "core/hooks.py": "def f():\n    from levante_tasks.lmms import task\n",
         "inspect/task.py": "from levante_tasks.lmms.model_bridge import BothKindsTask\n",
         "schema/tasks.py": "from ..core import options\n",
         "lmms/task.py": "from levante_tasks.core import hooks\nfrom levante_tasks import errors\n",
+        "tasks/probe/__init__.py": "from levante_tasks.tasks.probe import items\n",
+        "tasks/probe/items.py": "from levante_tasks.synth import draw\nfrom levante_tasks.data import rules\n",
+        "tasks/probe/fixture.py": "from levante_tasks.tasks.probe import synth\n",
     }.items():
         (package / rel).parent.mkdir(parents=True, exist_ok=True)
         (package / rel).write_text(text)
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
     monkeypatch.setattr(sys.modules[__name__], "ADAPTERS", tmp_path / "none")
     found = violations()
-    assert len(found) == 3, found
+    assert len(found) == 5, found
     assert any("core/hooks.py: imports levante_tasks.lmms (lmms" in line for line in found)
     assert any("inspect/task.py: imports levante_tasks.lmms.model_bridge" in line for line in found)
     assert any("schema/tasks.py: imports levante_tasks.core (core" in line for line in found)
+    assert any("tasks/probe/__init__.py: imports levante_tasks.tasks.probe.items (data" in line for line in found)
+    assert any("tasks/probe/items.py: imports levante_tasks.synth (synth" in line for line in found)
 
 
 INSPECT_WITHOUT_LMMS = """

@@ -30,11 +30,11 @@ def test_per_task_tables_name_only_catalogue_tasks() -> None:
 def test_a_made_up_eighth_task_lists_every_missing_piece_with_its_file() -> None:
     missing = missing_for(PICTURE_MATCH)
     assert missing == [
-        "levante_tasks/schema/tasks.py: a `measures` description in the task's TaskInfo row",
-        "levante_tasks/data/items.py: a ITEM_RULES entry (item rules; ItemRules() if none) keyed 'checklist-probe'",
-        "levante_tasks/synth/registry.py: a SYNTH_TASKS entry (synthetic item builder) keyed 'checklist-probe'",
-        "levante_tasks/testing/fixture_data.py: a SPECS entry (fixture spec; append at the end) keyed "
-        "'checklist-probe'",
+        "levante_tasks/tasks/__init__.py: a line 'checklist_probe' in FOLDERS (the task registry)",
+        "levante_tasks/tasks/checklist_probe/__init__.py: a `measures` description in the task's TaskInfo row",
+        "levante_tasks/tasks/checklist_probe/items.py: RULES = ItemRules(...) (item rules; ItemRules() if none)",
+        "levante_tasks/tasks/checklist_probe/synth.py: SYNTH = SynthTask(...) (synthetic item builder)",
+        "levante_tasks/tasks/checklist_probe/fixture.py: SPEC = FixtureSpec(...) (fixture spec)",
         "levante_tasks/lmms/tasks/_item_counts.json: item counts of 'checklist-probe' (rerun "
         "`python -m levante_tasks.lmms.tasks._generate_configs --manifest <release>/manifest.csv` on a manifest "
         "with the task)",
@@ -49,9 +49,9 @@ def test_a_made_up_eighth_task_lists_every_missing_piece_with_its_file() -> None
 def test_a_missing_table_entry_is_one_sentence_naming_the_file() -> None:
     with pytest.raises(MissingTaskEntry) as synth:
         synth_task(PICTURE_MATCH)
-    assert str(synth.value) == ("task 'checklist-probe' has no synthetic builder: add one keyed 'checklist-probe' to "
-                                "levante_tasks/synth/registry.py (docs/new_task.md)")
-    with pytest.raises(MissingTaskEntry, match="levante_tasks/testing/fixture_data.py"):
+    assert str(synth.value) == ("task 'checklist-probe' has no synthetic builder: add it in "
+                                "levante_tasks/tasks/checklist_probe/synth.py (docs/new_task.md)")
+    with pytest.raises(MissingTaskEntry, match="levante_tasks/tasks/checklist_probe/fixture.py"):
         fixture_spec(PICTURE_MATCH)
 
 

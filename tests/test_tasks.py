@@ -17,7 +17,7 @@ from levante_tasks.lmms import task as lmms_task
 from levante_tasks.lmms.tasks import _generate_configs as generator
 from levante_tasks.schema import layout
 from levante_tasks.schema.tasks import TASKS, task_info
-from levante_tasks.testing.fixture_data import MATH_TYPES, TOM_STORY, decode_colour, write_fixture
+from levante_tasks.testing.fixture_data import MATH_TYPES, SPECS, decode_colour, write_fixture
 from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
 
 TASKS_DIR = generator.TASKS_DIR
@@ -210,7 +210,8 @@ def test_context_image_comes_first_for_math_and_matrix() -> None:
 def test_records_and_prompts_follow_the_presented_order() -> None:
     for doc in task_docs("theory-of-mind", seed=2):
         text = hooks.doc_to_text(doc)
-        assert f"Answer with {letters_phrase(len(doc['letters']))}." in text and text.startswith(TOM_STORY)
+        assert f"Answer with {letters_phrase(len(doc['letters']))}." in text
+        assert text.startswith(SPECS["theory-of-mind"].story)
         result = lmms_task.process_results(doc, [doc["target_letter"]])
         record = result["levante_item"]
         assert record["correct"] == 1 and record["choice_index"] == 0 and record["seed"] == 2

@@ -3,9 +3,10 @@
 Every manifest row ends up as an item, an exclusion by design (counted with its reason), or a validation
 problem (fatal in strict mode; the row is dropped and counted in lenient mode).
 
-What differs between tasks is looked up by catalogue row in `ITEM_RULES` (a task with no special handling has
-`ItemRules()`); the option kind comes from the row's `image_options`. The builder still holds the few steps that
-need release-wide context (theory-of-mind stories from the corpus, the same-different context sentence, number
+What differs between tasks is looked up by catalogue row in `ITEM_RULES`, gathered from each task folder's
+`items.py` (`levante_tasks/tasks/<folder>/items.py`; a task with no special handling has `ItemRules()`); the
+option kind comes from the row's `image_options`. The builder still holds the few steps that need release-wide
+context (theory-of-mind stories from the corpus, the same-different context sentence, number
 lines); the rules say which tasks use them, so the README and docs/new_task.md can name them.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,13 +23,14 @@ from levante_tasks.core import prompts
 from levante_tasks.data import numberline, tom
 from levante_tasks.data.manifest import ManifestRow, load_manifest
 from levante_tasks.data.problems import Problem, ProblemLog
+from levante_tasks.data.rules import ItemRules
 from levante_tasks.data.visuals import VisualIndex
 from levante_tasks.errors import problem_text
 from levante_tasks.schema import layout
 from levante_tasks.schema.items import LETTERS, ItemRow, slider_chance
 from levante_tasks.schema.tasks import TASKS, TaskInfo, entry_for, task_info
+from levante_tasks.tasks import piece_file, pieces
 
-RULES_FILE = "levante_tasks/data/items.py"
 _CANNOT_OPEN = "cannot be opened"  # cached for an image file that raised OSError (already a file-level problem)
 
 
@@ -62,51 +63,13 @@ def _parse_range(text: str) -> tuple[float, float] | None:
     return low, high
 
 
-def _no_exclusion(row: ManifestRow) -> str | None:
-    return None
-
-
-def _tom_exclusion(row: ManifestRow) -> str | None:
-    return "hostile_attribution_no_normative_answer" if row.item_uid.startswith("ha_") else None
-
-
-def _math_exclusion(row: ManifestRow) -> str | None:
-    return "counting_options_are_correct_incorrect" if row.get("trial_type") == "Counting" else None
-
-
-def _sds_exclusion(row: ManifestRow) -> str | None:
-    return "instruction_or_multi_select_trial" if not row.options() else None
-
-
-@dataclass(frozen=True)
-class ItemRules:
-    """How `prepare` treats one task's manifest rows beyond the common path (options from answer + alternatives).
-
-    `exclude(row)` names why a row is left out by design (counted, not a problem) or returns None. `notes` is a
-    line for the generated README about any task-specific step of the builder (empty when there is none).
-    """
-
-    exclude: Callable[[ManifestRow], str | None] = _no_exclusion
-    notes: str = ""
-
-
-ITEM_RULES: dict[str, ItemRules] = {
-    "vocab": ItemRules(),
-    "trog": ItemRules(),
-    "egma-math": ItemRules(_math_exclusion, "Counting items (options Correct/Incorrect) are excluded; number-line "
-                                            "pictures are drawn by prepare; slider items are generate_until only."),
-    "theory-of-mind": ItemRules(_tom_exclusion, "Stories come from the theory-of-mind corpus; hostile-attribution "
-                                                "items are excluded (no normative answer)."),
-    "matrix-reasoning": ItemRules(),
-    "mental-rotation": ItemRules(),
-    "same-different-selection": ItemRules(_sds_exclusion, "Instruction and multi-select rows (no answer key) are "
-                                                          "excluded; repeated item_uids are numbered."),
-}
+RULES_MODULE = "items"  # levante_tasks/tasks/<folder>/items.py defines RULES
+ITEM_RULES: dict[str, ItemRules] = pieces(RULES_MODULE, "RULES")  # task name -> its item rules
 
 
 def item_rules(info: TaskInfo) -> ItemRules:
     """The item rules of a catalogue row (a clear error naming this file when the row has none)."""
-    return entry_for(ITEM_RULES, info, "item rules", RULES_FILE)
+    return entry_for(ITEM_RULES, info, "item rules", piece_file(info.folder, RULES_MODULE))
 
 
 def option_kind(row: ManifestRow) -> str:

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from levante_tasks.data.items import ITEM_RULES, RULES_FILE
+from levante_tasks.data.items import ITEM_RULES, RULES_MODULE
 from levante_tasks.lmms.tasks import _generate_configs as generator
 from levante_tasks.schema.task_source import PACKAGE_ROOT, TASKS_DIR
 from levante_tasks.schema.tasks import TaskInfo
-from levante_tasks.synth.registry import REGISTRY_FILE, SYNTH_TASKS
-from levante_tasks.testing.fixture_data import SPECS, SPECS_FILE
+from levante_tasks.synth.registry import SYNTH_MODULE, SYNTH_TASKS
+from levante_tasks.tasks import FOLDERS, piece_file
+from levante_tasks.testing.fixture_data import SPEC_MODULE, SPECS
 
 REPO_ROOT = PACKAGE_ROOT.parent
 TASKS_REL = "levante_tasks/lmms/tasks"
 GENERATOR = "python -m levante_tasks.lmms.tasks._generate_configs"
+REGISTRY_FILE = "levante_tasks/tasks/__init__.py"
 
 
 def docs_row(info: TaskInfo) -> str:
@@ -30,19 +32,22 @@ def docs_row(info: TaskInfo) -> str:
 def missing_for(info: TaskInfo, repo_root: Path = REPO_ROOT) -> list[str]:
     """Every piece `info` lacks, as `<file>: <what to add>` lines (empty when the task is complete).
 
-    Checked: the `measures` text of the row; its item rules (data/items.py `ITEM_RULES`), synthetic builder
-    (synth/registry.py `SYNTH_TASKS`) and fixture spec (testing/fixture_data.py `SPECS`); its item counts in
+    Checked: its line in the task registry (`levante_tasks/tasks/__init__.py`); the `measures` text of the row; its
+    folder's item rules (`items.py` `RULES`), synthetic builder (`synth.py` `SYNTH`) and fixture spec (`fixture.py`
+    `SPEC`); its item counts in
     `_item_counts.json`; its generated lmms-eval folder (every variant YAML and group, byte-equal to what the
     generator renders now) and README; its row in docs/tasks.md.
     """
     missing = []
+    if info.folder not in FOLDERS:
+        missing.append(f"{REGISTRY_FILE}: a line {info.folder!r} in FOLDERS (the task registry)")
     if not info.measures.strip():
-        missing.append("levante_tasks/schema/tasks.py: a `measures` description in the task's TaskInfo row")
-    for table, file, what in ((ITEM_RULES, RULES_FILE, "ITEM_RULES entry (item rules; ItemRules() if none)"),
-                              (SYNTH_TASKS, REGISTRY_FILE, "SYNTH_TASKS entry (synthetic item builder)"),
-                              (SPECS, SPECS_FILE, "SPECS entry (fixture spec; append at the end)")):
+        missing.append(f"{piece_file(info.folder, '__init__')}: a `measures` description in the task's TaskInfo row")
+    for table, module, what in ((ITEM_RULES, RULES_MODULE, "RULES = ItemRules(...) (item rules; ItemRules() if none)"),
+                                (SYNTH_TASKS, SYNTH_MODULE, "SYNTH = SynthTask(...) (synthetic item builder)"),
+                                (SPECS, SPEC_MODULE, "SPEC = FixtureSpec(...) (fixture spec)")):
         if info.name not in table:
-            missing.append(f"{file}: a {what} keyed {info.name!r}")
+            missing.append(f"{piece_file(info.folder, module)}: {what}")
     counts = generator.load_counts()
     if info.name not in counts.get("tasks", {}):
         missing.append(f"{TASKS_REL}/{generator.COUNTS_FILE}: item counts of {info.name!r} "

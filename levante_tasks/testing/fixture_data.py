@@ -6,7 +6,6 @@ separate colour, so a model that decodes colours can prove which image it receiv
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,8 @@ from levante_tasks.schema.dataset import IMAGE_ROOT, dataset_info_document
 from levante_tasks.schema.items import ITEM_SCHEMA, LETTERS, ItemRow, slider_chance
 from levante_tasks.schema.layout import DATASET_FILE, DEFAULT_VERSION_FILE
 from levante_tasks.schema.tasks import TASKS, TaskInfo, entry_for, stray_entries, task_info
+from levante_tasks.tasks import piece_file, pieces
+from levante_tasks.testing.fixture_spec import FixtureSpec
 
 CONTEXT_COLOUR = (0, 0, 255)
 IMAGE_SIZE = (32, 24)
@@ -45,40 +46,13 @@ def decode_colour(image: Image.Image) -> int | None:
     return next((index for index in range(len(LETTERS)) if near(option_colour(index))), None)
 
 
-SPECS_FILE = "levante_tasks/testing/fixture_data.py"
-
-
-@dataclass(frozen=True)
-class FixtureSpec:
-    """The fixture items of one task: trial types and option counts cycled over `n_items` items.
-
-    `kind` = "math" writes the egma-math set instead (every `MATH_TYPES` entry three times, then sliders).
-    """
-
-    trial_types: tuple[str, ...] = ()
-    option_counts: tuple[int, ...] = (4,)
-    option_kind: str = "image"
-    context_image: bool = False
-    n_items: int = 0
-    kind: str = "choice"
-
-
-# Keyed by catalogue row. The order numbers the items (`manifest_row`, the prompt phrase): a new task goes at the
-# end, so every other task's fixture data (and the golden records made from it) stays the same.
-SPECS: dict[str, FixtureSpec] = {
-    "vocab": FixtureSpec(("test",), (4,), "image", False, 9),
-    "trog": FixtureSpec(("noun", "verb"), (4,), "image", False, 9),
-    "theory-of-mind": FixtureSpec(("false_belief_question", "reality_check_question"), (2, 3, 4), "image", False, 9),
-    "matrix-reasoning": FixtureSpec(("Matrix Reasoning",), (4,), "image", True, 6),
-    "mental-rotation": FixtureSpec(("2", "3"), (2,), "image", True, 6),
-    "same-different-selection": FixtureSpec(("test-dimensions", "something-same-1"), (3, 4), "image", False, 6),
-    "egma-math": FixtureSpec(kind="math"),
-}
+SPEC_MODULE = "fixture"  # levante_tasks/tasks/<folder>/fixture.py defines SPEC
+SPECS: dict[str, FixtureSpec] = pieces(SPEC_MODULE, "SPEC")  # task name -> its fixture spec, in registry order
 
 
 def fixture_spec(info: TaskInfo) -> FixtureSpec:
-    """The fixture spec of a catalogue row (a clear error naming this file when the row has none)."""
-    return entry_for(SPECS, info, "fixture spec", SPECS_FILE)
+    """The fixture spec of a catalogue row (a clear error naming its folder's file when the row has none)."""
+    return entry_for(SPECS, info, "fixture spec", piece_file(info.folder, SPEC_MODULE))
 
 
 MATH_TYPES = {
@@ -95,7 +69,6 @@ MATH_TYPES = {
     "Counting AFC": (3, True),
     "Number Line 4afc": (4, True),
 }
-TOM_STORY = "Here is a short story."
 
 
 def _image(root: Path, rel: str, colour: tuple[int, int, int]) -> str:
@@ -108,13 +81,13 @@ def _image(root: Path, rel: str, colour: tuple[int, int, int]) -> str:
 
 
 def _row(root: Path, task: str, uid: str, trial_type: str, n: int, kind: str, context: bool,
-         number: int) -> dict[str, Any]:
-    """A choice item whose option images (or numbers) and context image are easy to recognise."""
+         number: int, story: str = "") -> dict[str, Any]:
+    """A choice item whose option images (or numbers) and context image are easy to recognise; `story` starts
+    its prompt."""
     options = [str(number + i) for i in range(n)] if kind == "text" else [f"{uid}-opt{i}" for i in range(n)]
     images = ([_image(root, f"{RELEASE_VISUAL}/{task}/{o}.png", option_colour(i)) for i, o in enumerate(options)]
               if kind == "image" else [])
     stimulus = _image(root, f"{RELEASE_VISUAL}/{task}/{uid}-context.png", CONTEXT_COLOUR) if context else ""
-    story = TOM_STORY if task == "theory-of-mind" else ""
     stem = prompts.with_context_placeholder(f'{story} Choose the option for "phrase {number}".'.strip(), context)
     return ItemRow(
         item_uid=uid, source_item_uid=uid, task=task, task_id=task_info(task).task_id, trial_type=trial_type,
@@ -147,26 +120,30 @@ def _write_dataset(root: Path, version: str, task: str, rows: list[dict[str, Any
 
 def write_fixture(data_dir: str | Path, version: str = "fixture-v1") -> Path:
     """Write `<data_dir>/<version>/` with one small dataset per task and `<data_dir>/default_version`."""
-    for info in TASKS:  # every catalogue row has a spec (a clear error otherwise)
-        fixture_spec(info)
     if stray_entries(SPECS):
-        raise KeyError(f"{SPECS_FILE}: SPECS names tasks not in the catalogue: {', '.join(stray_entries(SPECS))}")
+        raise KeyError(f"levante_tasks/tasks: fixture specs of tasks not in the catalogue: "
+                       f"{', '.join(stray_entries(SPECS))}")
     root = Path(data_dir) / version
     number = 1
-    for task, spec in SPECS.items():
-        if spec.kind == "math":
-            number = _write_math(root, version, number)
-            continue
-        rows = []
-        types, counts = spec.trial_types, spec.option_counts
-        for i in range(spec.n_items):
-            uid = f"{task_info(task).task_id}_item{i}"
-            rows.append(_row(root, task, uid, types[i % len(types)], counts[i % len(counts)], spec.option_kind,
-                             spec.context_image, number))
-            number += 1
-        _write_dataset(root, version, task, rows)
+    for info in TASKS:  # registry order; every catalogue row has a spec (a clear error otherwise)
+        spec = fixture_spec(info)
+        first = number if spec.first_number is None else spec.first_number
+        number = max(number, _write_task(root, version, info, spec, first))
     write_text(Path(data_dir) / DEFAULT_VERSION_FILE, version + "\n")
     return root
+
+
+def _write_task(root: Path, version: str, info: TaskInfo, spec: FixtureSpec, number: int) -> int:
+    """One task's fixture dataset, its items numbered from `number`; the number after its last item."""
+    if spec.kind == "math":
+        return _write_math(root, version, number)
+    rows = []
+    types, counts = spec.trial_types, spec.option_counts
+    for i in range(spec.n_items):
+        rows.append(_row(root, info.name, f"{info.task_id}_item{i}", types[i % len(types)], counts[i % len(counts)],
+                         spec.option_kind, spec.context_image, number + i, spec.story))
+    _write_dataset(root, version, info.name, rows)
+    return number + spec.n_items
 
 
 def _write_math(root: Path, version: str, number: int) -> int:
