@@ -73,33 +73,47 @@ class _HookLoader(yaml.SafeLoader):
 _HookLoader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
 
 
+LEAF_LINES = 8  # at most, for every variant leaf of every task (issue 28)
+
+
 def test_yaml_tree_is_thin() -> None:
-    """Templates hold every setting; a leaf names its variant only (and its sub-type metrics); the tree is small.
+    """Templates hold every setting; a leaf names its variant only (at most LEAF_LINES lines); a task with sub-types
+    lists their metrics once, in its own template per output type; the tree is small.
 
     The bounds are computed from the catalogue (files and lines per task x tasks), so a new row is no failure here.
     """
     files = generator.generated_files()
     n_variants = len(generator.variants())
     per_task = n_variants + 2 + 1  # variant leaves, two seed groups, README.md
-    assert len(files) == len(generator.TEMPLATES) + n_variants + per_task * len(TASKS)  # + one levante group a suffix
+    own_templates = {generator.task_template_file(info, kind) for info in TASKS if info.subtypes
+                     for kind in generator.TEMPLATES}
+    assert len(files) == (len(generator.TEMPLATES) + n_variants + per_task * len(TASKS)  # + one levante group a suffix
+                          + len(own_templates))
     assert {rel for rel in files if rel.endswith(".md")} == {f"{info.folder}/README.md" for info in TASKS}
     group_lines, template_lines = 6, 20
-    leaf_lines = {info.name: 3 + (4 + len(info.subtypes) if info.subtypes else 0) for info in TASKS}
     bound = (len(generator.TEMPLATES) * template_lines + n_variants * group_lines
-             + sum(n_variants * leaf_lines[info.name] + 2 * group_lines for info in TASKS))
+             + sum(n_variants * 3 + 2 * group_lines for info in TASKS)
+             + sum(6 + len(info.subtypes) for info in TASKS if info.subtypes) * len(generator.TEMPLATES))
     assert sum(len((TASKS_DIR / rel).read_text().splitlines()) for rel in files if not rel.endswith(".md")) <= bound
     assert not list(TASKS_DIR.glob("*/utils.py"))  # no per-folder !function shims
-    leaves = [yaml.load((TASKS_DIR / rel).read_text(), Loader=_HookLoader) for rel in files if rel.endswith(".yaml")]
-    tasks = [leaf for leaf in leaves if "task" in leaf and "group" not in leaf]
+    leaves = {rel: yaml.load((TASKS_DIR / rel).read_text(), Loader=_HookLoader) for rel in files
+              if rel.endswith(".yaml")}
+    tasks = {rel: leaf for rel, leaf in leaves.items() if "task" in leaf and "group" not in leaf}
     assert len(tasks) == 10 * len(TASKS)
-    for leaf in tasks:
+    for rel, leaf in tasks.items():
+        assert len((TASKS_DIR / rel).read_text().splitlines()) <= LEAF_LINES, rel
         info = task_info(leaf["metadata"]["levante"]["task"])
-        assert set(leaf) == {"task", "include", "metadata"} | ({"metric_list"} if info.subtypes else set()), leaf
+        assert set(leaf) == {"task", "include", "metadata"}, leaf
         assert set(leaf["metadata"]["levante"]) == {"task", "seed", "variant"}, leaf
-        if info.subtypes:  # only a task with sub-types carries their metrics, each aggregated over every doc
-            subtypes = [m["metric"].removeprefix("levante_acc_") for m in leaf["metric_list"][3:]]
-            assert subtypes == info.reported_subtypes(multiple_choice="_mc" in leaf["task"]), leaf
-            assert all(m["aggregation"].endswith("metrics.subtype_accuracy") for m in leaf["metric_list"][3:])
+        kind = "mc" if "_mc" in leaf["task"] else "gen"
+        assert (TASKS_DIR / rel).parent / leaf["include"] == TASKS_DIR / generator.task_template_file(info, kind)
+    for info in TASKS:  # only a task with sub-types carries their metrics, each aggregated over every doc
+        for kind in generator.TEMPLATES if info.subtypes else ():
+            own = yaml.load((TASKS_DIR / generator.task_template_file(info, kind)).read_text(), Loader=_HookLoader)
+            assert own["include"] == f"../{generator.TEMPLATES[kind]}"
+            subtypes = [m["metric"].removeprefix("levante_acc_") for m in own["metric_list"][3:]]
+            assert subtypes == info.reported_subtypes(multiple_choice=kind == "mc"), info.name
+            assert all(m["aggregation"].endswith("metrics.subtype_accuracy") for m in own["metric_list"][3:])
     for name in generator.TEMPLATES.values():  # no sub-type metric in a template every task shares
         assert "levante_acc_" not in (TASKS_DIR / name).read_text()
     for name in generator.TEMPLATES.values():  # hooks named absolutely, so no shim module is needed

@@ -2,15 +2,16 @@
 
 Two templates hold every setting and hook (`_levante_generate_until_template_yaml`,
 `_levante_multiple_choice_template_yaml`); each variant is a leaf with only `task`, `include` and `metadata`
-(`metadata.levante`: task, option-order seed, image variant), plus, for a task with sub-types (egma-math), its
-own `metric_list` adding one `levante_acc_<sub-type>` per sub-type (only that task carries them; each metric has
-a value for every doc, so lmms-eval's group weights are item counts). Variants: `_mc` = multiple_choice,
-`_seed1`/`_seed2` (seed 0 has no suffix), `_blank`/`_shuffled` images. Groups: `levante<suffix>` (all tasks) and
-`<task>_seeds`/`<task>_mc_seeds` (mean over seeds). Each leaf and each `<task>_seeds` group carries the task's
-catalogue version (`TaskInfo.version`) as lmms-eval's own `metadata.version`, so lmms-eval's results `versions`
-and its printed table's Version column show it; the all-task `levante*` groups carry ALL_TASKS_VERSION. Run
-`python -m levante_tasks.lmms.tasks._generate_configs` after changing this file or a catalogue version; a test fails
-when the folder and this generator disagree. (l0_trace/ is written by hand.)
+(`metadata.levante`: task, option-order seed, image variant). A task with sub-types (egma-math) has its own template
+per output kind in its folder (`_<folder>_<output type>_template_yaml`, including the shared one, as lmms-eval's
+`mmstar/_default_template_yaml`), whose `metric_list` adds one `levante_acc_<sub-type>` per sub-type (only that task
+carries them; each metric has a value for every doc, so lmms-eval's group weights are item counts). Variants: `_mc`
+= multiple_choice, `_seed1`/`_seed2` (seed 0 has no suffix), `_blank`/`_shuffled` images. Groups: `levante<suffix>`
+(all tasks) and `<task>_seeds`/`<task>_mc_seeds` (mean over seeds). Each leaf and each `<task>_seeds` group carries
+the task's catalogue version (`TaskInfo.version`) as lmms-eval's own `metadata.version`, so lmms-eval's results
+`versions` and its printed table's Version column show it; the all-task `levante*` groups carry ALL_TASKS_VERSION.
+Run `python -m levante_tasks.lmms.tasks._generate_configs` after changing this file or a catalogue version; a test
+fails when the folder and this generator disagree. (l0_trace/ is written by hand.)
 
 Each task folder also gets a `README.md`: what the task measures (`TaskInfo.measures`), its variants' lmms-eval
 names, its sub-types and its item counts. The counts come from `_item_counts.json` beside this file (committed, so
@@ -101,11 +102,24 @@ def template(kind: str) -> str:
     )
 
 
+def task_template_file(info: TaskInfo, kind: str) -> str:
+    """The relative path of the template of `info`'s variants of one output kind: the task's own (in its folder)
+    when it has sub-types, else the shared one."""
+    return f"{info.folder}/_{info.folder}_{OUTPUT_TYPES[kind]}_template_yaml" if info.subtypes else TEMPLATES[kind]
+
+
+def task_template(info: TaskInfo, kind: str) -> str:
+    """A task's own template of one output kind: the shared template plus its sub-type metrics (once per task,
+    not in every leaf; lmms-eval's include merges it over the shared one)."""
+    return (f"{HEADER}# The {OUTPUT_TYPES[kind]} settings of every {info.lmms_name} variant: the shared template "
+            f"and one accuracy per sub-type.\ninclude: ../{TEMPLATES[kind]}\n" + metric_list(info, kind))
+
+
 def leaf(name: str, kind: str, info: TaskInfo, seed: int, variant: str) -> str:
-    """One task variant: its name, its template, what to evaluate (and its own metric list if it has sub-types)."""
-    return (f"task: {name}\ninclude: ../{TEMPLATES[kind]}\n"
-            f"metadata: {{version: {info.version}, levante: {{task: {info.name}, seed: {seed}, variant: {variant}}}}}\n"
-            + (metric_list(info, kind) if info.subtypes else ""))
+    """One task variant: its name, its template (the task's own when it has sub-types), what to evaluate."""
+    include = Path(task_template_file(info, kind)).name if info.subtypes else f"../{TEMPLATES[kind]}"
+    levante = f"{{task: {info.name}, seed: {seed}, variant: {variant}}}"
+    return f"task: {name}\ninclude: {include}\nmetadata: {{version: {info.version}, levante: {levante}}}\n"
 
 
 def group(name: str, members: list[str], version: int) -> str:
@@ -173,6 +187,8 @@ def readme(info: TaskInfo, counts: dict[str, Any]) -> str:
 def task_files(info: TaskInfo, counts: dict[str, Any]) -> dict[str, str]:
     """Relative path -> text of one task's folder: its README, every variant and its two seed groups."""
     files = {f"{info.folder}/README.md": readme(info, counts)}
+    if info.subtypes:
+        files.update({task_template_file(info, kind): task_template(info, kind) for kind in TEMPLATES})
     for suffix, kind, seed, variant in variants():
         name = f"{info.lmms_name}{suffix}"
         files[f"{info.folder}/{name}.yaml"] = leaf(name, kind, info, seed, variant)
