@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from levante_tasks.data.items import ITEM_RULES, count_manifest_items
@@ -35,7 +33,7 @@ def test_a_made_up_eighth_task_lists_every_missing_piece_with_its_file() -> None
         "levante_tasks/tasks/checklist_probe/items.py: RULES = ItemRules(...) (item rules; ItemRules() if none)",
         "levante_tasks/tasks/checklist_probe/synth.py: SYNTH = SynthTask(...) (synthetic item builder)",
         "levante_tasks/tasks/checklist_probe/fixture.py: SPEC = FixtureSpec(...) (fixture spec)",
-        "levante_tasks/lmms/tasks/_item_counts.json: item counts of 'checklist-probe' (rerun "
+        "levante_tasks/tasks/checklist_probe/item_counts.json: its item counts (run "
         "`python -m levante_tasks.lmms.tasks._generate_configs --manifest <release>/manifest.csv` on a manifest "
         "with the task)",
         "levante_tasks/lmms/tasks/checklist_probe/: the generated YAML folder "
@@ -55,12 +53,23 @@ def test_a_missing_table_entry_is_one_sentence_naming_the_file() -> None:
         fixture_spec(PICTURE_MATCH)
 
 
-def test_committed_item_counts_match_the_shared_manifest(sample_base) -> None:
-    """The READMEs' counts (`_item_counts.json`) are those of the real LEVANTE manifest snapshot."""
-    committed = json.loads((generator.TASKS_DIR / generator.COUNTS_FILE).read_text(encoding="utf-8"))
-    manifest = sample_base / committed["manifest"]["version"] / "manifest.csv"
-    if not manifest.is_file():
-        pytest.skip(f"the counts are of manifest {committed['manifest']['version']}, not in the shared sample")
-    assert count_manifest_items(manifest) == committed
-    assert committed["tasks"]["vocab"]["items"] == 170 and committed["tasks"]["theory-of-mind"]["items"] == 31
-    assert set(committed["tasks"]) == {info.name for info in TASKS}
+def test_committed_item_counts_match_the_manifests_they_name(sample_base) -> None:
+    """Each task folder's item counts (`item_counts.json`, the README's counts) are those of the manifest they name,
+    for every manifest the shared sample holds, and every catalogue task such a manifest holds has its counts from
+    it (a task absent from the sample names another manifest, e.g. a newer release's)."""
+    committed = generator.load_counts()
+    assert set(committed) == {info.name for info in TASKS}
+    by_version: dict[str, list[str]] = {}
+    for name, document in committed.items():
+        by_version.setdefault(document["manifest"]["version"], []).append(name)
+    found = {version: sample_base / version / "manifest.csv" for version in by_version}
+    if not any(path.is_file() for path in found.values()):
+        pytest.skip(f"the counts are of manifests {sorted(by_version)}, none in the shared sample")
+    for version, path in found.items():
+        if path.is_file():
+            counted = count_manifest_items(path)
+            assert sorted(counted["tasks"]) == sorted(by_version[version]), version
+            assert {name: committed[name] for name in by_version[version]} == {
+                name: {"manifest": counted["manifest"], "counts": entry} for name, entry in counted["tasks"].items()}
+    if committed["vocab"]["manifest"]["version"] == "2026-03-24":
+        assert committed["vocab"]["counts"]["items"] == 170 and committed["theory-of-mind"]["counts"]["items"] == 31

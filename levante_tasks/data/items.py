@@ -308,7 +308,7 @@ def count_manifest_items(manifest_path: Path) -> dict[str, Any]:
     as lenient prepare drops them. Image and corpus problems are not checked (they depend on the other release
     files), so `items` is what lenient prepare builds from a release whose pictures and stories are complete.
     The result names the manifest by its version folder and sha256, never by path (it is committed:
-    `levante_tasks/lmms/tasks/_item_counts.json`).
+    each task folder's `levante_tasks/tasks/<folder>/item_counts.json`).
     """
     log = ProblemLog()
     manifest = load_manifest(manifest_path, log)

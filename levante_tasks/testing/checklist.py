@@ -33,10 +33,10 @@ def missing_for(info: TaskInfo, repo_root: Path = REPO_ROOT) -> list[str]:
     """Every piece `info` lacks, as `<file>: <what to add>` lines (empty when the task is complete).
 
     Checked: its line in the task registry (`levante_tasks/tasks/__init__.py`); the `measures` text of the row; its
-    folder's item rules (`items.py` `RULES`), synthetic builder (`synth.py` `SYNTH`) and fixture spec (`fixture.py`
-    `SPEC`); its item counts in
-    `_item_counts.json`; its generated lmms-eval folder (every variant YAML and group, byte-equal to what the
-    generator renders now) and README; its row in docs/tasks.md.
+    folder's item rules (`items.py` `RULES`), synthetic builder (`synth.py` `SYNTH`), fixture spec (`fixture.py`
+    `SPEC`) and item counts (`item_counts.json`); its generated lmms-eval folder (every variant YAML and group,
+    byte-equal to what the generator renders now) and README; its row in docs/tasks.md's task table (the generator
+    writes it).
     """
     missing = []
     if info.folder not in FOLDERS:
@@ -49,9 +49,9 @@ def missing_for(info: TaskInfo, repo_root: Path = REPO_ROOT) -> list[str]:
         if info.name not in table:
             missing.append(f"{piece_file(info.folder, module)}: {what}")
     counts = generator.load_counts()
-    if info.name not in counts.get("tasks", {}):
-        missing.append(f"{TASKS_REL}/{generator.COUNTS_FILE}: item counts of {info.name!r} "
-                       f"(rerun `{GENERATOR} --manifest <release>/manifest.csv` on a manifest with the task)")
+    if info.name not in counts:
+        missing.append(f"levante_tasks/tasks/{info.folder}/{generator.COUNTS_FILE}: its item counts "
+                       f"(run `{GENERATOR} --manifest <release>/manifest.csv` on a manifest with the task)")
     task_files = generator.task_files(info, counts)  # what the generator writes for this row now
     folder = TASKS_DIR / info.folder
     stale = sorted(rel for rel, text in task_files.items() if rel != f"{info.folder}/README.md"
