@@ -27,6 +27,7 @@ from golden_records import SUITES, run_suites, unit_hashes
 
 from levante_tasks.data.prepare import prepare
 from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
+from levante_tasks.schema.tasks import TASKS
 from levante_tasks.synth import write_synthetic_release
 from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
 from levante_tasks.testing.scripted import ScriptedChatModel, ScriptedModel
@@ -50,9 +51,24 @@ def _env(synthetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
+def unit_problems(got: dict[str, dict], want: dict[str, dict]) -> list[str]:
+    """What is wrong with the units of a run against the golden ones: a golden unit missing or one more of a golden
+    task, or a catalogue task without units. A task added since the golden file was written has units of its own
+    (one registry line and one folder add it; its records are new, not golden)."""
+    def task(unit: str) -> str:
+        return unit.split("/")[0]
+
+    golden_tasks = {task(unit) for unit in want}
+    problems = [f"golden unit missing: {unit}" for unit in sorted(set(want) - set(got))]
+    problems += [f"unit not in golden: {unit}" for unit in sorted(set(got) - set(want)) if task(unit) in golden_tasks]
+    missing_tasks = sorted({info.name for info in TASKS} - {task(unit) for unit in got})
+    problems += [f"catalogue task without units: {name}" for name in missing_tasks]
+    return problems
+
+
 def assert_same(model: str, got: dict[str, dict]) -> None:
     want = GOLDEN[model]
-    assert sorted(got) == sorted(want), model
+    assert not unit_problems(got, want), (model, unit_problems(got, want)[:10])
     changed = [f"{unit}: {part}" for unit in want for part in ("n", "records", "inputs")
                if got[unit][part] != want[unit][part]]
     assert not changed, f"{model}: {changed[:10]}"
@@ -69,3 +85,19 @@ def test_chat_model_gives_the_golden_records() -> None:
     chat = ScriptedChatModel()
     assert_same("scripted_chat", unit_hashes(run_suites(chat, str(TASKS_DIR), [s for s in SUITES if "_mc" not in s]),
                                              chat.seen))
+
+
+def test_the_unit_check_takes_a_new_catalogue_task_and_no_other_change() -> None:
+    """Units of every golden unit plus a unit per output type of each catalogue task the golden file lacks pass; a
+    missing golden unit, an extra unit of a golden task and a catalogue task without units fail."""
+    want = GOLDEN["fixed_B"]
+    new = {f"{info.name}/{kind}/seed0/original": {} for info in TASKS for kind in ("generate_until", "multiple_choice")
+           if not any(unit.startswith(f"{info.name}/") for unit in want)}
+    assert unit_problems({**want, **new}, want) == []
+    dropped = dict(want)
+    first = dropped.pop(sorted(want)[0])
+    assert unit_problems(dropped, want) == [f"golden unit missing: {sorted(want)[0]}"]
+    assert unit_problems({**want, **new, "vocab/generate_until/seed9/original": first}, want) == [
+        "unit not in golden: vocab/generate_until/seed9/original"]
+    without_vocab = {unit: value for unit, value in {**want, **new}.items() if not unit.startswith("vocab/")}
+    assert "catalogue task without units: vocab" in unit_problems(without_vocab, want)

@@ -125,7 +125,8 @@ def test_manifest_parses_like_the_real_one(release: tuple[Path, dict, float]) ->
     synthetic = pd.read_csv(release[0] / "synthetic" / "manifest.csv")
     assert list(synthetic.columns) == list(real.columns)
     assert dict(synthetic.dtypes.astype(str)) == dict(real.dtypes.astype(str))
-    assert set(synthetic["trial_type"]) - set(real["trial_type"]) == set()
+    held = synthetic[synthetic["task"].isin(set(real["task"]))]  # a task the real release lacks has its own types
+    assert set(held["trial_type"]) - set(real["trial_type"]) == set()
     with open(shared / "levante-sample" / "2026-03-24" / "corpus" / "theory-of-mind" /
               "theory-of-mind-item-bank.csv", encoding="utf-8") as handle:
         assert next(csv.reader(handle)) == REAL_CORPUS_COLUMNS
