@@ -94,7 +94,7 @@ def test_the_unit_check_takes_a_new_catalogue_task_and_no_other_change() -> None
     new = {f"{info.name}/{kind}/seed0/original": {} for info in TASKS for kind in ("generate_until", "multiple_choice")
            if not any(unit.startswith(f"{info.name}/") for unit in want)}
     assert unit_problems({**want, **new}, want) == []
-    dropped = dict(want)
+    dropped = {**want, **new}
     first = dropped.pop(sorted(want)[0])
     assert unit_problems(dropped, want) == [f"golden unit missing: {sorted(want)[0]}"]
     assert unit_problems({**want, **new, "vocab/generate_until/seed9/original": first}, want) == [

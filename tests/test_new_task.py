@@ -1,9 +1,12 @@
-"""Adding a task is one catalogue row plus its rules: `missing_for` lists what a row still lacks, file by file."""
+"""Adding a task is one folder plus one registry line: `missing_for` lists what a task still lacks, file by file."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from levante_tasks import tasks as registry
 from levante_tasks.data.items import ITEM_RULES, count_manifest_items
 from levante_tasks.lmms.tasks import _generate_configs as generator
 from levante_tasks.schema.tasks import TASKS, MissingTaskEntry, TaskInfo, stray_entries
@@ -19,6 +22,13 @@ PICTURE_MATCH = TaskInfo("checklist-probe", "probe", "levante_checklist_probe", 
 def test_every_catalogue_task_is_complete(info: TaskInfo) -> None:
     missing = missing_for(info)
     assert not missing, f"{info.name} still lacks:\n" + "\n".join(missing)
+
+
+def test_every_task_folder_is_registered() -> None:
+    """A task folder without its registry line would be silently left out of every table and group."""
+    folders = {path.parent.name for path in Path(registry.__file__).parent.glob("*/__init__.py")}
+    assert sorted(folders - set(registry.FOLDERS)) == [], "add these to FOLDERS in levante_tasks/tasks/__init__.py"
+    assert [info.folder for info in TASKS] == list(registry.FOLDERS)
 
 
 def test_per_task_tables_name_only_catalogue_tasks() -> None:

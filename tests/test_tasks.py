@@ -107,7 +107,8 @@ def test_yaml_tree_is_thin() -> None:
         assert set(leaf) == {"task", "include", "metadata"}, leaf
         assert set(leaf["metadata"]["levante"]) == {"task", "seed", "variant"}, leaf
         kind = "mc" if "_mc" in leaf["task"] else "gen"
-        assert (TASKS_DIR / rel).parent / leaf["include"] == TASKS_DIR / generator.task_template_file(info, kind)
+        template = ((TASKS_DIR / rel).parent / leaf["include"]).resolve()
+        assert template == (TASKS_DIR / generator.task_template_file(info, kind)).resolve(), rel
     for info in TASKS:  # only a task with sub-types carries their metrics, each aggregated over every doc
         for kind in generator.TEMPLATES if info.subtypes else ():
             own = yaml.load((TASKS_DIR / generator.task_template_file(info, kind)).read_text(), Loader=_HookLoader)
