@@ -73,12 +73,10 @@ def item_rules(info: TaskInfo) -> ItemRules:
 
 
 def option_kind(row: ManifestRow) -> str:
-    """`image` for picture options (and non-symbolic math cards), else `text`."""
-    if task_info(row.task).image_options:
-        return "image"
-    if row.task == "egma-math" and row.get("trial_type").startswith("Non-symbolic"):
-        return "image"
-    return "text"
+    """`image` for picture options (and rows the task's rules say are pictures: non-symbolic math cards), else
+    `text`."""
+    info = task_info(row.task)
+    return "image" if info.image_options or item_rules(info).picture_row(row) else "text"
 
 
 def option_problem(options: list[str]) -> tuple[str, str] | None:
@@ -105,8 +103,8 @@ def _number_line(row: ManifestRow, marked: str) -> tuple[float, float, float] | 
 
 
 def _is_slider(row: ManifestRow) -> bool:
-    """A number-line slider row (egma-math): answered with a number, not a choice."""
-    return row.task == "egma-math" and row.get("trial_type") == "Number Line Slider"
+    """A number-line slider row (the task's rules say so: egma-math's): answered with a number, not a choice."""
+    return item_rules(task_info(row.task)).slider(row)
 
 
 def _manifest_problem(row: ManifestRow) -> str | None:
@@ -136,7 +134,7 @@ class _Builder:
         for folder, why in self.visuals.unreadable:
             log.add(Problem(folder, "unreadable_folder", f"folder not readable ({why})"))
         self.tom_pairs: dict[str, tom.TomQuestion] = {}
-        tom_rows = [r for r in rows if r.task == "theory-of-mind"]
+        tom_rows = [r for r in rows if item_rules(task_info(r.task)).stories]
         if tom_rows:
             self.tom_pairs = tom.align_with_manifest(tom.read_tom_corpus(root / tom.CORPUS_RELPATH), tom_rows)
         self.sds_context = ""
@@ -174,9 +172,10 @@ class _Builder:
     def convert(self, row: ManifestRow) -> dict[str, Any] | None:
         """One manifest row -> item dict, or None (excluded or problem, already recorded)."""
         task, trial_type = row.task, row.get("trial_type")
-        if task == "same-different-selection" and trial_type == "something-same-1":
+        rules = item_rules(task_info(task))
+        if trial_type == rules.context_from:
             self.sds_context = row.get("item")
-        reason = item_rules(task_info(task)).exclude(row)
+        reason = rules.exclude(row)
         if reason:
             return self.exclude(row, reason)
         if _is_slider(row):
@@ -194,7 +193,7 @@ class _Builder:
             images = [self.image(row, key, f"option {k + 1}") for k, key in enumerate(options)]
             ok = all(images)
             item["option_images"] = [i or "" for i in images]
-        elif task == "theory-of-mind":  # pictures are optional here: used only when every option has one
+        elif rules.stories:  # pictures are optional here: used only when every option has one
             found = [self.visuals.find(task, key) for key in options]
             if all(found):
                 ok = all([self.decodes(row, rel, f"option {k + 1}") for k, rel in enumerate(found)])
@@ -214,7 +213,7 @@ class _Builder:
         if not ok:
             return None
         item["prompt_text"] = self.prompt_text(row, item)
-        if task == "theory-of-mind":
+        if rules.stories:
             question = self.tom_pairs.get(row.item_uid)
             if question is None:
                 return self.problem(row, "tom_not_in_corpus", "no matching question in the theory-of-mind corpus")
@@ -229,7 +228,7 @@ class _Builder:
             stem = prompts.stem_from_template(template, row.get("prompt_phrase"))
         else:
             stem = row.get("item") or row.get("prompt")
-            if row.task == "same-different-selection" and row.get("trial_type") == "something-same-2":
+            if row.get("trial_type") == item_rules(task_info(row.task)).context_for:
                 stem = f"{self.sds_context} {stem}".strip()
         has_context = bool(item["stimulus_image"])
         stem = prompts.with_context_placeholder(stem, has_context)

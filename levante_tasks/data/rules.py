@@ -14,13 +14,28 @@ def no_exclusion(row: ManifestRow) -> str | None:
     return None
 
 
+def never(row: ManifestRow) -> bool:
+    """No row of the task is special in this way."""
+    return False
+
+
 @dataclass(frozen=True)
 class ItemRules:
     """How `prepare` treats one task's manifest rows beyond the common path (options from answer + alternatives).
 
     `exclude(row)` names why a row is left out by design (counted, not a problem) or returns None. `notes` is a
     line for the generated README about any task-specific step of the builder (empty when there is none).
+    `picture_row(row)`: the row's options are pictures although the task's are not (egma-math's non-symbolic
+    cards). `slider(row)`: the row is answered with a number on a line, not a choice (egma-math's number-line
+    slider). `stories`: items pair with a question of the theory-of-mind corpus (its story starts the prompt;
+    option pictures are used when every option has one). `context_from` / `context_for`: the trial type whose
+    `item` text is a context sentence, and the trial type whose prompt it starts (same-different-selection).
     """
 
     exclude: Callable[[ManifestRow], str | None] = no_exclusion
     notes: str = ""
+    picture_row: Callable[[ManifestRow], bool] = never
+    slider: Callable[[ManifestRow], bool] = never
+    stories: bool = False
+    context_from: str | None = None  # None: no trial type (a manifest's trial_type is a string)
+    context_for: str | None = None

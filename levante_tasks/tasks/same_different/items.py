@@ -1,4 +1,4 @@
-"""How `prepare` treats same-different-selection's manifest rows: rows without an answer key are excluded."""
+"""How `prepare` treats same-different-selection's rows: rows without an answer key excluded; a context sentence."""
 
 from levante_tasks.data.manifest import ManifestRow
 from levante_tasks.data.rules import ItemRules
@@ -9,4 +9,5 @@ def _sds_exclusion(row: ManifestRow) -> str | None:
 
 
 RULES = ItemRules(_sds_exclusion, "Instruction and multi-select rows (no answer key) are excluded; repeated "
-                                  "item_uids are numbered.")
+                                  "item_uids are numbered.",
+                  context_from="something-same-1", context_for="something-same-2")

@@ -1,4 +1,4 @@
-"""How `prepare` treats theory-of-mind's manifest rows: hostile-attribution items are excluded."""
+"""How `prepare` treats theory-of-mind's manifest rows: stories from its corpus; hostile-attribution items excluded."""
 
 from levante_tasks.data.manifest import ManifestRow
 from levante_tasks.data.rules import ItemRules
@@ -9,4 +9,4 @@ def _tom_exclusion(row: ManifestRow) -> str | None:
 
 
 RULES = ItemRules(_tom_exclusion, "Stories come from the theory-of-mind corpus; hostile-attribution items are "
-                                  "excluded (no normative answer).")
+                                  "excluded (no normative answer).", stories=True)
