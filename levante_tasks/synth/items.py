@@ -1,7 +1,7 @@
 """Synthetic item records: one `Item` per manifest row, grouped per task with the images its rows reference.
 
-The per-task generators live in `items_*.py` / `tom.py`; this module holds the shared record types, the manifest
-prompt templates and the per-task random streams.
+The per-task generators live in the task folders (`levante_tasks/tasks/<folder>/synth.py`); this module holds
+the shared record types, the manifest prompt templates and the per-task random streams.
 """
 
 from __future__ import annotations

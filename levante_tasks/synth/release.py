@@ -23,9 +23,10 @@ from levante_tasks.schema import layout
 from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.synth import children as kids
-from levante_tasks.synth import draw, tom
+from levante_tasks.synth import draw
 from levante_tasks.synth.items import MANIFEST_COLUMNS, TaskItems, stream
 from levante_tasks.synth.registry import synth_task
+from levante_tasks.tasks.theory_of_mind import synth as tom  # the corpus columns and source label
 
 GENERATOR_VERSION = "1"
 MARKER = SYNTHETIC_RELEASE_MARKER
