@@ -3,23 +3,25 @@
 It is audit evidence of the exact code a run used, not the task's version: the version is the human-bumped
 `TaskInfo.version` of the catalogue (`schema.tasks`), which says when results stop being comparable.
 
-Scope: the task's own code only, i.e. the harness-neutral core (`levante_tasks/core/`, `levante_tasks/schema/`)
-and the task's face. lmms-eval face (`task_source_sha256`): the task's YAML, the YAMLs it includes (recursively), the
-Python modules its `!function` names point at (local `utils.fn` modules beside the YAML and absolute
-`levante_tasks.<module>.fn` modules, e.g. `levante_tasks/lmms/task.py`), and the modules of `lmms/` (and of the
-folder of each such module, e.g. `l0/` for the L0 trace tasks) they import, transitively, lazy imports included.
-inspect_ai face (`inspect.task.source_files`): `_registry.py`, `inspect/` and what they import of `core/` and
-`schema/`. Never in it: `lmms/patcher/` (the lmms-eval patcher has its own `patch_set_sha256`), the shared error
-machinery and texts (`errors.py`), `atomic.py`, `textfile.py`, the package `__init__.py` and the other packages
-(data, summary, matrix, ...): an edit there leaves the hash as it was. Files are hashed whole, so a message
-written inside a core or face module (e.g. "has no prepared items" in `core/docs.py`) is part of the hash.
-Each file enters as its path relative to the package root and the sha256 of its bytes, in path order, so the hash
-is the same wherever the package is installed.
+Scope: the task's own code only, i.e. the harness-neutral core (`levante_tasks/core/`, `levante_tasks/schema/`, the
+task registry `levante_tasks/tasks/__init__.py` and each task folder's catalogue row, `tasks/<folder>/__init__.py`;
+not the folders' item rules, synthetic builders or fixtures) and the task's face. lmms-eval face
+(`task_source_sha256`): the task's YAML, the YAMLs it includes (recursively), the Python modules its `!function`
+names point at (local `utils.fn` modules beside the YAML and absolute `levante_tasks.<module>.fn` modules, e.g.
+`levante_tasks/lmms/task.py`), and the modules of `lmms/` (and of the folder of each such module, e.g. `l0/` for the
+L0 trace tasks) they import, transitively, lazy imports included. inspect_ai face (`inspect.task.source_files`):
+`_registry.py`, `inspect/` and what they import of `core/` and `schema/`. Never in it: `lmms/patcher/` (the
+lmms-eval patcher has its own `patch_set_sha256`), the shared error machinery and texts (`errors.py`), `atomic.py`,
+`textfile.py`, the package `__init__.py` and the other packages (data, summary, matrix, ...): an edit there leaves
+the hash as it was. Files are hashed whole, so a message written inside a core or face module (e.g. "has no prepared
+items" in `core/docs.py`) is part of the hash. Each file enters as its path relative to the package root and the
+sha256 of its bytes, in path order, so the hash is the same wherever the package is installed.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import hashlib
 import re
@@ -31,7 +33,9 @@ _TASK_LINE = re.compile(r"^task:\s*([A-Za-z0-9_.\-]+)\s*$", re.M)
 _INCLUDE = re.compile(r"^include:\s*(\S+)\s*$", re.M)
 _LOCAL_FUNCTION = re.compile(r"!function\s+([A-Za-z_]\w*)\.\w+\b(?!\.)")
 _PACKAGE_FUNCTION = re.compile(r"!function\s+(levante_tasks(?:\.\w+)+)\.\w+")
-CORE_SCOPE = ("core/", "schema/")  # the harness-neutral code every task is made of
+REGISTRY = "tasks/__init__.py"  # the task registry: it loads each folder's catalogue row by name
+CATALOGUE_ROWS = "tasks/*/__init__.py"  # each task folder's row (TaskInfo), part of the catalogue
+CORE_SCOPE = ("core/", "schema/", REGISTRY, CATALOGUE_ROWS)  # the harness-neutral code every task is made of
 LMMS_SCOPE = (*CORE_SCOPE, "lmms/")  # lmms-eval face: task class, model bridge, metrics, YAMLs
 INSPECT_SCOPE = (*CORE_SCOPE, "_registry.py", "inspect/")  # inspect_ai face: the @task entry point and inspect/
 NEVER = ("lmms/patcher/",)  # not the task's code even where its folder is in scope
@@ -81,12 +85,13 @@ def package_relative(path: Path, package_root: Path = PACKAGE_ROOT) -> str | Non
 
 
 def in_scope(path: Path, scope: tuple[str, ...], package_root: Path = PACKAGE_ROOT) -> bool:
-    """Whether a package file is task code under `scope` (folder prefixes `core/` or files `_registry.py`), never
-    one of NEVER."""
+    """Whether a package file is task code under `scope` (folder prefixes `core/`, files `_registry.py` or file
+    patterns `tasks/*/__init__.py`), never one of NEVER."""
     rel = package_relative(path, package_root)
     if rel is None or rel.startswith(NEVER):
         return False
-    return any(rel.startswith(prefix) if prefix.endswith("/") else rel == prefix for prefix in scope)
+    return any(rel.startswith(prefix) if prefix.endswith("/") else fnmatch.fnmatchcase(rel, prefix)
+               and rel.count("/") == prefix.count("/") for prefix in scope)
 
 
 def imported_package_files(path: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
@@ -126,6 +131,8 @@ def package_closure(entry: list[Path], package_root: Path = PACKAGE_ROOT,
             continue
         files.append(path)
         pending += [f for f in imported_package_files(path, package_root) if in_scope(f, scope, package_root)]
+        if package_relative(path, package_root) == REGISTRY:  # the rows it loads by folder name
+            pending += [f for f in sorted(path.parent.glob("*/__init__.py")) if in_scope(f, scope, package_root)]
     return files
 
 
