@@ -21,7 +21,7 @@ from levante_tasks.atomic import clean_stale, make_staging_dir, name_target, swa
 from levante_tasks.errors import LevanteError, display_path, os_error
 from levante_tasks.schema import layout
 from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
-from levante_tasks.schema.tasks import TASKS
+from levante_tasks.schema.tasks import TASKS, task_info
 from levante_tasks.synth import children as kids
 from levante_tasks.synth import draw
 from levante_tasks.synth.items import MANIFEST_COLUMNS, TaskItems, stream
@@ -78,7 +78,7 @@ def _check(tasks: list[TaskItems]) -> None:
             raise AssertionError(f"{task.task}: duplicate item_uid")
         for item in task.items:
             image_options = "<image1>" in (item.full_prompt or "") or (
-                item.full_prompt is None and item.task != "egma-math")
+                item.full_prompt is None and task_info(item.task).image_options)
             refs = [item.prompt_image] + ([item.answer, *(item.alternatives or ())] if image_options else [])
             missing = [ref for ref in refs if ref is not None and ref not in task.images]
             if missing:
