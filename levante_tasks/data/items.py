@@ -5,9 +5,9 @@ problem (fatal in strict mode; the row is dropped and counted in lenient mode).
 
 What differs between tasks is looked up by catalogue row in `ITEM_RULES`, gathered from each task folder's
 `items.py` (`levante_tasks/tasks/<folder>/items.py`; a task with no special handling has `ItemRules()`); the
-option kind comes from the row's `image_options`. The builder still holds the few steps that need release-wide
-context (theory-of-mind stories from the corpus, the same-different context sentence, number
-lines); the rules say which tasks use them, so the README and docs/new_task.md can name them.
+option kind comes from the row's `image_options`. The builder holds the few steps that need release-wide context
+(stories from the theory-of-mind corpus, a context sentence, number lines); hooks on the rules
+(`levante_tasks.data.rules.ItemRules`) say which rows of which task take them, so no step names a task.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ ITEM_RULES: dict[str, ItemRules] = pieces(RULES_MODULE, "RULES")  # task name ->
 
 
 def item_rules(info: TaskInfo) -> ItemRules:
-    """The item rules of a catalogue row (a clear error naming this file when the row has none)."""
+    """The item rules of a catalogue row (a clear error naming its folder's `items.py` when it has none)."""
     return entry_for(ITEM_RULES, info, "item rules", piece_file(info.folder, RULES_MODULE))
 
 
