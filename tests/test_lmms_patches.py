@@ -33,6 +33,7 @@ P_MC, P_PLUGIN, P_ENTRY, P_HF, P_FILELOCK, P_EXIT, P_MC_CACHED = (
     BY_NUMBER[n] for n in ("0001", "0002", "0003", "0005", "0006", "0007", "0008")
 )
 P_SKIP = BY_NUMBER.get("0004")  # 0.7.2 only: the 0.7.3 wheel ships the include templates
+P_GROUP_SKIP = BY_NUMBER["0014"]
 
 
 # ---------------------------------------------------------------- building trees
@@ -86,7 +87,7 @@ def _build_tree(root: Path, pristine: dict[str, str], patches: list[str]) -> Pat
 
 
 # A patch written on top of another one's lines cannot apply without it: leaving the base out drops both.
-BUILDS_ON = {P_MC_CACHED: P_MC}
+BUILDS_ON = {P_MC_CACHED: P_MC, P_GROUP_SKIP: P_ENTRY}
 
 
 @pytest.fixture(scope="module")
@@ -475,3 +476,58 @@ def test_failed_evaluation_exit_status(trees, tmp_path) -> None:
     assert "Tasks not found: no_such_task_x" in without.stdout
     assert without.returncode == 0  # upstream: a failed evaluation looks like success
     assert with_patch.returncode == 1
+
+
+# ---------------------------------------------------------------- P11: group members that do not apply
+
+ABSENT = """
+class NotHere(SystemExit):
+    skip_in_group = True
+
+
+def absent():
+    raise NotHere("lptest_absent: not in this data version")
+
+
+def broken():
+    raise RuntimeError("lptest_broken: a real failure")
+"""
+
+
+@pytest.fixture(scope="module")
+def group_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An include folder: a generation task, a task that says it does not apply (`skip_in_group`), a task that
+    fails for real, and groups of them."""
+    folder = tmp_path_factory.mktemp("lptest_groups")
+    docs = folder / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    (folder / "utils.py").write_text(UTILS)
+    (folder / "absent.py").write_text(ABSENT)
+    (folder / "gen.yaml").write_text(GEN_YAML.format(name="lptest_gen", docs=docs))
+    (folder / "absent.yaml").write_text("task: lptest_absent\nclass: !function absent.absent\n")
+    (folder / "broken.yaml").write_text("task: lptest_broken\nclass: !function absent.broken\n")
+    group = "group: {name}\ntask: [{members}]\naggregate_metric_list: [{{metric: exact, aggregation: mean, " \
+            "weight_by_size: true}}]\nmetadata: {{version: 1.0}}\n"
+    for name, members in (("lptest_group", "lptest_gen, lptest_absent"), ("lptest_none", "lptest_absent"),
+                          ("lptest_failing", "lptest_gen, lptest_broken")):
+        (folder / f"{name}.yaml").write_text(group.format(name=name, members=members))
+    return folder
+
+
+def test_group_leaves_out_members_that_do_not_apply_only_with_p11(trees, group_tasks, tmp_path) -> None:
+    def run(tree: Path, out: str, tasks: str):
+        return run_lmms_eval(tree, tmp_path / out, "--model", "dummy", "--tasks", tasks, "--include_path",
+                             str(group_tasks))
+
+    without, none_results = run(trees[P_GROUP_SKIP], "a", "lptest_group")
+    assert none_results is None and without.returncode != 0  # upstream: one absent member stops the whole run
+    with_patch, results = run(trees["all"], "b", "lptest_group")
+    assert with_patch.returncode == 0 and results is not None, with_patch.stdout[-3000:]
+    assert set(results["results"]) == {"lptest_group", "lptest_gen"}
+    assert results["group_subtasks"]["lptest_group"] == ["lptest_gen"]
+    assert "Group lptest_group: leaving out lptest_absent: lptest_absent: not in this data version" in with_patch.stdout
+    # A group left with no member, and a member that fails for real: the run stops as upstream's does.
+    empty, empty_results = run(trees["all"], "c", "lptest_none")
+    assert empty_results is None and empty.returncode != 0 and "not in this data version" in empty.stdout
+    failing, failing_results = run(trees["all"], "d", "lptest_failing")
+    assert failing_results is None and failing.returncode != 0 and "lptest_broken: a real failure" in failing.stdout

@@ -20,7 +20,7 @@ from levante_tasks.core import controls
 from levante_tasks.core.options import gold_positions, presented_order
 from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.schema import layout
-from levante_tasks.schema.dataset import DatasetInfo, read_dataset_info
+from levante_tasks.schema.dataset import DatasetInfo, read_build_tasks, read_dataset_info
 from levante_tasks.schema.items import ITEM_SCHEMA, letters_for
 from levante_tasks.schema.records import VARIANTS
 from levante_tasks.schema.tasks import task_info
@@ -29,6 +29,33 @@ from levante_tasks.schema.tasks import task_info
 def repair_hint(version: str) -> str:
     """What to run when a prepared file of `version` is missing or damaged (re-hashes and rebuilds it)."""
     return f"rerun `levante-tasks prepare --verify --release BASE --version {version}`"
+
+
+class TaskNotHeld(LevanteError):
+    """The prepared version holds no items of a task: its release lacks the task (or every row was left out)."""
+
+
+def held_tasks(version: str) -> dict[str, int] | None:
+    """The tasks a prepared version holds, {internal name: items}, read from its `datasets/build.json` (written by
+    `prepare` for every task the release has); None for a version without one (data not made by `prepare`)."""
+    path = layout.version_dir(version) / layout.DATASETS_DIR / layout.BUILD_FILE
+    if not path.is_file():
+        return None
+    shown = f"{version}/{layout.DATASETS_DIR}/{layout.BUILD_FILE}"
+    try:
+        return {task: entry["n_items"] for task, entry in read_build_tasks(path, shown).items()}
+    except LevanteError as exc:
+        raise LevanteError(f"{exc}: {repair_hint(version)}") from None
+
+
+def check_held(task: str, version: str) -> None:
+    """TaskNotHeld (one line naming the version and the tasks it does hold) when `version` has no items of `task`."""
+    held = held_tasks(version)
+    if held is None or held.get(task, 0) > 0:
+        return
+    having = ", ".join(name for name, n in held.items() if n > 0) or "none"
+    why = "every row was left out (see its build.json)" if task in held else "its release has no such task"
+    raise TaskNotHeld(f"{task}: data version {version} holds no {task} items ({why}; tasks it holds: {having})")
 
 
 def load_rows(task: str, version: str) -> list[dict[str, Any]]:
@@ -120,8 +147,10 @@ def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, ve
 
 def task_docs(task: str, *, seed: int, variant: str, choice_only: bool) -> list[dict[str, Any]]:
     """The docs of one task variant from the prepared data lmms-eval runs on; `choice_only` drops slider items
-    (multiple_choice has no slider form). Missing data is a LevanteError naming the file and the fix."""
+    (multiple_choice has no slider form). Missing data is a LevanteError naming the file and the fix; a task the
+    version does not hold at all is TaskNotHeld (lmms-eval groups leave such a task out)."""
     version = layout.data_version()
+    check_held(task, version)
     rows = load_rows(task, version)
     if choice_only:
         rows = [r for r in rows if r["response_format"] == "choice"]

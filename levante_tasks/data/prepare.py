@@ -45,7 +45,7 @@ from levante_tasks.data.sources import (
 )
 from levante_tasks.errors import LevanteError, display_path, problem_text
 from levante_tasks.schema import layout
-from levante_tasks.schema.dataset import SCHEMA_VERSION
+from levante_tasks.schema.dataset import SCHEMA_VERSION, read_build_tasks
 
 # Swapped in this order: build.json names a build once both are in place.
 OUTPUT_DIRS = (layout.GENERATED_DIR, layout.DATASETS_DIR)
@@ -112,9 +112,9 @@ def _record_outputs(staging: Path) -> dict[str, dict[str, Any]]:
 
 
 def _current_tasks(version_root: Path) -> list[TaskSummary]:
-    build = json.loads((version_root / layout.DATASETS_DIR / layout.BUILD_FILE).read_text(encoding="utf-8"))
-    return [TaskSummary(task, info["n_items"], info["fingerprint"], info["excluded"])
-            for task, info in sorted(build["tasks"].items())]
+    build = read_build_tasks(version_root / layout.DATASETS_DIR / layout.BUILD_FILE)
+    return [TaskSummary(task, info["n_items"], info.get("fingerprint"), info.get("excluded") or {})
+            for task, info in sorted(build.items())]
 
 
 def _commit(version_root: Path, data_root: Path, version: str, staged_release: Path | None,

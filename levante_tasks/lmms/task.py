@@ -17,7 +17,7 @@ from levante_tasks import __version__
 from levante_tasks.core import docs, hooks, parsing, records
 from levante_tasks.errors import LevanteError
 from levante_tasks.lmms import metrics
-from levante_tasks.lmms.model_bridge import BothKindsTask, RunStopped, generated_text
+from levante_tasks.lmms.model_bridge import BothKindsTask, NotInRelease, RunStopped, generated_text
 from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.schema.task_source import task_source_sha256
 from levante_tasks.schema.tasks import task_info
@@ -27,7 +27,8 @@ class LevanteTask(BothKindsTask):
     """A LEVANTE task variant built from prepared data, for simple and chat models alike."""
 
     def download(self, dataset_kwargs: dict | None = None) -> None:
-        """Load the docs of the YAML's variant (no retries, no HF cache); missing data stops the run in one line."""
+        """Load the docs of the YAML's variant (no retries, no HF cache); missing data stops the run in one line, and
+        a task the data version does not hold is left out of a group run (NotInRelease)."""
         spec = (self.config.metadata or {}).get("levante") or {}
         try:
             task_docs = docs.task_docs(spec["task"], seed=int(spec.get("seed", 0)),
@@ -35,6 +36,8 @@ class LevanteTask(BothKindsTask):
                                        choice_only=self.config.output_type == "multiple_choice")
             version = task_docs[0]["data_version"]
             spec["provenance"] = run_provenance(self.config.task, spec["task"], version)
+        except docs.TaskNotHeld as exc:
+            raise NotInRelease(f"{self.config.task}: {exc}") from None
         except LevanteError as exc:
             raise RunStopped(f"{self.config.task}: {exc}") from None
         self.use_docs(task_docs)

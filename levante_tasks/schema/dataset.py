@@ -7,6 +7,10 @@ Keys: `schema_version` (int), `task` (internal name), `version` (data version), 
 release carrying schema.markers' marker), `excluded` ({`excluded:<reason>` | `dropped:<problem>`: rows}),
 `chance_levels`, `trial_types`, `slider_tolerance`, `fingerprint_covers` and `image_root` (image paths are
 relative to it: the version folder) where `prepare` writes them.
+
+`datasets/build.json` (schema.layout.BUILD_FILE) names the build that made `datasets/` and, under `tasks`, every
+task the release holds with its `n_items`, `fingerprint` and `excluded` counts; `read_build_tasks` reads it. It is
+how the catalogue learns which tasks a prepared version holds (core.docs.held_tasks).
 """
 
 from __future__ import annotations
@@ -81,3 +85,22 @@ def read_dataset_info(path: Path, shown: str | None = None) -> DatasetInfo:
     return DatasetInfo(task=document["task"], version=document["version"], n_items=document["n_items"],
                        fingerprint=document.get("fingerprint") or None, synthetic=document.get("synthetic"),
                        raw=document)
+
+
+def read_build_tasks(path: Path, shown: str | None = None) -> dict[str, dict[str, Any]]:
+    """The `tasks` of a build.json at `path` ({internal name: {n_items, fingerprint, excluded}}), called `shown` in
+    messages. Raises LevanteError with one line naming the file: unreadable, not UTF-8, not JSON, or no `tasks`
+    object whose entries each carry an integer `n_items`."""
+    shown = display_path(path) if shown is None else shown
+    try:
+        document = json.loads(read_text(path, shown))
+    except json.JSONDecodeError as exc:
+        raise LevanteError(f"{shown}: invalid JSON at line {exc.lineno} column {exc.colno}") from None
+    tasks = document.get("tasks") if isinstance(document, dict) else None
+    if not isinstance(tasks, dict):
+        raise LevanteError(f"{shown}: no 'tasks' object")
+    for task, entry in tasks.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("n_items"), int) or isinstance(
+                entry.get("n_items"), bool):
+            raise LevanteError(f"{shown}: task {task!r} has no integer 'n_items'")
+    return tasks
