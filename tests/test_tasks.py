@@ -17,6 +17,7 @@ from levante_tasks.lmms import task as lmms_task
 from levante_tasks.lmms.tasks import _generate_configs as generator
 from levante_tasks.schema import layout
 from levante_tasks.schema.tasks import TASKS, task_info
+from levante_tasks.schema.variant import OutputType, Variant
 from levante_tasks.testing.fixture_data import MATH_TYPES, TOM_STORY, decode_colour, write_fixture
 from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
 
@@ -79,7 +80,7 @@ def test_yaml_tree_is_thin() -> None:
     The bounds are computed from the catalogue (files and lines per task x tasks), so a new row is no failure here.
     """
     files = generator.generated_files()
-    n_variants = len(generator.variants())
+    n_variants = len(generator.all_task_groups())
     per_task = n_variants + 2 + 1  # variant leaves, two seed groups, README.md
     assert len(files) == len(generator.TEMPLATES) + n_variants + per_task * len(TASKS)  # + one levante group a suffix
     assert {rel for rel in files if rel.endswith(".md")} == {f"{info.folder}/README.md" for info in TASKS}
@@ -98,7 +99,8 @@ def test_yaml_tree_is_thin() -> None:
         assert set(leaf["metadata"]["levante"]) == {"task", "seed", "variant"}, leaf
         if info.subtypes:  # only a task with sub-types carries their metrics, each aggregated over every doc
             subtypes = [m["metric"].removeprefix("levante_acc_") for m in leaf["metric_list"][3:]]
-            assert subtypes == info.reported_subtypes(multiple_choice="_mc" in leaf["task"]), leaf
+            multiple_choice = Variant.parse(leaf["task"]).output_type is OutputType.MULTIPLE_CHOICE
+            assert subtypes == info.reported_subtypes(multiple_choice=multiple_choice), leaf
             assert all(m["aggregation"].endswith("metrics.subtype_accuracy") for m in leaf["metric_list"][3:])
     for name in generator.TEMPLATES.values():  # no sub-type metric in a template every task shares
         assert "levante_acc_" not in (TASKS_DIR / name).read_text()
