@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.lmms.tasks import _generate_configs as generator
-from levante_tasks.schema import tasks as catalogue
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.schema.variant import (
     AllTasksGroup,
@@ -95,11 +94,8 @@ def test_any_other_name_is_refused_naming_it_and_what_is_accepted(name: str) -> 
         assert "levante_vocab, levante_trog," in message and "\n" not in message
 
 
-def test_a_task_named_like_another_task_plus_a_word_is_its_own_task(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_task_named_like_another_task_plus_a_word_is_its_own_task(vocab_extended: TaskInfo) -> None:
     """A made-up `levante_vocab_extended` row: its names parse to it, vocab's to vocab (no prefix matching)."""
-    extended = TaskInfo("vocab-extended", "vocabx", "levante_vocab_extended", image_options=True)
-    monkeypatch.setattr(catalogue, "TASKS", (*TASKS, extended))
-    monkeypatch.setattr(catalogue, "BY_NAME", {**catalogue.BY_NAME, extended.name: extended})
     assert Variant.parse("levante_vocab_extended") == Variant("vocab-extended")
     assert Variant.parse("levante_vocab_extended_mc_seed1") == Variant("vocab-extended", OutputType.MULTIPLE_CHOICE, 1)
     assert Variant.parse("levante_vocab_mc_seed1") == Variant("vocab", OutputType.MULTIPLE_CHOICE, 1)

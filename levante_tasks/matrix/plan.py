@@ -132,7 +132,7 @@ def datasets_of(task: str) -> list[str]:
     named = _levante_name(task)
     if isinstance(named, Variant | SeedGroup):
         return [named.task]
-    return [info.name for info in TASKS] if isinstance(named, AllTasksGroup) else []
+    return [variant.task for variant in named.members()] if isinstance(named, AllTasksGroup) else []
 
 
 def data_facts(config: MatrixConfig) -> dict[str, Any]:
