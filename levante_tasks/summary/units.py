@@ -7,10 +7,10 @@ counts recomputed from the records, and its provenance.
 
 Columns: a leaf's lmms-eval name read as a variant (`schema.variant`) and written again with seed 0 and original
 images (no `_seed<k>`, `_blank`, `_shuffled`), so seeds and controls of one task share a column; a name that is no
-LEVANTE variant name is its own column. A task that declares per-sub-type
-accuracies (`levante_acc_<sub>` in its metric_list, e.g. egma-math) adds a column `<column>/<sub>` over the
-samples lines whose value of that metric is not null (the docs of that sub-type), with the task's column as
-`parent`. Groups of the results file are not columns (their leaves are).
+LEVANTE variant name is its own column. A task that declares per-sub-type accuracies (`levante_acc_<sub>` in its
+metric_list, e.g. egma-math) adds a column `<column>/<sub>` over the samples lines whose value of that metric is not
+null (the docs of that sub-type), with the task's column as `parent`. Groups of the results file are not columns
+(their leaves are).
 """
 
 from __future__ import annotations
