@@ -25,10 +25,11 @@ from faults import cli_command, one_error_line, run_cli, tree_snapshot
 import levante_tasks
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import load_config
-from levante_tasks.matrix.plan import data_facts, plan, plan_sha256
+from levante_tasks.matrix.plan import data_facts, datasets_of, plan, plan_sha256
 from levante_tasks.matrix.run import plan_document, run_cell, select_cells, set_aside_superseded
 from levante_tasks.matrix.slurm import cell_script, chunk_cells
 from levante_tasks.matrix.state import live_runner, process_start, write_state
+from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
 DOUBLES = "levante_tasks.testing.matrix_doubles"
@@ -154,6 +155,14 @@ def test_a_seed_without_an_option_order_variant_is_refused(inputs: dict[str, Pat
     with pytest.raises(LevanteError, match=r"/matrix.yaml: tasks: levante_trog_blank: has no option-order variant "
                                            r"for seed 1"):
         plan(config)
+
+
+def test_a_task_reads_its_own_dataset_and_a_levante_group_every_one(vocab_extended: TaskInfo) -> None:
+    """Names are matched whole: a made-up `levante_vocab_extended` row is not vocab's (nor vocab its)."""
+    assert datasets_of("levante_vocab_extended_mc_seed1") == ["vocab-extended"]
+    assert datasets_of("levante_vocab_blank") == datasets_of("levante_vocab_mc_seeds") == ["vocab"]
+    assert datasets_of("levante_mc_seed2") == [*(info.name for info in TASKS), "vocab-extended"]
+    assert datasets_of("levante_vocabulary") == datasets_of("l0_trace") == datasets_of("mmstar") == []
 
 
 def test_hashes_are_stable_and_change_exactly_for_the_affected_cells(inputs: dict[str, Path],

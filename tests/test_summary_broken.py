@@ -160,6 +160,19 @@ def test_record_without_correct_is_one_line(root: Path, tmp_path: Path, capsys: 
     assert status == 1 and len(errors) == 1 and f"{path.name}:3" in errors[0] and "correct" in errors[0], errors
 
 
+def test_a_task_named_for_another_variant_than_its_config_is_one_line(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The column comes from the leaf's name read as a variant; a name its config contradicts is refused."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    edit_results(runs / "fixed", lambda data: data["configs"]["levante_vocab_seed1"].update(
+        output_type="multiple_choice"))
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    assert status == 1 and len(errors) == 1, errors
+    assert "samples_levante_vocab_seed1.jsonl: task 'levante_vocab_seed1' is not the variant its config and records " \
+           "describe (vocab, multiple_choice, seed 1, original images)" in errors[0]
+
+
 # ------------------------------------------------------------------ comparisons that do not compare
 
 

@@ -17,6 +17,7 @@ from levante_tasks.lmms import task as lmms_task
 from levante_tasks.lmms.tasks import _generate_configs as generator
 from levante_tasks.schema import layout
 from levante_tasks.schema.tasks import TASKS, task_info
+from levante_tasks.schema.variant import Variant
 from levante_tasks.testing.fixture_data import MATH_TYPES, SPECS, decode_colour, write_fixture
 from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
 
@@ -84,7 +85,7 @@ def test_yaml_tree_is_thin() -> None:
     The bounds are computed from the catalogue (files and lines per task x tasks), so a new row is no failure here.
     """
     files = generator.generated_files()
-    n_variants = len(generator.variants())
+    n_variants = len(generator.all_task_groups())
     per_task = n_variants + 2 + 1  # variant leaves, two seed groups, README.md
     own_templates = {generator.task_template_file(info, kind) for info in TASKS if info.subtypes
                      for kind in generator.TEMPLATES}
@@ -106,7 +107,7 @@ def test_yaml_tree_is_thin() -> None:
         info = task_info(leaf["metadata"]["levante"]["task"])
         assert set(leaf) == {"task", "include", "metadata"}, leaf
         assert set(leaf["metadata"]["levante"]) == {"task", "seed", "variant"}, leaf
-        kind = "mc" if "_mc" in leaf["task"] else "gen"
+        kind = generator.KINDS[Variant.parse(leaf["task"]).output_type]
         template = ((TASKS_DIR / rel).parent / leaf["include"]).resolve()
         assert template == (TASKS_DIR / generator.task_template_file(info, kind)).resolve(), rel
     for info in TASKS:  # only a task with sub-types carries their metrics, each aggregated over every doc

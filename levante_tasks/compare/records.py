@@ -22,6 +22,7 @@ from levante_tasks.compare.tables import parse_correct, read_table, text_problem
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.schema.crosswalk import canonical_uid
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
+from levante_tasks.schema.variant import OutputType
 from levante_tasks.summary.provenance import local_name, model_identity, path_like
 from levante_tasks.summary.units import find_answer
 from levante_tasks.summary.writers import model_label
@@ -101,7 +102,7 @@ def scoring_unit(model: str, record: dict, lmms_task: str) -> str:
     """
     if SEED not in record or VARIANT not in record:
         return f"{model}/{lmms_task}"
-    kind = "mc" if record.get(OUTPUT_TYPE) == "multiple_choice" else "gen"
+    kind = "mc" if record.get(OUTPUT_TYPE) == OutputType.MULTIPLE_CHOICE.value else "gen"
     return f"{model}/{record[VARIANT]}/{kind}/seed{record[SEED]}"
 
 

@@ -17,7 +17,7 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import read_dataset_info
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
+from levante_tasks.schema.variant import AllTasksGroup, SeedGroup, Variant, VariantNameError, parse_name
 
 SCHEMA_VERSION = 1
 # Progress bars in a log are noise: tqdm honours TQDM_<parameter> defaults, Hugging Face its own switches.
@@ -94,18 +95,30 @@ def check_task(task: str) -> None:
         raise LevanteError(f"{task!r} is not an lmms-eval task or group{hint}")
 
 
+def _levante_name(task: str) -> Variant | SeedGroup | AllTasksGroup | None:
+    """The LEVANTE variant or group an lmms-eval name stands for; None for any other task (L0, lmms-eval's own)."""
+    try:
+        return parse_name(task)
+    except VariantNameError:
+        return None
+
+
 def seeded_task(task: str, seed: int) -> str:
-    """The lmms-eval task a matrix seed runs: our tasks take the option-order variant `<task>_seed<s>` (seed 0 is
-    the plain name); other tasks keep their name (the seed then only reaches lmms-eval's `--seed`)."""
+    """The lmms-eval task a matrix seed runs: our variants and `levante<suffix>` groups take the option-order
+    variant of the seed (`levante_trog` -> `levante_trog_seed1`; seed 0 is the name itself); other tasks keep their
+    name (the seed then only reaches lmms-eval's `--seed`)."""
     ours = package_task_names()
     if seed == 0 or task not in ours:
         return task
-    variant = f"{task}_seed{seed}"
-    if variant not in ours:
-        seeds = ", ".join(map(str, DEFAULT_SEEDS))
-        raise LevanteError(f"{task}: has no option-order variant for seed {seed} ({variant} does not exist; "
-                           f"LEVANTE seeds: {seeds}; image controls and L0 tasks run with seed 0 only)")
-    return variant
+    named, missing = _levante_name(task), ""
+    if isinstance(named, Variant | AllTasksGroup) and named.seed == 0:
+        variant = replace(named, seed=seed).format()
+        if variant in ours:
+            return variant
+        missing = f"{variant} does not exist; "
+    seeds = ", ".join(map(str, DEFAULT_SEEDS))
+    raise LevanteError(f"{task}: has no option-order variant for seed {seed} ({missing}LEVANTE seeds: {seeds}; "
+                       "image controls and L0 tasks run with seed 0 only)")
 
 
 def lmms_seed_arg(seed: int) -> str:
@@ -114,11 +127,12 @@ def lmms_seed_arg(seed: int) -> str:
 
 
 def datasets_of(task: str) -> list[str]:
-    """Internal names of the LEVANTE datasets an lmms-eval task or group reads (all of them for `levante*` groups)."""
-    hits = [info.name for info in TASKS if task == info.lmms_name or task.startswith(info.lmms_name + "_")]
-    if hits:
-        return hits
-    return [info.name for info in TASKS] if task.startswith("levante") else []
+    """Internal names of the LEVANTE datasets an lmms-eval task or group reads (every one for a `levante<suffix>`
+    group, none for a task not ours)."""
+    named = _levante_name(task)
+    if isinstance(named, Variant | SeedGroup):
+        return [named.task]
+    return [variant.task for variant in named.members()] if isinstance(named, AllTasksGroup) else []
 
 
 def data_facts(config: MatrixConfig) -> dict[str, Any]:

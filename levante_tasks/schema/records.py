@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from levante_tasks.schema.variant import Control, OutputType
+
 RECORD_KEY = "levante_item"
-OUTPUT_TYPES = ("generate_until", "multiple_choice")
-VARIANTS = ("original", "blank", "shuffled")  # images as released, all black, or another item's
+OUTPUT_TYPES = tuple(t.value for t in OutputType)
+VARIANTS = tuple(c.value for c in Control)  # images as released, all black, or another item's
 
 
 @dataclass

@@ -24,10 +24,11 @@ from typing import Any
 
 from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.schema.tasks import find_task, task_info
+from levante_tasks.schema.variant import Control, OutputType, Variant
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary.discover import INSPECT_AI, RunFiles
 from levante_tasks.summary.read import FileProblem
-from levante_tasks.summary.units import ParsedRun, Unit, checked_record, record_counts
+from levante_tasks.summary.units import ParsedRun, Unit, checked_record, column_of, record_counts
 
 NOT_APPLICABLE = "n/a"
 RECORD_SCORER = "levante_record"
@@ -176,10 +177,13 @@ def _comparison(log: Any, provenance: Mapping[str, Any]) -> dict[str, Any]:
             "dataset_fingerprint": provenance["dataset_fingerprint"], "patch_set_sha256": NOT_APPLICABLE}
 
 
-def leaf_name(spec: Mapping[str, Any]) -> str:
-    """The lmms-eval-style name of the task variant: `levante_trog`, `levante_trog_seed1`, `levante_trog_blank`."""
-    name = str(spec["lmms_name"]) + (f"_seed{spec['seed']}" if int(spec["seed"]) else "")
-    return name + ("" if spec["variant"] == "original" else f"_{spec['variant']}")
+def spec_variant(spec: Mapping[str, Any], label: str) -> Variant:
+    """The task variant a log ran (the inspect face runs generate_until only), whose lmms-eval-style name is the
+    leaf (`levante_trog`, `levante_trog_seed1`, `levante_trog_blank`); FileProblem when the spec names none."""
+    try:
+        return Variant(str(spec["task"]), OutputType.GENERATE_UNTIL, int(spec["seed"]), Control(spec["variant"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FileProblem(f"{label}: metadata.levante names no LEVANTE task variant: {exc.args[0]}") from None
 
 
 def parse_eval(run: RunFiles) -> ParsedRun:
@@ -193,8 +197,8 @@ def parse_eval(run: RunFiles) -> ParsedRun:
     model = model_row(log)
     provenance = _provenance(log, spec)
     comparison = _comparison(log, provenance)
-    leaf, column, seed = leaf_name(spec), str(spec["lmms_name"]), int(spec["seed"])
-    family, variant = str(spec["task"]), str(spec["variant"])
+    ran = spec_variant(spec, label)
+    leaf, column, seed, family, variant = ran.format(), column_of(ran), ran.seed, ran.task, ran.control.value
     if any(r.get("seed") != seed or r.get("variant") != variant for r in records):
         raise FileProblem(f"{label}: records mix variants or seeds")
     base = dict(source=label, date=str(log.eval.created), leaf=leaf,

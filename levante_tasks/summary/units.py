@@ -5,21 +5,23 @@ records (docs/design.md §4); other leaves are listed as skipped. Per unit: the 
 task family, column, variant, output type), its replicate key (option-order seed + lmms-eval's four seeds),
 counts recomputed from the records, and its provenance.
 
-Columns: a leaf's lmms-eval name without its variant suffix (`_blank`, `_shuffled`) or seed suffix
-(`_seed<k>`), so seeds and controls of one task share a column. A task that declares per-sub-type
-accuracies (`levante_acc_<sub>` in its metric_list, e.g. egma-math) adds a column `<column>/<sub>` over the
-samples lines whose value of that metric is not null (the docs of that sub-type), with the task's column as
-`parent`. Groups of the results file are not columns (their leaves are).
+Columns: a leaf's lmms-eval name read as a variant (`schema.variant`) and written again with seed 0 and original
+images (no `_seed<k>`, `_blank`, `_shuffled`), so seeds and controls of one task share a column; a name that is no
+LEVANTE variant name is its own column. A task that declares per-sub-type accuracies (`levante_acc_<sub>` in its
+metric_list, e.g. egma-math) adds a column `<column>/<sub>` over the samples lines whose value of that metric is not
+null (the docs of that sub-type), with the task's column as `parent`. Groups of the results file are not columns
+(their leaves are).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from levante_tasks.schema.records import RECORD_KEY
+from levante_tasks.schema.variant import Control, Variant, VariantNameError
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary.discover import RunFiles
 from levante_tasks.summary.read import FileProblem, read_results, read_samples
@@ -79,13 +81,21 @@ def leaf_tasks(results: Mapping[str, Any]) -> list[str]:
     return sorted(name for name in results["results"] if name not in groups)
 
 
-def strip_suffixes(name: str, variant: str, seed: int) -> str:
-    """The column of a leaf: its name without `_<variant>` (controls) and `_seed<k>` (option-order seeds)."""
-    if variant != "original" and name.endswith(f"_{variant}"):
-        name = name[: -len(variant) - 1]
-    if seed and name.endswith(f"_seed{seed}"):
-        name = name[: -len(f"_seed{seed}")]
-    return name
+def column_of(variant: Variant) -> str:
+    """The column of a variant: the name of its task and output type with seed 0 and original images."""
+    return replace(variant, seed=0, control=Control.ORIGINAL).format()
+
+
+def leaf_column(name: str, family: str, output_type: str, seed: int, variant: str, where: str) -> str:
+    """The column of a leaf (module docstring); FileProblem when its name says another variant than its records."""
+    try:
+        named = Variant.parse(name)
+    except VariantNameError:
+        return name
+    if (named.task, named.output_type.value, named.seed, named.control.value) != (family, output_type, seed, variant):
+        raise FileProblem(f"{where}: task {name!r} is not the variant its config and records describe ({family}, "
+                          f"{output_type}, seed {seed}, {variant} images)")
+    return column_of(named)
 
 
 def checked_record(line: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -167,9 +177,9 @@ def _describe_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any
             raise FileProblem(f"{where}: records of task {name!r} mix variants or seeds")
     provenance = prov.task_provenance(results, config)
     comparison = prov.comparison(provenance, config, results)
-    return _Leaf(name, family, variant, seed, str(config.get("output_type") or "generate_until"),
-                 strip_suffixes(name, variant, seed), records, lines, provenance, comparison,
-                 prov.sha256_json(comparison)[:16])
+    output_type = str(config.get("output_type") or "generate_until")
+    return _Leaf(name, family, variant, seed, output_type, leaf_column(name, family, output_type, seed, variant, where),
+                 records, lines, provenance, comparison, prov.sha256_json(comparison)[:16])
 
 
 def _unit(run: ParsedRun, leaf: _Leaf, records: list[dict[str, Any]], column: str, parent: str) -> Unit:

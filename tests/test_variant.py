@@ -1,0 +1,145 @@
+"""The variant name (`levante_tasks.schema.variant`): `parse` reads back exactly what `format` writes, for every
+variant and group of every catalogue task, matches task names whole (never as a prefix), and refuses any other
+name with one message naming it and what is accepted; the generated YAML tree is named by it."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from levante_tasks.core.options import DEFAULT_SEEDS
+from levante_tasks.lmms.tasks import _generate_configs as generator
+from levante_tasks.schema.tasks import TASKS, TaskInfo
+from levante_tasks.schema.variant import (
+    AllTasksGroup,
+    Control,
+    OutputType,
+    SeedGroup,
+    Variant,
+    VariantNameError,
+    parse_name,
+)
+
+task_names = st.sampled_from([info.name for info in TASKS])
+output_types = st.sampled_from(list(OutputType))
+controls = st.sampled_from(list(Control))
+seeds = st.integers(0, 10_000)
+variants = st.builds(Variant, task_names, output_types, seeds, controls)
+
+
+@settings(max_examples=300, deadline=None)
+@given(variant=variants)
+def test_parse_reads_back_every_variant_format_writes(variant: Variant) -> None:
+    name = variant.format()
+    assert Variant.parse(name) == variant
+    assert parse_name(name) == variant
+
+
+@settings(max_examples=200, deadline=None)
+@given(group=st.one_of(st.builds(AllTasksGroup, output_types, seeds, controls),
+                      st.builds(SeedGroup, task_names, output_types)))
+def test_parse_name_reads_back_every_group_format_writes(group: AllTasksGroup | SeedGroup) -> None:
+    assert parse_name(group.format()) == group
+    with pytest.raises(VariantNameError, match="is not a LEVANTE lmms-eval task variant name"):
+        Variant.parse(group.format())  # a group is no variant
+
+
+def test_the_names_are_the_documented_spellings() -> None:
+    assert Variant("trog").format() == "levante_trog"
+    assert Variant("egma-math", OutputType.MULTIPLE_CHOICE, 1).format() == "levante_egma_math_mc_seed1"
+    assert Variant("vocab", control=Control.BLANK).format() == "levante_vocab_blank"
+    shuffled = Variant("vocab", OutputType.MULTIPLE_CHOICE, 2, Control.SHUFFLED)
+    assert shuffled.format() == "levante_vocab_mc_seed2_shuffled"
+    assert AllTasksGroup().format() == "levante"
+    assert AllTasksGroup(OutputType.MULTIPLE_CHOICE, 2).format() == "levante_mc_seed2"
+    assert SeedGroup("theory-of-mind", OutputType.MULTIPLE_CHOICE).format() == "levante_theory_of_mind_mc_seeds"
+
+
+def test_no_two_variants_or_groups_of_the_catalogue_share_a_name() -> None:
+    """An ambiguous catalogue (a task named like another's variant or like a group) would break the round trip."""
+    names = [Variant(info.name, output, seed, control).format()
+             for info in TASKS for output in OutputType for seed in range(4) for control in Control]
+    names += [SeedGroup(info.name, output).format() for info in TASKS for output in OutputType]
+    names += [AllTasksGroup(output, seed, control).format()
+              for output in OutputType for seed in range(4) for control in Control]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("name", [
+    "levante_trog_seed0",  # seed 0 writes no suffix
+    "levante_trog_seed01",
+    "levante_trog_seed-1",
+    "levante_trog_blank_mc",  # suffixes in another order
+    "levante_trog_seed1_mc",
+    "levante_trog_mc_mc",
+    "levante_trog_original",
+    "levante_trog_",
+    "levante_trogg",
+    "levante_vocab_extended",  # no such catalogue row: not vocab with a suffix
+    "trog",
+    "Levante_trog",
+    "levante_mc_seeds",
+    "l0_trace",
+    "",
+])
+def test_any_other_name_is_refused_naming_it_and_what_is_accepted(name: str) -> None:
+    for parse in (Variant.parse, parse_name):
+        with pytest.raises(VariantNameError) as caught:
+            parse(name)
+        message = str(caught.value)
+        assert message.startswith(f"{name!r} is not a LEVANTE lmms-eval task")
+        assert "accepted: <lmms_name>[_mc][_seed<k>, k >= 1][_blank|_shuffled]" in message
+        assert "levante_vocab, levante_trog," in message and "\n" not in message
+
+
+def test_a_task_named_like_another_task_plus_a_word_is_its_own_task(vocab_extended: TaskInfo) -> None:
+    """A made-up `levante_vocab_extended` row: its names parse to it, vocab's to vocab (no prefix matching)."""
+    assert Variant.parse("levante_vocab_extended") == Variant("vocab-extended")
+    assert Variant.parse("levante_vocab_extended_mc_seed1") == Variant("vocab-extended", OutputType.MULTIPLE_CHOICE, 1)
+    assert Variant.parse("levante_vocab_mc_seed1") == Variant("vocab", OutputType.MULTIPLE_CHOICE, 1)
+    assert parse_name("levante_vocab_extended_seeds") == SeedGroup("vocab-extended")
+    assert AllTasksGroup().members()[-1] == Variant("vocab-extended")
+
+
+def test_the_values_are_typed() -> None:
+    with pytest.raises(TypeError, match="not an OutputType"):
+        Variant("trog", "multiple_choice")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a Control"):
+        Variant("trog", control="blank")  # type: ignore[arg-type]
+    for seed in (-1, True, 1.0):
+        with pytest.raises(ValueError, match="option-order seed"):
+            Variant("trog", seed=seed)  # type: ignore[arg-type]
+    with pytest.raises(KeyError, match="unknown LEVANTE task 'levante_trog'"):
+        Variant("levante_trog")  # the internal name, not the lmms-eval name
+    with pytest.raises(KeyError, match="unknown LEVANTE task"):
+        SeedGroup("nope")
+
+
+def _output_type(leaf: dict) -> OutputType:
+    """A generated leaf's output type, from the template it includes."""
+    kind = next(kind for kind, template in generator.TEMPLATES.items() if leaf["include"] == f"../{template}")
+    return OutputType(generator.OUTPUT_TYPES[kind])
+
+
+def test_every_generated_name_parses_to_what_its_yaml_says() -> None:
+    """Each leaf of the generated tree parses to its metadata block (task, seed, variant) and its template's output
+    type; each group parses to a group whose members are the tasks it lists."""
+    leaves = groups = 0
+    for rel, text in generator.render_tree().items():
+        if not rel.endswith(".yaml"):
+            continue
+        doc = yaml.safe_load(text.replace("!function ", ""))
+        if "group" in doc:
+            group = parse_name(doc["group"])
+            members = group.members() if isinstance(group, AllTasksGroup) else group.members(DEFAULT_SEEDS)
+            assert doc["task"] == [variant.format() for variant in members], rel
+            groups += 1
+            continue
+        spec = doc["metadata"]["levante"]
+        assert Variant.parse(doc["task"]) == Variant(spec["task"], _output_type(doc), spec["seed"],
+                                                     Control(spec["variant"])), rel
+        assert rel.endswith(f"/{doc['task']}.yaml")
+        leaves += 1
+    assert leaves == 10 * len(TASKS) and groups == 10 + 2 * len(TASKS)
