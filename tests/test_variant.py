@@ -4,6 +4,8 @@ name with one message naming it and what is accepted; the generated YAML tree is
 
 from __future__ import annotations
 
+import posixpath
+
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -117,9 +119,13 @@ def test_the_values_are_typed() -> None:
         SeedGroup("nope")
 
 
-def _output_type(leaf: dict) -> OutputType:
-    """A generated leaf's output type, from the template it includes."""
-    kind = next(kind for kind, template in generator.TEMPLATES.items() if leaf["include"] == f"../{template}")
+def _output_type(rel: str, leaf: dict, tree: dict[str, str]) -> OutputType:
+    """A generated leaf's output type, from the shared template it includes (through a task's own template)."""
+    include = posixpath.normpath(posixpath.join(posixpath.dirname(rel), leaf["include"]))
+    while include not in generator.TEMPLATES.values():
+        own = yaml.safe_load(tree[include].replace("!function ", ""))
+        include = posixpath.normpath(posixpath.join(posixpath.dirname(include), own["include"]))
+    kind = next(kind for kind, template in generator.TEMPLATES.items() if include == template)
     return OutputType(generator.OUTPUT_TYPES[kind])
 
 
@@ -127,7 +133,8 @@ def test_every_generated_name_parses_to_what_its_yaml_says() -> None:
     """Each leaf of the generated tree parses to its metadata block (task, seed, variant) and its template's output
     type; each group parses to a group whose members are the tasks it lists."""
     leaves = groups = 0
-    for rel, text in generator.render_tree().items():
+    tree = generator.render_tree()
+    for rel, text in tree.items():
         if not rel.endswith(".yaml"):
             continue
         doc = yaml.safe_load(text.replace("!function ", ""))
@@ -138,7 +145,7 @@ def test_every_generated_name_parses_to_what_its_yaml_says() -> None:
             groups += 1
             continue
         spec = doc["metadata"]["levante"]
-        assert Variant.parse(doc["task"]) == Variant(spec["task"], _output_type(doc), spec["seed"],
+        assert Variant.parse(doc["task"]) == Variant(spec["task"], _output_type(rel, doc, tree), spec["seed"],
                                                      Control(spec["variant"])), rel
         assert rel.endswith(f"/{doc['task']}.yaml")
         leaves += 1
