@@ -188,26 +188,25 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 def read_records(path: Path, only: list[Path] | None = None) -> tuple[pd.DataFrame, Counter]:
     """All model records under `path` (folder: every `*samples_*.jsonl`; `only`: just these folders in it, e.g. a
-    matrix's finished cells), de-duplicated; drops counted."""
+    matrix's finished cells, each then a run folder as summarize reads it), de-duplicated; drops counted."""
     counts: Counter = Counter()
     if path.is_dir():
-        files = sorted(p for folder in (only if only is not None else [path]) for p in folder.rglob("*.jsonl")
-                       if samples_name(p.name))
-        if not files:
+        # a samples file is named as summarize names it: `<run folder name>/<path inside it>`
+        labels = {p: f"{folder_label(folder)}/{p.relative_to(folder).as_posix()}"
+                  for folder in (only if only is not None else [path]) for p in folder.rglob("*.jsonl")
+                  if samples_name(p.name)}
+        if not labels:
             raise LevanteError(
                 f"{display_path(path)}: no lmms-eval samples_<task>.jsonl files found (run with --log_samples)"
             )
     elif path.is_file():
-        files = [path]
+        labels = {path: path.name}
     else:
         raise LevanteError(f"{display_path(path)}: model records not found")
-    # a samples file is named as the summary names it: `<run folder name>/<path inside it>`
-    labels = [f"{folder_label(path)}/{file.relative_to(path).as_posix()}" if path.is_dir() else file.name
-              for file in files]
     frames = [
         read_csv(file) if file.suffix.lower() == ".csv"
-        else pd.DataFrame(read_jsonl(file, label, counts), columns=COLUMNS)
-        for file, label in zip(files, labels, strict=True)
+        else pd.DataFrame(read_jsonl(file, labels[file], counts), columns=COLUMNS)
+        for file in sorted(labels)
     ]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     if table.empty:
