@@ -15,7 +15,7 @@ from levante_tasks.cli import main
 from levante_tasks.compare.humans import parse_distractors
 from levante_tasks.compare.records import read_records
 from levante_tasks.compare.report import p_value_text
-from levante_tasks.summary.writers import model_label
+from levante_tasks.runs.model import model_label
 
 
 def trog_inputs(tmp_path: Path) -> tuple[Path, Path]:
@@ -224,7 +224,7 @@ def test_samples_of_math_subtasks_pool_into_one_unit_without_paths(tmp_path) -> 
     assert units == ["tiny-clip/original/gen/seed0", "tiny-clip/original/mc/seed0"]
     assert len(table) == 4 and counts["duplicate_records_dropped"] == 0
     assert not any("/home/" in name for name in table["model"])
-    # a full lmms-eval results.json: the model's label is summary.md's (summary.writers.model_label)
+    # a full lmms-eval results.json: the model's label is summary.md's (runs.model.model_label)
     (run / "20260101_000000_results.json").write_text(json.dumps({
         "model_name": "/home/someone/ckpt/tiny-clip", "config": {
             "model": "levante_clip", "model_args": f"pretrained=/home/someone/ckpt/tiny-clip,revision={'a' * 40}"}}))

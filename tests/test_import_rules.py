@@ -35,6 +35,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"synth"},  # synthetic releases and children
     {"lmms", "inspect"},  # the two harness faces
     {"l0"},  # the L0 task (an lmms-eval task of its own)
+    {"runs"},  # reading run outputs (results, samples, inspect logs, model identity): summary and compare share it
     {"summary"},
     {"compare"},
     {"matrix"},

@@ -292,7 +292,7 @@ def test_uninterrupted_matrix_writes_cells_summaries_comparisons_and_report(refe
         assert (out / "comparison" / group / "comparison.json").is_file()
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "[summary](summary/clips/summary.md)" in report
-    # the report names each model with the summary's label (summary.writers.model_label), one name everywhere
+    # the report names each model with the summary's label (runs.model.model_label), one name everywhere
     assert "| tiny-clip @ unknown (levante_clip) | levante_trog | 0 | done | 4 |" in report
     assert document["cells"][1]["model_label"] == "levante_fixed[letter=B] @ unknown (levante_fixed)"
     assert "TEST MODEL (random-init" in report  # both groups hold test models

@@ -11,6 +11,8 @@ import pytest
 from summary_runs import copy_runs, edit_results, real_runs, results_file, samples
 
 from levante_tasks.cli import main
+from levante_tasks.compare.records import read_records
+from levante_tasks.errors import LevanteError
 from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.schema.task_source import task_source_sha256
 from levante_tasks.schema.tasks import task_info
@@ -84,6 +86,24 @@ def test_truncated_samples_file_names_file_and_line(
     vocab = [c for c in matrix(tmp_path / "out")["cells"]
              if c["task"] == "levante_vocab" and c["variant"] == "original"]
     assert vocab and vocab[0]["n_replicates"] == 1  # the seed-1 replicate is left out, never half-read
+
+
+@pytest.mark.parametrize(("damage", "needle"), [("truncated", "invalid JSON at column"), ("nul", "NUL byte")])
+def test_summarize_and_compare_read_a_damaged_samples_file_with_one_reader(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str, needle: str
+) -> None:
+    """summary and compare read samples files through levante_tasks.runs: one damaged line is the same one line
+    (file as `<run folder>/<path inside it>`, line number, problem) from `summarize` and from compare's reader."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    (path,) = (runs / "fixed").glob("*_samples_levante_vocab_seed1.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2][:20] + (b"\n" if damage == "truncated" else b"\x00" + lines[2][20:])
+    path.write_bytes(b"".join(lines))
+    status, errors = summarize(capsys, runs, "--out", tmp_path / "out")
+    with pytest.raises(LevanteError) as compared:
+        read_records(runs)
+    assert status == 1 and errors == [f"levante-tasks: error: {compared.value}"], (errors, str(compared.value))
+    assert str(compared.value).startswith(f"runs/fixed/{path.name}:3: {needle}"), str(compared.value)
 
 
 def test_samples_of_two_runs_in_one_file_are_one_line(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from levante_tasks.runs import model as runs_model
 from levante_tasks.schema import task_source
 from levante_tasks.summary import provenance as prov
 from levante_tasks.tasks import FOLDERS
@@ -71,7 +72,7 @@ def results_for(model: str, model_args: str, name: str = "") -> dict:
     ],
 )
 def test_model_identity(model_args: str, name: str, answer: dict | None, public_id: str, revision: str) -> None:
-    got = prov.model_identity(results_for("levante_fixed", model_args, name), answer)
+    got = runs_model.model_identity(results_for("levante_fixed", model_args, name), answer)
     assert got == {"adapter": "levante_fixed", "public_id": public_id, "revision": revision, "test_model": True}
 
 
@@ -84,11 +85,11 @@ def test_model_identity(model_args: str, name: str, answer: dict | None, public_
     ("hf", {"model_id": "org/m"}, False),
 ])
 def test_test_models_are_recognised(adapter: str, answer: dict | None, expected: bool) -> None:
-    assert prov.is_test_model(adapter, answer) is expected
+    assert runs_model.is_test_model(adapter, answer) is expected
 
 
 def test_redacted_model_args_hold_no_local_path() -> None:
-    text = prov.redact_model_args("pretrained=/home/alice/models/tiny-clip,dtype=float32,cache=~/c")
+    text = runs_model.redact_model_args("pretrained=/home/alice/models/tiny-clip,dtype=float32,cache=~/c")
     assert text == "pretrained=tiny-clip,dtype=float32,cache=c"
 
 

@@ -7,10 +7,8 @@ Each record gives a model's 0/1 `correct` and, when the model exposes them, `opt
 
 from __future__ import annotations
 
-import codecs
 import json
 import math
-import re
 from collections import Counter
 from dataclasses import fields
 from pathlib import Path
@@ -18,20 +16,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from levante_tasks.compare.tables import parse_correct, read_table, text_problem
+from levante_tasks.compare.tables import parse_correct, read_table
 from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.runs.discover import folder_label
+from levante_tasks.runs.lmms import FileProblem, SampleLine, read_json_object, read_samples, samples_name
+from levante_tasks.runs.model import find_answer, local_name, model_identity, model_label, path_like
 from levante_tasks.schema.crosswalk import canonical_uid
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
 from levante_tasks.schema.variant import OutputType
-from levante_tasks.summary.provenance import local_name, model_identity, path_like
-from levante_tasks.summary.units import find_answer
-from levante_tasks.summary.writers import model_label
 
 # the record fields that key a scoring unit, named by the schema (a renamed field fails here at import)
 _FIELDS = {f.name: f.name for f in fields(ItemRecord)}
 SEED, VARIANT, OUTPUT_TYPE = _FIELDS["seed"], _FIELDS["variant"], _FIELDS["output_type"]
 COLUMNS = ["model", "task", "item_uid", "correct", "option_scores", "test_model"]
-_SAMPLES = re.compile(r"^(?P<date>.*?)_?samples_(?P<task>.+)\.jsonl$")
 
 
 def parse_scores(value: object) -> list[float] | None:
@@ -49,26 +46,23 @@ def parse_scores(value: object) -> list[float] | None:
     return scores or None
 
 
-def _model_identity(path: Path) -> tuple[str, bool]:
+def _model_identity(path: Path, lines: list[SampleLine]) -> tuple[str, bool]:
     """(the model's label as summary.md shows it, whether it is a test model), from the `<date>_results.json` next to
-    a samples file and the file's first JSON answers, as the summary reads them (summary.writers' `model_label`,
-    provenance.model_identity): one model has one name, and one test-model rule, in summary.md, comparison.md and the
-    plots. Without a results file: lmms-eval's model name, else the folder (not a test model).
+    a samples file and the file's first JSON answers, read as the summary reads them (runs.model: `model_identity`,
+    `model_label`): one model has one name, and one test-model rule, in summary.md, comparison.md and the plots.
+    Without a results file: lmms-eval's model name, else the folder (not a test model).
 
     A local checkpoint path is never used as a name (outputs carry no absolute paths): its public name (folder
     name or hub id) stands in for it.
     """
-    match = _SAMPLES.match(path.name)
-    date = match.group("date") if match else ""
+    date = (samples_name(path.name) or ("", ""))[0]
     for candidate in sorted(path.parent.glob(f"{date}*results.json")):
         try:
-            results = json.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(results, dict):
+            results = read_json_object(candidate, candidate.name)
+        except FileProblem:
             continue
         if isinstance(results.get("config"), dict):
-            identity = model_identity(results, find_answer({path.name: _first_lines(path)}))
+            identity = model_identity(results, find_answer({path.name: lines}))
             return model_label({"model": identity["public_id"], "revision": identity["revision"],
                                 "adapter": identity["adapter"]}), bool(identity["test_model"])
         name = str(results.get("model_name") or "")
@@ -77,22 +71,6 @@ def _model_identity(path: Path) -> tuple[str, bool]:
         if name:
             return name, False
     return path.parent.name, False
-
-
-def _first_lines(path: Path, count: int = 3) -> list[dict]:
-    """The first `count` samples lines that parse as JSON objects (damaged lines are reported by read_jsonl)."""
-    lines: list[dict] = []
-    with open(path, "rb") as handle:
-        for raw in handle:
-            try:
-                obj = json.loads(raw.decode("utf-8-sig"))
-            except ValueError:
-                continue
-            if isinstance(obj, dict):
-                lines.append(obj)
-            if len(lines) == count:
-                break
-    return lines
 
 
 def scoring_unit(model: str, record: dict, lmms_task: str) -> str:
@@ -128,37 +106,21 @@ def _record_row(record: dict, model: str, where: str) -> dict:
     }
 
 
-def read_jsonl(path: Path, counts: Counter) -> list[dict]:
-    """Rows of one JSONL file: lmms-eval samples lines (record under `levante_item`) or bare records.
-
-    Lines are decoded one by one so that a NUL or non-UTF-8 byte is reported with its line; a BOM is accepted.
-    """
-    match = _SAMPLES.match(path.name)
-    model_name, test_model = _model_identity(path) if match else (path.stem, False)
-    lmms_task = match.group("task") if match else path.stem
+def read_jsonl(path: Path, label: str, counts: Counter) -> list[dict]:
+    """Rows of one JSONL file called `label` in messages: lmms-eval samples lines (record under `levante_item`) or
+    bare records, read by runs.lmms.read_samples (the summary's reader: one wording for a damaged line)."""
+    name = samples_name(path.name)
+    lines = read_samples(path, label)
+    model_name, test_model = _model_identity(path, lines) if name else (path.stem, False)
+    lmms_task = name[1] if name else path.stem
     rows = []
-    offset = 0  # the file offset of the line
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            base, offset = offset, offset + len(raw)
-            if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw, base = raw[len(codecs.BOM_UTF8) :], base + len(codecs.BOM_UTF8)
-            problem = text_problem(raw, base)
-            if problem:
-                raise LevanteError(f"{path.name}:{number}: {problem}")
-            line = raw.decode("utf-8")
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise LevanteError(f"{path.name}:{number}: invalid JSON ({exc})") from exc
-            record = obj.get(RECORD_KEY, obj) if isinstance(obj, dict) else None
-            if not isinstance(record, dict) or "item_uid" not in record:
-                counts["lines_without_levante_item"] += 1
-                continue
-            unit = scoring_unit(model_name, record, lmms_task) if match else model_name
-            rows.append({**_record_row(record, unit, f"{path.name}:{number}"), "test_model": test_model})
+    for line in lines:
+        record = line.data.get(RECORD_KEY, line.data)
+        if not isinstance(record, dict) or "item_uid" not in record:
+            counts["lines_without_levante_item"] += 1
+            continue
+        unit = scoring_unit(model_name, record, lmms_task) if name else model_name
+        rows.append({**_record_row(record, unit, f"{label}:{line.number}"), "test_model": test_model})
     return rows
 
 
@@ -227,22 +189,25 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 def read_records(path: Path, only: list[Path] | None = None) -> tuple[pd.DataFrame, Counter]:
     """All model records under `path` (folder: every `*samples_*.jsonl`; `only`: just these folders in it, e.g. a
-    matrix's finished cells), de-duplicated; drops counted."""
+    matrix's finished cells, each then a run folder as summarize reads it), de-duplicated; drops counted."""
     counts: Counter = Counter()
     if path.is_dir():
-        files = sorted(p for folder in (only if only is not None else [path]) for p in folder.rglob("*.jsonl")
-                       if _SAMPLES.match(p.name))
-        if not files:
+        # a samples file is named as summarize names it: `<run folder name>/<path inside it>`
+        labels = {p: f"{folder_label(folder)}/{p.relative_to(folder).as_posix()}"
+                  for folder in (only if only is not None else [path]) for p in folder.rglob("*.jsonl")
+                  if samples_name(p.name)}
+        if not labels:
             raise LevanteError(
                 f"{display_path(path)}: no lmms-eval samples_<task>.jsonl files found (run with --log_samples)"
             )
     elif path.is_file():
-        files = [path]
+        labels = {path: path.name}
     else:
         raise LevanteError(f"{display_path(path)}: model records not found")
     frames = [
-        read_csv(file) if file.suffix.lower() == ".csv" else pd.DataFrame(read_jsonl(file, counts), columns=COLUMNS)
-        for file in files
+        read_csv(file) if file.suffix.lower() == ".csv"
+        else pd.DataFrame(read_jsonl(file, labels[file], counts), columns=COLUMNS)
+        for file in sorted(labels)
     ]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
     if table.empty:

@@ -22,18 +22,6 @@ TRUE_STRINGS = {"true", "t", "1", "1.0", "yes"}
 FALSE_STRINGS = {"false", "f", "0", "0.0", "no"}
 
 
-def text_problem(data: bytes, base: int = 0) -> str | None:
-    """Why one line of bytes (at file offset `base`) is not usable text (NUL byte, not UTF-8: textfile's
-    wording), or None; a leading BOM is fine."""
-    if NUL in data:
-        return nul_byte()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return not_utf8(data, exc.start, base)
-    return None
-
-
 def check_text(path: Path) -> None:
     """Fail with `<file>:<line>: ...` at the first NUL byte or non-UTF-8 byte (read in chunks, any size)."""
     line, carry, base = 1, b"", 0  # base: the file offset of data[0]

@@ -34,7 +34,7 @@ def _writing(out: Path, rel: str) -> Iterator[None]:
 
 def _cell_entry(cell: Cell, state: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
     """matrix.json's record of one cell (no times: those are under `timing`); `model_label` is the summary's name of
-    its model (summary.writers.model_label) once a summary read the cell, else None."""
+    its model (runs.model.model_label) once a summary read the cell, else None."""
     attempts = [{k: a[k] for k in ("batch_size", "outcome", "exit_code")} for a in state.get("attempts", [])]
     return {"cell_id": cell.cell_id, "dir": cell.rel_dir, "model": cell.model.name,
             "public_id": cell.model.public_id, "revision": cell.model.revision, "group": cell.model.group,
@@ -48,6 +48,7 @@ def _cell_entry(cell: Cell, state: dict[str, Any], labels: dict[str, str]) -> di
 def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str], None]) -> dict[str, Any]:
     """Summarize and compare one group's finished cells; a step that cannot run is recorded, not fatal."""
     from levante_tasks.compare.pipeline import Settings, run_compare
+    from levante_tasks.runs.model import model_label
     from levante_tasks.summary import summarize_runs, writers
 
     entry: dict[str, Any] = {"models": list(run.config.groups[group]), "cells_done": len(done), "summary": None,
@@ -61,8 +62,8 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
         entry["summary"] = f"summary/{group}/summary.md"
         entry["problems"] += document["problems"]
         entry["notes"] = writers.reader_notes(document)
-        entry["model_labels"] = [writers.model_label(m) for m in document["models"]]
-        entry["labels"] = {source.split("/", 1)[0]: writers.model_label(cell)
+        entry["model_labels"] = [model_label(m) for m in document["models"]]
+        entry["labels"] = {source.split("/", 1)[0]: model_label(cell)
                            for cell in document["cells"] for source in cell["sources"]}
         echo(f"summary ({group}): {len(document['cells'])} cell(s) -> summary/{group}/summary.md")
     except LevanteError as exc:

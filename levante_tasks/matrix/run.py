@@ -45,7 +45,7 @@ from levante_tasks.matrix.state import (
     unfinished_state,
     write_state,
 )
-from levante_tasks.summary.read import FileProblem, read_results
+from levante_tasks.runs.lmms import FileProblem, read_results
 
 PLAN_FILE = "matrix-plan.json"  # marks a folder as a matrix (and lists its cells)
 OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|\bout of memory\b", re.IGNORECASE)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import pid_alive, write_json
-from levante_tasks.summary.read import FileProblem, read_results
+from levante_tasks.runs.lmms import FileProblem, read_results
 
 STATE_FILE = "state.json"
 LMMS_DIR = "lmms"  # lmms-eval's --output_path inside a cell folder

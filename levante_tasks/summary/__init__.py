@@ -1,8 +1,9 @@
 """Summarize and audit lmms-eval runs of the LEVANTE tasks: one model x task matrix, and `verify` (docs/summary.md).
 
-Modules: `discover` (find runs), `read` (strict JSON / JSON Lines), `provenance` (hashes, model identity,
-comparison keys), `units` (one run -> matrix units), `stats` (Wilson, seeds, lmms-eval stderrs), `matrix`
-(duplicates, comparisons, cells, deltas), `verify`, `writers`, `plot`, `cli`.
+Runs are found and read by levante_tasks.runs (the reader compare shares). Modules: `provenance` (hashes,
+comparison keys), `units` (one lmms-eval run -> matrix units), `inspect_logs` (one inspect_ai log -> units),
+`stats` (Wilson, seeds, lmms-eval stderrs), `matrix` (duplicates, comparisons, cells, deltas), `verify`,
+`rescore`, `writers`, `plot`, `cli`.
 """
 
 from levante_tasks.summary.cli import summarize_runs

@@ -19,11 +19,11 @@ from typing import Any
 
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.runs.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, run_labels
+from levante_tasks.runs.lmms import FileProblem
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
-from levante_tasks.summary.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, run_labels
 from levante_tasks.summary.inspect_logs import parse_eval
-from levante_tasks.summary.read import FileProblem
 from levante_tasks.summary.units import ParsedRun, parse_run
 from levante_tasks.summary.verify import verify_runs
 

@@ -1,6 +1,6 @@
-"""Read one inspect_ai `.eval` log of a LEVANTE task (levante_tasks.inspect) into the summary's units.
+"""Turn one inspect_ai `.eval` log of a LEVANTE task (levante_tasks.inspect) into the summary's units.
 
-The log is read with `inspect_ai.log.read_eval_log`. A log of a task that is not a LEVANTE task (no
+The log is read by runs.inspect_log. A log of a task that is not a LEVANTE task (no
 `metadata.levante`) is skipped and listed in its run summary, as lmms-eval tasks without records are; for a LEVANTE
 task, a file that is not a readable log, a run that did not finish (status other than `success`), a sample without
 its `levante_item` record, or a log of several epochs is one line naming the file (FileProblem).
@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsable_lines
+from levante_tasks.runs.discover import INSPECT_AI, RunFiles
+from levante_tasks.runs.inspect_log import levante_log
+from levante_tasks.runs.lmms import FileProblem
+from levante_tasks.runs.model import HEX40, UNKNOWN, is_test_model, local_name, or_unknown, path_like, redact_model_args
 from levante_tasks.schema.tasks import find_task, task_info
 from levante_tasks.schema.variant import Control, OutputType, Variant
 from levante_tasks.summary import provenance as prov
-from levante_tasks.summary.discover import INSPECT_AI, RunFiles
-from levante_tasks.summary.read import FileProblem
 from levante_tasks.summary.units import ParsedRun, Unit, checked_record, column_of, record_counts
 
 NOT_APPLICABLE = "n/a"
@@ -38,41 +40,6 @@ ADAPTER_PREFIX = "inspect_ai:"
 # are never written out).
 NOT_BUDGET = frozenset({"seed", "max_retries", "timeout", "attempt_timeout", "stream_idle_timeout", "max_connections",
                         "adaptive_connections", "cache", "cache_prompt", "batch", "extra_headers"})
-
-
-def read_log(path: Path, label: str, header_only: bool = False) -> Any:
-    """The parsed log (with its samples unless `header_only`); FileProblem (one line naming the file) otherwise."""
-    try:
-        from inspect_ai.log import read_eval_log
-    except ImportError:
-        raise FileProblem(f"{label}: inspect_ai is not installed (pip install 'levante-tasks[inspect]')") from None
-    try:
-        log = read_eval_log(str(path), header_only=header_only)
-    except Exception as exc:  # noqa: BLE001 (zip, JSON and schema errors alike mean: not a usable log)
-        first = (str(exc).strip().splitlines() or [""])[0][:120]
-        raise FileProblem(f"{label}: not a readable inspect_ai .eval log ({type(exc).__name__}"
-                          f"{': ' + first if first else ''})") from None
-    return log
-
-
-def levante_log(path: Path, label: str) -> tuple[Any, dict[str, Any] | None]:
-    """(log, its `metadata.levante`): the finished log of a LEVANTE task; for another task's log (any status), its
-    header and None. FileProblem for an unreadable log or an unfinished LEVANTE run."""
-    header = read_log(path, label, header_only=True)
-    spec = levante_spec(header)
-    if spec is None:
-        return header, None
-    if header.status != "success":
-        raise FileProblem(f"{label}: the inspect_ai run did not finish (status {header.status})")
-    return read_log(path, label), spec
-
-
-def levante_spec(log: Any) -> dict[str, Any] | None:
-    """The task's `metadata.levante` ({task, lmms_name, seed, variant, provenance}); None when it has none."""
-    spec = (log.eval.metadata or {}).get("levante")
-    if not isinstance(spec, Mapping) or not {"task", "lmms_name", "seed", "variant"} <= set(spec):
-        return None
-    return dict(spec)
 
 
 def skipped_run(run: RunFiles, log: Any) -> ParsedRun:
@@ -121,16 +88,16 @@ def model_row(log: Any) -> dict[str, Any]:
     args = {str(k): str(v) for k, v in (log.eval.model_args or {}).items()}
     answer = _answer(log)
     provider, _, name = str(log.eval.model).partition("/")
-    if prov.path_like(name):  # `vllm//home/alice/models/qwen`: a local folder served by the provider
-        name = prov.local_name(name)[0]
+    if path_like(name):  # `vllm//home/alice/models/qwen`: a local folder served by the provider
+        name = local_name(name)[0]
     public_id = str(args.get("model_id") or answer.get("model_id") or name or provider)
-    if prov.path_like(public_id):
-        public_id = prov.local_name(public_id)[0]
+    if path_like(public_id):
+        public_id = local_name(public_id)[0]
     revision = next((r for r in (args.get("revision"), answer.get("revision"))
-                     if isinstance(r, str) and prov.HEX40.fullmatch(r)), prov.UNKNOWN)
+                     if isinstance(r, str) and HEX40.fullmatch(r)), UNKNOWN)
     adapter = ADAPTER_PREFIX + (f"{provider}/{name}" if name else provider)
     return {"adapter": adapter, "public_id": public_id, "revision": revision,
-            "test_model": prov.is_test_model(adapter, answer)}
+            "test_model": is_test_model(adapter, answer)}
 
 
 def _budget(log: Any) -> dict[str, Any]:
@@ -154,17 +121,17 @@ def _provenance(log: Any, spec: Mapping[str, Any]) -> dict[str, Any]:
     seed = log.eval.model_generate_config.seed if log.eval.model_generate_config else None
     return {
         "lmms_eval_version": NOT_APPLICABLE, "lmms_eval_commit": NOT_APPLICABLE, "patch_set_sha256": NOT_APPLICABLE,
-        "patched": None, "inspect_ai_version": prov.or_unknown(mine.get("inspect_ai_version")),
-        "levante_tasks_version": prov.or_unknown(mine.get("levante_tasks_version")),
+        "patched": None, "inspect_ai_version": or_unknown(mine.get("inspect_ai_version")),
+        "levante_tasks_version": or_unknown(mine.get("levante_tasks_version")),
         "task_version": prov.recorded_task_version(mine), "task_config_sha256": config_sha256,
-        "task_source_sha256": prov.or_unknown(mine.get("task_source_sha256")),
-        "dataset_fingerprint": prov.or_unknown(mine.get("dataset_fingerprint")),
-        "data_version": prov.or_unknown(mine.get("data_version")),
+        "task_source_sha256": or_unknown(mine.get("task_source_sha256")),
+        "dataset_fingerprint": or_unknown(mine.get("dataset_fingerprint")),
+        "data_version": or_unknown(mine.get("data_version")),
         "synthetic_data": mine.get("synthetic_data") if isinstance(mine.get("synthetic_data"), bool) else None,
         "seeds": {"random": seed, "numpy": None, "torch": None, "fewshot": None},
         "limit": {"limit": config.limit, "offset": 0, "sample_id": config.sample_id},
-        "budget": _budget(log), "batch_size": None, "device_class": prov.UNKNOWN,
-        "model_args": prov.redact_model_args(log.eval.model_args or {}),
+        "budget": _budget(log), "batch_size": None, "device_class": UNKNOWN,
+        "model_args": redact_model_args(log.eval.model_args or {}),
     }
 
 
@@ -284,7 +251,7 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
         checks = (("task_version", str(info.version) if info else "not installed"), *installed.items(),
                   ("dataset_fingerprint", fingerprint(str(mine.get("data_version") or ""), str(spec["task"]))))
         for key, current in checks:
-            have = str(prov.recorded_task_version(mine) if key == "task_version" else mine.get(key) or prov.UNKNOWN)
+            have = str(prov.recorded_task_version(mine) if key == "task_version" else mine.get(key) or UNKNOWN)
             if have != current:
                 out.append(f"{label}: {key}: recorded {have}, installed {current}")
     return out

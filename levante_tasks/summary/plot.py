@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import atomic_path
-from levante_tasks.summary.writers import model_label, reader_notes
+from levante_tasks.runs.model import model_label
+from levante_tasks.summary.writers import reader_notes
 
 
 def _pick(cells: list[dict[str, Any]]) -> dict[str, Any]:

@@ -30,11 +30,12 @@ from levante_tasks.core.parsing import PARSER_VERSION
 from levante_tasks.core.reparse import NotReparsable, answer_of, decided_changes, not_reparsable_lines, reparse
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.lmms.metrics import item_metrics
+from levante_tasks.runs.discover import INSPECT_AI, RunFiles, discover, run_labels
+from levante_tasks.runs.inspect_log import levante_log
+from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import stats
-from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, run_labels
-from levante_tasks.summary.inspect_logs import RECORD_SCORER, levante_log, response_of
-from levante_tasks.summary.read import FileProblem, read_results, read_samples
+from levante_tasks.summary.inspect_logs import RECORD_SCORER, response_of
 from levante_tasks.summary.verify import group_expected, leaf_expected
 
 MARKER = "rescore.json"
@@ -92,7 +93,7 @@ class _Run:
         self.problems: list[str] = []
 
 
-def _rescore_samples(path: Path, label: str, task: str, out: _Run) -> tuple[list[dict[str, Any]], bool]:
+def _rescore_samples(path: Path, label: str, task: str, out: _Run) -> tuple[list[SampleLine], bool]:
     """Re-parse one samples file into `out.files` (a copy, or only its changed lines rewritten: every other line's
     bytes, the file's BOM and a rewritten line's CRLF kept); returns its lines (updated) and whether any changed."""
     lines = read_samples(path, label)
@@ -101,23 +102,22 @@ def _rescore_samples(path: Path, label: str, task: str, out: _Run) -> tuple[list
     raw = data[len(bom):].split(b"\n")  # the line numbers of read_samples: UTF-8 holds no other byte 0x0A
     changed, failures = False, []
     for line in lines:
-        record = line.get(RECORD_KEY)
-        if not isinstance(record, dict):
+        record = line.record
+        if record is None:
             continue
         out.records += 1
-        number = line["_line"]
+        number = line.number
         try:
-            fresh = reparse(record, line.get("filtered_resps"))
+            fresh = reparse(record, line.data.get("filtered_resps"))
         except NotReparsable as exc:
             failures.append((f"line {number}", str(exc)))
             continue
         if not decided_changes(record, fresh):
             continue
         out.changes.append(_change(label, task, record, fresh))
-        line.update((key, value) for key, value in item_metrics(fresh).items() if key in line)
+        line.data.update((key, value) for key, value in item_metrics(fresh).items() if key in line.data)
         ending = b"\r" if raw[number - 1].endswith(b"\r") else b""
-        raw[number - 1] = json.dumps({k: v for k, v in line.items() if k != "_line"},
-                                     ensure_ascii=False).encode("utf-8") + ending
+        raw[number - 1] = json.dumps(line.data, ensure_ascii=False).encode("utf-8") + ending
         changed = True
     out.problems += not_reparsable_lines(label, failures)
     out.files[path.name] = bom + b"\n".join(raw) if changed else path
@@ -128,7 +128,7 @@ def _rescore_lmms(run: RunFiles, out: _Run) -> None:
     """Re-parse one lmms-eval run: changed samples files rewritten, its results file's metrics recomputed."""
     assert run.results is not None
     results = read_results(run.results, run.file_label(run.results))
-    all_lines: dict[str, list[dict[str, Any]]] = {}
+    all_lines: dict[str, list[SampleLine]] = {}
     changed: set[str] = set()
     for task, path in sorted(run.samples.items()):
         all_lines[task], task_changed = _rescore_samples(path, run.file_label(path), task, out)

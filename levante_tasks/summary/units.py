@@ -20,11 +20,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from levante_tasks.runs.discover import RunFiles
+from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
+from levante_tasks.runs.model import find_answer, model_identity
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.schema.variant import Control, Variant, VariantNameError
 from levante_tasks.summary import provenance as prov
-from levante_tasks.summary.discover import RunFiles
-from levante_tasks.summary.read import FileProblem, read_results, read_samples
 
 SUBTYPE_PREFIX = "levante_acc_"  # a task's per-sub-type accuracy metrics: levante_acc_<sub-type>
 
@@ -148,21 +149,21 @@ class _Leaf:
     output_type: str
     column: str
     records: list[dict[str, Any]]
-    lines: list[dict[str, Any]]
+    lines: list[SampleLine]
     provenance: dict[str, Any]
     comparison: dict[str, Any]
     signature: str
 
 
-def _describe_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]], where: str,
+def _describe_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], where: str,
                    results_label: str) -> _Leaf:
     config = results["configs"].get(name)
     if not isinstance(config, dict):
         raise FileProblem(f"{results_label}: no config for task {name!r} under 'configs'")
-    records = [checked_record(line, f"{where}:{line['_line']}") for line in lines]
+    records = [checked_record(line.data, f"{where}:{line.number}") for line in lines]
     if not records:
         raise FileProblem(f"{where}: no samples (empty file)")
-    if len({line.get("doc_id") for line in lines}) < len(lines):
+    if len({line.data.get("doc_id") for line in lines}) < len(lines):
         raise FileProblem(f"{where}: a doc_id occurs twice (two lmms-eval runs appended to one file?)")
     spec = prov.levante_spec(config)
     first = records[0]
@@ -200,29 +201,17 @@ def _subtype_units(run: ParsedRun, leaf: _Leaf, config: Mapping[str, Any]) -> li
     units = []
     for sub in subtypes:
         records = [r for r, line in zip(leaf.records, leaf.lines, strict=True)
-                   if line.get(SUBTYPE_PREFIX + sub) is not None]
+                   if line.data.get(SUBTYPE_PREFIX + sub) is not None]
         if records:
             units.append(_unit(run, leaf, records, f"{leaf.column}/{sub}", leaf.column))
     return units
-
-
-def find_answer(lines_by_task: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
-    """The model identity of the first JSON answer that names the model (id or revision), from the first lines of
-    each task: the answer's `model` object (docs/design.md §3c), or the answer itself when it is flat."""
-    for task in sorted(lines_by_task):
-        for line in lines_by_task[task][:3]:
-            answer = prov.json_answer(line)
-            identity = answer.get("model") if answer and isinstance(answer.get("model"), dict) else answer
-            if identity and ("model_id" in identity or "revision" in identity):
-                return identity
-    return None
 
 
 def parse_run(run: RunFiles) -> ParsedRun:
     """Parse one run; a damaged results file raises FileProblem, a damaged task is a problem of the run."""
     assert run.results is not None
     results = read_results(run.results, run.file_label(run.results))
-    lines_by_task: dict[str, list[dict[str, Any]]] = {}
+    lines_by_task: dict[str, list[SampleLine]] = {}
     problems: list[str] = []
     tasks: dict[str, dict[str, Any]] = {}
     leaves: dict[str, _Leaf] = {}
@@ -238,7 +227,7 @@ def parse_run(run: RunFiles) -> ParsedRun:
                     raise FileProblem(f"{where}: no samples file for task {name!r} (run lmms-eval with --log_samples)")
                 tasks[name] = {"status": "skipped", "reason": "no samples file and no metadata.levante"}
                 continue
-            if not is_levante and not (lines and RECORD_KEY in lines[0]):
+            if not is_levante and not (lines and RECORD_KEY in lines[0].data):
                 tasks[name] = {"status": "skipped", "reason": f"not a LEVANTE task (no '{RECORD_KEY}' records)"}
                 continue
             leaves[name] = _describe_leaf(name, results, lines, where, run.file_label(run.results))
@@ -246,7 +235,7 @@ def parse_run(run: RunFiles) -> ParsedRun:
         except FileProblem as exc:
             problems.append(str(exc))
             tasks[name] = {"status": "failed", "problem": str(exc)}
-    model = prov.model_identity(results, find_answer(lines_by_task))
+    model = model_identity(results, find_answer(lines_by_task))
     parsed = ParsedRun(run, results, model, tasks=tasks, problems=problems)
     for name, leaf in leaves.items():
         parsed.units.append(_unit(parsed, leaf, leaf.records, leaf.column, ""))

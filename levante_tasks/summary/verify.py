@@ -31,6 +31,9 @@ from typing import Any
 from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.errors import LevanteError
 from levante_tasks.lmms import metrics
+from levante_tasks.runs.discover import INSPECT_AI, RunFiles, discover, folder_label
+from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
+from levante_tasks.runs.model import UNKNOWN
 from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import read_dataset_info
 from levante_tasks.schema.items import LETTERS
@@ -38,9 +41,7 @@ from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.schema.tasks import find_task
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
-from levante_tasks.summary.discover import INSPECT_AI, RunFiles, discover, folder_label
 from levante_tasks.summary.inspect_logs import installed_inspect, verify_eval
-from levante_tasks.summary.read import FileProblem, read_results, read_samples
 from levante_tasks.summary.units import SUBTYPE_PREFIX, leaf_tasks
 
 STDERR_SUFFIXES = ("_stderr_clustered", "_stderr_clt", "_stderr")
@@ -147,7 +148,7 @@ def _order_disagreement(line: Mapping[str, Any]) -> str | None:
     return None
 
 
-def leaf_expected(name: str, results: dict[str, Any], lines: list[dict[str, Any]]) -> tuple[dict, dict, list[str]]:
+def leaf_expected(name: str, results: dict[str, Any], lines: list[SampleLine]) -> tuple[dict, dict, list[str]]:
     """What a leaf task's reported metrics should be, from its samples lines: (`{key: value}` for every reported
     `<metric>,<filter>` and stderr key that can be recomputed (None = "N/A"), what groups need
     (`{metric_key: (value, n lines), ..., "lmms_size"}`), and `<key>: cannot recompute (...)` lines)."""
@@ -156,7 +157,7 @@ def leaf_expected(name: str, results: dict[str, Any], lines: list[dict[str, Any]
     aggregations = _aggregations(config)
     values: dict[str, list[Any]] = {metric: [] for metric in aggregations}
     for line in lines:
-        for metric, value in line.items():
+        for metric, value in line.data.items():
             if metric in values:
                 values[metric].append(value)
     iters = results["config"].get("bootstrap_iters", 100000)
@@ -189,14 +190,14 @@ def leaf_expected(name: str, results: dict[str, Any], lines: list[dict[str, Any]
     return expected, recomputed, failed
 
 
-def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]], where: str) -> tuple[list[str], dict]:
+def _check_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], where: str) -> tuple[list[str], dict]:
     """Mismatch lines of one leaf task, and what groups need: `{metric_key: (value, n lines), ..., "lmms_size"}`."""
     out: list[str] = []
     reported = results["results"].get(name) or {}
     effective = (results["n-samples"].get(name) or {}).get("effective")
     if effective != len(lines):
         out.append(f"{where}: {name}: n-samples effective {effective!r}, samples file has {len(lines)} lines")
-    if len({line.get("doc_id") for line in lines}) < len(lines):
+    if len({line.data.get("doc_id") for line in lines}) < len(lines):
         out.append(f"{where}: {name}: samples file repeats doc_ids (two runs appended to one file?)")
     expected, recomputed, failed = leaf_expected(name, results, lines)
     out += [f"{where}: {name}: {line}" for line in failed]
@@ -205,13 +206,13 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[dict[str, Any]],
         if not _close(got, want):
             out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
     failures: list[tuple[str, str]] = []
-    for number, line in enumerate(lines):
-        position = f"line {line.get('_line', number + 1)}"
-        record = line.get(RECORD_KEY)
-        problem = _record_disagreement(line) or _order_disagreement(line)
-        if problem is None and isinstance(record, Mapping):
+    for line in lines:
+        position = f"line {line.number}"
+        record = line.record
+        problem = _record_disagreement(line.data) or _order_disagreement(line.data)
+        if problem is None and record is not None:
             try:
-                problem = disagreement(record, line.get("filtered_resps"))
+                problem = disagreement(record, line.data.get("filtered_resps"))
             except NotReparsable as exc:
                 failures.append((position, str(exc)))
         if problem:
@@ -226,7 +227,7 @@ def _group_leaves(group: str, children: Mapping[str, list[str]]) -> list[str]:
     return out
 
 
-def _lmms_sample_len(lines: list[dict[str, Any]], aggregations: Mapping[str, str]) -> int:
+def _lmms_sample_len(lines: list[SampleLine], aggregations: Mapping[str, str]) -> int:
     """The size lmms-eval 0.7.x gives a task in group averages: the item count of the last metric it aggregated.
 
     (`TaskOutput.sample_len` is overwritten per metric; metrics come in the order docs first returned them.)
@@ -234,9 +235,9 @@ def _lmms_sample_len(lines: list[dict[str, Any]], aggregations: Mapping[str, str
     """
     order: dict[str, None] = {}
     for line in lines:
-        order.update(dict.fromkeys(k for k in line if k in aggregations))
+        order.update(dict.fromkeys(k for k in line.data if k in aggregations))
     last = next(reversed(order), None)
-    return sum(last in line for line in lines) if last else len(lines)
+    return sum(last in line.data for line in lines) if last else len(lines)
 
 
 def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: str) -> list[str]:
@@ -349,18 +350,18 @@ def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str
         mine = prov.recorded(config)
         lmms = mine.get("lmms_eval") if isinstance(mine.get("lmms_eval"), Mapping) else {}
         for key in ("version", "commit", "patch_set_sha256"):
-            have, want = str(lmms.get(key) or prov.UNKNOWN), str(installed.get(key) or prov.UNKNOWN)
+            have, want = str(lmms.get(key) or UNKNOWN), str(installed.get(key) or UNKNOWN)
             if have != want:
                 run_level[f"lmms_eval {key}: recorded {have}, installed {want}"] += 1
         family = str(spec.get("task") or name)
         have, want = str(prov.recorded_task_version(mine)), installed_task_version(family)
         if have != want:
             out.append(f"{where}: {name}: task_version: recorded {have}, installed {want}")
-        have = str(mine.get("task_source_sha256") or prov.UNKNOWN)
+        have = str(mine.get("task_source_sha256") or UNKNOWN)
         want = source_sha256(name) or "not installed"
         if have != want:
             out.append(f"{where}: {name}: task_source_sha256: recorded {have}, installed {want}")
-        have = str(mine.get("dataset_fingerprint") or prov.UNKNOWN)
+        have = str(mine.get("dataset_fingerprint") or UNKNOWN)
         version = str(mine.get("data_version") or "")
         want = _dataset_fingerprint(data_dir, version, family) if version else "? (data_version not recorded)"
         if have != want:

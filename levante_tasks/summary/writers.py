@@ -14,6 +14,7 @@ from typing import Any
 
 from levante_tasks import __version__
 from levante_tasks.atomic import atomic_open, write_json, write_text
+from levante_tasks.runs.model import model_label
 
 SCHEMA_VERSION = 1
 CI_METHOD = "wilson_items"  # stats.item_interval: Wilson at the effective number of items (replicates clustered)
@@ -102,11 +103,6 @@ def _cell_text(cell: dict[str, Any]) -> str:
         radius = cell["seed_ci95_radius"]
         text += f", {cell['n_replicates']} seeds sd {cell['seed_sd']:.3f}" + (f" ±{radius:.3f}" if radius else "")
     return text + (" ⚠" if cell["flags"] else "")
-
-
-def model_label(cell: dict[str, Any]) -> str:
-    """A model row as summary.md and heatmap.png show it: `<public id> @ <revision, 12> (<adapter>)`."""
-    return f"{cell['model']} @ {cell['revision'][:12]} ({cell['adapter']})"
 
 
 def synthetic_cells(matrix: dict[str, Any]) -> list[dict[str, Any]]:

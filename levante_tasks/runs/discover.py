@@ -1,5 +1,6 @@
-"""Find runs under run folders: each lmms-eval `<date>_results.json` with the `<date>_samples_<task>.jsonl` beside
-it, and each inspect_ai log `<name>.eval` (one task of one run; read by `inspect_logs`).
+"""Find runs under run folders (for summarize, verify and rescore): each lmms-eval `<date>_results.json` with the
+`<date>_samples_<task>.jsonl` beside it, and each inspect_ai log `<name>.eval` (one task of one run; read by
+`runs.inspect_log`).
 
 lmms-eval exits 0 when an evaluation fails, so a folder is judged by its files: samples without a results file,
 or a run folder with no results file at all, is a failed run (reported, never skipped). Labels shown to users
@@ -10,16 +11,14 @@ from __future__ import annotations
 
 import getpass
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from levante_tasks.errors import problem_text
+from levante_tasks.runs.lmms import RESULTS_SUFFIX, samples_name
 
-RESULTS_SUFFIX = "_results.json"
 EVAL_SUFFIX = ".eval"
 LMMS_EVAL, INSPECT_AI = "lmms-eval", "inspect_ai"  # RunFiles.kind: the harness that wrote the run
-SAMPLES = re.compile(r"^(?P<date>.+?)_samples_(?P<task>.+)\.jsonl$")
 
 
 @dataclass
@@ -88,8 +87,8 @@ def discover(run_dir: Path, label: str) -> tuple[list[RunFiles], list[str]]:
                 continue
             if name.endswith(RESULTS_SUFFIX):
                 date, task = name[: -len(RESULTS_SUFFIX)], None
-            elif match := SAMPLES.match(name):
-                date, task = match["date"], match["task"]
+            elif (parts := samples_name(name)) and parts[0]:
+                date, task = parts
             else:
                 continue
             run = found.setdefault((prefix, date), RunFiles(prefix, date, None))

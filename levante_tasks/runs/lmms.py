@@ -1,0 +1,98 @@
+"""Read lmms-eval's results JSON and samples JSON Lines strictly: any damage is one line naming the file (and line).
+
+A UTF-8 BOM is accepted; a NUL byte, bytes that are not UTF-8, invalid or truncated JSON and missing keys are
+`FileProblem`s, worded as textfile words bad bytes: `<file>:<line>: <problem>` (`<file>: <problem>` for a whole
+file). Schema: lmms-eval 0.7.x `EvaluationTracker` output (keys `results`, `configs`, `config`, `n-samples` are
+required; `groups`, `group_subtasks` and the rest are optional). summary, verify, rescore, compare and matrix all
+read these files here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from levante_tasks.errors import LevanteError
+from levante_tasks.schema.records import RECORD_KEY
+from levante_tasks.textfile import read_text
+
+REQUIRED = {"results": dict, "configs": dict, "config": dict, "n-samples": dict}
+OPTIONAL = {"groups": dict, "group_subtasks": dict}
+RESULTS_SUFFIX = "_results.json"
+# `<date>_samples_<task>.jsonl` as lmms-eval names it (the date prefix is missing from hand-made copies)
+SAMPLES_NAME = re.compile(r"^(?:(?P<date>.+?)_)?samples_(?P<task>.+)\.jsonl$")
+
+
+class FileProblem(LevanteError):
+    """One file (or one line of it) cannot be used; the message is one line that names it."""
+
+
+@dataclass(frozen=True)
+class SampleLine:
+    """One line of a samples file: its 1-based line number and the JSON object written there."""
+
+    number: int
+    data: dict[str, Any]
+
+    @property
+    def record(self) -> dict[str, Any] | None:
+        """The LEVANTE per-item record of the line (key `levante_item`), None when it carries none."""
+        value = self.data.get(RECORD_KEY)
+        return value if isinstance(value, dict) else None
+
+
+def _text(path: Path, label: str) -> str:
+    """The file's text (textfile.read_text: BOM dropped; unreadable, NUL or non-UTF-8 bytes: FileProblem)."""
+    return read_text(path, label, nul=True, error=FileProblem)
+
+
+def _json(text: str, label: str, first_line: int = 1) -> Any:
+    """`text` parsed as JSON; FileProblem `<label>:<line>: invalid JSON at column <c> (truncated or damaged?)`."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        line, column = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else (1, 1)
+        raise FileProblem(f"{label}:{first_line + line - 1}: invalid JSON at column {column} "
+                          "(truncated or damaged?)") from None
+
+
+def read_json_object(path: Path, label: str) -> dict[str, Any]:
+    """A JSON file holding one object (FileProblem otherwise): a results file, complete or not."""
+    data = _json(_text(path, label), label)
+    if not isinstance(data, dict):
+        raise FileProblem(f"{label}: not a JSON object (not an lmms-eval results file)")
+    return data
+
+
+def read_results(path: Path, label: str) -> dict[str, Any]:
+    """A parsed `*_results.json`; FileProblem when it is damaged, truncated or not an lmms-eval results file."""
+    data = read_json_object(path, label)
+    for key, kind in {**REQUIRED, **OPTIONAL}.items():
+        if key not in data and key in REQUIRED:
+            raise FileProblem(f"{label}: missing key {key!r} (not a complete lmms-eval results file)")
+        if key in data and not isinstance(data[key], kind):
+            raise FileProblem(f"{label}: key {key!r} is not a JSON {'object' if kind is dict else kind.__name__}")
+    return data
+
+
+def read_samples(path: Path, label: str) -> list[SampleLine]:
+    """The lines of a `*_samples_<task>.jsonl` (blank lines skipped); FileProblem names the first bad line."""
+    text = _text(path, label)
+    lines = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        obj = _json(line, label, number)
+        if not isinstance(obj, dict):
+            raise FileProblem(f"{label}:{number}: not a JSON object")
+        lines.append(SampleLine(number, obj))
+    return lines
+
+
+def samples_name(name: str) -> tuple[str, str] | None:
+    """(date prefix, lmms-eval task) of a samples file name (date "" when it has none); None for other names."""
+    match = SAMPLES_NAME.match(name)
+    return (match["date"] or "", match["task"]) if match else None
