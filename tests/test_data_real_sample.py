@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from levante_tasks.core import prompts
 from levante_tasks.data.items import read_release_items
 from levante_tasks.data.manifest import read_manifest
 from levante_tasks.data.prepare import prepare
@@ -94,8 +95,9 @@ def test_theory_of_mind_from_corpus(prepared):
         "Here is Madison. This morning, Madison put her book behind the chair, because she didn’t want anyone "
         "to find it. But when Madison was outside playing, someone did find it! And hid it under the rug. "
         "So now it’s reading time and Madison wants her book.")
-    assert item["prompt_text"].endswith("Where will Madison look for her book first? Answer with A or B. "
-                                        "A: <option1>; B: <option2>")
+    assert item["question"] == f"{item['story']} Where will Madison look for her book first?"
+    assert prompts.compose(item).endswith("Where will Madison look for her book first? Answer with A or B. "
+                                          "A: <option1>; B: <option2>")
     assert list(item["options"]) == ["chair", "rug"]
     # a later question of block 2 sees the instruction rows that came after the first question, too
     assert tom.loc["tom_moral_reasoning_emotion_reasoning_1"]["story"].endswith("the book that is Hannah's!")

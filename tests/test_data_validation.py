@@ -25,7 +25,7 @@ def test_valid_release_builds_datasets(tmp_path, capsys):
     assert list(vocab.iloc[0]["options"]) == ["cat", "dog", "cup", "sun"]  # canonical: answer first
     assert list(vocab.iloc[0]["option_images"])[1] == "release/visual/vocab/dog.png"
     math = pd.read_parquet(tmp_path / "data/2026-01-01/datasets/egma-math/test.parquet")
-    assert math.iloc[0]["prompt_text"].startswith("Add the numbers and choose the correct answer: 1+1.")
+    assert math.iloc[0]["question"] == "Add the numbers and choose the correct answer: 1+1."  # the clause apart
     assert "vocab" in capsys.readouterr().out
     import datasets
 

@@ -179,7 +179,7 @@ def test_same_size_manifest_edit_rebuilds(good):
     result = prepare(str(base), VERSION, str(data), strict=True, progress=False)
     assert result.fetched == 1 and result.rebuilt
     math = pd.read_parquet(data / VERSION / "datasets/egma-math/test.parquet")
-    assert math.iloc[0]["prompt_text"].startswith("Add the NUMBERS and choose")
+    assert math.iloc[0]["question"].startswith("Add the NUMBERS and choose")
 
 
 def test_same_size_edit_with_kept_mtime_is_found_by_verify(good):

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from PIL import Image
 
-from levante_tasks.core.hooks import doc_to_text, question_text
+from levante_tasks.core.hooks import doc_to_text, item_text
 from levante_tasks.core.prompts import IMAGE_MARKER, without_answer_clause
 from levante_tasks.schema.items import LETTERS
 
@@ -80,14 +80,14 @@ def has_context_image(doc: Mapping[str, Any]) -> bool:
 
 
 def question(doc: Mapping[str, Any], ctx: str = "") -> str:
-    """The item's question without its answer clause (and what follows it): lmms-eval's context string `ctx` keeps
-    a configured pre-prompt, the prepared doc gives the question (`core.hooks.question_text`: the exact clause
-    `prepare` built, no pattern); a doc without `prompt_text` falls back to cutting `ctx` at its answer clause."""
-    if not doc.get("prompt_text"):
+    """The item's question without its answer clause: a prepared doc composes it (`core.hooks.item_text`), after
+    the pre-prompt lmms-eval put before the doc's text in its context string `ctx`; a doc that is no prepared
+    item (no `question`) is foreign text, read up to its answer clause."""
+    if not doc.get("question"):
         return without_answer_clause(ctx or "")
     body = doc_to_text(doc)
     pre_prompt = ctx[: ctx.index(body)] if body and body in (ctx or "") else ""
-    return pre_prompt + question_text(doc)
+    return pre_prompt + item_text(doc, with_clause=False)
 
 
 def query_text(doc: Mapping[str, Any], ctx: str = "") -> str:

@@ -20,7 +20,7 @@ from levante_tasks.core import controls
 from levante_tasks.core.options import gold_positions, presented_order
 from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.schema import layout
-from levante_tasks.schema.dataset import DatasetInfo, read_build_tasks, read_dataset_info
+from levante_tasks.schema.dataset import SCHEMA_VERSION, DatasetInfo, read_build_tasks, read_dataset_info
 from levante_tasks.schema.items import ITEM_SCHEMA, letters_for
 from levante_tasks.schema.records import VARIANTS
 from levante_tasks.schema.tasks import task_info
@@ -59,12 +59,18 @@ def check_held(task: str, version: str) -> None:
 
 
 def load_rows(task: str, version: str) -> list[dict[str, Any]]:
-    """The item rows of one task, as plain Python values; a missing or damaged dataset is one line naming it."""
+    """The item rows of one task, as plain Python values; a missing or damaged dataset, or one of another dataset
+    schema (schema.dataset.SCHEMA_VERSION: older data is not read in its old form), is one line naming it."""
     parquet = layout.dataset_dir(version, task) / layout.DATASET_FILE
     where = f"{version}/{layout.DATASETS_DIR}/{task}/{layout.DATASET_FILE}"
     if not parquet.is_file():
         hint = layout.PREPARE_HINT.replace("VERSION", version)
         raise LevanteError(f"{task}: no prepared dataset for version {version}: {hint}")
+    schema = dataset_info(task, version).raw["schema_version"]
+    if schema != SCHEMA_VERSION:
+        raise LevanteError(f"{task}: {version}/{layout.DATASETS_DIR}/{task} was prepared by another levante-tasks "
+                           f"version (dataset schema {schema}, this one reads {SCHEMA_VERSION}): re-run "
+                           f"`levante-tasks prepare --release BASE --version {version}`")
     try:
         table = pq.read_table(parquet)
         missing = [name for name in ITEM_SCHEMA.names if name not in table.column_names]

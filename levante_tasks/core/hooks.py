@@ -13,7 +13,7 @@ from PIL import Image
 
 from levante_tasks.core import controls, docs
 from levante_tasks.core.images import open_image
-from levante_tasks.core.prompts import answer_clause, fill_options, image_marker
+from levante_tasks.core.prompts import compose, fill_options, image_marker
 
 
 def doc_to_visual(doc: Mapping[str, Any]) -> list[Image.Image]:
@@ -37,22 +37,16 @@ def choice_labels(doc: Mapping[str, Any]) -> list[str]:
     return [image_marker(first + position) for position in range(len(doc["presented_order"]))]
 
 
+def item_text(doc: Mapping[str, Any], with_clause: bool = True) -> str:
+    """What a model is shown of the doc's text (`prompts.compose`: the question, then the answer clause unless
+    `with_clause` is False because the harness lists or scores the options itself), presented options filled in."""
+    return fill_options(compose(doc, with_clause), option_texts(doc))
+
+
 def doc_to_text(doc: Mapping[str, Any], lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> str:
-    """The item's prompt (`prompt_text` with the presented options) between the configured pre/post text."""
+    """The item's text (`item_text`, with its answer clause) between the configured pre/post text."""
     kwargs = lmms_eval_specific_kwargs or {}
-    body = fill_options(doc["prompt_text"], option_texts(doc))
-    return f"{kwargs.get('pre_prompt', '')}{body}{kwargs.get('post_prompt', '')}"
-
-
-def question_text(doc: Mapping[str, Any]) -> str:
-    """The item's prompt without the answer clause `prepare` appended (for a harness or scorer that lists or scores
-    the options itself); a prompt that does not end with that exact clause (sliders) is returned whole."""
-    prompt = doc_to_text(doc)
-    if doc.get("response_format") == "slider":
-        return prompt
-    clause = fill_options(answer_clause(int(doc["n_options"]), doc["option_kind"], bool(doc.get("stimulus_image"))),
-                          option_texts(doc))
-    return prompt.removesuffix(clause).rstrip() if prompt.endswith(clause) else prompt
+    return f"{kwargs.get('pre_prompt', '')}{item_text(doc)}{kwargs.get('post_prompt', '')}"
 
 
 def doc_to_target(doc: Mapping[str, Any]) -> str:

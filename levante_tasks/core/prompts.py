@@ -1,23 +1,29 @@
-"""The model-facing prompt of an item, built once: `prepare` stores it as `prompt_text`, the task layer only
-puts the presented option texts in.
+"""The model-facing text of an item, in two parts kept apart: `prepare` stores the item's `question`, and
+`compose` puts it before the answer clause made from the item's facts (option count and kind, context picture,
+response format); every consumer composes, none cuts (`core.hooks.item_text` fills the presented options in).
 
 Picture markers: `<image N>` is the N-th picture (1-based) of `doc_to_visual` (the context picture first, then
 the option pictures as presented), the form upstream lmms-eval's interleaving classes read (`qwen2_5_vl`,
 `qwen2_vl`, `qwen3_vl`, `llava_onevision1_5` with `interleave_visuals=True`). `IMAGE_MARKER` is the one pattern.
 
-Choice items: the manifest's `full_prompt` question (`<prompt_phrase>` filled, `<prompt_image>` -> `<image 1>`)
-plus ONE answer clause built from the real option count, e.g. `Answer with A or B. A: <image 2>; B: <image 3>`
-after a context picture (`A: <image 1>; B: <image 2>` without one): the manifest's own clauses are dropped, as
-some do not match the options ("Answer with A, B, or C" on 2-option items). `<optionK>` names the text option at
-presented position K; `fill_options` writes the text options in at evaluation time (picture markers stay: they
-say where each picture of `doc_to_visual` belongs).
-Slider items: the target number and the line's ends, never the target's position.
+Choice items: the question is the manifest's `full_prompt` question (`<prompt_phrase>` filled, `<prompt_image>` ->
+`<image 1>`); the answer clause is built from the real option count, e.g. `Answer with A or B. A: <image 2>;
+B: <image 3>` after a context picture (`A: <image 1>; B: <image 2>` without one): the manifest's own clauses are
+dropped, as some do not match the options ("Answer with A, B, or C" on 2-option items). `<optionK>` names the text
+option at presented position K; `fill_options` writes the text options in at evaluation time (picture markers
+stay: they say where each picture of `doc_to_visual` belongs).
+Slider items: the question names the target number and the line's ends, never the target's position; the clause
+asks for a position in [0, 1].
+
+The answer-clause pattern (`without_answer_clause`) reads only foreign text: manifest templates here, and the
+lmms-eval context of a doc that is not a prepared LEVANTE item (levante_adapters.common.question).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from levante_tasks.schema.items import LETTERS
 
@@ -50,7 +56,8 @@ def answer_clause(n: int, option_kind: str, has_context: bool = False) -> str:
 
 
 def without_answer_clause(prompt: str) -> str:
-    """A prompt up to its answer clause (`Answer with A or B. ...`, `Answer with a numeral ...`), stripped."""
+    """Foreign text (a manifest template, the context of a doc that is no prepared item) up to its answer clause
+    (`Answer with A or B. ...`, `Answer with a numeral ...`), stripped; a prepared item's text is composed instead."""
     return _ANSWER_CLAUSE.sub("", prompt).strip()
 
 
@@ -72,13 +79,29 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def slider_prompt(low: float, high: float, target: str) -> str:
+SLIDER_CLAUSE = "Answer with a single number between 0 and 1: 0 means the left end and 1 means the right end."
+
+
+def slider_question(low: float, high: float, target: str) -> str:
     """The number-line slider question (its image, `<image 1>`, shows the bare line with its end labels)."""
     return (f"{image_marker(1)} This number line goes from {_number(low)} on the left to {_number(high)} on the right. "
-            f"Where does the number {target} go? Answer with a single number between 0 and 1: "
-            "0 means the left end and 1 means the right end.")
+            f"Where does the number {target} go?")
 
 
-def fill_options(prompt_text: str, shown: Sequence[str]) -> str:
-    """`prompt_text` with each `<optionK>` replaced by the text option shown at position K (1-based)."""
-    return _OPTION.sub(lambda match: str(shown[int(match.group(1)) - 1]), prompt_text)
+def item_answer_clause(item: Mapping[str, Any]) -> str:
+    """The answer clause of a prepared item, made from its facts: `SLIDER_CLAUSE` for a slider, else
+    `answer_clause` for its option count and kind (picture markers after its context picture, if any)."""
+    if item["response_format"] == "slider":
+        return SLIDER_CLAUSE
+    return answer_clause(int(item["n_options"]), item["option_kind"], bool(item.get("stimulus_image")))
+
+
+def compose(item: Mapping[str, Any], with_clause: bool = True) -> str:
+    """THE text of a prepared item (`<optionK>` unfilled): its question, then its answer clause unless the consumer
+    lists or scores the options itself (inspect's multiple_choice, per-option scorers)."""
+    return f"{item['question']} {item_answer_clause(item)}" if with_clause else item["question"]
+
+
+def fill_options(text: str, shown: Sequence[str]) -> str:
+    """`text` with each `<optionK>` replaced by the text option shown at position K (1-based)."""
+    return _OPTION.sub(lambda match: str(shown[int(match.group(1)) - 1]), text)

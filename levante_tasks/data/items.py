@@ -212,17 +212,17 @@ class _Builder:
             item["stimulus_image"] = stimulus or ""
         if not ok:
             return None
-        item["prompt_text"] = self.prompt_text(row, item)
+        item["question"] = self.question(row, item)
         if rules.stories:
             question = self.tom_pairs.get(row.item_uid)
             if question is None:
                 return self.problem(row, "tom_not_in_corpus", "no matching question in the theory-of-mind corpus")
             item["story"] = question.story
-            stem = f"{question.story} {question.question}".strip()
-            item["prompt_text"] = f"{stem} {prompts.answer_clause(len(options), 'text')}"
+            item["question"] = f"{question.story} {question.question}".strip()
         return item
 
-    def prompt_text(self, row: ManifestRow, item: dict[str, Any]) -> str:
+    def question(self, row: ManifestRow, item: dict[str, Any]) -> str:
+        """The item's question (its answer clause is composed from the item's facts: core.prompts.compose)."""
         template = row.get("full_prompt")
         if template:
             stem = prompts.stem_from_template(template, row.get("prompt_phrase"))
@@ -230,9 +230,7 @@ class _Builder:
             stem = row.get("item") or row.get("prompt")
             if row.get("trial_type") == item_rules(task_info(row.task)).context_for:
                 stem = f"{self.sds_context} {stem}".strip()
-        has_context = bool(item["stimulus_image"])
-        stem = prompts.with_context_placeholder(stem, has_context)
-        return f"{stem} {prompts.answer_clause(item['n_options'], item['option_kind'], has_context)}"
+        return prompts.with_context_placeholder(stem, bool(item["stimulus_image"]))
 
     def generated(self, low: float, high: float, marked: float | None) -> str:
         rel = numberline.number_line_relpath(low, high, marked)
@@ -248,7 +246,7 @@ class _Builder:
         item.update(answer=row.get("answer"), option_kind="slider", response_format="slider",
                     range_min=low, range_max=high, chance_level=slider_chance(target, low, high),
                     stimulus_image=self.generated(low, high, None))
-        item["prompt_text"] = prompts.slider_prompt(low, high, row.get("answer"))
+        item["question"] = prompts.slider_question(low, high, row.get("answer"))
         return item
 
 

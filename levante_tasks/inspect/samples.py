@@ -1,10 +1,11 @@
 """One LEVANTE doc (levante_tasks.core.docs) as one inspect Sample, shown as lmms-eval shows it (core.hooks).
 
-Input: one user message whose text is the item's prompt without its answer clause (`core.hooks.question_text`)
-(inspect's `multiple_choice()` lists the options instead), with a line naming the attached pictures in order,
-followed by the pictures of `core.hooks.doc_to_visual` (context `<image 1>` first, then options as presented; blank or
-shuffled per variant) as PNG data URIs, so logs hold no file paths. Choices: the options in OUR presented order
-(picture options as their `<image N>` marker, text options as their text); target: the gold letter.
+Input: one user message whose text is the item's question composed without its answer clause
+(`core.hooks.item_text`; inspect's `multiple_choice()` lists the options instead), with a line naming the attached
+pictures in order, followed by the pictures of `core.hooks.doc_to_visual` (context `<image 1>` first, then options
+as presented; blank or shuffled per variant) as PNG data URIs, so logs hold no file paths. Choices: the options in
+OUR presented order (picture options as their `<image N>` marker, text options as their text); target: the gold
+letter.
 Metadata: the doc fields the record needs (identity, seed, variant, presented and canonical order, letters);
 the message's metadata names the item (`ITEM_KEY`: task, seed, variant, item_uid) for offline scoring models
 (levante_tasks.testing.inspect_model), which real providers ignore.
@@ -34,9 +35,9 @@ TEMPLATE = ("{question}\n\n{choices}\n\nAnswer with one letter. The last line of
 
 
 def question_text(doc: Mapping[str, Any], n_images: int) -> str:
-    """The prompt of the doc without its answer clause (the solver lists the options), plus a line that names the
+    """The doc's question without its answer clause (the solver lists the options), plus a line that names the
     attached pictures in order (`<image 1>` is the context picture when the item has one)."""
-    question = hooks.question_text(doc)
+    question = hooks.item_text(doc, with_clause=False)
     if not n_images:
         return question
     names = ", ".join(image_marker(k + 1) for k in range(n_images))

@@ -23,7 +23,7 @@ from typing import Any
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.textfile import read_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: items store `question`; the answer clause is composed (1: `prompt_text` held both)
 IMAGE_ROOT = "../.."  # from datasets/<internal_name>/ to the version folder
 FINGERPRINT_COVERS = "item rows (key-sorted JSON) + sha256 of every referenced image"
 REQUIRED: dict[str, type | tuple[type, ...]] = {"schema_version": int, "task": str, "version": str, "n_items": int}

@@ -45,7 +45,7 @@ class ItemRow:
     trial_type: str
     prompt: str = ""  # the child-facing instruction
     prompt_phrase: str = ""  # target word / sentence / expression
-    prompt_text: str = ""  # model-facing: `<image N>` = picture N of doc_to_visual, `<optionK>` = presented option K
+    question: str = ""  # model-facing, no answer clause (core.prompts.compose adds it); `<image N>` = picture N
     story: str = ""  # theory-of-mind story text
     answer: str = ""  # key of the correct option (== options[0]); the target number of a slider item
     options: list[str] = field(default_factory=list)  # canonical order: answer first, then distractors as listed

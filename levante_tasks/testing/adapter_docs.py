@@ -55,7 +55,7 @@ def make_docs(
             options = [str(item + 10 * j) for j in range(n_options)] if text_options else keys
             docs.append({
                 "item_uid": f"item{item}", "task": "synthetic", "seed": seed, "variant": "original",
-                "prompt": "", "prompt_phrase": f"word {item}", "prompt_text": "",
+                "prompt": "", "prompt_phrase": f"word {item}", "question": "",
                 "options": options, "answer": options[0], "presented_order": order,
                 "letters": list(LETTERS[:n_options]), "target_letter": LETTERS[order.index(0)],
                 "option_kind": "text" if text_options else "image",

@@ -92,7 +92,7 @@ def _row(root: Path, task: str, uid: str, trial_type: str, n: int, kind: str, co
     return ItemRow(
         item_uid=uid, source_item_uid=uid, task=task, task_id=task_info(task).task_id, trial_type=trial_type,
         prompt="Choose the correct option.", prompt_phrase=f"phrase {number}",
-        prompt_text=f"{stem} {prompts.answer_clause(n, kind, context)}", story=story, answer=options[0],
+        question=stem, story=story, answer=options[0],
         options=options, option_kind=kind, option_images=images, stimulus_image=stimulus,
         chance_level=1.0 / n, n_options=n, manifest_row=number,
     ).as_dict()
@@ -102,7 +102,7 @@ def _slider_row(root: Path, number: int, target: int, top: int) -> dict[str, Any
     uid = f"math_slider_{target}_{top}"
     return ItemRow(
         item_uid=uid, source_item_uid=uid, task="egma-math", task_id="math", trial_type="Number Line Slider",
-        prompt_text=prompts.slider_prompt(0.0, float(top), str(target)), answer=str(target), option_kind="slider",
+        question=prompts.slider_question(0.0, float(top), str(target)), answer=str(target), option_kind="slider",
         stimulus_image=_image(root, f"{layout.GENERATED_DIR}/egma-math/number-line-0-{top}.png", CONTEXT_COLOUR),
         chance_level=slider_chance(float(target), 0.0, float(top)), response_format="slider", range_min=0.0,
         range_max=float(top), manifest_row=number,
