@@ -432,3 +432,17 @@ def test_cheap_commands_run_as_written(tmp_path):
     log = read_eval_log(str(log_path))
     assert log.status == "success" and log.eval.task == "levante_tasks/levante_trog" and len(log.samples) == 2
     assert log.eval.model == "levante-tiny/clip"
+
+
+def test_readme_is_a_short_manual_that_opens_with_the_newcomers_path():
+    """The README stays a manual: under 1,800 words as `wc -w README.md` counts them (every whitespace-separated
+    word, code blocks and output included), and its first section, after a short "what it is", takes a fresh clone
+    from `make demo` to a real model's comparison with children."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.split()) < 1800
+    headings = [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("## ")]
+    assert len(" ".join(text.splitlines()[:headings[0] - 1]).split()) < 80
+    first = range(headings[0], headings[1])
+    steps = [c.argv[:2] for c in extract(ROOT / "README.md") if int(c.where.split(":")[1]) in first]
+    assert [s for s in [("make", "demo"), ("levante-tasks", "prepare"), ("lmms-eval", "--model"),
+                        ("levante-tasks", "summarize"), ("levante-tasks", "compare")] if s not in steps] == []
