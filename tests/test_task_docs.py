@@ -1,5 +1,5 @@
 """The docs list tasks only where the catalogue writes or checks them: docs/tasks.md's generated task table, and the
-synthetic release's item table in docs/synth.md (one row per catalogue task)."""
+synthetic release's item table in docs/synth.md (catalogue tasks only)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ def test_the_table_has_one_row_per_catalogue_task_and_follows_a_new_one() -> Non
     assert "| `levante_picture_probe` | picture-probe | `probe` | pictures | - |" in task_docs.task_table((probe,))
 
 
-def test_the_synthetic_item_table_has_a_row_per_catalogue_task() -> None:
+def test_the_synthetic_item_table_names_only_catalogue_tasks() -> None:
+    """docs/synth.md describes each synthetic builder by hand; a renamed or removed task must not linger there."""
     text = (DOCS / "synth.md").read_text(encoding="utf-8")
     table = text[text.index("| task | rows | scored | what |"):].split("\n\n", 1)[0]
-    assert [row.split(" | ")[0].removeprefix("| ") for row in table.splitlines()[2:]] == [info.name for info in TASKS]
+    rows = [row.split(" | ")[0].removeprefix("| ") for row in table.splitlines()[2:]]
+    assert rows and set(rows) <= {info.name for info in TASKS}
