@@ -1,38 +1,51 @@
-"""`levante-tasks` command line: each subcommand lives in its own module and registers itself here."""
+"""`levante-tasks` command line: the top-level help and the subcommands, registered in pipeline order."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 
-from levante_tasks import __version__
+from levante_tasks import __version__, demo
+from levante_tasks.compare import cli as compare_cli
+from levante_tasks.data import cli as prepare_cli
+from levante_tasks.data import standins
 from levante_tasks.errors import LevanteError, describe_os_error
+from levante_tasks.l0 import cli as l0_cli
+from levante_tasks.lmms.patcher import cli as patcher_cli
+from levante_tasks.matrix import cli as matrix_cli
+from levante_tasks.summary import cli as summary_cli
+from levante_tasks.summary import rescore
+from levante_tasks.synth import cli as synth_cli
 
-# Modules that define `register(subparsers)`; each adds one or more subcommands with `func` set.
-COMMAND_MODULES = [
-    "levante_tasks.data.cli",
-    "levante_tasks.data.standins",
-    "levante_tasks.compare.cli",
-    "levante_tasks.lmms.patcher.cli",
-    "levante_tasks.synth.cli",
-    "levante_tasks.demo",
-    "levante_tasks.l0.cli",
-    "levante_tasks.summary.cli",
-    "levante_tasks.summary.rescore",
-    "levante_tasks.matrix.cli",
-]
+# Each module's `register(subparsers)` adds its subcommands; the help lists them in this order.
+COMMAND_MODULES = (demo, synth_cli, prepare_cli, standins, patcher_cli, matrix_cli, summary_cli, rescore,
+                   compare_cli, l0_cli)
+
+DESCRIPTION = """\
+Evaluate vision-language models on the LEVANTE developmental tasks with lmms-eval or
+inspect_ai, and compare them with children on LEVANTE's IRT scales.
+
+New here? `levante-tasks demo` runs the whole pipeline offline on
+synthetic data. The usual path: prepare the data, run a model (lmms-eval or
+`levante-tasks matrix`), summarize the runs, compare them with children."""
+
+EPILOG = """\
+Run `levante-tasks COMMAND --help` for a command's options.
+Models run in lmms-eval (`lmms-eval --model levante_clip --tasks levante ...`) or
+inspect_ai (`inspect eval levante_tasks/levante_trog ...`).
+Manual: README.md and docs/ in the levante-tasks source."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Assemble the top-level parser from every command module."""
-    parser = argparse.ArgumentParser(prog="levante-tasks", description=__doc__)
+    """The top-level parser with every command module's subcommands."""
+    parser = argparse.ArgumentParser(prog="levante-tasks", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"levante-tasks {__version__}")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
     return parser
 
 

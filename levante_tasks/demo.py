@@ -25,8 +25,12 @@ DEMO_TASKS = "levante"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `demo` subcommand."""
-    parser = subparsers.add_parser("demo", help="run the pipeline on the embedded synthetic release",
-                                   description=__doc__)
+    parser = subparsers.add_parser(
+        "demo", help="run the whole pipeline offline on synthetic data (start here)",
+        description="Make a synthetic release with simulated children, prepare it, run every LEVANTE task in "
+                    "lmms-eval with a tiny random-init CLIP, compare it with the children and summarize it, all "
+                    "under --out, offline, in a few minutes. It checks the pipeline; its scores mean nothing. "
+                    "Running it again keeps the finished run.")
     parser.add_argument("--out", default="demo-out", help="output folder (default: demo-out)")
     parser.add_argument("--seed", type=int, default=0, help="synthetic release seed (default: 0)")
     parser.add_argument("--prepare-only", action="store_true", help="stop after building the datasets")

@@ -4,12 +4,26 @@ as a one-cell matrix; a second demo keeps the finished cell instead of refusing 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from faults import run_cli
 
 from levante_tasks.schema.tasks import TASKS
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_demo_output() -> list[str]:
+    """The output lines README.md shows under `$ make demo` (its `...` elisions left out)."""
+    block = README.read_text(encoding="utf-8").split("$ make demo\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip() != "..."]
+
+
+def steady(text: str) -> str:
+    """Text less what changes from run to run or release to release: a cell's hash and its wall time."""
+    return re.sub(r"__[0-9a-f]{12}\b", "__<hash>", re.sub(r"\b\d+ s\)", "<n> s)", text))
 
 
 def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_path: Path) -> None:
@@ -20,6 +34,8 @@ def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_
         assert f"[{step}/5]" in first.stdout
     assert "tiny-clip__levante__s0__" in first.stdout and ": done (batch size 16" in first.stdout
     assert "levante_trog " in first.stdout  # the accuracy table of the cell's results
+    shown = readme_demo_output()
+    assert len(shown) > 5 and [line for line in shown if steady(line) not in steady(first.stdout)] == []
     document = json.loads((out / "matrix" / "matrix.json").read_text(encoding="utf-8"))
     [cell] = document["cells"]
     assert (cell["model"], cell["task"], cell["seed"], cell["status"]) == ("tiny-clip", "levante", 0, "done")

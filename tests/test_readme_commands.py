@@ -20,6 +20,9 @@ Usage synopses (`[--flag VALUE]`, `RUN_DIR [RUN_DIR ...]`, `--seed N`) are read 
 RUN lists the commands that are cheap and offline; `test_cheap_commands_run_as_written` runs them for real, in
 that order, in a scratch folder (synthetic release, prepare, patch check and audit, matrix dry run, the tiny CLIP
 through the real `inspect eval` console script).
+
+The README also stays a manual (under 1,800 words, the newcomer's path first) and every relative link in the docs
+resolves.
 """
 
 from __future__ import annotations
@@ -432,3 +435,38 @@ def test_cheap_commands_run_as_written(tmp_path):
     log = read_eval_log(str(log_path))
     assert log.status == "success" and log.eval.task == "levante_tasks/levante_trog" and len(log.samples) == 2
     assert log.eval.model == "levante-tiny/clip"
+
+
+def test_readme_is_a_short_manual_that_opens_with_the_newcomers_path():
+    """The README stays a manual: under 1,800 words as `wc -w README.md` counts them (every whitespace-separated
+    word, code blocks and output included), and its first section, after a short "what it is", takes a fresh clone
+    from `make demo` to a real model's comparison with children."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.split()) < 1800
+    headings = [n for n, line in enumerate(text.splitlines(), 1) if line.startswith("## ")]
+    assert len(" ".join(text.splitlines()[:headings[0] - 1]).split()) < 80
+    first = range(headings[0], headings[1])
+    steps = [c.argv[:2] for c in extract(ROOT / "README.md") if int(c.where.split(":")[1]) in first]
+    assert [s for s in [("make", "demo"), ("levante-tasks", "prepare"), ("lmms-eval", "--model"),
+                        ("levante-tasks", "summarize"), ("levante-tasks", "compare")] if s not in steps] == []
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's heading anchors of a markdown file (lower case, punctuation dropped, spaces as hyphens)."""
+    headings = re.findall(r"^#+ (.*)$", path.read_text(encoding="utf-8"), re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+def test_relative_links_in_the_docs_resolve():
+    """The README is short because it links to docs/: every relative link (and its #anchor) must lead somewhere."""
+    broken = []
+    for path in DOCS:
+        text = re.sub(r"^\s*```.*?^\s*```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", link):
+                continue
+            file, _, anchor = link.partition("#")
+            target = (path.parent / file) if file else path
+            if not target.exists() or (anchor and target.suffix == ".md" and anchor not in _anchors(target)):
+                broken.append(f"{path.relative_to(ROOT)}: {link}")
+    assert broken == []

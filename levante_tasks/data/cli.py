@@ -12,8 +12,11 @@ PUBLIC_BUCKET = "https://storage.googleapis.com/levante-bench/corpus_data"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `prepare` subcommand."""
-    parser = subparsers.add_parser("prepare", help="mirror, validate and build the per-task datasets of a release",
-                                   description=__doc__)
+    parser = subparsers.add_parser(
+        "prepare", help="mirror, validate and build the per-task datasets of a release",
+        description="Download (or copy) a LEVANTE release, check every item and picture, and build the datasets "
+                    "the tasks read into the data dir. Run it once per release version; a rerun of an unchanged "
+                    "release does no work. Details: docs/prepare.md.")
     parser.add_argument("--release", default=PUBLIC_BUCKET,
                         help="release base: a local folder holding <version>/ or the bucket URL (default: public)")
     parser.add_argument("--version", default=None,

@@ -167,8 +167,12 @@ def write_standin_release(base: Path, version: str, out: Path) -> list[str]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `standins` subcommand."""
-    parser = subparsers.add_parser("standins", help="copy a release and draw stand-ins for its missing images",
-                                   description=__doc__)
+    parser = subparsers.add_parser(
+        "standins", help="copy a release and draw stand-ins for its missing images",
+        description="Copy a local release to --out and draw a labelled picture for every image it lacks, so a "
+                    "partial release (such as a sample with vocab pictures only) runs end to end. Results on "
+                    "stand-ins test the pipeline, not a model's vision. Then run `levante-tasks prepare --release "
+                    "OUT`. Details: docs/prepare.md.")
     parser.add_argument("--release", required=True, help="local release base holding <version>/")
     parser.add_argument("--version", required=True, help="release version folder")
     parser.add_argument("--out", required=True, help="new release base to write (<out>/<version>/)")

@@ -153,8 +153,11 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `lmms-eval {patch,check,revert,audit}` to the levante-tasks command line."""
-    parser = subparsers.add_parser("lmms-eval", help="patch, check, revert or audit the pinned lmms-eval; "
-                                   "print the task folder (tasks-path)")
+    parser = subparsers.add_parser(
+        "lmms-eval", help="patch, check, revert or audit the installed lmms-eval; print the task folder",
+        description="lmms-eval 0.7.2 and 0.7.3 have bugs that block the LEVANTE tasks; `patch` fixes them with "
+                    "reviewed patches (once per environment; `make demo` and `make test` do it for you). "
+                    "Details: docs/patcher.md.")
     sub = parser.add_subparsers(dest="lmms_eval_command", required=True, metavar="ACTION")
     _add_commands(sub)
     help_text = ("print the installed LEVANTE task folder, for an unpatched lmms-eval: "

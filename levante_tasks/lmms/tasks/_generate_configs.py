@@ -243,15 +243,41 @@ def generated_files(root: Path = TASKS_DIR) -> set[str]:
 
 
 DOCS_TASKS = TASK_FOLDERS.parent.parent / "docs" / "tasks.md"  # in a source checkout; absent from an install
-DOCS_TABLE_HEAD = "| lmms-eval name | LEVANTE task | options | folder README |\n|---|---|---|---|\n"
+TABLE_BEGIN = "<!-- task-table:begin (generated: python -m levante_tasks.lmms.tasks._generate_configs) -->"
+TABLE_END = "<!-- task-table:end -->"
 
 
-def docs_table() -> str:
-    """The task table of docs/tasks.md: one row per catalogue task, in registry order."""
-    rows = "".join(f"| `{info.lmms_name}` | {info.name} | {'pictures' if info.image_options else 'text'}"
-                   f"{' (sub-types below)' if info.subtypes else ''} | "
-                   f"`levante_tasks/lmms/tasks/{info.folder}/README.md` |\n" for info in TASKS)
-    return DOCS_TABLE_HEAD + rows
+def _options_words(info: TaskInfo) -> str:
+    """What a model chooses among, and the manifest quirk users meet in item uids."""
+    kind = "pictures" if info.image_options else "text"
+    slider = ", or a slider position" if info.slider_subtypes else ""
+    repeated = "; repeated manifest uids become `<uid>__<k>`" if info.repeated_uids else ""
+    return f"{kind}{slider}{repeated}"
+
+
+def _subtype_words(info: TaskInfo) -> str:
+    """Each reported sub-type with the manifest trial types it pools; slider-only ones are generate_until only."""
+    parts = [f"{name} ({' + '.join(types)}{'; generate_until only' if name in info.slider_subtypes else ''})"
+             for name, types in info.subtypes]
+    return ", ".join(parts) or "-"
+
+
+def docs_table(tasks: tuple[TaskInfo, ...] = TASKS) -> str:
+    """The task table of docs/tasks.md: one row per catalogue task, in registry order, with its sub-types."""
+    folder = TASKS_DIR.relative_to(TASK_FOLDERS.parent.parent).as_posix()
+    lines = ["| lmms-eval name | LEVANTE task | manifest task_id | options | sub-types (`levante_acc_<sub-type>`) "
+             "| folder README |", "|---|---|---|---|---|---|"]
+    lines += [f"| `{info.lmms_name}` | {info.name} | `{info.task_id}` | {_options_words(info)} | "
+              f"{_subtype_words(info)} | `{folder}/{info.folder}/README.md` |" for info in tasks]
+    return "\n".join(lines) + "\n"
+
+
+def with_docs_table(text: str, table: str) -> str:
+    """`text` (docs/tasks.md) with the block between the table markers replaced by `table`."""
+    start, end = text.find(TABLE_BEGIN), text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{DOCS_TASKS.name}: no task-table markers ({TABLE_BEGIN} ... {TABLE_END})")
+    return f"{text[:start]}{TABLE_BEGIN}\n{table}{text[end:]}"
 
 
 def write_docs_table(path: Path = DOCS_TASKS) -> bool:
@@ -259,11 +285,10 @@ def write_docs_table(path: Path = DOCS_TASKS) -> bool:
     if not path.is_file():
         return False
     text = path.read_text(encoding="utf-8")
-    start = text.index(DOCS_TABLE_HEAD)
-    end = text.index("\n\n", start) + 1
-    if text[start:end] == docs_table():
+    new = with_docs_table(text, docs_table())
+    if new == text:
         return False
-    write_text(path, text[:start] + docs_table() + text[end:])
+    write_text(path, new)
     return True
 
 
