@@ -30,6 +30,7 @@ from levante_tasks.atomic import write_json, write_text
 from levante_tasks.core import generation
 from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.data.items import ITEM_RULES, count_manifest_items
+from levante_tasks.markdown_table import markdown_table
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 
@@ -122,8 +123,7 @@ def load_counts(root: Path = TASKS_DIR) -> dict[str, Any]:
 
 
 def _count_table(title: str, counts: dict[str, int], value: str = "items") -> str:
-    rows = "".join(f"| {name} | {n} |\n" for name, n in counts.items())
-    return f"| {title} | {value} |\n|---|---|\n{rows}"
+    return markdown_table([title, value], counts.items()) + "\n"
 
 
 def readme(info: TaskInfo, counts: dict[str, Any]) -> str:
@@ -134,18 +134,18 @@ def readme(info: TaskInfo, counts: dict[str, Any]) -> str:
              f"LEVANTE task `{info.name}` (manifest task_id `{info.task_id}`), task version {info.version} "
              f"(docs/tasks.md, Task versions); options are {options}."
              + (f" {notes}" if notes else ""), "",
-             "## Variants (lmms-eval task names)\n", "| task | output type | option-order seed | images |",
-             "|---|---|---|---|"]
-    for suffix, kind, seed, variant in variants():
-        lines.append(f"| `{info.lmms_name}{suffix}` | {OUTPUT_TYPES[kind]} | {seed} | {VARIANT_WORDS[variant]} |")
+             "## Variants (lmms-eval task names)\n", markdown_table(
+                 ["task", "output type", "option-order seed", "images"],
+                 [[f"`{info.lmms_name}{suffix}`", OUTPUT_TYPES[kind], seed, VARIANT_WORDS[variant]]
+                  for suffix, kind, seed, variant in variants()])]
     lines += ["", f"Groups: `{info.lmms_name}_seeds` and `{info.lmms_name}_mc_seeds` (mean over the seeds); every "
               "variant is also a member of the `levante<suffix>` group of its suffix (docs/tasks.md).", ""]
     lines.append("## Sub-types\n")
     if info.subtypes:
-        lines += ["Each reports its own accuracy, `levante_acc_<sub-type>`.\n", "| sub-type | trial types |",
-                  "|---|---|"]
-        lines += [f"| {name}{' (generate_until only)' if name in info.slider_subtypes else ''} | {', '.join(types)} |"
-                  for name, types in info.subtypes]
+        lines += ["Each reports its own accuracy, `levante_acc_<sub-type>`.\n", markdown_table(
+            ["sub-type", "trial types"],
+            [[f"{name}{' (generate_until only)' if name in info.slider_subtypes else ''}", ", ".join(types)]
+             for name, types in info.subtypes])]
     else:
         lines.append("None: one accuracy over the whole task.")
     lines.append("")
