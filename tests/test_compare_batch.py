@@ -15,6 +15,7 @@ from scipy import optimize, stats
 from levante_tasks.compare.age import AgeCurves, fit_curve, invert
 from levante_tasks.compare.difficulty import correlate_many
 from levante_tasks.compare.distributions import Cells, compare_model, compare_units
+from levante_tasks.compare.golden_section import golden_section_min
 from levante_tasks.compare.irt import GroupPrior, IrtModel, item_table
 from levante_tasks.compare.scoring import ml_theta
 
@@ -155,3 +156,29 @@ def test_beta_objective_equals_the_weighted_kl_at_any_beta() -> None:
             got = (objective(np.array([beta]))[0] + entropy) / cells.n.sum()
             assert got == pytest.approx(weighted_kl(dist, scores, beta), rel=1e-10), beta
 
+
+
+def test_golden_section_equals_minimize_scalar_per_row_with_one_call_per_step_for_all_rows() -> None:
+    """Why ours and not scipy's: the same minimisers as minimize_scalar (bounded) row by row, but one objective call
+    per step for all rows (minimize_scalar takes one scalar function: one call per step per row)."""
+    rng = np.random.default_rng(11)
+    centre, width = rng.uniform(-2, 2, 40), rng.uniform(0.5, 3, 40)
+    low, high = centre - rng.uniform(0.1, 1, 40), centre + rng.uniform(0.1, 1, 40)
+
+    def objective(v: np.ndarray, rows: slice = slice(None)) -> np.ndarray:
+        return np.abs(v - centre[rows]) * width[rows]  # one minimum per row, at its centre (no flat bottom)
+
+    calls = {"ours": 0, "scipy": 0}
+
+    def counted(v: np.ndarray) -> np.ndarray:
+        calls["ours"] += 1
+        return objective(v)
+
+    found = golden_section_min(counted, low, high, 1e-10)
+    for row in range(40):
+        ref = optimize.minimize_scalar(lambda v, r=row: objective(np.array([v]), slice(r, r + 1))[0],
+                                       bounds=(low[row], high[row]), method="bounded", options={"xatol": 1e-10})
+        calls["scipy"] += ref.nfev
+        assert found[row] == pytest.approx(centre[row], abs=1e-9)
+        assert found[row] == pytest.approx(ref.x, abs=1e-7)  # scipy's bounded search adds sqrt(eps) * |x| to xatol
+    assert calls["ours"] * 10 < calls["scipy"], calls

@@ -7,6 +7,7 @@ import io
 import json
 import shutil
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,6 +15,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from xml.sax.saxutils import escape
 
 import pytest
+import requests
 from data_helpers import write_release
 from PIL import Image
 
@@ -130,6 +132,38 @@ def test_the_download_bar_is_off_when_output_is_not_a_terminal(bucket, tmp_path,
     result = prepare(url, None, str(tmp_path / "data"), strict=True, progress=True)
     assert result.fetched == 5
     assert "fetch 2026-02-01" not in capsys.readouterr().err  # a log file keeps its first error line visible
+
+
+class _Reply:
+    def __init__(self, status_code: int) -> None:
+        self.status_code = status_code
+
+
+@pytest.mark.parametrize(("replies", "calls", "waits", "error"), [
+    ([503, 429, 200], 3, [0.5, 1.0], None),  # transient answers are retried, BACKOFF_SECONDS * 2**k apart
+    ([404], 1, [], r"^listing: HTTP 404$"),  # a definite answer fails at once
+    ([500, 502, 503], 3, [0.5, 1.0], r"^listing: failed after 3 attempts \(HTTPError\)$"),  # no wait after the last
+    (["down", "down", "down"], 3, [0.5, 1.0], r"^listing: failed after 3 attempts \(ConnectionError\)$"),
+])
+def test_http_calls_retry_transient_failures_only(monkeypatch, replies, calls, waits, error):
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    pending = list(replies)
+
+    def call() -> _Reply:
+        reply = pending.pop(0)
+        if reply == "down":
+            raise requests.ConnectionError("refused")
+        return _Reply(reply)
+
+    if error is None:
+        assert sources._with_retries(call, "listing").status_code == 200
+    else:
+        unreachable = error.startswith(r"^listing: failed")
+        with pytest.raises(sources.SourceUnreachable if unreachable else LevanteError, match=error) as caught:
+            sources._with_retries(call, "listing")
+        assert isinstance(caught.value, sources.SourceUnreachable) == unreachable
+    assert len(replies) - len(pending) == calls and slept == waits
 
 
 def test_truncated_download_is_retried(bucket, tmp_path):

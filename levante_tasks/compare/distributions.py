@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from levante_tasks.compare.conventions import BETA_BOUNDS, KL_EPSILON
+from levante_tasks.compare.golden_section import golden_section_min
 from levante_tasks.compare.tables import positions, rows_with_items
 from levante_tasks.compare.uniform_test import centred_scores, permutation_test
 
 GRID_POINTS = 201
-GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 BETA_XATOL = 1e-10
 TINY_Z = -700.0  # below it exp(z) nears underflow: q is formed and the epsilon rule applied exactly
 GRID_CHUNK_ELEMENTS = 2_000_000  # beta x model x item x option values evaluated at once (memory bound)
@@ -282,18 +282,7 @@ def fit_betas(scores: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray
     best = np.argmin(values, axis=0)
     lo = np.log(grid[np.maximum(best - 1, 0)])
     hi = np.log(grid[np.minimum(best + 1, GRID_POINTS - 1)])
-    c = hi - GOLDEN * (hi - lo)
-    d = lo + GOLDEN * (hi - lo)
-    fc, fd = objective(np.exp(c)), objective(np.exp(d))
-    while np.max(hi - lo) > BETA_XATOL:
-        left = fc < fd  # the minimum lies in [lo, d]: d becomes the new c's partner, one new point per unit
-        hi = np.where(left, d, hi)
-        lo = np.where(left, lo, c)
-        new = np.where(left, hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo))
-        f_new = objective(np.exp(new))
-        c, d, fc, fd = (np.where(left, new, d), np.where(left, c, new),
-                        np.where(left, f_new, fd), np.where(left, fc, f_new))
-    x = (lo + hi) / 2.0
+    x = golden_section_min(lambda v: objective(np.exp(v)), lo, hi, BETA_XATOL)
     fx = objective(np.exp(x))
     best_value = values[best, np.arange(len(best))]
     beta = np.where(fx <= best_value, np.exp(x), grid[best])

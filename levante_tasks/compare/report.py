@@ -5,6 +5,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from levante_tasks.markdown_table import markdown_table
+
+MODEL_COLUMNS = ["model", "items", "theta (SE)", "ML theta", "children below",
+                 "r_pb with b [CI] (negative = child-aligned)", "Spearman [CI]", "beta", "mean KL (x uniform)",
+                 "beats uniform (p)", "age equivalent [CI]"]
+
 
 def _fmt(value: object, digits: int = 3) -> str:
     """A number for a table cell ('n/a' for missing)."""
@@ -36,6 +42,20 @@ def _age(age: dict) -> str:
     return f"{point} [{low}, {high}]"
 
 
+def _model_row(unit: str, res: dict, tests: set[str]) -> list[str]:
+    """One model's cells of a task's table (MODEL_COLUMNS)."""
+    d, kl, age = res["difficulty"], res["kl"], res["age"]
+    better = kl.get("better_than_uniform")
+    verdict = "yes" if better else "no" if better is False else "n/a"
+    return [f"{unit} (random-init test model)" if unit in tests else unit, str(res["n_items"]),
+            f"{_fmt(res['theta'], 2)} ({_fmt(res['se'], 2)})", _fmt(res.get("theta_ml"), 2),
+            _fmt(res.get("children_below_theta"), 2),
+            f"{_fmt(d['pearson_r'])} [{_fmt(d['pearson_ci_low'])}, {_fmt(d['pearson_ci_high'])}]",
+            f"{_fmt(d['spearman_rho'])} [{_fmt(d['spearman_ci_low'])}, {_fmt(d['spearman_ci_high'])}]",
+            _fmt(kl.get("beta")), f"{_fmt(kl.get('mean_kl'))} ({_fmt(kl.get('kl_ratio_to_uniform'), 2)})",
+            f"{verdict} ({p_value_text(kl.get('uniform_test_p'))})", _age(age)]
+
+
 def section(summary: dict, figures: list[Path]) -> str:
     """Markdown: conventions, then per task a table of models (theta, r with b, KL, age) and the plots."""
     conv = summary["conventions"]
@@ -56,6 +76,7 @@ def section(summary: dict, figures: list[Path]) -> str:
         "the children's ages reads below youngest / above oldest.",
         "",
     ]
+    tests = set(summary.get("data", {}).get("test_models", []))
     for task, info in summary["tasks"].items():
         uniform = info.get("uniform_mean_kl")
         lines += [
@@ -64,33 +85,13 @@ def section(summary: dict, figures: list[Path]) -> str:
             f"uniform-model KL {_fmt(uniform)})",
             "",
             *_calibration(info),
-            "| model | items | theta (SE) | ML theta | children below | r_pb with b [CI] (negative = child-aligned) "
-            "| Spearman [CI] | beta | mean KL (x uniform) | beats uniform (p) | age equivalent [CI] |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            markdown_table(MODEL_COLUMNS, [_model_row(unit, res, tests) for unit, res in info["models"].items()]),
+            "",
         ]
-        tests = set(summary.get("data", {}).get("test_models", []))
-        for unit, res in info["models"].items():
-            d, kl, age = res["difficulty"], res["kl"], res["age"]
-            better = kl.get("better_than_uniform")
-            verdict = "yes" if better else "no" if better is False else "n/a"
-            beats = f"{verdict} ({p_value_text(kl.get('uniform_test_p'))})"
-            shown = f"{unit} (random-init test model)" if unit in tests else unit
-            lines.append(
-                f"| {shown} | {res['n_items']} | {_fmt(res['theta'], 2)} ({_fmt(res['se'], 2)}) | "
-                f"{_fmt(res.get('theta_ml'), 2)} | {_fmt(res.get('children_below_theta'), 2)} | "
-                f"{_fmt(d['pearson_r'])} [{_fmt(d['pearson_ci_low'])}, {_fmt(d['pearson_ci_high'])}] | "
-                f"{_fmt(d['spearman_rho'])} [{_fmt(d['spearman_ci_low'])}, {_fmt(d['spearman_ci_high'])}] | "
-                f"{_fmt(kl.get('beta'))} | {_fmt(kl.get('mean_kl'))} ({_fmt(kl.get('kl_ratio_to_uniform'), 2)}) | "
-                f"{beats} | {_age(age)} |"
-            )
-        lines.append("")
     if summary["exclusions"]:
-        lines += ["### Exclusions (counted)", "", "| task | model | reason | count |", "|---|---|---|---|"]
-        lines += [
-            f"| {e['task'] or 'all'} | {e['model'] or '-'} | {e['reason']} | {e['count']} |"
-            for e in summary["exclusions"]
-        ]
-        lines.append("")
+        lines += ["### Exclusions (counted)", "", markdown_table(
+            ["task", "model", "reason", "count"],
+            [[e["task"] or "all", e["model"] or "-", e["reason"], e["count"]] for e in summary["exclusions"]]), ""]
     if figures:
         lines += ["### Plots", ""] + [f"![{p.stem}](plots/{p.name})" for p in figures] + [""]
     return "\n".join(lines)

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 
 from levante_tasks.compare.eap import eap, prob_correct
+from levante_tasks.compare.golden_section import golden_section_min
 from levante_tasks.compare.irt import GroupPrior, IrtModel
 
 ML_BOUNDS = (-6.0, 6.0)  # the EAP grid's range: an ML estimate beyond it is off the children's scale
 ML_GRID = 1201
-GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 
 
 def _columns(params: pd.DataFrame) -> list[np.ndarray]:
@@ -72,20 +72,7 @@ def ml_theta(x: np.ndarray, params: pd.DataFrame, xatol: float = 1e-10) -> tuple
     at_bound = (best == 0) | (best == ML_GRID - 1)
     low = grid[np.maximum(best - 1, 0)]
     high = grid[np.minimum(best + 1, ML_GRID - 1)]
-    c = high - GOLDEN * (high - low)
-    d = low + GOLDEN * (high - low)
-    fc, fd = _loglik(c, x, columns), _loglik(d, x, columns)
-    while np.max(high - low) > xatol:
-        left = fc > fd  # the maximum lies in [low, d]
-        high = np.where(left, d, high)
-        low = np.where(left, low, c)
-        new_c = high - GOLDEN * (high - low)
-        new_d = low + GOLDEN * (high - low)
-        c, d = np.where(left, new_c, d), np.where(left, c, new_d)
-        fc_new = _loglik(c, x, columns)
-        fd_new = _loglik(d, x, columns)
-        fc, fd = np.where(left, fc_new, fd), np.where(left, fc, fd_new)
-    theta = (low + high) / 2.0
+    theta = golden_section_min(lambda t: -_loglik(t, x, columns), low, high, xatol)
     a1, dd, g, u = columns
     logistic = 1.0 / (1.0 + np.exp(-(theta[:, None] * a1 + dd)))
     prob = g + (u - g) * logistic

@@ -13,7 +13,6 @@ import hashlib
 import os
 import re
 import stat
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import requests
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.schema import layout
@@ -252,24 +252,31 @@ def _find_text(element: ET.Element, local_name: str) -> str | None:
     return None
 
 
+def _retrying(*transient: type[Exception]) -> Retrying:
+    """Up to RETRIES tries while a `transient` exception is raised, BACKOFF_SECONDS * 2**k apart; the last one
+    is re-raised (any other exception at once)."""
+    return Retrying(stop=stop_after_attempt(RETRIES), wait=wait_exponential(multiplier=BACKOFF_SECONDS),
+                    retry=retry_if_exception_type(transient), reraise=True)
+
+
 def _with_retries(call: Callable[[], requests.Response], what: str) -> requests.Response:
     """Call with retries on connection errors and 5xx/429; 4xx other than 429 fail at once.
 
     Running out of retries raises SourceUnreachable (the source may be down); a 4xx is a definite answer.
     """
-    last: Exception | None = None
-    for attempt in range(RETRIES):
-        try:
-            response = call()
-            if response.status_code < 400:
-                return response
-            if response.status_code != 429 and response.status_code < 500:
-                raise LevanteError(f"{what}: HTTP {response.status_code}")
-            last = requests.HTTPError(f"HTTP {response.status_code}")
-        except requests.RequestException as exc:
-            last = exc
-        time.sleep(BACKOFF_SECONDS * 2**attempt)
-    raise SourceUnreachable(f"{what}: failed after {RETRIES} attempts ({type(last).__name__})")
+
+    def attempt() -> requests.Response:
+        response = call()
+        if response.status_code == 429 or response.status_code >= 500:
+            raise requests.HTTPError(f"HTTP {response.status_code}")
+        if response.status_code >= 400:
+            raise LevanteError(f"{what}: HTTP {response.status_code}")
+        return response
+
+    try:
+        return _retrying(requests.RequestException)(attempt)
+    except requests.RequestException as exc:
+        raise SourceUnreachable(f"{what}: failed after {RETRIES} attempts ({type(exc).__name__})") from exc
 
 
 def open_source(base: str) -> LocalSource | HttpSource:
@@ -303,8 +310,8 @@ def copy_file_with_retries(source: LocalSource | HttpSource, version: str, remot
     Only network errors and short reads are retried: a local read error (LevanteError) or a failed write
     (OSError: disk full, read-only) will not go away by trying again.
     """
-    last: Exception | None = None
-    for attempt in range(RETRIES):
+
+    def attempt() -> None:
         written = 0
 
         def count(n: int) -> None:
@@ -316,9 +323,11 @@ def copy_file_with_retries(source: LocalSource | HttpSource, version: str, remot
             source.copy(version, remote.relpath, dest, count)
             if written != remote.size:
                 raise _ShortRead(f"got {written} of {remote.size} bytes")
-            return
-        except (_ShortRead, requests.RequestException) as exc:
-            last = exc
+        except (_ShortRead, requests.RequestException):
             on_bytes(-written)
-            time.sleep(BACKOFF_SECONDS * 2**attempt)
-    raise LevanteError(f"{remote.relpath}: download failed after {RETRIES} attempts ({last})")
+            raise
+
+    try:
+        _retrying(_ShortRead, requests.RequestException)(attempt)
+    except (_ShortRead, requests.RequestException) as exc:
+        raise LevanteError(f"{remote.relpath}: download failed after {RETRIES} attempts ({exc})") from exc

@@ -15,6 +15,7 @@ from typing import Any
 
 from levante_tasks.atomic import write_json, write_text
 from levante_tasks.errors import LevanteError, problem_text
+from levante_tasks.markdown_table import markdown_table
 from levante_tasks.matrix.plan import Cell
 from levante_tasks.matrix.run import MatrixRun
 from levante_tasks.matrix.state import read_state
@@ -95,16 +96,17 @@ def _markdown(document: dict[str, Any], timing: dict[str, float]) -> str:
         lines.append(f"- **{group}** ({', '.join(names)}): {'; '.join(links)}")
         lines += [f"  - **{note}**" for note in entry["notes"]]
         lines += [f"  - problem: {p}" for p in entry["problems"]]
-    lines += ["", "## Cells", "", "| cell | model | task | seed | status | batch size | attempts | wall time |",
-              "|---|---|---|---|---|---|---|---|"]
+    rows = []
     for cell in document["cells"]:
         status = ("done (oom fallback)" if cell["oom_fallback"] else cell["status"])
         attempts = " -> ".join(f"{a['batch_size']}:{a['outcome']}" for a in cell["attempts"]) or "-"
         seconds = timing.get(cell["cell_id"])
         wall = f"{seconds:.0f} s" if seconds is not None else "-"
         model = cell["model_label"] or f"{cell['model']} (not summarized)"
-        lines.append(f"| [{cell['cell_id']}]({cell['dir']}/) | {model} | {cell['task']} | {cell['seed']} "
-                     f"| {status} | {cell['batch_size'] or '-'} | {attempts} | {wall} |")
+        rows.append([f"[{cell['cell_id']}]({cell['dir']}/)", model, cell["task"], cell["seed"], status,
+                     cell["batch_size"] or "-", attempts, wall])
+    lines += ["", "## Cells", "", markdown_table(
+        ["cell", "model", "task", "seed", "status", "batch size", "attempts", "wall time"], rows)]
     failed = [c for c in document["cells"] if c["status"] != "done"]
     if failed:
         lines += ["", "## Failures", ""]

@@ -30,6 +30,7 @@ from levante_tasks.core.parsing import PARSER_VERSION
 from levante_tasks.core.reparse import NotReparsable, answer_of, decided_changes, not_reparsable_lines, reparse
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.lmms.metrics import item_metrics
+from levante_tasks.markdown_table import markdown_table
 from levante_tasks.runs.discover import INSPECT_AI, RunFiles, discover, run_labels
 from levante_tasks.runs.inspect_log import levante_log
 from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
@@ -203,14 +204,13 @@ def _report_md(document: Mapping[str, Any]) -> str:
              f"{document['records']} record(s) in {len(document['runs'])} run(s); {len(document['changed'])} "
              "changed.", ""]
     if document["by_method"]:
-        lines += ["| before -> after | items |", "|---|---|"]
-        lines += [f"| {key} | {n} |" for key, n in document["by_method"].items()]
-        lines += ["", "| source | item | seed | variant | before | after |", "|---|---|---|---|---|---|"]
-        for c in document["changed"]:
-            before, after = c["before"], c["after"]
-            lines.append(f"| {c['source']} | {c['item_uid']} | {c['seed']} | {c['variant']} | {before['answer']} "
-                         f"({before['parse_method']}, v{before['parser_version']}, correct {before['correct']}) | "
-                         f"{after['answer']} ({after['parse_method']}, correct {after['correct']}) |")
+        lines += [markdown_table(["before -> after", "items"], document["by_method"].items()), ""]
+        changed = [[c["source"], c["item_uid"], c["seed"], c["variant"],
+                    f"{c['before']['answer']} ({c['before']['parse_method']}, v{c['before']['parser_version']}, "
+                    f"correct {c['before']['correct']})",
+                    f"{c['after']['answer']} ({c['after']['parse_method']}, correct {c['after']['correct']})"]
+                   for c in document["changed"]]
+        lines.append(markdown_table(["source", "item", "seed", "variant", "before", "after"], changed))
     if document["problems"]:
         lines += ["", "## Problems", "", *[f"- {p}" for p in document["problems"]]]
     return "\n".join(lines) + "\n"

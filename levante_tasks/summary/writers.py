@@ -14,6 +14,7 @@ from typing import Any
 
 from levante_tasks import __version__
 from levante_tasks.atomic import atomic_open, write_json, write_text
+from levante_tasks.markdown_table import markdown_table
 from levante_tasks.runs.model import model_label
 
 SCHEMA_VERSION = 1
@@ -142,8 +143,7 @@ def _overall_section(matrix: dict[str, Any]) -> list[str]:
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     clean = [[c.replace("|", "\\|") for c in row] for row in [header, *rows]]
-    return ["| " + " | ".join(clean[0]) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(row) + " |" for row in clean[1:]), ""]
+    return [markdown_table(clean[0], clean[1:]), ""]
 
 
 def _family_section(family: str, matrix: dict[str, Any]) -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import write_text
+from levante_tasks.markdown_table import markdown_table
 
 BEGIN, END = "<!-- compat-table:begin (generated: levante_tasks.testing.compat_table) -->", "<!-- compat-table:end -->"
 
@@ -45,8 +46,7 @@ def full_table(rows: Iterable[dict[str, Any]]) -> str:
     """Class x checkpoint x layout x lmms-eval version: generate and MC (`_mc` variants) status."""
     rows = list(rows)
     refused = {(r["model"], r["lmms_eval"]): r for r in rows if r["status"] == "refused" and r["mc"]}
-    lines = ["| model class | checkpoint | layout | lmms-eval | generate (every task) | MC (`_mc` variants) |",
-             "|---|---|---|---|---|---|"]
+    table = []
     for row in rows:
         if row["status"] == "refused" and row["mc"]:
             continue
@@ -58,8 +58,9 @@ def full_table(rows: Iterable[dict[str, Any]]) -> str:
             layout = "-"
         else:
             generate, mc = _status(row), _mc_status(row, refused)
-        lines.append(f"| `{row['model']}` | {row['checkpoint']} | {layout} | {row['lmms_eval']} | {generate} | {mc} |")
-    return "\n".join(lines) + "\n"
+        table.append([f"`{row['model']}`", row["checkpoint"], layout, row["lmms_eval"], generate, mc])
+    header = ["model class", "checkpoint", "layout", "lmms-eval", "generate (every task)", "MC (`_mc` variants)"]
+    return markdown_table(header, table) + "\n"
 
 
 def _word(outcomes: set[str]) -> str:
@@ -77,12 +78,10 @@ def short_table(rows: Iterable[dict[str, Any]]) -> str:
         for kind in kinds:
             seen.setdefault((row["model"], row["lmms_eval"], kind), set()).add(row["status"])
     versions = sorted({version for _, version, _ in seen})
-    lines = ["| model class | " + " | ".join(f"{v} generate | {v} MC" for v in versions) + " |",
-             "|---|" + "---|" * (2 * len(versions))]
-    for model in sorted({model for model, _, _ in seen}):
-        cells = [_word(seen.get((model, version, kind), set())) for version in versions for kind in ("generate", "mc")]
-        lines.append(f"| `{model}` | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    header = ["model class", *(f"{v} {kind}" for v in versions for kind in ("generate", "MC"))]
+    table = [[f"`{model}`", *(_word(seen.get((model, version, kind), set())) for version in versions
+                              for kind in ("generate", "mc"))] for model in sorted({model for model, _, _ in seen})]
+    return markdown_table(header, table) + "\n"
 
 
 def replace_between_markers(text: str, table: str, where: str) -> str:

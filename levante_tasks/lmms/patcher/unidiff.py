@@ -1,6 +1,7 @@
 """A strict unified-diff reader and applier: hunks must match exactly where they say, or nothing is changed.
 
 We apply our own small, hash-pinned patches in pure Python so the patcher needs neither `patch` nor `git`.
+Kept over a library: no diff package (`unidiff`, `whatthepatch`) is among the installed dependencies.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from levante_tasks.atomic import write_json, write_text
 from levante_tasks.core import generation
 from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.data.items import ITEM_RULES, count_manifest_items
+from levante_tasks.markdown_table import markdown_table
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS, TaskInfo, task_info
 from levante_tasks.schema.variant import CONTROLS, AllTasksGroup, Control, OutputType, SeedGroup, Variant
@@ -151,8 +152,7 @@ def load_counts(root: Path = TASK_FOLDERS) -> dict[str, dict[str, Any]]:
 
 
 def _count_table(title: str, counts: dict[str, int], value: str = "items") -> str:
-    rows = "".join(f"| {name} | {n} |\n" for name, n in counts.items())
-    return f"| {title} | {value} |\n|---|---|\n{rows}"
+    return markdown_table([title, value], counts.items()) + "\n"
 
 
 def readme(info: TaskInfo, counts: dict[str, Any] | None) -> str:
@@ -164,20 +164,19 @@ def readme(info: TaskInfo, counts: dict[str, Any] | None) -> str:
              f"LEVANTE task `{info.name}` (manifest task_id `{info.task_id}`), task version {info.version} "
              f"(docs/tasks.md, Task versions); options are {options}."
              + (f" {notes}" if notes else ""), "",
-             "## Variants (lmms-eval task names)\n", "| task | output type | option-order seed | images |",
-             "|---|---|---|---|"]
-    for variant in variants(info.name):
-        lines.append(f"| `{variant.format()}` | {variant.output_type.value} | {variant.seed} | "
-                     f"{VARIANT_WORDS[variant.control.value]} |")
+             "## Variants (lmms-eval task names)\n", markdown_table(
+                 ["task", "output type", "option-order seed", "images"],
+                 [[f"`{variant.format()}`", variant.output_type.value, variant.seed,
+                   VARIANT_WORDS[variant.control.value]] for variant in variants(info.name)])]
     seed_groups = [SeedGroup(info.name, output).format() for output in OutputType]
     lines += ["", f"Groups: `{seed_groups[0]}` and `{seed_groups[1]}` (mean over the seeds); every "
               "variant is also a member of the `levante<suffix>` group of its suffix (docs/tasks.md).", ""]
     lines.append("## Sub-types\n")
     if info.subtypes:
-        lines += ["Each reports its own accuracy, `levante_acc_<sub-type>`.\n", "| sub-type | trial types |",
-                  "|---|---|"]
-        lines += [f"| {name}{' (generate_until only)' if name in info.slider_subtypes else ''} | {', '.join(types)} |"
-                  for name, types in info.subtypes]
+        lines += ["Each reports its own accuracy, `levante_acc_<sub-type>`.\n", markdown_table(
+            ["sub-type", "trial types"],
+            [[f"{name}{' (generate_until only)' if name in info.slider_subtypes else ''}", ", ".join(types)]
+             for name, types in info.subtypes])]
     else:
         lines.append("None: one accuracy over the whole task.")
     lines.append("")
@@ -265,11 +264,11 @@ def _subtype_words(info: TaskInfo) -> str:
 def docs_table(tasks: tuple[TaskInfo, ...] = TASKS) -> str:
     """The task table of docs/tasks.md: one row per catalogue task, in registry order, with its sub-types."""
     folder = TASKS_DIR.relative_to(TASK_FOLDERS.parent.parent).as_posix()
-    lines = ["| lmms-eval name | LEVANTE task | manifest task_id | options | sub-types (`levante_acc_<sub-type>`) "
-             "| folder README |", "|---|---|---|---|---|---|"]
-    lines += [f"| `{info.lmms_name}` | {info.name} | `{info.task_id}` | {_options_words(info)} | "
-              f"{_subtype_words(info)} | `{folder}/{info.folder}/README.md` |" for info in tasks]
-    return "\n".join(lines) + "\n"
+    return markdown_table(
+        ["lmms-eval name", "LEVANTE task", "manifest task_id", "options", "sub-types (`levante_acc_<sub-type>`)",
+         "folder README"],
+        [[f"`{info.lmms_name}`", info.name, f"`{info.task_id}`", _options_words(info), _subtype_words(info),
+          f"`{folder}/{info.folder}/README.md`"] for info in tasks]) + "\n"
 
 
 def with_docs_table(text: str, table: str) -> str:
