@@ -1,5 +1,5 @@
-"""The model map upstream's plugin protocol reads for `LMMS_EVAL_PLUGINS=levante_tasks.lmms`
-(`<plugin>.models.AVAILABLE_MODELS`; its task folder is `<plugin>.tasks`). Our adapters register through the
-`lmms_eval.models` entry point instead, so this map stays empty."""
+"""The model map upstream's plugin protocol reads for `LMMS_EVAL_PLUGINS=levante_tasks`
+(`<plugin>.models.AVAILABLE_MODELS`; its task folder is `<plugin>.tasks`, `levante_tasks/tasks/`). Our adapters
+register through the `lmms_eval.models` entry point instead, so this map stays empty."""
 
 AVAILABLE_MODELS: dict[str, str] = {}

@@ -74,7 +74,7 @@ def regenerate(data_dir: str, golden: str, without: tuple[str, ...] = ()) -> Non
     import os
     from pathlib import Path
 
-    from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
+    from levante_tasks.schema.task_source import TASKS_DIR
     from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
     from levante_tasks.testing.scripted import ScriptedChatModel, ScriptedModel
 

@@ -37,7 +37,7 @@ TASK = TaskInfo("picture-probe", "pprobe", "levante_picture_probe", image_option
 REGENERATE = """
 import sys, tempfile
 from pathlib import Path
-from levante_tasks.lmms.tasks import _generate_configs as generator
+from levante_tasks.lmms import generate as generator
 from levante_tasks.synth import write_synthetic_release
 with tempfile.TemporaryDirectory() as out:
     write_synthetic_release(Path(out), seed=0, version="synthetic")
@@ -97,7 +97,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_one_folder_and_one_registry_line_add_a_picture_task(scratch: Path) -> None:
-    assert (scratch / "levante_tasks/lmms/tasks/picture_probe/levante_picture_probe_mc.yaml").is_file()
+    assert (scratch / "levante_tasks/tasks/picture_probe/levante_picture_probe_mc.yaml").is_file()  # beside its code
     assert "| `levante_picture_probe` | picture-probe | pictures |" in (scratch / "docs/tasks.md").read_text()
     result = run(scratch, ["-m", "pytest", "-q", "-p", "no:cacheprovider", *REGISTRY_TESTS])
     assert result.returncode == 0, result.stdout[-6000:]

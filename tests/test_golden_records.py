@@ -26,7 +26,7 @@ import pytest
 from golden_records import SUITES, run_suites, unit_hashes
 
 from levante_tasks.data.prepare import prepare
-from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
+from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.synth import write_synthetic_release
 from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from levante_tasks.cli import main
-from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
+from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.models import FixedLetterModel

@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
     {"core"},  # what both harnesses share: docs, option orders, controls, prompts, hooks, parsing, records
     {"data"},  # prepare: release -> prepared dataset
     {"synth"},  # synthetic releases and children
-    {"lmms", "inspect"},  # the two harness faces
+    {"lmms", "inspect", "models"},  # the two harness faces; `models`: the empty model map LMMS_EVAL_PLUGINS reads
     {"l0"},  # the L0 task (an lmms-eval task of its own)
     {"runs"},  # reading run outputs (results, samples, inspect logs, model identity): summary and compare share it
     {"summary"},

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from levante_tasks.lmms.model_bridge import KwargsAndHook
-from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
+from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.models import ChatImageOracle, ImageIndexOracle
 

@@ -379,7 +379,7 @@ def test_multiple_choice_task_fails_without_p1(trees, packages, tmp_path) -> Non
 def test_plugin_tasks_found_with_p2(trees, packages, tmp_path) -> None:
     proc, results = run_lmms_eval(
         trees["all"], tmp_path / "out", "--model", "dummy", "--tasks", "lpplug_gen",
-        extra=(packages["plugin"],), plugins="lpplug,levante_tasks.lmms",
+        extra=(packages["plugin"],), plugins="lpplug,levante_tasks",
     )
     assert proc.returncode == 0, proc.stdout[-6000:]
     assert results["results"]["lpplug_gen"]["exact,none"] == pytest.approx(2 / 3)
@@ -438,7 +438,7 @@ def test_levante_tasks_listed_without_include_path(trees, tmp_path) -> None:
         for m in [re.search(r"^task:\s*(\S+)\s*$", path.read_text(), re.M)]
         if m
     }
-    assert declared, "levante_tasks/lmms/tasks declares no task"
+    assert declared, "levante_tasks/tasks declares no task"
     proc, _ = run_lmms_eval(trees["all"], tmp_path / "out", "--tasks", "list")
     listed = set(re.findall(r"^ - (\S+)$", proc.stdout, re.M))
     assert proc.returncode == 0 and declared <= listed, sorted(declared - listed)

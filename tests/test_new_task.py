@@ -8,9 +8,10 @@ import pytest
 
 from levante_tasks import tasks as registry
 from levante_tasks.data.items import ITEM_RULES, count_manifest_items
-from levante_tasks.lmms.tasks import _generate_configs as generator
-from levante_tasks.schema.tasks import TASKS, MissingTaskEntry, TaskInfo, stray_entries
+from levante_tasks.lmms import generate as generator
+from levante_tasks.schema.tasks import TASKS, MissingTaskEntry, TaskInfo, stray_entries, task_info
 from levante_tasks.synth.registry import SYNTH_TASKS, synth_task
+from levante_tasks.testing import checklist
 from levante_tasks.testing.checklist import missing_for
 from levante_tasks.testing.fixture_data import SPECS, fixture_spec
 
@@ -44,13 +45,21 @@ def test_a_made_up_eighth_task_lists_every_missing_piece_with_its_file() -> None
         "levante_tasks/tasks/checklist_probe/synth.py: SYNTH = SynthTask(...) (synthetic item builder)",
         "levante_tasks/tasks/checklist_probe/fixture.py: SPEC = FixtureSpec(...) (fixture spec)",
         "levante_tasks/tasks/checklist_probe/item_counts.json: its item counts (run "
-        "`python -m levante_tasks.lmms.tasks._generate_configs --manifest <release>/manifest.csv` on a manifest "
-        "with the task)",
-        "levante_tasks/lmms/tasks/checklist_probe/: the generated YAML folder "
-        "(run `python -m levante_tasks.lmms.tasks._generate_configs`)",
-        "levante_tasks/lmms/tasks/checklist_probe/README.md: the generated README missing or stale "
-        "(run `python -m levante_tasks.lmms.tasks._generate_configs`)",
+        "`python -m levante_tasks.lmms.generate --manifest <release>/manifest.csv` on a manifest with the task)",
+        "levante_tasks/tasks/checklist_probe/: its generated lmms-eval YAMLs and README (add the registry line, "
+        "then run `python -m levante_tasks.lmms.generate`)",
         "docs/tasks.md: a row `| `levante_checklist_probe` | ...` in the task table",
+    ]
+
+
+def test_a_registered_task_without_its_generated_files_is_told_to_run_the_generator(tmp_path, monkeypatch) -> None:
+    """docs/new_task.md's checklist example: a registered row whose folder lacks the generated YAMLs and README."""
+    monkeypatch.setattr(checklist, "TASKS_DIR", tmp_path)  # a task root holding none of trog's generated files
+    assert missing_for(task_info("trog")) == [
+        "levante_tasks/tasks/trog/: 12 generated lmms-eval YAML(s) missing or stale, e.g. levante_trog.yaml "
+        "(run `python -m levante_tasks.lmms.generate`)",
+        "levante_tasks/tasks/trog/README.md: the generated README missing or stale "
+        "(run `python -m levante_tasks.lmms.generate`)",
     ]
 
 

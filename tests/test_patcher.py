@@ -552,7 +552,7 @@ def test_tasks_path_prints_the_installed_task_folder(tmp_path: Path) -> None:
     # the package a process started in that folder imports (in the 0.7.3 overlay: the installed wheel, while this
     # test process imports the checkout)
     where = ("import importlib.util, pathlib; "
-             "print(pathlib.Path(importlib.util.find_spec('levante_tasks.lmms.tasks').submodule_search_locations[0]).resolve())")
+             "print(pathlib.Path(importlib.util.find_spec('levante_tasks.tasks').submodule_search_locations[0]).resolve())")
     found = subprocess.run([sys.executable, "-c", where], capture_output=True, text=True, cwd=tmp_path, check=True)
     assert folder == Path(found.stdout.strip())
     for info in TASKS:

@@ -13,7 +13,7 @@ from PIL import Image
 
 from levante_tasks.data.prepare import prepare
 from levante_tasks.data.standins import TAG, write_standin_release
-from levante_tasks.lmms.tasks._generate_configs import TASKS_DIR
+from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS, TaskInfo, task_info
 from levante_tasks.testing.models import FixedLetterModel
 

@@ -132,9 +132,10 @@ def test_task_source_hash_covers_the_package_modules_the_hooks_import(tmp_path: 
 
 def test_task_source_hash_covers_the_tasks_own_code_not_the_patcher_or_error_texts(tmp_path: Path) -> None:
     """Scope: core/, schema/ and the lmms face (lmms/ less lmms/patcher/); an edit to an error message, the patcher,
-    atomic.py, the package __init__ or another package leaves the hash (and `verify`) as it was."""
+    atomic.py, the package __init__, another package or a task folder's item rules beside its YAML leaves the hash
+    (and `verify`) as it was."""
     package = tmp_path / "levante_tasks"
-    tasks = package / "lmms" / "tasks"
+    tasks = package / "tasks"
     for folder in ("core", "schema", "lmms/patcher", "data", "summary"):
         (package / folder).mkdir(parents=True, exist_ok=True)
     (tasks / "t").mkdir(parents=True)
@@ -151,19 +152,19 @@ def test_task_source_hash_covers_the_tasks_own_code_not_the_patcher_or_error_tex
              "atomic.py": "def write_text(): ...\n", "core/records.py": "# records\n", "schema/tasks.py": "# rows\n",
              "lmms/patcher/__init__.py": "from .engine import installed_lmms_eval\n",
              "lmms/patcher/engine.py": "def installed_lmms_eval(): ...\n", "data/items.py": "# items\n",
-             "summary/stats.py": "# stats\n"}
+             "summary/stats.py": "# stats\n", "tasks/t/items.py": "# item rules, beside the YAML\n"}
     for rel, text in texts.items():
         (package / rel).write_text(text)
     (tasks / "t" / "my_task.yaml").write_text("task: my_task\nclass: !function levante_tasks.lmms.task.f\n")
     files = {p.relative_to(package).as_posix() for p in task_source.source_files(tasks / "t" / "my_task.yaml", package)}
-    assert files == {"lmms/tasks/t/my_task.yaml", "lmms/task.py", "lmms/metrics.py", "core/docs.py",
+    assert files == {"tasks/t/my_task.yaml", "lmms/task.py", "lmms/metrics.py", "core/docs.py",
                      "core/records.py", "schema/tasks.py"}
     for rel in ("core/records.py", "core/docs.py", "schema/tasks.py", "lmms/metrics.py"):
         before = task_source.task_source_sha256("my_task", tasks, package)
         (package / rel).write_text((package / rel).read_text() + "# edited\n")
         assert task_source.task_source_sha256("my_task", tasks, package) != before, rel
     for rel in ("errors.py", "lmms/patcher/engine.py", "lmms/patcher/__init__.py", "atomic.py", "__init__.py",
-                "data/items.py", "summary/stats.py"):
+                "data/items.py", "summary/stats.py", "tasks/t/items.py"):
         before = task_source.task_source_sha256("my_task", tasks, package)
         (package / rel).write_text((package / rel).read_text() + "# an error message reworded\n")
         assert task_source.task_source_sha256("my_task", tasks, package) == before, rel
@@ -178,10 +179,12 @@ def test_the_installed_task_source_hashes_leave_out_the_patcher_and_error_texts(
     for files, face in ((lmms, "lmms/"), (inspect, "inspect/")):
         assert {"core/hooks.py", "core/options.py", "core/parsing.py", "core/records.py"} <= files
         assert any(rel.startswith(face) for rel in files)
-        outside = {rel for rel in files if not rel.startswith(("core/", "schema/", face, "lmms/tasks/"))}
+        outside = {rel for rel in files if not rel.startswith(("core/", "schema/", face))}
         rows = {f"tasks/{folder}/__init__.py" for folder in FOLDERS}  # the catalogue rows, one per task folder
         entry = {"_registry.py"} if face == "inspect/" else set()
-        assert outside == {*entry, "tasks/__init__.py", *rows}, outside
+        yamls = {"tasks/trog/levante_trog.yaml", "tasks/_levante_generate_until_template_yaml"}  # its YAML, template
+        own = yamls if face == "lmms/" else set()
+        assert outside == {*entry, "tasks/__init__.py", *rows, *own}, outside  # not a folder's items, synth, fixture
         assert not any(rel.startswith("lmms/patcher/") for rel in files)
     assert "lmms/task.py" in lmms and "_registry.py" in inspect and not any(r.startswith("lmms/") for r in inspect)
 

@@ -3,7 +3,7 @@ synthetic release's item table in docs/synth.md (catalogue tasks only)."""
 
 from __future__ import annotations
 
-from levante_tasks.lmms.tasks import _generate_configs as generator
+from levante_tasks.lmms import generate as generator
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 
 DOCS = generator.DOCS_TASKS.parent
@@ -12,7 +12,7 @@ DOCS = generator.DOCS_TASKS.parent
 def test_the_task_table_in_docs_is_what_the_catalogue_renders() -> None:
     text = generator.DOCS_TASKS.read_text(encoding="utf-8")
     assert generator.with_docs_table(text, generator.docs_table()) == text, (
-        "docs/tasks.md's task table is stale: run `python -m levante_tasks.lmms.tasks._generate_configs`")
+        "docs/tasks.md's task table is stale: run `python -m levante_tasks.lmms.generate`")
 
 
 def test_the_table_has_one_row_per_catalogue_task_and_follows_a_new_one() -> None:

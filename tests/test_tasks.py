@@ -13,8 +13,8 @@ import yaml
 
 from levante_tasks.core import docs, hooks
 from levante_tasks.core.prompts import letters_phrase
+from levante_tasks.lmms import generate as generator
 from levante_tasks.lmms import task as lmms_task
-from levante_tasks.lmms.tasks import _generate_configs as generator
 from levante_tasks.schema import layout
 from levante_tasks.schema.tasks import TASKS, task_info
 from levante_tasks.schema.variant import Variant

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from levante_tasks.core.options import DEFAULT_SEEDS
-from levante_tasks.lmms.tasks import _generate_configs as generator
+from levante_tasks.lmms import generate as generator
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.schema.variant import (
     AllTasksGroup,

@@ -1,6 +1,6 @@
 """The decoding settings of every LEVANTE generate_until task, shared by both harnesses (one source of truth).
 
-lmms-eval reads them as the template's `generation_kwargs` (tasks/_generate_configs.py writes them there);
+lmms-eval reads them as the template's `generation_kwargs` (lmms/generate.py writes them there);
 the inspect tasks give inspect_ai the same as a GenerateConfig (inspect/task.py): greedy decoding
 (do_sample false = temperature 0), at most 128 new tokens, generation stops at the first blank line.
 """

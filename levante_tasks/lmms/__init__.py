@@ -1,2 +1,3 @@
-"""The lmms-eval face: the task class and scoring hooks, the model bridge, metrics, the generated task YAMLs
-(`tasks/`) and the lmms-eval patcher (`patcher/`). Stands on `core/` and `schema/`."""
+"""The lmms-eval face: the task class and scoring hooks, the model bridge, metrics, the generator of the task YAMLs
+(`generate.py`, writing into `levante_tasks/tasks/`) and the lmms-eval patcher (`patcher/`). Stands on `core/` and
+`schema/`."""

@@ -36,8 +36,8 @@ class TaskInfo:
 
     @property
     def folder(self) -> str:
-        """The task's folder: `levante_tasks/tasks/<folder>/` (its own code) and `levante_tasks/lmms/tasks/<folder>/`
-        (its generated lmms-eval YAMLs and README)."""
+        """The task's folder, `levante_tasks/tasks/<folder>/`: its own code, its generated lmms-eval YAMLs and
+        README."""
         return self.lmms_name.removeprefix("levante_")
 
     @property

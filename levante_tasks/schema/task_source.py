@@ -6,10 +6,11 @@ It is audit evidence of the exact code a run used, not the task's version: the v
 Scope: the task's own code only, i.e. the harness-neutral core (`levante_tasks/core/`, `levante_tasks/schema/`, the
 task registry `levante_tasks/tasks/__init__.py` and each task folder's catalogue row, `tasks/<folder>/__init__.py`;
 not the folders' item rules, synthetic builders or fixtures) and the task's face. lmms-eval face
-(`task_source_sha256`): the task's YAML, the YAMLs it includes (recursively), the Python modules its `!function`
-names point at (local `utils.fn` modules beside the YAML and absolute `levante_tasks.<module>.fn` modules, e.g.
-`levante_tasks/lmms/task.py`), and the modules of `lmms/` (and of the folder of each such module, e.g. `l0/` for the
-L0 trace tasks) they import, transitively, lazy imports included. inspect_ai face (`inspect.task.source_files`):
+(`task_source_sha256`): the task's YAML (`tasks/<folder>/`), the YAMLs it includes (recursively: its own
+templates, the shared ones in `tasks/`), the Python modules its `!function` names point at (local `utils.fn` modules
+beside the YAML and absolute `levante_tasks.<module>.fn` modules, e.g. `levante_tasks/lmms/task.py`), and the
+modules of `lmms/` (and of the folder of each such module, e.g. `l0/` for the L0 trace tasks) they import,
+transitively, lazy imports included. inspect_ai face (`inspect.task.source_files`):
 `_registry.py`, `inspect/` and what they import of `core/` and `schema/`. Never in it: `lmms/patcher/` (the
 lmms-eval patcher has its own `patch_set_sha256`), the shared error machinery and texts (`errors.py`), `atomic.py`,
 `textfile.py`, the package `__init__.py` and the other packages (data, summary, matrix, ...): an edit there leaves
@@ -28,7 +29,7 @@ import re
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-TASKS_DIR = PACKAGE_ROOT / "lmms" / "tasks"
+TASKS_DIR = PACKAGE_ROOT / "tasks"  # the task folders and lmms-eval's task root (every YAML)
 _TASK_LINE = re.compile(r"^task:\s*([A-Za-z0-9_.\-]+)\s*$", re.M)
 _INCLUDE = re.compile(r"^include:\s*(\S+)\s*$", re.M)
 _LOCAL_FUNCTION = re.compile(r"!function\s+([A-Za-z_]\w*)\.\w+\b(?!\.)")

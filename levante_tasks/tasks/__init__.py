@@ -5,11 +5,15 @@
 - `items.py`: `RULES`, how `prepare` turns its manifest rows into items (`levante_tasks.data.rules.ItemRules`;
   data layer);
 - `synth.py`: `SYNTH`, its synthetic builder (`levante_tasks.synth.task.SynthTask`; synth layer);
-- `fixture.py`: `SPEC`, its test fixture (`levante_tasks.testing.fixture_spec.FixtureSpec`; testing layer).
+- `fixture.py`: `SPEC`, its test fixture (`levante_tasks.testing.fixture_spec.FixtureSpec`; testing layer);
+- `item_counts.json` (its item counts, from `--manifest`), `README.md` and its lmms-eval YAMLs: written by
+  `python -m levante_tasks.lmms.generate`.
 
 Each layer gathers its own table from the registry (`pieces`), so adding a task is one new folder plus one line
-here (docs/new_task.md); `levante_tasks.testing.checklist.missing_for` names what a folder still lacks. Its
-lmms-eval YAMLs and README are generated into `levante_tasks/lmms/tasks/<folder>/`.
+here (docs/new_task.md); `levante_tasks.testing.checklist.missing_for` names what a folder still lacks. This
+folder is also lmms-eval's task root (the `lmms_eval.tasks` entry point, `LMMS_EVAL_PLUGINS=levante_tasks`): the
+shared templates, the all-task groups (`_groups/`) and the hand-written L0 trace tasks (`l0_trace/`) sit beside
+the task folders.
 """
 
 from __future__ import annotations

@@ -11,17 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from levante_tasks.data.items import ITEM_RULES, RULES_MODULE
-from levante_tasks.lmms.tasks import _generate_configs as generator
+from levante_tasks.lmms import generate as generator
 from levante_tasks.schema.task_source import PACKAGE_ROOT, TASKS_DIR
-from levante_tasks.schema.tasks import TaskInfo
+from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.synth.registry import SYNTH_MODULE, SYNTH_TASKS
 from levante_tasks.tasks import FOLDERS, piece_file
 from levante_tasks.testing.fixture_data import SPEC_MODULE, SPECS
 
 REPO_ROOT = PACKAGE_ROOT.parent
-TASKS_REL = "levante_tasks/lmms/tasks"
-GENERATOR = "python -m levante_tasks.lmms.tasks._generate_configs"
-REGISTRY_FILE = "levante_tasks/tasks/__init__.py"
+TASKS_REL = "levante_tasks/tasks"  # TASKS_DIR as the repository path messages name
+GENERATOR = "python -m levante_tasks.lmms.generate"
+REGISTRY_FILE = f"{TASKS_REL}/__init__.py"
 
 
 def docs_row(info: TaskInfo) -> str:
@@ -29,14 +29,32 @@ def docs_row(info: TaskInfo) -> str:
     return f"| `{info.lmms_name}` |"
 
 
+def generated_missing(info: TaskInfo, counts: dict) -> list[str]:
+    """The generated lmms-eval YAMLs and README of `info`'s folder that are missing or differ from what the generator
+    renders now (`counts`: `load_counts()`); the generator renders catalogue tasks only, so an unregistered row lacks
+    them all."""
+    if info not in TASKS:
+        return [f"{TASKS_REL}/{info.folder}/: its generated lmms-eval YAMLs and README (add the registry line, then "
+                f"run `{GENERATOR}`)"]
+    readme = f"{info.folder}/README.md"
+    stale = sorted(rel for rel, text in generator.task_files(info, counts).items()
+                   if not (TASKS_DIR / rel).is_file() or (TASKS_DIR / rel).read_text(encoding="utf-8") != text)
+    yamls = [rel for rel in stale if rel != readme]
+    missing = [f"{TASKS_REL}/{info.folder}/: {len(yamls)} generated lmms-eval YAML(s) missing or stale, e.g. "
+               f"{yamls[0].split('/')[-1]} (run `{GENERATOR}`)"] if yamls else []
+    if readme in stale:
+        missing.append(f"{TASKS_REL}/{readme}: the generated README missing or stale (run `{GENERATOR}`)")
+    return missing
+
+
 def missing_for(info: TaskInfo, repo_root: Path = REPO_ROOT) -> list[str]:
     """Every piece `info` lacks, as `<file>: <what to add>` lines (empty when the task is complete).
 
     Checked: its line in the task registry (`levante_tasks/tasks/__init__.py`); the `measures` text of the row; its
     folder's item rules (`items.py` `RULES`), synthetic builder (`synth.py` `SYNTH`), fixture spec (`fixture.py`
-    `SPEC`) and item counts (`item_counts.json`); its generated lmms-eval folder (every variant YAML and group,
-    byte-equal to what the generator renders now) and README; its row in docs/tasks.md's task table (the generator
-    writes it).
+    `SPEC`), item counts (`item_counts.json`), generated lmms-eval YAMLs (every variant and group, byte-equal to
+    what the generator renders now) and README, all in `levante_tasks/tasks/<folder>/`; its row in docs/tasks.md's
+    task table (the generator writes it).
     """
     missing = []
     if info.folder not in FOLDERS:
@@ -50,20 +68,9 @@ def missing_for(info: TaskInfo, repo_root: Path = REPO_ROOT) -> list[str]:
             missing.append(f"{piece_file(info.folder, module)}: {what}")
     counts = generator.load_counts()
     if info.name not in counts:
-        missing.append(f"levante_tasks/tasks/{info.folder}/{generator.COUNTS_FILE}: its item counts "
+        missing.append(f"{TASKS_REL}/{info.folder}/{generator.COUNTS_FILE}: its item counts "
                        f"(run `{GENERATOR} --manifest <release>/manifest.csv` on a manifest with the task)")
-    task_files = generator.task_files(info, counts)  # what the generator writes for this row now
-    folder = TASKS_DIR / info.folder
-    stale = sorted(rel for rel, text in task_files.items() if rel != f"{info.folder}/README.md"
-                   and (not (TASKS_DIR / rel).is_file() or (TASKS_DIR / rel).read_text(encoding="utf-8") != text))
-    if not folder.is_dir():
-        missing.append(f"{TASKS_REL}/{info.folder}/: the generated YAML folder (run `{GENERATOR}`)")
-    elif stale:
-        missing.append(f"{TASKS_REL}/{info.folder}/: {len(stale)} generated YAML(s) missing or stale, e.g. "
-                       f"{stale[0].split('/')[-1]} (run `{GENERATOR}`)")
-    readme = f"{info.folder}/README.md"
-    if not (TASKS_DIR / readme).is_file() or (TASKS_DIR / readme).read_text(encoding="utf-8") != task_files[readme]:
-        missing.append(f"{TASKS_REL}/{readme}: the generated README missing or stale (run `{GENERATOR}`)")
+    missing += generated_missing(info, counts)
     docs = repo_root / "docs" / "tasks.md"
     if not docs.is_file() or docs_row(info) not in docs.read_text(encoding="utf-8"):
         missing.append(f"docs/tasks.md: a row `{docs_row(info)} ...` in the task table")

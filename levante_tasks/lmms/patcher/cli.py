@@ -113,11 +113,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def tasks_folder() -> Path:
-    """The installed LEVANTE task folder (`levante_tasks/lmms/tasks/`, the YAMLs lmms-eval indexes), wherever the
+    """The installed LEVANTE task folder (`levante_tasks/tasks/`, the YAMLs lmms-eval indexes), wherever the
     package lives (checkout, editable or wheel install)."""
-    import levante_tasks.lmms.tasks
+    import levante_tasks.tasks
 
-    folder = Path(levante_tasks.lmms.tasks.__file__).resolve().parent
+    folder = Path(levante_tasks.tasks.__file__).resolve().parent
     if not any(folder.rglob("levante_*.yaml")):
         raise LevanteError(f"{display_path(folder)}: holds no LEVANTE task YAML (reinstall levante-tasks)")
     return folder
