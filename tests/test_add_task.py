@@ -98,7 +98,8 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_one_folder_and_one_registry_line_add_a_picture_task(scratch: Path) -> None:
     assert (scratch / "levante_tasks/tasks/picture_probe/levante_picture_probe_mc.yaml").is_file()  # beside its code
-    assert "| `levante_picture_probe` | picture-probe | pictures |" in (scratch / "docs/tasks.md").read_text()
+    docs = (scratch / "docs/tasks.md").read_text()
+    assert "| `levante_picture_probe` | picture-probe | `pprobe` | pictures |" in docs
     result = run(scratch, ["-m", "pytest", "-q", "-p", "no:cacheprovider", *REGISTRY_TESTS])
     assert result.returncode == 0, result.stdout[-6000:]
     assert " passed" in result.stdout and "skipped" not in result.stdout.splitlines()[-1], result.stdout[-2000:]
