@@ -14,6 +14,9 @@ ROOT = Path(levante_tasks.__file__).resolve().parents[1]
 # The demo builds its tiny CLIP with the testing module; the inspect entry point registers the offline model API
 # `levante-tiny` by name and imports the testing module only when such a model is made (test below).
 ALLOWED = {"levante_tasks/demo.py", "levante_tasks/_registry.py"}
+# A task folder keeps its tests' data spec beside its other pieces (`fixture.py`, testing layer); only the testing
+# package loads that piece (test below), so the product never imports it.
+FIXTURE_PIECE = "fixture.py"
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -28,7 +31,8 @@ def test_product_modules_never_import_the_test_doubles() -> None:
         folder = Path(package.__file__).parent
         for path in folder.rglob("*.py"):
             rel = f"{folder.name}/{path.relative_to(folder).as_posix()}"
-            if rel.startswith("levante_tasks/testing/") or rel in ALLOWED:
+            if rel.startswith("levante_tasks/testing/") or rel in ALLOWED or (
+                    rel.startswith("levante_tasks/tasks/") and path.name == FIXTURE_PIECE):
                 continue
             if any(m.split(".")[:2] == ["levante_tasks", "testing"] for m in imported_modules(path)):
                 offenders.append(rel)
@@ -62,3 +66,11 @@ def test_the_inspect_entry_point_imports_the_test_model_only_when_one_is_made() 
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split("\n")[:2] == ["[]", "LevanteTinyAPI"]
+
+
+def test_only_the_testing_package_loads_the_task_folders_fixture_pieces() -> None:
+    """The fixture pieces (`levante_tasks/tasks/<folder>/fixture.py`) import the testing layer; the registry loads a
+    piece by module name, so the callers that name `"fixture"` must all be test code."""
+    callers = sorted(f"{path.relative_to(ROOT).as_posix()}" for path in (ROOT / "levante_tasks").rglob("*.py")
+                     if '"fixture"' in path.read_text(encoding="utf-8"))
+    assert callers and all(caller.startswith("levante_tasks/testing/") for caller in callers), callers
