@@ -92,3 +92,16 @@ def test_committed_item_counts_match_the_manifests_they_name(sample_base) -> Non
                 name: {"manifest": counted["manifest"], "counts": entry} for name, entry in counted["tasks"].items()}
     if committed["vocab"]["manifest"]["version"] == "2026-03-24":
         assert committed["vocab"]["counts"]["items"] == 170 and committed["theory-of-mind"]["counts"]["items"] == 31
+
+
+def test_the_generator_refuses_an_unknown_task_and_an_unreadable_manifest(tmp_path, capsys) -> None:
+    """Bad input to the counts refresh is one line naming it and exit 2, before any file is written."""
+    with pytest.raises(SystemExit) as unknown:
+        generator.main(["--manifest", str(tmp_path / "manifest.csv"), "--task", "no-such-task"])
+    assert unknown.value.code == 2 and "--task no-such-task: not a catalogue task" in capsys.readouterr().err
+    bad = tmp_path / "manifest.csv"
+    bad.write_text("a,b\n1,2\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as unreadable:
+        generator.main(["--manifest", str(bad)])
+    err = capsys.readouterr().err
+    assert unreadable.value.code == 2 and "error: manifest.csv: missing columns: task," in err

@@ -11,10 +11,12 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from levante_tasks.core import docs
 from levante_tasks.data.prepare import prepare
 from levante_tasks.data.standins import TAG, write_standin_release
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS, TaskInfo, task_info
+from levante_tasks.schema.variant import OutputType, parse_name
 from levante_tasks.testing.models import FixedLetterModel
 
 VERSION = "2026-03-24"
@@ -40,17 +42,11 @@ def _env(real_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
-def release_tasks(sample_base: Path) -> list[TaskInfo]:
-    """The catalogue tasks the real release holds (its manifest's `task` column), in registry order."""
-    held = set(pd.read_csv(sample_base / VERSION / "manifest.csv", usecols=["task"])["task"])
-    return [info for info in TASKS if info.name in held]
-
-
-def suite(sample_base: Path, group: str) -> list[str]:
-    """The group `group` (`levante`, `levante_mc`) when the release holds every catalogue task, else its members
-    of the tasks the release holds (a task added since has no data in it)."""
-    held = release_tasks(sample_base)
-    return [group] if len(held) == len(TASKS) else [info.lmms_name + group.removeprefix("levante") for info in held]
+def release_tasks() -> list[TaskInfo]:
+    """The catalogue tasks the prepared real release holds (core.docs.held_tasks), in registry order; a task added
+    since holds no items here, and the `levante*` groups leave it out."""
+    held = docs.held_tasks(VERSION) or {}
+    return [info for info in TASKS if held.get(info.name, 0) > 0]
 
 
 def evaluate(model: Any, tasks: list[str]) -> dict[str, Any]:
@@ -63,7 +59,7 @@ def evaluate(model: Any, tasks: list[str]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("group", ["levante", "levante_mc"])
 def test_fixed_letter_runs_every_task_at_chance(real_data: Path, sample_base: Path, group: str) -> None:
-    out = evaluate(FixedLetterModel(letter="B"), suite(sample_base, group))
+    out = evaluate(FixedLetterModel(letter="B"), [group])
     leaves = {task: [s["levante_item"] for s in samples] for task, samples in out["samples"].items()}
     prepared = {p.parent.name: json.loads(p.read_text())["n_items"]
                 for p in (real_data / VERSION / "datasets").glob("*/dataset.json")}
@@ -86,11 +82,11 @@ def test_fixed_letter_runs_every_task_at_chance(real_data: Path, sample_base: Pa
             expected = sum(1 / len(r["presented_order"]) for r in choice)
             assert abs(sum(r["correct"] for r in choice) - expected) <= 1, (task, subtype, expected)
             assert all(r["choice_letter"] == "B" for r in choice)
-    if group.endswith("_mc"):  # the slider has no multiple_choice form
+    if parse_name(group).output_type is OutputType.MULTIPLE_CHOICE:  # the slider has no multiple_choice form
         math = pd.read_parquet(real_data / VERSION / "datasets/egma-math/test.parquet")
         prepared["egma-math"] -= int((math["response_format"] == "slider").sum())
     assert seen == prepared  # every prepared item of every task was evaluated exactly once
-    assert set(seen) == {info.name for info in release_tasks(sample_base)}  # every task of the release ran
+    assert set(seen) == {info.name for info in release_tasks()}  # every task of the release ran
     assert len(seen) >= 7  # the 2026-03-24 release holds the seven first tasks
 
 
@@ -101,7 +97,7 @@ def test_tiny_clip_runs_every_task_with_option_scores(real_data: Path, sample_ba
     from levante_tasks.testing.tiny_models import build_tiny_clip
 
     model = LevanteClip(pretrained=str(build_tiny_clip(tmp_path / "tiny-clip")), device="cpu", batch_size=64)
-    out = evaluate(model, suite(sample_base, "levante"))
+    out = evaluate(model, ["levante"])
     internal = set()
     for task, samples in out["samples"].items():
         records = [s["levante_item"] for s in samples]
@@ -117,4 +113,4 @@ def test_tiny_clip_runs_every_task_with_option_scores(real_data: Path, sample_ba
             assert record["option_scores_kind"] == "logprob"
             assert sum(math.exp(s) for s in scores) == pytest.approx(1.0, abs=1e-4)  # a distribution over options
             assert record["choice_index"] == max(range(len(scores)), key=scores.__getitem__)
-    assert internal == {info.name for info in release_tasks(sample_base)}
+    assert internal == {info.name for info in release_tasks()}

@@ -20,6 +20,7 @@ from levante_tasks.core import docs
 from levante_tasks.data.prepare import prepare
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
+from levante_tasks.schema.variant import OutputType, Variant
 
 VERSION = "2026-01-01"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -83,11 +84,11 @@ def test_levante_runs_the_tasks_the_release_holds_and_names_the_others(data_dir:
     assert proc.returncode == 0 and results is not None, proc.stdout[-3000:]
     ran = {name for name in results["results"] if name not in ("levante", "levante_mc")}
     held = {info.lmms_name for info in TASKS if info.name in HELD}
-    assert ran == held | {f"{name}_mc" for name in held}
+    assert ran == {Variant(info.name, output).format() for info in TASKS if info.name in HELD for output in OutputType}
     assert set(results["group_subtasks"]["levante"]) == held
     for info in TASKS:
         if info.name not in HELD:
-            for name in (info.lmms_name, f"{info.lmms_name}_mc"):
+            for name in (Variant(info.name, output).format() for output in OutputType):
                 assert f"leaving out {name}: {name}: {info.name}: data version {VERSION} holds no" in proc.stdout
     # The group's score is the item-weighted mean of the tasks that ran (both have two items here).
     group = results["results"]["levante"]["levante_acc,none"]

@@ -25,7 +25,7 @@ from levante_tasks.data.manifest import ManifestRow, load_manifest
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.data.rules import ItemRules
 from levante_tasks.data.visuals import VisualIndex
-from levante_tasks.errors import problem_text
+from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.schema import layout
 from levante_tasks.schema.items import LETTERS, ItemRow, slider_chance
 from levante_tasks.schema.tasks import TASKS, TaskInfo, entry_for, task_info
@@ -309,6 +309,8 @@ def count_manifest_items(manifest_path: Path) -> dict[str, Any]:
     """
     log = ProblemLog()
     manifest = load_manifest(manifest_path, log)
+    if log.file_problems():  # a manifest that cannot be read (columns, encoding): nothing to count
+        raise LevanteError("\n".join(str(problem) for problem in log.file_problems()))
     kept = _drop_conflicting_duplicates(manifest.rows, log)
     tasks: dict[str, dict[str, Any]] = {}
     for info in TASKS:

@@ -35,6 +35,7 @@ from levante_tasks.atomic import write_json, write_text
 from levante_tasks.core import generation
 from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.data.items import ITEM_RULES, count_manifest_items
+from levante_tasks.errors import LevanteError
 from levante_tasks.markdown_table import markdown_table
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS, TaskInfo, task_info
@@ -327,8 +328,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", action="append", default=[], metavar="NAME",
                         help="with --manifest: recount only this task (repeatable; default: every task it holds)")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.task if name not in {info.name for info in TASKS}]
+    if unknown or (args.task and not args.manifest):
+        parser.error(f"--task {', '.join(unknown)}: not a catalogue task (known: {', '.join(i.name for i in TASKS)})"
+                     if unknown else "--task needs --manifest")
     if args.manifest:
-        refresh_counts(args.manifest, only=tuple(args.task))
+        try:
+            refresh_counts(args.manifest, only=tuple(args.task))
+        except LevanteError as exc:
+            parser.exit(2, f"{parser.prog}: error: {exc}\n")
     changed, deleted = write_tree()
     changed += ["docs/tasks.md"] if write_docs_table() else []
     print(f"{len(changed)} file(s) written, {len(deleted)} removed (levante_tasks/{TASKS_DIR.name}/, docs/tasks.md)",

@@ -36,12 +36,12 @@ class RunStopped(SystemExit):
     """
 
 
-
 class NotInRelease(RunStopped):
     """The data version holds no items of this task: alone it stops the run like RunStopped; as a member of a group
     (`levante`, `levante_mc`, ...) lmms-eval, patched (0014), leaves it out with a warning naming it."""
 
     skip_in_group = True
+
 
 class KwargsAndHook(dict):
     """Generation kwargs that can also be called as a doc hook (`doc_to_messages` or `doc_to_visual`)."""
