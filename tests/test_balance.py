@@ -54,7 +54,8 @@ def test_fixed_letter_is_within_one_item_of_chance_everywhere(item_sets: dict, i
     monkeypatch.setenv("LEVANTE_DATA_DIR", str(data_dir))
     monkeypatch.setenv("LEVANTE_DATA_VERSION", version)
     checked = 0
-    for info in TASKS:
+    held = [info for info in TASKS if (docs.held_tasks(version) or {}).get(info.name)]  # a task added since: none
+    for info in held:
         for multiple_choice in (False, True):
             for seed in DEFAULT_SEEDS:
                 found = docs.task_docs(info.name, seed=seed, variant="original", choice_only=multiple_choice)
@@ -62,7 +63,8 @@ def test_fixed_letter_is_within_one_item_of_chance_everywhere(item_sets: dict, i
                     assert abs(gap) <= 1 + 1e-9, (item_set, info.name, multiple_choice, seed, scope, letter, gap)
                     checked += 1
     math_scopes = len(dict(TASKS[2].subtypes)) + 1
-    assert checked > 2 * len(DEFAULT_SEEDS) * (len(TASKS) + math_scopes) * 2  # every task, sub-type and letter
+    assert len(held) >= 7 and checked > 2 * len(DEFAULT_SEEDS) * (len(held) + math_scopes) * 2  # every task,
+    # sub-type and letter of the release (both hold the seven first tasks)
 
 
 def test_balancing_each_sub_type_alone_leaves_the_task_off_chance(item_sets: dict,
