@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.lmms import generate as generator
+from levante_tasks.schema.locales import LOCALES, locale
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.schema.variant import (
     AllTasksGroup,
@@ -28,7 +29,8 @@ task_names = st.sampled_from([info.name for info in TASKS])
 output_types = st.sampled_from(list(OutputType))
 controls = st.sampled_from(list(Control))
 seeds = st.integers(0, 10_000)
-variants = st.builds(Variant, task_names, output_types, seeds, controls)
+locales = st.sampled_from(LOCALES)
+variants = st.builds(Variant, task_names, output_types, seeds, controls, locales)
 
 
 @settings(max_examples=300, deadline=None)
@@ -40,8 +42,8 @@ def test_parse_reads_back_every_variant_format_writes(variant: Variant) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(group=st.one_of(st.builds(AllTasksGroup, output_types, seeds, controls),
-                      st.builds(SeedGroup, task_names, output_types)))
+@given(group=st.one_of(st.builds(AllTasksGroup, output_types, seeds, controls, locales),
+                      st.builds(SeedGroup, task_names, output_types, locales)))
 def test_parse_name_reads_back_every_group_format_writes(group: AllTasksGroup | SeedGroup) -> None:
     assert parse_name(group.format()) == group
     with pytest.raises(VariantNameError, match="is not a LEVANTE lmms-eval task variant name"):
@@ -57,15 +59,21 @@ def test_the_names_are_the_documented_spellings() -> None:
     assert AllTasksGroup().format() == "levante"
     assert AllTasksGroup(OutputType.MULTIPLE_CHOICE, 2).format() == "levante_mc_seed2"
     assert SeedGroup("theory-of-mind", OutputType.MULTIPLE_CHOICE).format() == "levante_theory_of_mind_mc_seeds"
+    german, colombian = locale("de"), locale("es-CO")
+    assert Variant("trog", locale=german).format() == "levante_trog_de"
+    assert Variant("vocab", OutputType.MULTIPLE_CHOICE, 1, locale=colombian).format() == "levante_vocab_es_co_mc_seed1"
+    assert AllTasksGroup(OutputType.MULTIPLE_CHOICE, locale=german).format() == "levante_de_mc"
+    assert SeedGroup("trog", locale=colombian).format() == "levante_trog_es_co_seeds"
+    assert Variant("trog", locale=locale("en")) == Variant("trog")  # English, the source, writes no suffix
 
 
 def test_no_two_variants_or_groups_of_the_catalogue_share_a_name() -> None:
     """An ambiguous catalogue (a task named like another's variant or like a group) would break the round trip."""
-    names = [Variant(info.name, output, seed, control).format()
-             for info in TASKS for output in OutputType for seed in range(4) for control in Control]
-    names += [SeedGroup(info.name, output).format() for info in TASKS for output in OutputType]
-    names += [AllTasksGroup(output, seed, control).format()
-              for output in OutputType for seed in range(4) for control in Control]
+    names = [Variant(info.name, output, seed, control, loc).format()
+             for info in TASKS for output in OutputType for seed in range(4) for control in Control for loc in LOCALES]
+    names += [SeedGroup(info.name, output, loc).format() for info in TASKS for output in OutputType for loc in LOCALES]
+    names += [AllTasksGroup(output, seed, control, loc).format()
+              for output in OutputType for seed in range(4) for control in Control for loc in LOCALES]
     assert len(names) == len(set(names))
 
 
@@ -77,6 +85,12 @@ def test_no_two_variants_or_groups_of_the_catalogue_share_a_name() -> None:
     "levante_trog_seed1_mc",
     "levante_trog_mc_mc",
     "levante_trog_original",
+    "levante_trog_mc_de",  # the locale goes first
+    "levante_trog_en",  # English writes no suffix
+    "levante_trog_DE",
+    "levante_trog_es-co",
+    "levante_trog_es",  # a language is no locale
+    "levante_trog_de_de",
     "levante_trog_",
     "levante_trogg",
     "levante_vocab_extended",  # no such catalogue row: not vocab with a suffix
@@ -92,7 +106,8 @@ def test_any_other_name_is_refused_naming_it_and_what_is_accepted(name: str) -> 
             parse(name)
         message = str(caught.value)
         assert message.startswith(f"{name!r} is not a LEVANTE lmms-eval task")
-        assert "accepted: <lmms_name>[_mc][_seed<k>, k >= 1][_blank|_shuffled]" in message
+        assert ("accepted: <lmms_name>[_<locale>: de|es_co|fr_ca|nl|de_ch][_mc][_seed<k>, k >= 1][_blank|_shuffled]"
+                in message)
         assert "levante_vocab, levante_trog," in message and "\n" not in message
 
 

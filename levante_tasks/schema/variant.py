@@ -1,22 +1,21 @@
 """The lmms-eval name of a LEVANTE task variant and of its groups: one typed value, one `format`, one `parse`.
 
-A variant is (task, output type, option-order seed, image control). Its name is the task's catalogue `lmms_name`
-followed by its suffix, each part written only when it is not the default:
+A variant is (task, output type, option-order seed, image control, locale). Its name is the task's catalogue
+`lmms_name` followed by its suffix, each part written only when it is not the default:
 
-    <lmms_name>[_mc][_seed<k>][_blank|_shuffled]
+    <lmms_name>[_<locale>][_mc][_seed<k>][_blank|_shuffled]
 
+`_<locale>`: a translated locale's suffix (`schema.locales`: `_de`, `_es_co`; English, the source, writes none);
 `_mc`: multiple_choice (generate_until writes none); `_seed<k>`: option-order seed k >= 1 (seed 0 writes none);
 `_blank`/`_shuffled`: the image controls (original images write none). E.g. `levante_trog`, `levante_trog_mc_seed1`,
-`levante_vocab_blank`. Groups: `AllTasksGroup` is `levante<suffix>`, every task's variant of one suffix (`levante`,
-`levante_mc_seed1`); `SeedGroup` is `<lmms_name>[_mc]_seeds`, one task's option-order seeds of one output type.
+`levante_vocab_blank`, `levante_trog_de`, `levante_vocab_es_co_mc`. Groups: `AllTasksGroup` is `levante<suffix>`, every
+task's variant of one suffix (`levante`, `levante_mc_seed1`, `levante_de`); `SeedGroup` is
+`<lmms_name>[_<locale>][_mc]_seeds`, one task's option-order seeds of one output type and locale.
 
 `parse_name` (and `Variant.parse` for variants alone) accepts exactly the names `format` writes: the task part must
 be a whole catalogue `lmms_name` (never a prefix of the name, so a `levante_vocab_extended` row is its own task) and
 each suffix is spelled the one way `format` spells it (`_seed0`, `_seed01` and `_blank_mc` are refused); anything
 else raises VariantNameError naming the name and what is accepted.
-
-A locale axis is one more field (`locale`, default none) whose suffix `_<locale>` goes right after the lmms_name,
-before `_mc` (`levante_trog_de_mc_seed1`, group `levante_de_mc`): written in `_suffix`, matched in `_SUFFIX`.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from functools import cache
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.schema import tasks as catalogue
+from levante_tasks.schema.locales import ENGLISH, TRANSLATED, Locale
 
 ALL_TASKS = "levante"  # the stem of the all-task groups: `levante<suffix>`
 MC_SUFFIX = "_mc"
@@ -53,24 +53,29 @@ class Control(str, Enum):
 
 CONTROLS = tuple(c for c in Control if c is not Control.ORIGINAL)  # the image controls, in file order
 
-_SUFFIX = (f"(?P<mc>{MC_SUFFIX})?(?:{SEED_SUFFIX}(?P<seed>[1-9][0-9]*))?"
+_LOCALE_SUFFIX = f"(?:_(?P<locale>{'|'.join(loc.suffix for loc in TRANSLATED)}))?"
+_SUFFIX = (f"{_LOCALE_SUFFIX}(?P<mc>{MC_SUFFIX})?(?:{SEED_SUFFIX}(?P<seed>[1-9][0-9]*))?"
            f"(?:_(?P<control>{'|'.join(c.value for c in CONTROLS)}))?")
-_SUFFIX_SPELLING = f"[{MC_SUFFIX}][{SEED_SUFFIX}<k>, k >= 1][{'|'.join(f'_{c.value}' for c in CONTROLS)}]"
+_SUFFIX_SPELLING = (f"[_<locale>: {'|'.join(loc.suffix for loc in TRANSLATED)}][{MC_SUFFIX}]"
+                    f"[{SEED_SUFFIX}<k>, k >= 1][{'|'.join(f'_{c.value}' for c in CONTROLS)}]")
 
 
 class VariantNameError(LevanteError, ValueError):
     """A name that is no LEVANTE variant (or group) name; the message names it and what is accepted."""
 
 
-def _suffix(output_type: OutputType, seed: int, control: Control) -> str:
+def _suffix(output_type: OutputType, seed: int, control: Control, locale: Locale = ENGLISH) -> str:
     """The suffix of a variant or all-task group (module docstring)."""
-    return ((MC_SUFFIX if output_type is OutputType.MULTIPLE_CHOICE else "")
+    return ((f"_{locale.suffix}" if locale.suffix else "")
+            + (MC_SUFFIX if output_type is OutputType.MULTIPLE_CHOICE else "")
             + (f"{SEED_SUFFIX}{seed}" if seed else "")
             + ("" if control is Control.ORIGINAL else f"_{control.value}"))
 
 
-def _check(output_type: object, seed: object, control: object) -> None:
-    """TypeError/ValueError unless the three axes are typed values (a seed is an int >= 0)."""
+def _check(output_type: object, seed: object, control: object, locale: object = ENGLISH) -> None:
+    """TypeError/ValueError unless the axes are typed values (a seed is an int >= 0)."""
+    if not isinstance(locale, Locale):
+        raise TypeError(f"locale {locale!r} is not a Locale (schema.locales.locale(code) makes one)")
     if not isinstance(output_type, OutputType):
         raise TypeError(f"output_type {output_type!r} is not an OutputType")
     if not isinstance(control, Control):
@@ -87,21 +92,22 @@ def _lmms_name(task: str) -> str:
 @dataclass(frozen=True)
 class Variant:
     """One LEVANTE lmms-eval task: a catalogue task (internal name) in one output type, option-order seed and
-    image control; `format()` is its lmms-eval name, `Variant.parse` reads one back."""
+    image control and locale; `format()` is its lmms-eval name, `Variant.parse` reads one back."""
 
     task: str
     output_type: OutputType = OutputType.GENERATE_UNTIL
     seed: int = 0
     control: Control = Control.ORIGINAL
+    locale: Locale = ENGLISH
 
     def __post_init__(self) -> None:
-        _check(self.output_type, self.seed, self.control)
+        _check(self.output_type, self.seed, self.control, self.locale)
         _lmms_name(self.task)
 
     @property
     def suffix(self) -> str:
-        """What follows the task's lmms_name: `_mc`, `_seed<k>`, the control (module docstring)."""
-        return _suffix(self.output_type, self.seed, self.control)
+        """What follows the task's lmms_name: the locale, `_mc`, `_seed<k>`, the control (module docstring)."""
+        return _suffix(self.output_type, self.seed, self.control, self.locale)
 
     def format(self) -> str:
         """The lmms-eval task name, e.g. `levante_trog_mc_seed1`."""
@@ -117,22 +123,24 @@ class Variant:
 
 @dataclass(frozen=True)
 class AllTasksGroup:
-    """The lmms-eval group `levante<suffix>`: every catalogue task's variant of one output type, seed and control."""
+    """The lmms-eval group `levante<suffix>`: every catalogue task's variant of one output type, seed, control and
+    locale."""
 
     output_type: OutputType = OutputType.GENERATE_UNTIL
     seed: int = 0
     control: Control = Control.ORIGINAL
+    locale: Locale = ENGLISH
 
     def __post_init__(self) -> None:
-        _check(self.output_type, self.seed, self.control)
+        _check(self.output_type, self.seed, self.control, self.locale)
 
     def format(self) -> str:
-        """The group's name, e.g. `levante`, `levante_mc_seed1`."""
-        return ALL_TASKS + _suffix(self.output_type, self.seed, self.control)
+        """The group's name, e.g. `levante`, `levante_mc_seed1`, `levante_de`."""
+        return ALL_TASKS + _suffix(self.output_type, self.seed, self.control, self.locale)
 
     def member(self, task: str) -> Variant:
         """The variant of `task` (internal name) in this group."""
-        return Variant(task, self.output_type, self.seed, self.control)
+        return Variant(task, self.output_type, self.seed, self.control, self.locale)
 
     def members(self) -> list[Variant]:
         """Its variants, in catalogue order."""
@@ -141,29 +149,31 @@ class AllTasksGroup:
 
 @dataclass(frozen=True)
 class SeedGroup:
-    """The lmms-eval group `<lmms_name>[_mc]_seeds`: one task's option-order seeds of one output type."""
+    """The lmms-eval group `<lmms_name>[_<locale>][_mc]_seeds`: one task's option-order seeds of one output type and
+    locale."""
 
     task: str
     output_type: OutputType = OutputType.GENERATE_UNTIL
+    locale: Locale = ENGLISH
 
     def __post_init__(self) -> None:
-        _check(self.output_type, 0, Control.ORIGINAL)
+        _check(self.output_type, 0, Control.ORIGINAL, self.locale)
         _lmms_name(self.task)
 
     def format(self) -> str:
-        """The group's name, e.g. `levante_trog_mc_seeds`."""
-        return Variant(self.task, self.output_type).format() + SEEDS_GROUP_SUFFIX
+        """The group's name, e.g. `levante_trog_mc_seeds`, `levante_trog_de_seeds`."""
+        return Variant(self.task, self.output_type, locale=self.locale).format() + SEEDS_GROUP_SUFFIX
 
     def members(self, seeds: Iterable[int]) -> list[Variant]:
-        """Its variants: the task in this output type with original images, one per option-order seed."""
-        return [Variant(self.task, self.output_type, seed) for seed in seeds]
+        """Its variants: the task in this output type and locale with original images, one per option-order seed."""
+        return [Variant(self.task, self.output_type, seed, locale=self.locale) for seed in seeds]
 
 
 @cache
 def _patterns(lmms_names: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(variant, seed group, all-task group) patterns over these catalogue names, each matched whole."""
     task = f"(?P<task>{'|'.join(map(re.escape, lmms_names))})"
-    return (re.compile(task + _SUFFIX), re.compile(f"{task}(?P<mc>{MC_SUFFIX})?{SEEDS_GROUP_SUFFIX}"),
+    return (re.compile(task + _SUFFIX), re.compile(f"{task}{_LOCALE_SUFFIX}(?P<mc>{MC_SUFFIX})?{SEEDS_GROUP_SUFFIX}"),
             re.compile(ALL_TASKS + _SUFFIX))
 
 
@@ -172,7 +182,7 @@ def _accepted(groups: bool = True) -> str:
     names = ", ".join(info.lmms_name for info in catalogue.TASKS)
     text = f"<lmms_name>{_SUFFIX_SPELLING} with <lmms_name> one of {names}"
     if groups:
-        text += f"; groups {ALL_TASKS}{_SUFFIX_SPELLING} and <lmms_name>[{MC_SUFFIX}]{SEEDS_GROUP_SUFFIX}"
+        text += f"; groups {ALL_TASKS}{_SUFFIX_SPELLING} and <lmms_name>[_<locale>][{MC_SUFFIX}]{SEEDS_GROUP_SUFFIX}"
     return text
 
 
@@ -182,11 +192,12 @@ def parse_name(name: str, groups: bool = True) -> Variant | SeedGroup | AllTasks
     by_lmms_name = {info.lmms_name: info.name for info in catalogue.TASKS}
     leaf, seeds, everything = _patterns(tuple(by_lmms_name))
     if (match := leaf.fullmatch(name)) is not None:
-        return Variant(by_lmms_name[match["task"]], _output_type(match), int(match["seed"] or 0), _control(match))
+        return Variant(by_lmms_name[match["task"]], _output_type(match), int(match["seed"] or 0), _control(match),
+                       _locale(match))
     if groups and (match := seeds.fullmatch(name)) is not None:
-        return SeedGroup(by_lmms_name[match["task"]], _output_type(match))
+        return SeedGroup(by_lmms_name[match["task"]], _output_type(match), _locale(match))
     if groups and (match := everything.fullmatch(name)) is not None:
-        return AllTasksGroup(_output_type(match), int(match["seed"] or 0), _control(match))
+        return AllTasksGroup(_output_type(match), int(match["seed"] or 0), _control(match), _locale(match))
     what = "task or group" if groups else "task variant"
     raise VariantNameError(f"{name!r} is not a LEVANTE lmms-eval {what} name; accepted: {_accepted(groups)}")
 
@@ -197,3 +208,7 @@ def _output_type(match: re.Match[str]) -> OutputType:
 
 def _control(match: re.Match[str]) -> Control:
     return Control(match["control"]) if match["control"] else Control.ORIGINAL
+
+
+def _locale(match: re.Match[str]) -> Locale:
+    return next(loc for loc in TRANSLATED if loc.suffix == match["locale"]) if match["locale"] else ENGLISH
