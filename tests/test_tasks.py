@@ -16,6 +16,7 @@ from levante_tasks.core.prompts import letters_phrase
 from levante_tasks.lmms import generate as generator
 from levante_tasks.lmms import task as lmms_task
 from levante_tasks.schema import layout
+from levante_tasks.schema.locales import TRANSLATED
 from levante_tasks.schema.tasks import TASKS, task_info
 from levante_tasks.schema.variant import Variant
 from levante_tasks.testing.fixture_data import MATH_TYPES, SPECS, decode_colour, write_fixture
@@ -86,7 +87,7 @@ def test_yaml_tree_is_thin() -> None:
     The bounds are computed from the catalogue (files and lines per task x tasks), so a new row is no failure here.
     """
     files = generator.generated_files()
-    n_variants = len(generator.all_task_groups())
+    n_variants = len(generator.all_task_groups()) + len(generator.locale_groups())
     per_task = n_variants + 2 + 1  # variant leaves, two seed groups, README.md
     own_templates = {generator.task_template_file(info, kind) for info in TASKS if info.subtypes
                      for kind in generator.TEMPLATES}
@@ -102,13 +103,16 @@ def test_yaml_tree_is_thin() -> None:
     leaves = {rel: yaml.load((TASKS_DIR / rel).read_text(), Loader=_HookLoader) for rel in files
               if rel.endswith(".yaml")}
     tasks = {rel: leaf for rel, leaf in leaves.items() if "task" in leaf and "group" not in leaf}
-    assert len(tasks) == 10 * len(TASKS)
+    assert len(tasks) == (10 + 2 * len(TRANSLATED)) * len(TASKS)
     for rel, leaf in tasks.items():
         assert len((TASKS_DIR / rel).read_text().splitlines()) <= LEAF_LINES, rel
         info = task_info(leaf["metadata"]["levante"]["task"])
         assert set(leaf) == {"task", "include", "metadata"}, leaf
-        assert set(leaf["metadata"]["levante"]) == {"task", "seed", "variant"}, leaf
-        kind = generator.KINDS[Variant.parse(leaf["task"]).output_type]
+        variant = Variant.parse(leaf["task"])
+        locale = {} if variant.locale.is_source else {"locale": variant.locale.code}
+        assert leaf["metadata"]["levante"] == {"task": info.name, "seed": variant.seed,
+                                               "variant": variant.control.value, **locale}, leaf
+        kind = generator.KINDS[variant.output_type]
         template = ((TASKS_DIR / rel).parent / leaf["include"]).resolve()
         assert template == (TASKS_DIR / generator.task_template_file(info, kind)).resolve(), rel
     for info in TASKS:  # only a task with sub-types carries their metrics, each aggregated over every doc
@@ -137,8 +141,8 @@ def test_each_yaml_carries_its_catalogue_task_version_as_lmms_evals_metadata_ver
         info = next(i for i in TASKS if rel.startswith(f"{i.folder}/"))
         assert doc["metadata"]["version"] == info.version and isinstance(doc["metadata"]["version"], int), rel
         seen.add(name)
-    assert len(seen) == 12 * len(TASKS)  # 10 variants and 2 seed groups per task
-    bumped = generator.leaf("levante_trog", "gen", replace(task_info("trog"), version=7), 0, "original")
+    assert len(seen) == (12 + 2 * len(TRANSLATED)) * len(TASKS)  # 10 variants, 2 seed groups, 2 per locale
+    bumped = generator.leaf(Variant("trog"), replace(task_info("trog"), version=7))
     assert yaml.load(bumped, Loader=_HookLoader)["metadata"]["version"] == 7
 
 

@@ -161,7 +161,8 @@ def test_every_generated_name_parses_to_what_its_yaml_says() -> None:
             continue
         spec = doc["metadata"]["levante"]
         assert Variant.parse(doc["task"]) == Variant(spec["task"], _output_type(rel, doc, tree), spec["seed"],
-                                                     Control(spec["variant"])), rel
+                                                     Control(spec["variant"]), locale(spec.get("locale"))), rel
         assert rel.endswith(f"/{doc['task']}.yaml")
         leaves += 1
-    assert leaves == 10 * len(TASKS) and groups == 10 + 2 * len(TASKS)
+    n_locales = len(LOCALES) - 1  # each translated locale: a gen and an mc leaf per task, and two levante groups
+    assert leaves == (10 + 2 * n_locales) * len(TASKS) and groups == 10 + 2 * n_locales + 2 * len(TASKS)

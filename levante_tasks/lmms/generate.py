@@ -8,9 +8,11 @@ Two templates hold every setting and hook (`_levante_generate_until_template_yam
 per output kind in its folder (`_<folder>_<output type>_template_yaml`, including the shared one, as lmms-eval's
 `mmstar/_default_template_yaml`), whose `metric_list` adds one `levante_acc_<sub-type>` per sub-type (only that task
 carries them; each metric has a value for every doc, so lmms-eval's group weights are item counts). Variants: `_mc`
-= multiple_choice, `_seed1`/`_seed2` (seed 0 has no suffix), `_blank`/`_shuffled` images. Groups: `levante<suffix>`
-(all tasks) and `<task>_seeds`/`<task>_mc_seeds` (mean over seeds); `levante_tasks.schema.variant` writes every
-name. Each leaf and each `<task>_seeds` group carries
+= multiple_choice, `_seed1`/`_seed2` (seed 0 has no suffix), `_blank`/`_shuffled` images; each translated locale
+(`schema.locales`) has `<task>_<locale>` and `<task>_<locale>_mc` (default option order, original images: the seeds
+and image controls probe what no translation changes, so they stay English). Groups: `levante<suffix>` (all tasks,
+`levante_de` and `levante_de_mc` per locale) and `<task>_seeds`/`<task>_mc_seeds` (mean over seeds);
+`levante_tasks.schema.variant` writes every name. Each leaf and each `<task>_seeds` group carries
 the task's catalogue version (`TaskInfo.version`) as lmms-eval's own `metadata.version`, so lmms-eval's results
 `versions` and its printed table's Version column show it; the all-task `levante*` groups carry ALL_TASKS_VERSION.
 Run `python -m levante_tasks.lmms.generate` after changing this file or a catalogue version; a test fails when
@@ -37,6 +39,7 @@ from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.data.items import ITEM_RULES, count_manifest_items
 from levante_tasks.errors import LevanteError
 from levante_tasks.markdown_table import markdown_table
+from levante_tasks.schema.locales import TRANSLATED
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS, TaskInfo, task_info
 from levante_tasks.schema.variant import CONTROLS, AllTasksGroup, Control, OutputType, SeedGroup, Variant
@@ -64,9 +67,14 @@ def all_task_groups() -> list[AllTasksGroup]:
     return [AllTasksGroup(output, seed, control) for output in OutputType for seed, control in axes]
 
 
+def locale_groups() -> list[AllTasksGroup]:
+    """One `levante_<locale>[_mc]` group per translated locale and output type (default order, original images)."""
+    return [AllTasksGroup(output, locale=loc) for loc in TRANSLATED for output in OutputType]
+
+
 def variants(task: str) -> list[Variant]:
-    """Every variant of a task (internal name), in file order: its member of each all-task group."""
-    return [everything.member(task) for everything in all_task_groups()]
+    """Every variant of a task (internal name), in file order: its member of each all-task group, English first."""
+    return [everything.member(task) for everything in all_task_groups() + locale_groups()]
 
 
 def _metric(name: str, aggregation: str = "mean") -> str:
@@ -125,10 +133,14 @@ def task_template(info: TaskInfo, kind: str) -> str:
             f"and one accuracy per sub-type.\ninclude: ../{TEMPLATES[kind]}\n" + metric_list(info, kind))
 
 
-def leaf(name: str, kind: str, info: TaskInfo, seed: int, variant: str) -> str:
-    """One task variant: its name, its template (the task's own when it has sub-types), what to evaluate."""
+def leaf(variant: Variant, info: TaskInfo | None = None) -> str:
+    """One task variant: its name, its template (the task's own when it has sub-types), what to evaluate (a
+    translated locale adds `locale: <code>` to `metadata.levante`); `info` stands in for the task's catalogue row."""
+    info, kind = info or task_info(variant.task), KINDS[variant.output_type]
+    name = variant.format()
     include = Path(task_template_file(info, kind)).name if info.subtypes else f"../{TEMPLATES[kind]}"
-    levante = f"{{task: {info.name}, seed: {seed}, variant: {variant}}}"
+    locale = "" if variant.locale.is_source else f", locale: {variant.locale.code}"
+    levante = f"{{task: {info.name}, seed: {variant.seed}, variant: {variant.control.value}{locale}}}"
     return f"task: {name}\ninclude: {include}\nmetadata: {{version: {info.version}, levante: {levante}}}\n"
 
 
@@ -165,12 +177,14 @@ def readme(info: TaskInfo, counts: dict[str, Any] | None) -> str:
              f"(docs/tasks.md, Task versions); options are {options}."
              + (f" {notes}" if notes else ""), "",
              "## Variants (lmms-eval task names)\n", markdown_table(
-                 ["task", "output type", "option-order seed", "images"],
+                 ["task", "output type", "option-order seed", "images", "locale"],
                  [[f"`{variant.format()}`", variant.output_type.value, variant.seed,
-                   VARIANT_WORDS[variant.control.value]] for variant in variants(info.name)])]
+                   VARIANT_WORDS[variant.control.value], variant.locale.name] for variant in variants(info.name)])]
     seed_groups = [SeedGroup(info.name, output).format() for output in OutputType]
     lines += ["", f"Groups: `{seed_groups[0]}` and `{seed_groups[1]}` (mean over the seeds); every "
-              "variant is also a member of the `levante<suffix>` group of its suffix (docs/tasks.md).", ""]
+              "variant is also a member of the `levante<suffix>` group of its suffix (docs/tasks.md). A locale variant "
+              "runs on the items whose text LEVANTE's translation table translates (`prepare --translations`, "
+              "docs/prepare.md).", ""]
     lines.append("## Sub-types\n")
     if info.subtypes:
         lines += ["Each reports its own accuracy, `levante_acc_<sub-type>`.\n", markdown_table(
@@ -208,9 +222,7 @@ def task_files(info: TaskInfo, counts: dict[str, dict[str, Any]]) -> dict[str, s
     if info.subtypes:
         files.update({task_template_file(info, kind): task_template(info, kind) for kind in TEMPLATES})
     for variant in variants(info.name):
-        name = variant.format()
-        files[f"{info.folder}/{name}.yaml"] = leaf(name, KINDS[variant.output_type], info, variant.seed,
-                                                   variant.control.value)
+        files[f"{info.folder}/{variant.format()}.yaml"] = leaf(variant)
     for output in OutputType:
         seeds_group = SeedGroup(info.name, output)
         name = seeds_group.format()
@@ -226,7 +238,7 @@ def render_tree(counts: dict[str, dict[str, Any]] | None = None) -> dict[str, st
     files = {TEMPLATES[kind]: template(kind) for kind in TEMPLATES}
     for info in TASKS:
         files.update(task_files(info, counts))
-    for everything in all_task_groups():
+    for everything in all_task_groups() + locale_groups():
         name = everything.format()
         files[f"_groups/{name}.yaml"] = group(name, [variant.format() for variant in everything.members()],
                                               ALL_TASKS_VERSION)
