@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from levante_tasks.compare.alignment import read_items
 from levante_tasks.core.locale_text import text
 from levante_tasks.data.prepare import prepare
 from levante_tasks.data.standins import write_standin_release
@@ -122,3 +123,11 @@ def test_real_texts_per_kind_of_cell(data):
     # the table's es-CO "no" equals the English: kept, since it is also our own es-CO word for no (core.locale_text)
     assert list(tom_es.loc["tom_moral_reasoning_false_belief_1", "options"]) == ["no", text(es, "yes").lower()]
     assert sum("no" in list(options) for options in tom_es["options"]) == 5
+
+
+def test_compare_reads_the_english_options_of_a_datasets_folder_holding_locales(data):
+    options, counts = read_items(data / VERSION / layout.DATASETS_DIR)
+    assert counts["items_with_conflicting_options"] == 0  # the translated theory-of-mind options are not read
+    assert options["tom_reality_known_false_belief"] == ["chair", "rug"]
+    german, _ = read_items(data / VERSION / layout.DATASETS_DIR / layout.LOCALES_DIR / "de")
+    assert german["tom_reality_known_false_belief"] == ["Hinter dem Stuhl", "Unter dem Teppich"]
