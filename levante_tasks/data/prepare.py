@@ -84,19 +84,19 @@ def build_key(files: dict[str, dict[str, Any]], strict: bool, allow_empty_tasks:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def requested_locales(codes: Sequence[str] | None) -> tuple[Locale, ...] | None:
-    """The translated locales named by `--locales` (None: not restricted); one line for an unknown code or English."""
+def _requested_locales(codes: Sequence[str] | None) -> tuple[Locale, ...] | None:
+    """The translated locales named by `--locales`, in registry order (None: not restricted); one line for an
+    unknown code or English."""
     if not codes:
         return None
     try:
-        chosen = tuple(dict.fromkeys(locale(code) for code in codes))
+        named = {locale(code) for code in codes}
     except LocaleError as exc:
         raise LevanteError(f"--locales: {exc}") from None
-    source = [loc.code for loc in chosen if loc not in TRANSLATED]
-    if source:
-        raise LevanteError(f"--locales: {source[0]} is the manifest's own language (translated locales: "
+    if ENGLISH in named:
+        raise LevanteError(f"--locales: {ENGLISH.code} is the manifest's own language (translated locales: "
                            f"{', '.join(loc.code for loc in TRANSLATED)})")
-    return chosen
+    return tuple(loc for loc in TRANSLATED if loc in named)
 
 
 def _locale_request(translations: str | None, chosen: tuple[Locale, ...] | None, release: Path,
@@ -266,7 +266,7 @@ def prepare(release: str, version: str | None, data_dir: str | None, strict: boo
     `translations`: a translation table file (default: the release's own, if it has one); `locales`: the
     translated locales to build (default: every one the table translates at least one item into).
     """
-    chosen = requested_locales(locales)
+    chosen = _requested_locales(locales)
     source, resolved = _open(release, version, data_dir)
     data_root = layout.data_dir(data_dir)
     version_root = layout.version_dir(resolved, data_dir)
