@@ -54,6 +54,30 @@ def write_release(base: Path, version: str = "2026-01-01", rows: list[dict[str, 
     return root
 
 
+TABLE_HEADER = ("item_id", "labels", "en", "es-CO", "de", "fr-CA")
+ADD_PROMPT = "Add the numbers and choose the correct answer."
+
+
+def table_rows() -> list[list[str]]:
+    """A small translation table in LEVANTE's layout for `default_rows()`: de lacks an approved "the dog", fr-CA
+    is all empty."""
+    return [["vocab-item-001", "vocab, Vocabulary", "the cat", "el gato", "die Katze", ""],
+            ["vocab-item-002", "vocab, Vocabulary", "the dog", "el perro", "NO APPROVED TRANSLATION", ""],
+            ["addition-prompt1", "math", ADD_PROMPT, "Suma los números y escoge la respuesta correcta.",
+             "Addiere die Zahlen und wähle die richtige Antwort.", ""]]
+
+
+def write_translations(path: Path, rows: list[list[str]] | None = None,
+                       header: tuple[str, ...] = TABLE_HEADER) -> Path:
+    """Write a translation table CSV (LEVANTE's layout: RFC-4180, UTF-8) at `path`; returns it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(table_rows() if rows is None else rows)
+    return path
+
+
 def prepared_synthetic(root: Path) -> None:
     """The synthetic release (seed 0, version `synthetic`) written to `<root>/release`, prepared into `<root>/data`."""
     write_synthetic_release(root / "release", seed=0, version="synthetic")

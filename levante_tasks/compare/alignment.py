@@ -112,12 +112,14 @@ def _read_parquet(paths: list[Path], root: Path) -> pd.DataFrame:
 def read_items(path: Path) -> tuple[dict[str, list[str]], Counter]:
     """Canonical options per item uid from `--items`; conflicting duplicates and non-choice items are counted.
 
-    Accepts a prepared dataset (a `datasets/` folder, one task folder or a test.parquet file), a manifest.csv
-    (`answer` + `response_alternatives`, comma list) or a CSV with `item_uid` and `options` (JSON list).
+    Accepts a prepared dataset (a `datasets/` folder: its English datasets; one task folder or a test.parquet
+    file), a manifest.csv (`answer` + `response_alternatives`, comma list) or a CSV with `item_uid` and `options`
+    (JSON list).
     """
     counts: Counter = Counter()
-    if path.is_dir():
-        files = sorted(path.rglob(layout.DATASET_FILE))
+    if path.is_dir():  # a translated locale's copies (datasets/locales/) share uids but not option texts: skipped
+        files = sorted(f for f in path.rglob(layout.DATASET_FILE)
+                       if layout.LOCALES_DIR not in f.relative_to(path).parts[:-1])
         if not files:
             raise LevanteError(f"{path.name}: no test.parquet below it (expected a prepared datasets folder)")
         table = _read_parquet(files, path)

@@ -1,9 +1,11 @@
 """Turn the prepared item rows of a task into lmms-eval docs (docs/design.md §3b).
 
 Rows come from `<data_dir>/<version>/datasets/<internal_name>/test.parquet` (written by `levante-tasks
-prepare`); the version is $LEVANTE_DATA_VERSION, else the one named in `<data_dir>/default_version`.
+prepare`; a translated locale's from `datasets/locales/<code>/<internal_name>/`); the version is
+$LEVANTE_DATA_VERSION, else the one named in `<data_dir>/default_version`.
 Each doc adds the option-order seed, the presented order, the letters, the target letter, the control
-variant and the image paths to show, in the order the model receives them.
+variant and the image paths to show, in the order the model receives them; a translated locale's docs also carry
+`locale` (its code).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import SCHEMA_VERSION, DatasetInfo, read_build_tasks, read_dataset_info
 from levante_tasks.schema.items import ITEM_SCHEMA, letters_for
+from levante_tasks.schema.locales import ENGLISH, Locale
 from levante_tasks.schema.records import VARIANTS
 from levante_tasks.schema.tasks import task_info
 
@@ -35,40 +38,52 @@ class TaskNotHeld(LevanteError):
     """The prepared version holds no items of a task: its release lacks the task (or every row was left out)."""
 
 
-def held_tasks(version: str) -> dict[str, int] | None:
-    """The tasks a prepared version holds, {internal name: items}, read from its `datasets/build.json` (written by
-    `prepare` for every task the release has); None for a version without one (data not made by `prepare`)."""
+def held_tasks(version: str, locale: Locale = ENGLISH) -> dict[str, int] | None:
+    """The tasks a prepared version holds (in a translated `locale`), {internal name: items}, read from its
+    `datasets/build.json` (written by `prepare` for every task the release has, and per locale it built; {} for a
+    locale it did not build); None for a version without one (data not made by `prepare`)."""
     path = layout.version_dir(version) / layout.DATASETS_DIR / layout.BUILD_FILE
     if not path.is_file():
         return None
     shown = f"{version}/{layout.DATASETS_DIR}/{layout.BUILD_FILE}"
     try:
-        return {task: entry["n_items"] for task, entry in read_build_tasks(path, shown).items()}
+        return {task: entry["n_items"] for task, entry in read_build_tasks(path, shown, locale).items()}
     except LevanteError as exc:
         raise LevanteError(f"{exc}: {repair_hint(version)}") from None
 
 
-def check_held(task: str, version: str) -> None:
-    """TaskNotHeld (one line naming the version and the tasks it does hold) when `version` has no items of `task`."""
-    held = held_tasks(version)
+def check_held(task: str, version: str, locale: Locale = ENGLISH) -> None:
+    """TaskNotHeld (one line naming the version and the tasks it does hold) when `version` has no items of `task`
+    (in `locale`)."""
+    held = held_tasks(version, locale)
     if held is None or held.get(task, 0) > 0:
         return
     having = ", ".join(name for name, n in held.items() if n > 0) or "none"
-    why = "every row was left out (see its build.json)" if task in held else "its release has no such task"
-    raise TaskNotHeld(f"{task}: data version {version} holds no {task} items ({why}; tasks it holds: {having})")
+    if task in held:
+        why = "every row was left out (see its build.json)"
+    elif held or locale.is_source:
+        why = "its release has no such task"
+    else:
+        why = "it was prepared without a translation table that translates this locale"
+    where = "" if locale.is_source else f" in {locale.code}"
+    raise TaskNotHeld(f"{task}: data version {version} holds no {task} items{where} ({why}; tasks it holds{where}: "
+                      f"{having})")
 
 
-def load_rows(task: str, version: str) -> list[dict[str, Any]]:
-    """The item rows of one task, as plain Python values; a missing or damaged dataset, or one of another dataset
-    schema (schema.dataset.SCHEMA_VERSION: older data is not read in its old form), is one line naming it."""
-    parquet = layout.dataset_dir(version, task) / layout.DATASET_FILE
-    where = f"{version}/{layout.DATASETS_DIR}/{task}/{layout.DATASET_FILE}"
+def load_rows(task: str, version: str, locale: Locale = ENGLISH) -> list[dict[str, Any]]:
+    """The item rows of one task (in `locale`), as plain Python values; a missing or damaged dataset, or one of
+    another dataset schema (schema.dataset.SCHEMA_VERSION: older data is not read in its old form), is one line
+    naming it."""
+    folder = f"{version}/{layout.dataset_relpath(task, locale)}"
+    parquet = layout.dataset_dir(version, task, locale=locale) / layout.DATASET_FILE
+    where = f"{folder}/{layout.DATASET_FILE}"
     if not parquet.is_file():
         hint = layout.PREPARE_HINT.replace("VERSION", version)
-        raise LevanteError(f"{task}: no prepared dataset for version {version}: {hint}")
-    schema = dataset_info(task, version).raw["schema_version"]
+        raise LevanteError(f"{task}: no prepared dataset for version {version}"
+                           f"{'' if locale.is_source else ' in ' + locale.code}: {hint}")
+    schema = dataset_info(task, version, locale).raw["schema_version"]
     if schema != SCHEMA_VERSION:
-        raise LevanteError(f"{task}: {version}/{layout.DATASETS_DIR}/{task} was prepared by another levante-tasks "
+        raise LevanteError(f"{task}: {folder} was prepared by another levante-tasks "
                            f"version (dataset schema {schema}, this one reads {SCHEMA_VERSION}): re-run "
                            f"`levante-tasks prepare --release BASE --version {version}`")
     try:
@@ -151,35 +166,42 @@ def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, ve
     return [by_uid[row["item_uid"]] for row in rows]
 
 
-def task_docs(task: str, *, seed: int, variant: str, choice_only: bool) -> list[dict[str, Any]]:
-    """The docs of one task variant from the prepared data lmms-eval runs on; `choice_only` drops slider items
-    (multiple_choice has no slider form). Missing data is a LevanteError naming the file and the fix; a task the
-    version does not hold at all is TaskNotHeld (lmms-eval groups leave such a task out)."""
+def task_docs(task: str, *, seed: int, variant: str, choice_only: bool, locale: Locale = ENGLISH
+              ) -> list[dict[str, Any]]:
+    """The docs of one task variant (in `locale`) from the prepared data lmms-eval runs on; `choice_only` drops
+    slider items (multiple_choice has no slider form). Missing data is a LevanteError naming the file and the fix;
+    a task the version does not hold at all (in that locale) is TaskNotHeld (lmms-eval groups leave such a task
+    out). A translated locale's docs carry `locale`: its code."""
     version = layout.data_version()
-    check_held(task, version)
-    rows = load_rows(task, version)
+    check_held(task, version, locale)
+    rows = load_rows(task, version, locale)
     if choice_only:
         rows = [r for r in rows if r["response_format"] == "choice"]
     if not rows:
         raise LevanteError(f"{task}: version {version} has no prepared items (see its dataset.json)")
-    return build_docs(rows, seed=seed, variant=variant, version=version)
+    docs = build_docs(rows, seed=seed, variant=variant, version=version)
+    if not locale.is_source:
+        for doc in docs:
+            doc["locale"] = locale.code
+    return docs
 
 
-def dataset_fingerprint(task: str, version: str) -> str | None:
+def dataset_fingerprint(task: str, version: str, locale: Locale = ENGLISH) -> str | None:
     """The fingerprint `prepare` recorded for a task's dataset (`dataset.json`), None when it has none."""
-    return dataset_info(task, version).fingerprint
+    return dataset_info(task, version, locale).fingerprint
 
 
-def dataset_synthetic(task: str, version: str) -> bool | None:
+def dataset_synthetic(task: str, version: str, locale: Locale = ENGLISH) -> bool | None:
     """Whether `prepare` built the task's dataset from a synthetic release (`dataset.json`); None: not recorded."""
-    return dataset_info(task, version).synthetic
+    return dataset_info(task, version, locale).synthetic
 
 
-def dataset_info(task: str, version: str) -> DatasetInfo:
-    """A task's `dataset.json` as written by `prepare` (schema.dataset); unreadable or damaged: LevanteError."""
-    shown = f"{version}/{layout.DATASETS_DIR}/{task}/{layout.DATASET_INFO_FILE}"
+def dataset_info(task: str, version: str, locale: Locale = ENGLISH) -> DatasetInfo:
+    """A task's `dataset.json` (in `locale`) as written by `prepare` (schema.dataset); unreadable or damaged:
+    LevanteError."""
+    shown = f"{version}/{layout.dataset_relpath(task, locale)}/{layout.DATASET_INFO_FILE}"
     try:
-        return read_dataset_info(layout.dataset_dir(version, task) / layout.DATASET_INFO_FILE, shown)
+        return read_dataset_info(layout.dataset_dir(version, task, locale=locale) / layout.DATASET_INFO_FILE, shown)
     except LevanteError as exc:
         raise LevanteError(f"{task}: {exc}: {repair_hint(version)}") from exc
 

@@ -1,4 +1,5 @@
-"""Build one evaluation dataset per task (parquet + dataset.json) from a mirrored release, all or nothing."""
+"""Build one evaluation dataset per task (parquet + dataset.json) from a mirrored release, all or nothing; with a
+translation table, also one per task of each translated locale (data.localize)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ import pyarrow.parquet as pq
 from levante_tasks.atomic import write_json
 from levante_tasks.data import numberline
 from levante_tasks.data.items import ReleaseItems, read_release_items
+from levante_tasks.data.localize import localize
 from levante_tasks.data.mirror import sha256_file
 from levante_tasks.data.problems import Problem, ProblemLog
+from levante_tasks.data.translations import TranslationTable
 from levante_tasks.errors import LevanteError
 from levante_tasks.schema import layout
-from levante_tasks.schema.dataset import FINGERPRINT_COVERS, IMAGE_ROOT, dataset_info_document
+from levante_tasks.schema.dataset import FINGERPRINT_COVERS, dataset_info_document, image_root
 from levante_tasks.schema.items import ITEM_SCHEMA, SLIDER_TOLERANCE
+from levante_tasks.schema.locales import ENGLISH, Locale
 from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
 from levante_tasks.schema.tasks import BY_NAME
 
@@ -51,6 +55,19 @@ class TaskSummary:
     fingerprint: str
     excluded: dict[str, int] = field(default_factory=dict)
 
+    def entry(self) -> dict[str, Any]:
+        """The task's entry in build.json."""
+        return {"n_items": self.n_items, "fingerprint": self.fingerprint, "excluded": self.excluded}
+
+
+@dataclass(frozen=True)
+class LocaleRequest:
+    """The translation table a build localises with, and the locales asked for (None: every translated locale the
+    table has a column for and translates at least one item into)."""
+
+    table: TranslationTable
+    locales: tuple[Locale, ...] | None = None
+
 
 def _json_safe(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
@@ -58,10 +75,12 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def dataset_fingerprint(items: list[dict[str, Any]], resolve: Callable[[str], Path]) -> str:
-    """sha256 over each item row (key-sorted JSON, in order) and the bytes of every image it references."""
+def dataset_fingerprint(items: list[dict[str, Any]], resolve: Callable[[str], Path],
+                        cache: dict[str, str] | None = None) -> str:
+    """sha256 over each item row (key-sorted JSON, in order) and the bytes of every image it references (`cache`:
+    image hashes already taken, shared by the datasets of one build)."""
     digest = hashlib.sha256()
-    cache: dict[str, str] = {}
+    cache = {} if cache is None else cache
     for item in items:
         row = {k: _json_safe(v) for k, v in item.items()}
         digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8"))
@@ -78,8 +97,10 @@ def _draw_generated(result: ReleaseItems, staging_root: Path) -> None:
         numberline.save_number_line(staging_root / rel, low, high, marked)
 
 
-def _write_task(items: list[dict[str, Any]], task: str, version: str, out_dir: Path, fingerprint: str,
-                excluded: dict[str, int], synthetic: bool) -> None:
+def _write_task(items: list[dict[str, Any]], task: str, version: str, staging: Path, fingerprint: str,
+                excluded: dict[str, int], synthetic: bool, locale: Locale = ENGLISH) -> None:
+    relpath = layout.dataset_relpath(task, locale)
+    out_dir = staging / relpath
     out_dir.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(items, schema=ITEM_SCHEMA)
     pq.write_table(table, out_dir / layout.DATASET_FILE)
@@ -92,8 +113,9 @@ def _write_task(items: list[dict[str, Any]], task: str, version: str, out_dir: P
         chance_levels=chance,
         trial_types=sorted({i["trial_type"] for i in items}),
         slider_tolerance=SLIDER_TOLERANCE,
-        image_root=IMAGE_ROOT,
+        image_root=image_root(relpath),
         synthetic=synthetic,  # the release holds levante-tasks synth's marker (schema.markers): made-up items
+        **({} if locale.is_source else {"locale": locale.code}),
     ))
 
 
@@ -119,9 +141,35 @@ def _check_nothing_emptied(result: ReleaseItems, accounts: dict[str, dict[str, i
             for task in emptied))
 
 
+def _stage_locales(result: ReleaseItems, accounts: dict[str, dict[str, int]], request: LocaleRequest,
+                   version: str, staging: Path, synthetic: bool, fingerprint: Callable[[list[dict[str, Any]]], str]
+                   ) -> dict[str, dict[str, dict[str, Any]]]:
+    """Write each requested locale's datasets under `staging` (a task with no translated item gets none); returns
+    build.json's `locales`. A locale asked for by name that gets no item at all is an error; one not asked for is
+    left out."""
+    built: dict[str, dict[str, dict[str, Any]]] = {}
+    for locale in request.locales or request.table.locales:
+        localized = localize(result, request.table, locale)
+        if not any(localized.items.values()):
+            if request.locales:
+                raise LevanteError(f"{request.table.name}: translates no item into {locale.code} (asked for with "
+                                   "--locales)")
+            continue
+        built[locale.code] = {}
+        for task in sorted(accounts):
+            items = localized.items.get(task, [])
+            excluded = dict(sorted({**accounts[task], **localized.left_out.get(task, {})}.items()))
+            summary = TaskSummary(task, len(items), fingerprint(items), excluded)
+            if items:
+                _write_task(items, task, version, staging, summary.fingerprint, excluded, synthetic, locale)
+            built[locale.code][task] = summary.entry()
+    return built
+
+
 def stage_datasets(release_root: Path, version: str, strict: bool, build_key: str, staging: Path,
-                   allow_empty_tasks: bool = False) -> list[TaskSummary]:
-    """Validate the release at `release_root` and write `datasets/` and `generated/` under `staging` only.
+                   allow_empty_tasks: bool = False, locales: LocaleRequest | None = None) -> list[TaskSummary]:
+    """Validate the release at `release_root` and write `datasets/` and `generated/` under `staging` only (with
+    `locales`, also `datasets/locales/<code>/` and build.json's `locales`).
 
     Image references stay `release/...` (relative to the version dir). Raises ValidationError/LevanteError
     before anything is written when the release is not usable.
@@ -144,18 +192,19 @@ def stage_datasets(release_root: Path, version: str, strict: bool, build_key: st
     _check_nothing_emptied(result, accounts, allow_empty_tasks)
     (staging / layout.GENERATED_DIR).mkdir(parents=True, exist_ok=True)
     _draw_generated(result, staging)
+    image_hashes: dict[str, str] = {}
+    synthetic = (release_root / SYNTHETIC_RELEASE_MARKER).is_file()
     summaries: list[TaskSummary] = []
     for task in tasks:
         items = result.items.get(task, [])
-        fingerprint = dataset_fingerprint(items, resolve)
+        fingerprint = dataset_fingerprint(items, resolve, image_hashes)
         summaries.append(TaskSummary(task, len(items), fingerprint, accounts[task]))
         if items:
-            _write_task(items, task, version, staging / layout.DATASETS_DIR / task, fingerprint, accounts[task],
-                        synthetic=(release_root / SYNTHETIC_RELEASE_MARKER).is_file())
-    write_json(staging / layout.DATASETS_DIR / layout.BUILD_FILE, {
-        "build_key": build_key,
-        "tasks": {s.task: {"n_items": s.n_items, "fingerprint": s.fingerprint, "excluded": s.excluded}
-                  for s in summaries},
-    })
+            _write_task(items, task, version, staging, fingerprint, accounts[task], synthetic)
+    document: dict[str, Any] = {"build_key": build_key, "tasks": {s.task: s.entry() for s in summaries}}
+    if locales is not None:
+        document["locales"] = _stage_locales(result, accounts, locales, version, staging, synthetic,
+                                             lambda items: dataset_fingerprint(items, resolve, image_hashes))
+    write_json(staging / layout.DATASETS_DIR / layout.BUILD_FILE, document)
     return summaries
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from levante_tasks.data.build import TaskSummary
 from levante_tasks.data.prepare import PrepareResult, prepare
 from levante_tasks.schema import layout
 
@@ -33,24 +34,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--verify", action="store_true",
                         help="re-hash every mirror, dataset (and local release) file instead of trusting size and "
                              "modification time; rebuild what does not match")
+    parser.add_argument("--translations", default=None, metavar="FILE",
+                        help="LEVANTE's translation table (CSV) to build the tasks in every locale it translates "
+                             f"(default: the release's own {layout.TRANSLATIONS_FILE}, if it has one)")
+    parser.add_argument("--locales", default=None, metavar="CODES",
+                        help="only these translated locales, comma-separated (e.g. de,es-CO; default: every locale "
+                             "the table translates at least one item into)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
 
-def format_result(result: PrepareResult) -> str:
-    """A small table: items, exclusions and fingerprint per task."""
-    state = "built" if result.rebuilt else "up to date (nothing rebuilt)"
-    lines = [f"LEVANTE {result.version}: fetched {result.fetched} file(s); datasets {state}",
-             f"{'task':<26} {'items':>5}  {'fingerprint':<16} excluded / dropped"]
-    for task in result.tasks:
+def _task_lines(tasks: list[TaskSummary]) -> list[str]:
+    lines = []
+    for task in tasks:
         excluded = ", ".join(f"{k}={v}" for k, v in task.excluded.items()) or "-"
         lines.append(f"{task.task:<26} {task.n_items:>5}  {task.fingerprint[:16]:<16} {excluded}")
+    return lines
+
+
+def format_result(result: PrepareResult) -> str:
+    """A small table: items, exclusions and fingerprint per task (then per task of each translated locale)."""
+    state = "built" if result.rebuilt else "up to date (nothing rebuilt)"
+    lines = [f"LEVANTE {result.version}: fetched {result.fetched} file(s); datasets {state}",
+             f"{'task':<26} {'items':>5}  {'fingerprint':<16} excluded / dropped", *_task_lines(result.tasks)]
+    for code, tasks in result.locales.items():
+        lines += [f"locale {code}:", *_task_lines(tasks)]
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run `prepare` and print what was built."""
+    locales = [code.strip() for code in args.locales.split(",") if code.strip()] if args.locales else None
     result = prepare(args.release, args.version, args.data_dir, args.strict, progress=not args.quiet,
-                     verify=args.verify, allow_empty_tasks=args.allow_empty_tasks)
+                     verify=args.verify, allow_empty_tasks=args.allow_empty_tasks, translations=args.translations,
+                     locales=locales)
     print(format_result(result))
     return 0

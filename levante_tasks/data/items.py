@@ -34,11 +34,22 @@ from levante_tasks.tasks import piece_file, pieces
 _CANNOT_OPEN = "cannot be opened"  # cached for an image file that raised OSError (already a file-level problem)
 
 
+@dataclass(frozen=True)
+class ItemSource:
+    """What one item was made of, for steps after the build (data.localize): its manifest row, its theory-of-mind
+    corpus question (tasks with `stories`) and the context sentence its question starts with (`context_for`)."""
+
+    row: ManifestRow
+    story: tom.TomQuestion | None = None
+    context: str = ""
+
+
 @dataclass
 class ReleaseItems:
     """Items per task plus everything needed to account for the rows that did not become items."""
 
     items: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    sources: dict[int, ItemSource] = field(default_factory=dict)  # manifest row number -> what its item came from
     excluded: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     generated: dict[str, tuple[float, float, float | None]] = field(default_factory=dict)
     exact_duplicates: int = 0
@@ -232,6 +243,12 @@ class _Builder:
                 stem = f"{self.sds_context} {stem}".strip()
         return prompts.with_context_placeholder(stem, bool(item["stimulus_image"]))
 
+    def source(self, row: ManifestRow) -> ItemSource:
+        """What the item of `row` (just converted) was made of."""
+        rules = item_rules(task_info(row.task))
+        return ItemSource(row, self.tom_pairs.get(row.item_uid) if rules.stories else None,
+                          self.sds_context if row.get("trial_type") == rules.context_for else "")
+
     def generated(self, low: float, high: float, marked: float | None) -> str:
         rel = numberline.number_line_relpath(low, high, marked)
         self.result.generated[rel] = (low, high, marked)
@@ -290,6 +307,7 @@ def read_release_items(release_root: Path, log: ProblemLog) -> ReleaseItems:
         item = builder.convert(row)
         if item is not None:
             result.items[row.task].append(item)
+            result.sources[row.row] = builder.source(row)
     for info in TASKS:
         if info.repeated_uids and info.name in result.items:
             _number_repeated_uids(result.items[info.name])

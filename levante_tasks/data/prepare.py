@@ -5,6 +5,10 @@ ones and validated there; only when everything succeeded are `release/`, `genera
 swapped in by renames, then `release.lock.json` is replaced, then `default_version`. A failed, interrupted
 or killed run leaves the prepared version as it was; the next run removes its leftovers. One run at a time
 holds a version (`folder_lock`).
+
+With a translation table (`--translations FILE`, else the release's own `translations/item-bank-translations.csv`)
+the build also holds each translated locale's datasets (data.localize); the table's sha256 is part of the build
+key and of the lock, so a changed table rebuilds and an unchanged one does not.
 """
 
 from __future__ import annotations
@@ -15,14 +19,15 @@ import hashlib
 import json
 import re
 import shutil
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from levante_tasks import folder_lock
 from levante_tasks.atomic import atomic_path, clean_stale, make_staging_dir, swap_dir, write_json, write_text
-from levante_tasks.data.build import BUILDER_VERSION, TaskSummary, stage_datasets
+from levante_tasks.data.build import BUILDER_VERSION, LocaleRequest, TaskSummary, stage_datasets
+from levante_tasks.data.localize import LOCALIZER_VERSION
 from levante_tasks.data.mirror import (
     FETCH_DIR,
     build_lock,
@@ -43,9 +48,11 @@ from levante_tasks.data.sources import (
     open_source,
     resolve_version,
 )
+from levante_tasks.data.translations import read_translations
 from levante_tasks.errors import LevanteError, display_path, problem_text
 from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import SCHEMA_VERSION, read_build_tasks
+from levante_tasks.schema.locales import ENGLISH, TRANSLATED, Locale, LocaleError, locale
 
 # Swapped in this order: build.json names a build once both are in place.
 OUTPUT_DIRS = (layout.GENERATED_DIR, layout.DATASETS_DIR)
@@ -54,19 +61,63 @@ _LEGACY = re.compile(r"^\.(?:build-.+|datasets\.old|generated\.old)$")  # temp f
 
 @dataclass
 class PrepareResult:
-    """What one `prepare` did: the version, how many files it fetched, whether it rebuilt, and the tasks."""
+    """What one `prepare` did: the version, how many files it fetched, whether it rebuilt, and the tasks (English,
+    and per translated locale it built)."""
 
     version: str
     fetched: int
     rebuilt: bool
     tasks: list[TaskSummary]
+    locales: dict[str, list[TaskSummary]] = field(default_factory=dict)
 
 
-def build_key(files: dict[str, dict[str, Any]], strict: bool, allow_empty_tasks: bool) -> str:
-    """Identity of a build: the release files' hashes, the builder and schema versions, and the mode."""
-    payload = {"files": {rel: entry["sha256"] for rel, entry in files.items()}, "builder": BUILDER_VERSION,
-               "schema": SCHEMA_VERSION, "strict": strict, "allow_empty_tasks": allow_empty_tasks}
+def build_key(files: dict[str, dict[str, Any]], strict: bool, allow_empty_tasks: bool,
+              locales: LocaleRequest | None = None) -> str:
+    """Identity of a build: the release files' hashes, the builder and schema versions, and the mode (with a
+    translation table: its sha256, the locales asked for and the localiser version)."""
+    payload: dict[str, Any] = {
+        "files": {rel: entry["sha256"] for rel, entry in files.items()}, "builder": BUILDER_VERSION,
+        "schema": SCHEMA_VERSION, "strict": strict, "allow_empty_tasks": allow_empty_tasks}
+    if locales is not None:
+        payload["translations"] = {"sha256": locales.table.sha256, "localizer": LOCALIZER_VERSION,
+                                   "locales": None if locales.locales is None else [x.code for x in locales.locales]}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _requested_locales(codes: Sequence[str] | None) -> tuple[Locale, ...] | None:
+    """The translated locales named by `--locales`, in registry order (None: not restricted); one line for an
+    unknown code or English."""
+    if not codes:
+        return None
+    try:
+        named = {locale(code) for code in codes}
+    except LocaleError as exc:
+        raise LevanteError(f"--locales: {exc}") from None
+    if ENGLISH in named:
+        raise LevanteError(f"--locales: {ENGLISH.code} is the manifest's own language (translated locales: "
+                           f"{', '.join(loc.code for loc in TRANSLATED)})")
+    return tuple(loc for loc in TRANSLATED if loc in named)
+
+
+def _locale_request(translations: str | None, chosen: tuple[Locale, ...] | None, release: Path,
+                    files: dict[str, dict[str, Any]]) -> tuple[LocaleRequest | None, str]:
+    """The table to localise with (`translations`, else the release's own) and where it came from, for the lock;
+    (None, "") when there is none. One line for a bad table, or for `--locales` it cannot serve."""
+    if translations:
+        path = Path(translations).expanduser()
+        table, origin = read_translations(path, display_path(path)), f"file {path.name}"
+    elif layout.TRANSLATIONS_FILE in files:
+        table = read_translations(release / layout.TRANSLATIONS_FILE, layout.TRANSLATIONS_FILE)
+        origin = f"release {layout.TRANSLATIONS_FILE}"
+    elif chosen:
+        raise LevanteError(f"--locales needs a translation table: pass --translations FILE (the release has no "
+                           f"{layout.TRANSLATIONS_FILE})")
+    else:
+        return None, ""
+    lacking = [loc.code for loc in chosen or () if loc not in table.locales]
+    if lacking:
+        raise LevanteError(f"{table.name}: no {lacking[0]} column (asked for with --locales)")
+    return LocaleRequest(table, chosen), origin
 
 
 @contextlib.contextmanager
@@ -111,10 +162,17 @@ def _record_outputs(staging: Path) -> dict[str, dict[str, Any]]:
     return dict(sorted(recorded.items()))
 
 
-def _current_tasks(version_root: Path) -> list[TaskSummary]:
-    build = read_build_tasks(version_root / layout.DATASETS_DIR / layout.BUILD_FILE)
+def _built_tasks(datasets: Path, locale: Locale = ENGLISH) -> list[TaskSummary]:
+    """The English (or a translated `locale`'s) tasks of the build.json in `datasets`."""
+    build = read_build_tasks(datasets / layout.BUILD_FILE, locale=locale)
     return [TaskSummary(task, info["n_items"], info.get("fingerprint"), info.get("excluded") or {})
             for task, info in sorted(build.items())]
+
+
+def _built_locales(datasets: Path) -> dict[str, list[TaskSummary]]:
+    """The tasks of each translated locale the build.json in `datasets` holds."""
+    found = {loc.code: _built_tasks(datasets, loc) for loc in TRANSLATED}
+    return {code: tasks for code, tasks in found.items() if tasks}
 
 
 def _commit(version_root: Path, data_root: Path, version: str, staged_release: Path | None,
@@ -140,7 +198,8 @@ def _commit(version_root: Path, data_root: Path, version: str, staged_release: P
 
 
 def _prepare_locked(source: LocalSource | HttpSource | None, version: str, version_root: Path, data_root: Path,
-                    strict: bool, progress: bool, verify: bool, allow_empty_tasks: bool) -> PrepareResult:
+                    strict: bool, progress: bool, verify: bool, allow_empty_tasks: bool, translations: str | None,
+                    chosen: tuple[Locale, ...] | None) -> PrepareResult:
     release = version_root / layout.RELEASE_DIR
     with _step(version_root, "checking the local mirror"):
         locked = read_lock(version_root / layout.RELEASE_LOCK_FILE)
@@ -158,17 +217,21 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
                 downloads, fetched = fetch_files(source, version, version_root, plan.fetch, progress)
             with _step(version_root, "staging the release"):
                 staged_release, files = stage_release(release, plan, downloads, listing)
-        key = build_key(files, strict, allow_empty_tasks)
+        with _step(version_root, "reading the translation table"):
+            locales, origin = _locale_request(translations, chosen, staged_release or release, files)
+        key = build_key(files, strict, allow_empty_tasks, locales)
         build = locked.get("build") or {}
         rebuilt = build.get("key") != key or not _outputs_intact(version_root, build.get("outputs") or {}, verify)
         if rebuilt:
             with _step(version_root, "building the datasets"):
                 staged_build = make_staging_dir(version_root / layout.DATASETS_DIR)
                 tasks = stage_datasets(staged_release or release, version, strict, key, staged_build,
-                                       allow_empty_tasks=allow_empty_tasks)
-                build = {"key": key, "outputs": _record_outputs(staged_build)}
+                                       allow_empty_tasks=allow_empty_tasks, locales=locales)
+                build = {"key": key, "outputs": _record_outputs(staged_build),
+                         **({"translations": {"sha256": locales.table.sha256, "from": origin}} if locales else {})}
         else:
-            tasks = _current_tasks(version_root)
+            tasks = _built_tasks(version_root / layout.DATASETS_DIR)
+        built_locales = _built_locales((staged_build or version_root) / layout.DATASETS_DIR)
         label = source.label if source else locked.get("source", "unknown")
         lock = build_lock(version, label, files, build)
         with _step(version_root, "replacing the prepared data"):
@@ -178,7 +241,7 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
         for staging in (staged_release, staged_build):
             if staging is not None and staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
-    return PrepareResult(version, fetched, rebuilt, tasks)
+    return PrepareResult(version, fetched, rebuilt, tasks, built_locales)
 
 
 def _open(release: str, version: str | None, data_dir: str | None) -> tuple[LocalSource | HttpSource | None, str]:
@@ -194,17 +257,22 @@ def _open(release: str, version: str | None, data_dir: str | None) -> tuple[Loca
 
 
 def prepare(release: str, version: str | None, data_dir: str | None, strict: bool, progress: bool = True,
-            verify: bool = False, allow_empty_tasks: bool = False) -> PrepareResult:
+            verify: bool = False, allow_empty_tasks: bool = False, translations: str | None = None,
+            locales: Sequence[str] | None = None) -> PrepareResult:
     """Mirror, validate and build; returns what was done. Raises LevanteError with one line per problem.
 
     `verify` re-hashes every mirror file, dataset file (and local source file) instead of trusting
     size + mtime; `allow_empty_tasks` lets a lenient build keep a task whose items were all dropped.
+    `translations`: a translation table file (default: the release's own, if it has one); `locales`: the
+    translated locales to build (default: every one the table translates at least one item into).
     """
+    chosen = _requested_locales(locales)
     source, resolved = _open(release, version, data_dir)
     data_root = layout.data_dir(data_dir)
     version_root = layout.version_dir(resolved, data_dir)
     with folder_lock.hold(version_root, layout.PREPARE_LOCK_FILE, who="another prepare", what="the prepare lock"):
         with _step(version_root, "removing leftovers of an interrupted run"):
             _tidy(version_root, data_root)
-        return _prepare_locked(source, resolved, version_root, data_root, strict, progress, verify, allow_empty_tasks)
+        return _prepare_locked(source, resolved, version_root, data_root, strict, progress, verify, allow_empty_tasks,
+                               translations, chosen)
 

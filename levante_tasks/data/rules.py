@@ -20,6 +20,22 @@ def never(row: ManifestRow) -> bool:
 
 
 @dataclass(frozen=True)
+class TableKey:
+    """One way to find a manifest row's text in LEVANTE's translation table (data.translations): an English `text`
+    (compared with the `en` cell of the task's rows, normalised) or an `item_id`; `phrase` says the cell found is
+    a word or phrase that our frame quotes (`core.locale_text` `match_text`), not a whole instruction."""
+
+    text: str = ""
+    item_id: str = ""
+    phrase: bool = False
+
+
+def prompt_keys(row: ManifestRow) -> list[TableKey]:
+    """The row's `prompt` is its only language-bearing text, a whole instruction (most tasks)."""
+    return [TableKey(text=row.get("prompt"))]
+
+
+@dataclass(frozen=True)
 class ItemRules:
     """How `prepare` treats one task's manifest rows beyond the common path (options from answer + alternatives).
 
@@ -30,6 +46,8 @@ class ItemRules:
     slider). `stories`: items pair with a question of the theory-of-mind corpus (its story starts the prompt;
     option pictures are used when every option has one). `context_from` / `context_for`: the trial type whose
     `item` text is a context sentence, and the trial type whose prompt it starts (same-different-selection).
+    `table_labels`: the task's rows in LEVANTE's translation table carry these `labels` (empty: the task's own
+    name); `table_keys(row)`: how a row's text is found there, in order (data.localize).
     """
 
     exclude: Callable[[ManifestRow], str | None] = no_exclusion
@@ -39,3 +57,5 @@ class ItemRules:
     stories: bool = False
     context_from: str | None = None  # None: no trial type (a manifest's trial_type is a string)
     context_for: str | None = None
+    table_labels: tuple[str, ...] = ()
+    table_keys: Callable[[ManifestRow], list[TableKey]] = prompt_keys

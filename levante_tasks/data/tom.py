@@ -35,6 +35,7 @@ class TomQuestion:
     answer: str
     alternatives: tuple[str, ...]
     item_id: str
+    story_ids: tuple[str, ...] = ()  # item_id of each story sentence, in order (its translation table rows)
 
 
 def clean_text(text: str) -> str:
@@ -60,14 +61,16 @@ def read_tom_corpus(path: Path) -> list[TomQuestion]:
     rows = [dict(zip(header, row_cells, strict=True)) for row_cells in cells]
     questions: list[TomQuestion] = []
     story: list[str] = []
+    story_ids: list[str] = []
     block = None
     for index, row in enumerate(rows, start=1):
         if row["block_index"] != block:
-            block, story = row["block_index"], []
+            block, story, story_ids = row["block_index"], [], []
         text = clean_text(row["prompt"] or "")
         if row["assessment_stage"] == "instructions" or row["trial_type"] == "instructions":
             if (row.get("item") or "").strip() and text:
                 story.append(text)
+                story_ids.append((row.get("item_id") or "").strip())
             continue
         alternatives = tuple(a.strip() for a in (row["response_alternatives"] or "").split(",") if a.strip())
         questions.append(TomQuestion(
@@ -80,6 +83,7 @@ def read_tom_corpus(path: Path) -> list[TomQuestion]:
             answer=(row["answer"] or "").strip(),
             alternatives=alternatives,
             item_id=(row.get("item_id") or "").strip(),
+            story_ids=tuple(story_ids),
         ))
     return questions
 

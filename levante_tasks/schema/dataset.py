@@ -6,11 +6,14 @@ Keys: `schema_version` (int), `task` (internal name), `version` (data version), 
 `fingerprint` (sha256 hex over the item rows and images: FINGERPRINT_COVERS), `synthetic` (bool: built from a
 release carrying schema.markers' marker), `excluded` ({`excluded:<reason>` | `dropped:<problem>`: rows}),
 `chance_levels`, `trial_types`, `slider_tolerance`, `fingerprint_covers` and `image_root` (image paths are
-relative to it: the version folder) where `prepare` writes them.
+relative to it: the version folder) where `prepare` writes them; `locale` (a translated locale's code) in a
+translated locale's dataset only, whose `excluded` also counts the items left untranslated (`untranslated:<why>`).
 
 `datasets/build.json` (schema.layout.BUILD_FILE) names the build that made `datasets/` and, under `tasks`, every
-task the release holds with its `n_items`, `fingerprint` and `excluded` counts; `read_build_tasks` reads it. It is
-how the catalogue learns which tasks a prepared version holds (core.docs.held_tasks).
+task the release holds with its `n_items`, `fingerprint` and `excluded` counts; under `locales` (a build with a
+translation table) the same per task for each translated locale it built: `{code: {task: {...}}}`.
+`read_build_tasks` reads either. It is how the catalogue learns which tasks a prepared version holds
+(core.docs.held_tasks).
 """
 
 from __future__ import annotations
@@ -21,16 +24,22 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.schema.locales import ENGLISH, Locale
 from levante_tasks.textfile import read_text
 
 SCHEMA_VERSION = 2  # 2: items store `question`; the answer clause is composed (1: `prompt_text` held both)
-IMAGE_ROOT = "../.."  # from datasets/<internal_name>/ to the version folder
+IMAGE_ROOT = "../.."  # from datasets/<internal_name>/ to the version folder (image_root() for any dataset folder)
 FINGERPRINT_COVERS = "item rows (key-sorted JSON) + sha256 of every referenced image"
 REQUIRED: dict[str, type | tuple[type, ...]] = {"schema_version": int, "task": str, "version": str, "n_items": int}
 OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "fingerprint": str, "synthetic": bool, "excluded": dict, "chance_levels": list, "trial_types": list,
-    "slider_tolerance": (int, float), "fingerprint_covers": str, "image_root": str,
+    "slider_tolerance": (int, float), "fingerprint_covers": str, "image_root": str, "locale": str,
 }
+
+
+def image_root(dataset_relpath: str) -> str:
+    """The `image_root` of a dataset folder given relative to the version folder (`../..` for `datasets/vocab`)."""
+    return "/".join(".." for _ in dataset_relpath.split("/"))
 
 
 @dataclass(frozen=True)
@@ -87,10 +96,11 @@ def read_dataset_info(path: Path, shown: str | None = None) -> DatasetInfo:
                        raw=document)
 
 
-def read_build_tasks(path: Path, shown: str | None = None) -> dict[str, dict[str, Any]]:
-    """The `tasks` of a build.json at `path` ({internal name: {n_items, fingerprint, excluded}}), called `shown` in
-    messages. Raises LevanteError with one line naming the file: unreadable, not UTF-8, not JSON, or no `tasks`
-    object whose entries each carry an integer `n_items`."""
+def read_build_tasks(path: Path, shown: str | None = None, locale: Locale = ENGLISH) -> dict[str, dict[str, Any]]:
+    """The `tasks` of a build.json at `path` ({internal name: {n_items, fingerprint, excluded}}), or those of a
+    translated `locale` (`locales.<code>`; {} when the build made none), called `shown` in messages. Raises
+    LevanteError with one line naming the file: unreadable, not UTF-8, not JSON, or no `tasks` object (no
+    `locales` object of such objects) whose entries each carry an integer `n_items`."""
     shown = display_path(path) if shown is None else shown
     try:
         document = json.loads(read_text(path, shown))
@@ -99,6 +109,11 @@ def read_build_tasks(path: Path, shown: str | None = None) -> dict[str, dict[str
     tasks = document.get("tasks") if isinstance(document, dict) else None
     if not isinstance(tasks, dict):
         raise LevanteError(f"{shown}: no 'tasks' object")
+    if not locale.is_source:
+        locales = document.get("locales", {})
+        tasks = locales.get(locale.code, {}) if isinstance(locales, dict) else None
+        if not isinstance(tasks, dict):
+            raise LevanteError(f"{shown}: no 'locales' object of {locale.code} tasks")
     for task, entry in tasks.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("n_items"), int) or isinstance(
                 entry.get("n_items"), bool):

@@ -1,8 +1,9 @@
 """Where prepared data lives (docs/design.md §2) and which prepared version a run evaluates.
 
 `<data_dir>/<version>/` holds one release version: `release/` (the mirror), `release.lock.json`,
-`generated/` and `datasets/<internal_name>/{test.parquet,dataset.json}`; `<data_dir>/default_version` names
-the version `prepare` built last. Image paths inside datasets are relative to `<data_dir>/<version>/`.
+`generated/` and `datasets/<internal_name>/{test.parquet,dataset.json}` (a translated locale's under
+`datasets/locales/<code>/<internal_name>/`); `<data_dir>/default_version` names the version `prepare` built last.
+Image paths inside datasets are relative to `<data_dir>/<version>/`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import platformdirs
 
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema.locales import ENGLISH, Locale
 from levante_tasks.textfile import read_optional_text
 
 DATA_DIR_ENV = "LEVANTE_DATA_DIR"
@@ -22,6 +24,7 @@ DEFAULT_VERSION_FILE = "default_version"
 RELEASE_DIR = "release"  # the mirror of the release version
 GENERATED_DIR = "generated"  # images the data layer draws
 DATASETS_DIR = "datasets"  # one folder per task, and BUILD_FILE
+LOCALES_DIR = "locales"  # datasets/locales/<code>/: one folder per task of a translated locale
 RELEASE_LOCK_FILE = "release.lock.json"
 PREPARE_LOCK_FILE = ".prepare.lock"  # flock of a running `prepare`
 BUILD_FILE = "build.json"  # datasets/build.json: the build that made datasets/
@@ -31,6 +34,7 @@ DATASET_INFO_FILE = "dataset.json"  # datasets/<internal_name>/dataset.json: sch
 MANIFEST_FILE = "manifest.csv"
 VISUAL_DIR = "visual"  # visual/<internal_name>/: the pictures
 CORPUS_DIR = "corpus"  # corpus/<internal_name>/: item banks
+TRANSLATIONS_FILE = "translations/item-bank-translations.csv"  # LEVANTE's translation table, when the release has it
 PREPARE_HINT = "run `levante-tasks prepare --release BASE --version VERSION` first"
 
 PathArg = str | os.PathLike[str] | None
@@ -51,9 +55,15 @@ def version_dir(version: str, root: PathArg = None) -> Path:
     return data_dir(root) / version
 
 
-def dataset_dir(version: str, task: str, root: PathArg = None) -> Path:
-    """`<data_dir>/<version>/datasets/<internal_name>/` holding test.parquet and dataset.json."""
-    return version_dir(version, root) / DATASETS_DIR / task
+def dataset_relpath(task: str, locale: Locale = ENGLISH) -> str:
+    """`datasets/<internal_name>` (English), `datasets/locales/<code>/<internal_name>` (a translated locale): the
+    folder of one task's dataset, relative to the version folder."""
+    return f"{DATASETS_DIR}/{task}" if locale.is_source else f"{DATASETS_DIR}/{LOCALES_DIR}/{locale.code}/{task}"
+
+
+def dataset_dir(version: str, task: str, root: PathArg = None, locale: Locale = ENGLISH) -> Path:
+    """`<data_dir>/<version>/<dataset_relpath>/` holding test.parquet and dataset.json."""
+    return version_dir(version, root) / dataset_relpath(task, locale)
 
 
 def lock_path(version: str, root: PathArg = None) -> Path:

@@ -1,5 +1,6 @@
 """How `prepare` treats egma-math's manifest rows: Counting items are excluded (their options are Correct/Incorrect),
-non-symbolic cards are pictures, number-line sliders are answered with a number."""
+non-symbolic cards are pictures, number-line sliders are answered with a number. LEVANTE's translation table labels
+its rows `math`."""
 
 from levante_tasks.data.manifest import ManifestRow
 from levante_tasks.data.rules import ItemRules
@@ -19,4 +20,4 @@ def _slider(row: ManifestRow) -> bool:
 
 RULES = ItemRules(_math_exclusion, "Counting items (options Correct/Incorrect) are excluded; number-line pictures are "
                                    "drawn by prepare; slider items are generate_until only.",
-                  picture_row=_non_symbolic, slider=_slider)
+                  picture_row=_non_symbolic, slider=_slider, table_labels=("math",))
