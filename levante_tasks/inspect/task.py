@@ -30,10 +30,12 @@ from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.errors import LevanteError
 from levante_tasks.inspect.samples import TEMPLATE, doc_sample
 from levante_tasks.inspect.scorer import levante_record
-from levante_tasks.schema import layout
+from levante_tasks.schema import layout, locales
+from levante_tasks.schema.locales import ENGLISH, Locale
 from levante_tasks.schema.records import VARIANTS
 from levante_tasks.schema.task_source import INSPECT_SCOPE, PACKAGE_ROOT, files_sha256, package_closure
 from levante_tasks.schema.tasks import TaskInfo
+from levante_tasks.schema.variant import Variant
 
 PROVENANCE_KEY = "levante"  # Task metadata key: {task, lmms_name, seed, variant, provenance}
 
@@ -62,14 +64,14 @@ def source_sha256(root: Path = PACKAGE_ROOT) -> str:
     return files_sha256([root / rel for rel in source_files(root)], [root])
 
 
-def provenance(info: TaskInfo, version_name: str) -> dict[str, Any]:
+def provenance(info: TaskInfo, version_name: str, locale: Locale = ENGLISH) -> dict[str, Any]:
     """What the summary records about how a task was made: task version (the catalogue's, also the Task's
-    `version`), dataset, task source hash, this package, inspect_ai."""
+    `version`), dataset (of the task's locale), task source hash, this package, inspect_ai."""
     return {
         "task_version": info.version,
         "data_version": version_name,
-        "dataset_fingerprint": docs.dataset_fingerprint(info.name, version_name),
-        "synthetic_data": docs.dataset_synthetic(info.name, version_name),
+        "dataset_fingerprint": docs.dataset_fingerprint(info.name, version_name, locale),
+        "synthetic_data": docs.dataset_synthetic(info.name, version_name, locale),
         "task_source_sha256": source_sha256(),
         "levante_tasks_version": __version__,
         "inspect_ai_version": version("inspect_ai"),
@@ -88,7 +90,8 @@ def check_args(name: str, seed: Any, variant: Any, unknown: Mapping[str, Any]) -
     seeds = ", ".join(map(str, DEFAULT_SEEDS))
     if unknown:
         raise LevanteTaskError(f"{name}: unknown task argument(s) {', '.join(sorted(unknown))} "
-                               f"(expected -T seed={{{seeds}}} and -T variant={{{', '.join(VARIANTS)}}})")
+                               f"(expected -T seed={{{seeds}}}, -T variant={{{', '.join(VARIANTS)}}} and "
+                               f"-T locale={{{locales.accepted()}}})")
     if isinstance(seed, bool) or not isinstance(seed, int | str) or str(seed).strip() not in map(str, DEFAULT_SEEDS):
         raise LevanteTaskError(f"{name}: seed={seed!r}: expected one of {seeds} (the option-order seeds of the "
                                f"lmms-eval tasks)")
@@ -110,19 +113,30 @@ def data_problem(name: str, exc: LevanteError) -> LevanteTaskError:
     return LevanteTaskError(f"{name}: {text}")
 
 
-def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original",
+def task_locale(name: str, code: Any) -> Locale:
+    """The locale of `-T locale=...` (a LEVANTE code: en, de, es-CO, ...); LevanteTaskError naming a bad one."""
+    try:
+        return locales.locale(str(code))
+    except LevanteError as exc:
+        raise LevanteTaskError(f"{name}: locale={code!r}: {exc}") from None
+
+
+def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original", locale: Any = "en",
                  unknown: Mapping[str, Any] | None = None) -> Task:
-    """The inspect Task of one catalogue task: option-order `seed` (0, 1, 2) and image `variant`."""
+    """The inspect Task of one catalogue task: option-order `seed` (0, 1, 2), image `variant` and `locale` (the
+    spec names a translated locale as `locale`; the leaf name is lmms-eval's, `levante_trog_de`)."""
     name = f"levante_tasks/{info.lmms_name}"
     seed = check_args(name, seed, variant, unknown or {})
+    language = task_locale(name, locale)
     try:
-        task_docs = docs.task_docs(info.name, seed=seed, variant=variant, choice_only=True)
+        task_docs = docs.task_docs(info.name, seed=seed, variant=variant, choice_only=True, locale=language)
         samples = [doc_sample(doc) for doc in task_docs]
         version_name = task_docs[0]["data_version"]
         spec = {"task": info.name, "lmms_name": info.lmms_name, "seed": seed, "variant": variant,
-                "provenance": provenance(info, version_name)}
+                **({} if language.is_source else {"locale": language.code}),
+                "provenance": provenance(info, version_name, language)}
     except LevanteError as exc:
         raise data_problem(name, exc) from None
-    return Task(dataset=MemoryDataset(samples, name=info.lmms_name),
+    return Task(dataset=MemoryDataset(samples, name=Variant(info.name, locale=language).format()),
                 solver=multiple_choice(template=TEMPLATE), scorer=[choice(), levante_record()],
                 config=generate_config(), metadata={PROVENANCE_KEY: spec}, version=info.version)

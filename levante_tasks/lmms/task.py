@@ -2,7 +2,8 @@
 
 lmms-eval 0.7.2 resolves relative `data_files` against the working directory, so the YAMLs name no files:
 their `class:` is `LevanteTask`, whose `download` reads `<data_dir>/<version>/datasets/<task>/` at run time
-(`docs.task_docs`). The variant is the YAML's `metadata.levante` mapping (`task`, `seed`, `variant`). Simple
+(`docs.task_docs`). The variant is the YAML's `metadata.levante` mapping (`task`, `seed`, `variant`, and `locale`
+for a translated locale: `schema.locales`). Simple
 and chat models get the same task (`model_bridge.BothKindsTask`). The doc hooks the YAMLs name (prompt, pictures,
 target) are `levante_tasks.core.hooks`, shared with the inspect tasks; the scoring hooks here build lmms-eval's
 metrics from core's records.
@@ -19,6 +20,8 @@ from levante_tasks.errors import LevanteError
 from levante_tasks.lmms import metrics
 from levante_tasks.lmms.model_bridge import BothKindsTask, NotInRelease, RunStopped, generated_text
 from levante_tasks.lmms.patcher import installed_lmms_eval
+from levante_tasks.schema import locales
+from levante_tasks.schema.locales import ENGLISH, Locale
 from levante_tasks.schema.task_source import task_source_sha256
 from levante_tasks.schema.tasks import task_info
 
@@ -31,11 +34,12 @@ class LevanteTask(BothKindsTask):
         a task the data version does not hold is left out of a group run (NotInRelease)."""
         spec = (self.config.metadata or {}).get("levante") or {}
         try:
+            locale = locales.locale(spec.get("locale"))
             task_docs = docs.task_docs(spec["task"], seed=int(spec.get("seed", 0)),
                                        variant=spec.get("variant", "original"),
-                                       choice_only=self.config.output_type == "multiple_choice")
+                                       choice_only=self.config.output_type == "multiple_choice", locale=locale)
             version = task_docs[0]["data_version"]
-            spec["provenance"] = run_provenance(self.config.task, spec["task"], version)
+            spec["provenance"] = run_provenance(self.config.task, spec["task"], version, locale)
         except docs.TaskNotHeld as exc:
             raise NotInRelease(f"{self.config.task}: {exc}") from None
         except LevanteError as exc:
@@ -51,15 +55,15 @@ class LevanteTask(BothKindsTask):
             raise RunStopped(f"{self.config.task}: {exc}: {hint}") from None
 
 
-def run_provenance(lmms_task: str, task: str, version: str) -> dict[str, Any]:
+def run_provenance(lmms_task: str, task: str, version: str, locale: Locale = ENGLISH) -> dict[str, Any]:
     """What lmms-eval's results file records under `configs[task].metadata.levante.provenance` (docs/summary.md):
-    the task version (the catalogue's, also the YAML's `metadata.version`), the dataset, the task source hash, this
-    package and the lmms-eval it runs on (`summarize`/`verify` read it)."""
+    the task version (the catalogue's, also the YAML's `metadata.version`), the dataset (of the variant's locale),
+    the task source hash, this package and the lmms-eval it runs on (`summarize`/`verify` read it)."""
     return {
         "task_version": task_info(task).version,
         "data_version": version,
-        "dataset_fingerprint": docs.dataset_fingerprint(task, version),
-        "synthetic_data": docs.dataset_synthetic(task, version),
+        "dataset_fingerprint": docs.dataset_fingerprint(task, version, locale),
+        "synthetic_data": docs.dataset_synthetic(task, version, locale),
         "task_source_sha256": task_source_sha256(lmms_task),
         "levante_tasks_version": __version__,
         "lmms_eval": installed_lmms_eval(),

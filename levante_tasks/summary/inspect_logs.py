@@ -27,6 +27,7 @@ from levante_tasks.runs.discover import INSPECT_AI, RunFiles
 from levante_tasks.runs.inspect_log import levante_log
 from levante_tasks.runs.lmms import FileProblem
 from levante_tasks.runs.model import HEX40, UNKNOWN, is_test_model, local_name, or_unknown, path_like, redact_model_args
+from levante_tasks.schema.locales import locale
 from levante_tasks.schema.tasks import find_task, task_info
 from levante_tasks.schema.variant import Control, OutputType, Variant
 from levante_tasks.summary import provenance as prov
@@ -146,9 +147,11 @@ def _comparison(log: Any, provenance: Mapping[str, Any]) -> dict[str, Any]:
 
 def spec_variant(spec: Mapping[str, Any], label: str) -> Variant:
     """The task variant a log ran (the inspect face runs generate_until only), whose lmms-eval-style name is the
-    leaf (`levante_trog`, `levante_trog_seed1`, `levante_trog_blank`); FileProblem when the spec names none."""
+    leaf (`levante_trog`, `levante_trog_seed1`, `levante_trog_blank`, `levante_trog_de`); FileProblem when the spec
+    names none."""
     try:
-        return Variant(str(spec["task"]), OutputType.GENERATE_UNTIL, int(spec["seed"]), Control(spec["variant"]))
+        return Variant(str(spec["task"]), OutputType.GENERATE_UNTIL, int(spec["seed"]), Control(spec["variant"]),
+                       locale(spec.get("locale")))
     except (KeyError, TypeError, ValueError) as exc:
         raise FileProblem(f"{label}: metadata.levante names no LEVANTE task variant: {exc.args[0]}") from None
 
@@ -216,7 +219,7 @@ def response_of(sample: Any) -> str:
     return answer_text(sample.output)
 
 
-def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
+def verify_eval(run: RunFiles, fingerprint: Callable[[str, str, str | None], str] | None,
                 installed: Mapping[str, str] | None) -> list[str]:
     """Mismatch lines of one `.eval` log: each record vs its response re-parsed, the reported levante_record
     accuracy vs the records; with `fingerprint`
@@ -249,7 +252,8 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str], str] | None,
         mine = spec.get("provenance") or {}
         info = find_task(str(spec["task"]))
         checks = (("task_version", str(info.version) if info else "not installed"), *installed.items(),
-                  ("dataset_fingerprint", fingerprint(str(mine.get("data_version") or ""), str(spec["task"]))))
+                  ("dataset_fingerprint",
+                   fingerprint(str(mine.get("data_version") or ""), str(spec["task"]), spec.get("locale"))))
         for key, current in checks:
             have = str(prov.recorded_task_version(mine) if key == "task_version" else mine.get(key) or UNKNOWN)
             if have != current:

@@ -34,7 +34,7 @@ from levante_tasks.lmms import metrics
 from levante_tasks.runs.discover import INSPECT_AI, RunFiles, discover, folder_label
 from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
 from levante_tasks.runs.model import UNKNOWN
-from levante_tasks.schema import layout
+from levante_tasks.schema import layout, locales
 from levante_tasks.schema.dataset import read_dataset_info
 from levante_tasks.schema.items import LETTERS
 from levante_tasks.schema.records import RECORD_KEY
@@ -318,10 +318,15 @@ def group_expected(results: dict[str, Any], recomputed: Mapping[str, dict]) -> d
     return out
 
 
-def _dataset_fingerprint(data_dir: Path, version: str, family: str) -> str:
-    """The fingerprint `prepare` recorded for a task's dataset, or what stands in its way (in words)."""
-    where = f"{version}/{layout.DATASETS_DIR}/{family}/{layout.DATASET_INFO_FILE}"
-    path = layout.dataset_dir(version, family, data_dir) / layout.DATASET_INFO_FILE
+def _dataset_fingerprint(data_dir: Path, version: str, family: str, locale_code: str | None = None) -> str:
+    """The fingerprint `prepare` recorded for a task's dataset (in the run's recorded locale), or what stands in its
+    way (in words)."""
+    try:
+        locale = locales.locale(locale_code)
+    except LevanteError as exc:
+        return f"unusable {exc}"
+    where = f"{version}/{layout.dataset_relpath(family, locale)}/{layout.DATASET_INFO_FILE}"
+    path = layout.dataset_dir(version, family, data_dir, locale) / layout.DATASET_INFO_FILE
     if not path.exists():
         return f"no {where} (not prepared here)"
     try:
@@ -363,7 +368,8 @@ def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str
             out.append(f"{where}: {name}: task_source_sha256: recorded {have}, installed {want}")
         have = str(mine.get("dataset_fingerprint") or UNKNOWN)
         version = str(mine.get("data_version") or "")
-        want = _dataset_fingerprint(data_dir, version, family) if version else "? (data_version not recorded)"
+        want = (_dataset_fingerprint(data_dir, version, family, spec.get("locale")) if version
+                else "? (data_version not recorded)")
         if have != want:
             out.append(f"{where}: {name}: dataset_fingerprint: recorded {have}, data dir has {want}")
     out += [f"{where}: {line} ({count} task(s))" for line, count in sorted(run_level.items())]
@@ -392,7 +398,7 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
             where = run.file_label(run.results)
             if run.kind == INSPECT_AI:
                 check = installation and data_dir is not None
-                report.lines += verify_eval(run, (lambda v, f: _dataset_fingerprint(data_dir, v, f)) if check else None,
+                report.lines += verify_eval(run, functools.partial(_dataset_fingerprint, data_dir) if check else None,
                                             inspect_installed() if check else None)
                 report.runs, report.tasks = report.runs + 1, report.tasks + 1
                 continue
