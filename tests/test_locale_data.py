@@ -151,6 +151,26 @@ def test_only_a_changed_table_rebuilds(release, tmp_path):
     assert not (data / VERSION / "datasets/locales/es-CO").exists()
 
 
+def test_a_prepare_without_the_table_keeps_the_locales_it_built(release, tmp_path):
+    """The build keeps its table (locked with the datasets): a later plain `prepare` neither drops nor rebuilds the
+    locales; a kept copy edited behind the lock's back (same size) is refused in one line, nothing replaced."""
+    data, path = tmp_path / "data", write_translations(tmp_path / "t.csv")
+    build(release, data, path)
+    path.unlink()
+    again = build(release, data, None)
+    assert not again.rebuilt and sorted(again.locales) == ["de", "es-CO"]
+    lock = json.loads((data / VERSION / layout.RELEASE_LOCK_FILE).read_text())
+    assert lock["build"]["translations"]["from"] == "file t.csv"
+    kept = data / VERSION / layout.DATASETS_DIR / layout.LOCALES_DIR / layout.KEPT_TRANSLATIONS_FILE
+    text_before = kept.read_text(encoding="utf-8")
+    kept.write_text(text_before.replace("Katze", "Kotze"), encoding="utf-8")
+    before = tree_snapshot(data / VERSION / layout.DATASETS_DIR / "vocab")
+    with pytest.raises(LevanteError, match=r"item-bank-translations\.csv: changed since prepare kept it") as caught:
+        build(release, data, None)
+    assert "\n" not in str(caught.value)
+    assert tree_snapshot(data / VERSION / layout.DATASETS_DIR / "vocab") == before
+
+
 def test_the_release_table_is_mirrored_locked_and_used(release, tmp_path):
     write_translations(release / VERSION / layout.TRANSLATIONS_FILE)
     data = tmp_path / "data"

@@ -6,9 +6,11 @@ swapped in by renames, then `release.lock.json` is replaced, then `default_versi
 or killed run leaves the prepared version as it was; the next run removes its leftovers. One run at a time
 holds a version (`folder_lock`).
 
-With a translation table (`--translations FILE`, else the release's own `translations/item-bank-translations.csv`)
-the build also holds each translated locale's datasets (data.localize); the table's sha256 is part of the build
-key and of the lock, so a changed table rebuilds and an unchanged one does not.
+With a translation table (`--translations FILE`, else the release's own `translations/item-bank-translations.csv`,
+else the one the current build kept) the build also holds each translated locale's datasets (data.localize); the
+table's sha256 is part of the build key and of the lock, so a changed table rebuilds and an unchanged one does not.
+The build keeps a copy of its table (`datasets/locales/item-bank-translations.csv`, locked with the datasets), so a
+later `prepare` without `--translations` builds the same locales again instead of dropping them.
 """
 
 from __future__ import annotations
@@ -99,25 +101,40 @@ def _requested_locales(codes: Sequence[str] | None) -> tuple[Locale, ...] | None
     return tuple(loc for loc in TRANSLATED if loc in named)
 
 
+def _kept_table(version_root: Path, build: dict[str, Any]) -> tuple[Path, dict[str, str]] | None:
+    """The table the current build's locales were made from (kept under `datasets/locales/`) and its lock entry
+    (`sha256`, `from`), when it has one."""
+    kept = version_root / layout.DATASETS_DIR / layout.LOCALES_DIR / layout.KEPT_TRANSLATIONS_FILE
+    return (kept, build["translations"]) if build.get("translations") and kept.is_file() else None
+
+
 def _locale_request(translations: str | None, chosen: tuple[Locale, ...] | None, release: Path,
-                    files: dict[str, dict[str, Any]]) -> tuple[LocaleRequest | None, str]:
-    """The table to localise with (`translations`, else the release's own) and where it came from, for the lock;
-    (None, "") when there is none. One line for a bad table, or for `--locales` it cannot serve."""
+                    files: dict[str, dict[str, Any]],
+                    kept: tuple[Path, dict[str, str]] | None) -> tuple[LocaleRequest | None, str, Path | None]:
+    """The table to localise with (`translations`, else the release's own, else the one the current build kept),
+    where it came from (for the lock) and its file; (None, "", None) when there is none. One line for a bad table,
+    or for `--locales` it cannot serve."""
     if translations:
         path = Path(translations).expanduser()
-        table, origin = read_translations(path, display_path(path)), f"file {path.name}"
+        origin = f"file {path.name}"
     elif layout.TRANSLATIONS_FILE in files:
-        table = read_translations(release / layout.TRANSLATIONS_FILE, layout.TRANSLATIONS_FILE)
-        origin = f"release {layout.TRANSLATIONS_FILE}"
+        path, origin = release / layout.TRANSLATIONS_FILE, f"release {layout.TRANSLATIONS_FILE}"
+    elif kept is not None:
+        path, origin = kept[0], kept[1].get("from", "")
     elif chosen:
         raise LevanteError(f"--locales needs a translation table: pass --translations FILE (the release has no "
                            f"{layout.TRANSLATIONS_FILE})")
     else:
-        return None, ""
+        return None, "", None
+    shown = layout.TRANSLATIONS_FILE if path == release / layout.TRANSLATIONS_FILE else display_path(path)
+    table = read_translations(path, shown)
+    if kept is not None and path == kept[0] and table.sha256 != kept[1].get("sha256"):
+        raise LevanteError(f"{shown}: changed since prepare kept it (sha256 differs from the lock); pass "
+                           "--translations FILE")
     lacking = [loc.code for loc in chosen or () if loc not in table.locales]
     if lacking:
         raise LevanteError(f"{table.name}: no {lacking[0]} column (asked for with --locales)")
-    return LocaleRequest(table, chosen), origin
+    return LocaleRequest(table, chosen), origin, path
 
 
 @contextlib.contextmanager
@@ -217,16 +234,21 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
                 downloads, fetched = fetch_files(source, version, version_root, plan.fetch, progress)
             with _step(version_root, "staging the release"):
                 staged_release, files = stage_release(release, plan, downloads, listing)
-        with _step(version_root, "reading the translation table"):
-            locales, origin = _locale_request(translations, chosen, staged_release or release, files)
-        key = build_key(files, strict, allow_empty_tasks, locales)
         build = locked.get("build") or {}
+        with _step(version_root, "reading the translation table"):
+            locales, origin, table_file = _locale_request(translations, chosen, staged_release or release, files,
+                                                          _kept_table(version_root, build))
+        key = build_key(files, strict, allow_empty_tasks, locales)
         rebuilt = build.get("key") != key or not _outputs_intact(version_root, build.get("outputs") or {}, verify)
         if rebuilt:
             with _step(version_root, "building the datasets"):
                 staged_build = make_staging_dir(version_root / layout.DATASETS_DIR)
                 tasks = stage_datasets(staged_release or release, version, strict, key, staged_build,
                                        allow_empty_tasks=allow_empty_tasks, locales=locales)
+                if table_file is not None:  # kept with the locales it built, so a prepare without it rebuilds them
+                    copy = staged_build / layout.DATASETS_DIR / layout.LOCALES_DIR / layout.KEPT_TRANSLATIONS_FILE
+                    copy.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(table_file, copy)
                 build = {"key": key, "outputs": _record_outputs(staged_build),
                          **({"translations": {"sha256": locales.table.sha256, "from": origin}} if locales else {})}
         else:

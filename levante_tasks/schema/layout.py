@@ -25,6 +25,8 @@ RELEASE_DIR = "release"  # the mirror of the release version
 GENERATED_DIR = "generated"  # images the data layer draws
 DATASETS_DIR = "datasets"  # one folder per task, and BUILD_FILE
 LOCALES_DIR = "locales"  # datasets/locales/<code>/: one folder per task of a translated locale
+# datasets/locales/<this>: the table the locales were built from, kept (locked) so a later prepare builds them again
+KEPT_TRANSLATIONS_FILE = "item-bank-translations.csv"
 RELEASE_LOCK_FILE = "release.lock.json"
 PREPARE_LOCK_FILE = ".prepare.lock"  # flock of a running `prepare`
 BUILD_FILE = "build.json"  # datasets/build.json: the build that made datasets/
