@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from shared_paths import shared_dir
 
 from levante_tasks.schema import tasks as catalogue
@@ -28,6 +29,30 @@ def shared() -> Path:
 def sample_base(shared: Path) -> Path:
     """Release base holding the real `2026-03-24/` version."""
     return shared / "levante-sample"
+
+
+REAL_VERSION = "2026-03-24"
+REAL_TABLE = "item_bank_translations.csv"  # the 1cb5bfc version: real de and es-CO text (translations/README.md)
+
+
+@pytest.fixture(scope="session")
+def real_sample_data(sample_base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real sample with labelled stand-in pictures, prepared once per session (lenient) with LEVANTE's real
+    translation table read in place (CC-BY-NC: never copied into the repository): English and every locale."""
+    from levante_tasks.data.prepare import prepare
+    from levante_tasks.data.standins import TAG, write_standin_release
+
+    base = tmp_path_factory.mktemp("standin-release")
+    made = write_standin_release(sample_base, REAL_VERSION, base)
+    assert not any(rel.startswith("visual/vocab/") for rel in made)  # vocab keeps its real pictures
+
+
+    with Image.open(base / REAL_VERSION / made[0]) as image:
+        assert image.text["Source"] == TAG
+    data = tmp_path_factory.mktemp("standin-data")
+    table = sample_base / "translations" / REAL_TABLE
+    prepare(str(base), REAL_VERSION, str(data), strict=False, progress=False, translations=str(table))
+    return data
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ CC-BY-NC, never copied here): de and es-CO hold what the table's own coverage sc
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,12 @@ import pytest
 
 from levante_tasks.compare.alignment import read_items
 from levante_tasks.core.locale_text import text
-from levante_tasks.data.prepare import prepare
-from levante_tasks.data.standins import write_standin_release
 from levante_tasks.schema import layout
 from levante_tasks.schema.locales import locale
+from levante_tasks.schema.task_source import TASKS_DIR
+from levante_tasks.schema.tasks import task_info
+from levante_tasks.schema.variant import parse_name
+from levante_tasks.testing.models import FixedLetterModel
 
 VERSION = "2026-03-24"
 TABLE = "item_bank_translations.csv"  # the 1cb5bfc version: real de and es-CO text (README of translations/)
@@ -36,12 +39,9 @@ def translations(shared: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def data(sample_base: Path, translations: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("standin-release")
-    write_standin_release(sample_base, VERSION, base)
-    data = tmp_path_factory.mktemp("data")
-    prepare(str(base), VERSION, str(data), strict=False, progress=False, translations=str(translations / TABLE))
-    return data
+def data(real_sample_data: Path) -> Path:
+    """The session's real sample prepared with the real table (conftest)."""
+    return real_sample_data
 
 
 def built(data: Path) -> dict:
@@ -131,3 +131,60 @@ def test_compare_reads_the_english_options_of_a_datasets_folder_holding_locales(
     assert options["tom_reality_known_false_belief"] == ["chair", "rug"]
     german, _ = read_items(data / VERSION / layout.DATASETS_DIR / layout.LOCALES_DIR / "de")
     assert german["tom_reality_known_false_belief"] == ["Hinter dem Stuhl", "Unter dem Teppich"]
+
+
+def _at_chance(records: list[dict], where: str) -> None:
+    """A fixed letter is within one item of chance on the task and on each of its sub-types (balanced orders)."""
+    by_subtype: dict[str, list[dict]] = {"(whole task)": records}
+    for record in records:
+        by_subtype.setdefault(task_info(record["task"]).subtype_of(record["trial_type"]), []).append(record)
+    for subtype, chosen in by_subtype.items():
+        expected = sum(1 / len(r["presented_order"]) for r in chosen)
+        assert abs(sum(r["correct"] for r in chosen) - expected) <= 1, (where, subtype, expected)
+
+
+def test_lmms_eval_runs_locale_tasks_and_a_fixed_letter_is_at_chance(data, tmp_path):
+    """`lmms-eval --tasks levante_trog_de,levante_vocab_es_co` (lmms-eval's own CLI, test models registered): the
+    locale's items only, shown in the locale, read back and scored at chance by a fixed letter."""
+    env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "LEVANTE_DATA_VERSION": VERSION,
+           "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "levante_tasks.testing.lmms_cli", "--model", "levante_fixed", "--model_args",
+               "letter=B", "--tasks", "levante_trog_de,levante_vocab_es_co", "--output_path", str(out),
+               "--log_samples"]
+    ran = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900, check=False)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    results = json.loads(next(out.rglob("*_results.json")).read_text())
+    build = built(data)["locales"]
+    for name, code, task, words in (("levante_trog_de", "de", "trog", ("Wähle", "Antworte mit A, B, C oder D.")),
+                                    ("levante_vocab_es_co", "es-CO", "vocab", ("Elige", "Responde con A, B, C o D."))):
+        lines = [json.loads(line) for line in next(out.rglob(f"*_samples_{name}.jsonl")).read_text().splitlines()]
+        records = [line["levante_item"] for line in lines]
+        assert len(records) == build[code][task]["n_items"]
+        assert results["results"][name]["levante_acc,none"] == pytest.approx(sum(r["correct"] for r in records)
+                                                                              / len(records))
+        assert results["configs"][name]["metadata"]["levante"]["provenance"]["dataset_fingerprint"] == \
+            build[code][task]["fingerprint"]
+        assert all(r["choice_letter"] == "B" for r in records)
+        _at_chance(records, name)
+        assert all(word in line["input"] for line in lines for word in words), lines[0]["input"]  # what was sent
+
+
+@pytest.mark.parametrize("group", ["levante_de", "levante_es_co_mc"])
+def test_a_fixed_letter_is_at_chance_on_every_task_of_a_locale(data, monkeypatch, group):
+    from lmms_eval import evaluator
+    from lmms_eval.tasks import TaskManager
+
+    monkeypatch.setenv("LEVANTE_DATA_DIR", str(data))
+    monkeypatch.setenv("LEVANTE_DATA_VERSION", VERSION)
+    manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
+    out = evaluator.simple_evaluate(model=FixedLetterModel(letter="C"), tasks=[group], task_manager=manager,
+                                    log_samples=True)
+    code = parse_name(group).locale.code
+    held = {task: entry["n_items"] for task, entry in built(data)["locales"][code].items()}
+    seen = {}
+    for name, samples in out["samples"].items():
+        records = [s["levante_item"] for s in samples]
+        seen[records[0]["task"]] = len(records)
+        _at_chance([r for r in records if len(r["presented_order"]) >= 3], name)  # C is an option of these only
+    assert seen == held  # every task the locale holds ran once, on each of its items

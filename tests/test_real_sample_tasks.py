@@ -9,11 +9,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from PIL import Image
 
 from levante_tasks.core import docs
-from levante_tasks.data.prepare import prepare
-from levante_tasks.data.standins import TAG, write_standin_release
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS, TaskInfo, task_info
 from levante_tasks.schema.variant import OutputType, parse_name
@@ -23,15 +20,9 @@ VERSION = "2026-03-24"
 
 
 @pytest.fixture(scope="module")
-def real_data(sample_base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("standin-release")
-    made = write_standin_release(sample_base, VERSION, base)
-    assert not any(rel.startswith("visual/vocab/") for rel in made)  # vocab keeps its real pictures
-    with Image.open(base / VERSION / made[0]) as image:
-        assert image.text["Source"] == TAG
-    data = tmp_path_factory.mktemp("standin-data")
-    prepare(str(base), VERSION, str(data), strict=False, progress=False)
-    return data
+def real_data(real_sample_data: Path) -> Path:
+    """The session's prepared real sample (conftest: stand-in pictures, English and every translated locale)."""
+    return real_sample_data
 
 
 @pytest.fixture(autouse=True)
