@@ -26,9 +26,10 @@ from inspect_ai.solver import multiple_choice
 
 from levante_tasks import __version__
 from levante_tasks.core import docs, generation
+from levante_tasks.core.locale_text import item_locale
 from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.errors import LevanteError
-from levante_tasks.inspect.samples import TEMPLATE, doc_sample
+from levante_tasks.inspect.samples import doc_sample, template
 from levante_tasks.inspect.scorer import levante_record
 from levante_tasks.schema import layout
 from levante_tasks.schema.records import VARIANTS
@@ -121,8 +122,9 @@ def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original",
         version_name = task_docs[0]["data_version"]
         spec = {"task": info.name, "lmms_name": info.lmms_name, "seed": seed, "variant": variant,
                 "provenance": provenance(info, version_name)}
+        solver = multiple_choice(template=template(item_locale(task_docs[0])))  # in the docs' locale
     except LevanteError as exc:
         raise data_problem(name, exc) from None
     return Task(dataset=MemoryDataset(samples, name=info.lmms_name),
-                solver=multiple_choice(template=TEMPLATE), scorer=[choice(), levante_record()],
+                solver=solver, scorer=[choice(), levante_record()],
                 config=generate_config(), metadata={PROVENANCE_KEY: spec}, version=info.version)
