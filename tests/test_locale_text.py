@@ -33,9 +33,8 @@ CLOSERS = {")", "]", "”", "’", "»"}  # never an opening mark: one with noth
 # "if": the yes word is "sí".
 ASCII_FALLBACKS = {
     "de": ("wahle", "waehle", "fur", "fuer", "uber", "ueber", "moglich", "moeglich", "angehangt", "angehaengt",
-           "anfuhrungszeichen", "anfuehrungszeichen", "naechste", "nachste", "wurdest"),
-    "es": ("si", "numero", "numerica", "linea", "ultima", "unica", "opcion", "eleccion", "imagenes", "cual",
-           "dondé"),
+           "anfuhrungszeichen", "anfuehrungszeichen", "naechste", "nachste"),
+    "es": ("si", "numero", "numerica", "linea", "ultima", "unica", "opcion", "eleccion", "imagenes"),
     "fr": ("reponds", "reponse", "repondre", "derniere", "premiere", "extremite", "designe", "etre", "deja",
            "numero", "numerique", "selectionne", "a gauche", "a droite"),
     "nl": ("ideeen", "geinspireerd", "beeindig", "categorieen", "reeel"),

@@ -11,7 +11,10 @@ a word's first letter ("Dog"). Rejected as ambiguous: two different letters (a f
 standalone letter A-H of the answer: "B, D", "B. Wait, actually it is C."), a hedge ("A or B"), a letter outside
 the item's options, a tie of scores, and a bare `A` followed by a word ("The answer is A cat": the article).
 Upper-case letters only, except where a letter cannot be an article: a JSON answer value and a line `ANSWER: b`.
-`PARSER_VERSION` names this grammar in every record; change it with any change of what is read.
+An item of a translated locale is read by these forms plus its locale's own (`core.answer_words`: "Die Antwort ist
+B", "Respuesta: C", its hedges, quotes and elisions), under the same rules; an English item by these alone.
+`PARSER_VERSION` names this grammar in every record (a translated item's with its locale's part, `grammar_version`:
+"3+de.1"); change it with any change of what is read.
 """
 
 from __future__ import annotations
