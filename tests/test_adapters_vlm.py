@@ -147,8 +147,8 @@ def test_prompt_puts_each_image_at_its_placeholder(vlm_dir):
     assert text.endswith("Assistant:")
 
 
-def _logit_gap_by_hand(path, content: list[dict], images: list) -> float:
-    """logit("Yes") - logit("No") of the next token, computed with the checkpoint's own processor and model."""
+def _logit_gap_by_hand(path, content: list[dict], images: list, words: tuple[str, str] = ("Yes", "No")) -> float:
+    """logit(yes) - logit(no) of the next token (`words`), computed with the checkpoint's own processor and model."""
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -159,7 +159,7 @@ def _logit_gap_by_hand(path, content: list[dict], images: list) -> float:
     inputs = processor(text=[text], images=[images], return_tensors="pt")
     with torch.inference_mode():
         logits = model(**inputs).logits[0, -1].float()
-    yes, no = (processor.tokenizer.convert_tokens_to_ids(word) for word in ("Yes", "No"))
+    yes, no = (processor.tokenizer.encode(word, add_special_tokens=False)[0] for word in words)
     return float(logits[yes] - logits[no])
 
 
@@ -183,9 +183,33 @@ def test_yes_no_scores_are_the_logit_gap_of_one_pass_per_option(vlm_dir):
     assert [loss for loss, _ in losses] == pytest.approx([-s for s in by_hand], abs=1e-5)
 
 
+def test_yes_no_scoring_of_a_german_item_asks_in_german_and_reads_ja_and_nein(vlm_dir):
+    """A German item (doc locale `de`, two picture options after a context picture): each pass asks the German
+    question of core.locale_text, and its score is logit("Ja") - logit("Nein") computed by hand (each one token of
+    the tiny tokenizer, as every locale's yes/no word is)."""
+    from levante_tasks.testing.adapter_docs import make_doc_to_visual
+
+    docs = make_docs(1, n_options=2, kind="image->images")
+    docs[0].update(locale="de", question="<image 1> Wähle das Bild, das passt.")
+    model = _scorer(vlm_dir, docs, batch_size=2, scoring="yes_no")
+    (answer,) = _scores(model, docs)
+    assert model.forward_passes == 1 and answer["scores_kind"] == "yes_no_logit"
+    context, *options = make_doc_to_visual()(docs[0])
+    asked = "\nIst dieses Bild die Antwort? Antworte mit Ja oder Nein."
+    question = [{"type": "image"}, {"type": "text", "text": " Wähle das Bild, das passt.\nVorschlag: "},
+                {"type": "image"}, {"type": "text", "text": asked}]
+    by_hand = [_logit_gap_by_hand(vlm_dir, question, [context, option], ("Ja", "Nein")) for option in options]
+    assert list(answer["scores"].values()) == pytest.approx(by_hand, abs=1e-5)
+    english = [_logit_gap_by_hand(vlm_dir, question, [context, option]) for option in options]
+    assert english != pytest.approx(by_hand, abs=1e-3)  # the German words' logits, not "Yes"/"No"'s
+
+
 def test_yes_no_words_must_be_single_tokens(tmp_path):
+    from levante_tasks.schema.locales import locale
     from levante_tasks.testing.tiny_models import build_tiny_llava
 
     model = _scorer(build_tiny_llava(tmp_path / "llava", "llava"), [], scoring="yes_no")
-    with pytest.raises(ValueError, match="'Yes' is 3 tokens"):
+    with pytest.raises(ValueError, match="'Yes' \\(English\\) is 3 tokens"):
         model.yes_no_token_ids()
+    with pytest.raises(ValueError, match="'Sí' \\(Spanish \\(Colombia\\)\\) is 3 tokens"):
+        model.yes_no_token_ids(locale("es-CO"))

@@ -9,7 +9,9 @@ batch. A plain greedy `generate_until` path is available with `mode=generate`.
 `scoring=yes_no` (levante-bench's per-option scoring, for models that compare several pictures badly): one pass
 per option, asking whether this option is the answer (the question, then only this option's picture or text);
 score = logit("Yes") - logit("No") at the next token (each word one token, as levante-bench's logit-forced rule
-requires); choice = argmax. Answers carry `scores_kind: "yes_no_logit"` and `scoring: "yes_no"`.
+requires); choice = argmax. The question and the yes/no words are the item's locale's (`core.locale_text`: German
+"Ist dieses Bild die Antwort? Antworte mit Ja oder Nein.", logit("Ja") - logit("Nein")). Answers carry
+`scores_kind: "yes_no_logit"` and `scoring: "yes_no"`.
 """
 
 from __future__ import annotations
@@ -36,26 +38,34 @@ from levante_adapters.common import (
     to_images,
 )
 from levante_adapters.revision import load_revision, resolve_identity, test_model_mark
+from levante_tasks.core.locale_text import item_locale, text
 from levante_tasks.core.prompts import IMAGE_MARKER, image_marker
+from levante_tasks.schema.locales import ENGLISH, Locale
 
 # Families whose rotary positions are computed inside the model from the attention mask (3-D mRoPE).
 INTERNAL_POSITION_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "glm4v")
 MODES = ("score", "generate")
 MC_MODES = ("one_pass", "continuation")
 SCORINGS = ("letters", "yes_no")
-YES_NO = ("Yes", "No")  # the next-token words of scoring=yes_no: score = logit(YES_NO[0]) - logit(YES_NO[1])
 
 
-def yes_no_context(stem: str, option: str | None, has_context: bool) -> tuple[str, int]:
+def yes_no_words(locale: Locale) -> tuple[str, str]:
+    """The next-token words of scoring=yes_no in `locale` (score = logit(yes) - logit(no)): English "Yes", "No"."""
+    return text(locale, "yes"), text(locale, "no")
+
+
+def yes_no_context(stem: str, option: str | None, has_context: bool, locale: Locale = ENGLISH) -> tuple[str, int]:
     """The prompt of one yes/no pass and its picture count: the question (`<image 1>` = the context picture),
-    then the option (`option` = its text, or None for a picture option, shown as the next picture)."""
+    then the option (`option` = its text, or None for a picture option, shown as the next picture), asked in
+    `locale`'s words."""
     n_images = int(has_context)
+    yes, no = yes_no_words(locale)
     if option is None:
         n_images += 1
-        candidate = f"{image_marker(n_images)}\nIs this picture the answer?"
+        candidate = text(locale, "yes_no_picture", picture=image_marker(n_images), yes=yes, no=no)
     else:
-        candidate = f"{option}\nIs this the answer?"
-    return f"{stem}\nCandidate: {candidate} Answer {YES_NO[0]} or {YES_NO[1]}.", n_images
+        candidate = text(locale, "yes_no_text", option=option, yes=yes, no=no)
+    return f"{stem}\n{candidate}", n_images
 
 
 def interleave(ctx: str, n_images: int) -> list[dict[str, Any]]:
@@ -129,6 +139,7 @@ class LevanteVlmMc(lmms):
         ) | test_model_mark(self.model.config)
         self.forward_passes = 0
         self._letter_ids: dict[str, list[int]] = {}
+        self._yes_no_ids: dict[str, tuple[int, int]] = {}
         logger.info(f"levante_vlm_mc: {self.identity} on {self.device}, mode {mode}, mc_mode {mc_mode}, "
                     f"scoring {scoring}")
 
@@ -220,15 +231,18 @@ class LevanteVlmMc(lmms):
             results.append(([v - total for v in per_letter], math.exp(total)))
         return results
 
-    def yes_no_token_ids(self) -> tuple[int, int]:
-        """The one-token ids of the yes/no words; an error naming the word when it is not exactly one token."""
-        ids = []
-        for word in YES_NO:
-            encoded = self.tokenizer.encode(word, add_special_tokens=False)
-            if len(encoded) != 1:
-                raise ValueError(f"scoring=yes_no: {word!r} is {len(encoded)} tokens for this tokenizer, not one")
-            ids.append(encoded[0])
-        return ids[0], ids[1]
+    def yes_no_token_ids(self, locale: Locale = ENGLISH) -> tuple[int, int]:
+        """The one-token ids of `locale`'s yes/no words; an error naming the word when it is not exactly one token."""
+        if locale.code not in self._yes_no_ids:
+            ids = []
+            for word in yes_no_words(locale):
+                encoded = self.tokenizer.encode(word, add_special_tokens=False)
+                if len(encoded) != 1:
+                    raise ValueError(f"scoring=yes_no: {word!r} ({locale.name}) is {len(encoded)} tokens for this "
+                                     "tokenizer, not one")
+                ids.append(encoded[0])
+            self._yes_no_ids[locale.code] = (ids[0], ids[1])
+        return self._yes_no_ids[locale.code]
 
     def yes_no_passes(self, item: dict[str, Any]) -> list[dict[str, Any]]:
         """One pass per presented option: its prompt (chat template) and pictures (context, then the option's)."""
@@ -242,18 +256,20 @@ class LevanteVlmMc(lmms):
         for k, letter in enumerate(letters):
             picture = len(pictures) == len(letters)
             option = None if picture else (texts[k] if k < len(texts) else letter)
-            ctx, n_images = yes_no_context(stem, option, has_context)
+            ctx, n_images = yes_no_context(stem, option, has_context, item_locale(doc))
             prompt, order = self.build_prompt(ctx, n_images)
             shown = [*context, pictures[k]] if picture else context
             passes.append({"prompt": prompt, "images": [shown[i] for i in order]})
         return passes
 
     def yes_no_scores(self, items: Sequence[dict[str, Any]]) -> list[list[float]]:
-        """Per item: logit("Yes") - logit("No") at the next token of each option's pass, in presented order."""
-        yes, no = self.yes_no_token_ids()
+        """Per item: logit(yes) - logit(no) (its locale's words) at the next token of each option's pass, in presented
+        order."""
+        words = [self.yes_no_token_ids(item_locale(item["doc"])) for item in items]
         passes = [self.yes_no_passes(item) for item in items]
         logits = iter(self.next_token_logits([p for item_passes in passes for p in item_passes]))
-        return [[float(row[yes] - row[no]) for row in (next(logits) for _ in item_passes)] for item_passes in passes]
+        return [[float(row[yes] - row[no]) for row in (next(logits) for _ in item_passes)]
+                for (yes, no), item_passes in zip(words, passes, strict=True)]
 
     def option_scores(self, items: Sequence[dict[str, Any]]) -> list[tuple[list[float], dict[str, Any]]]:
         """Per item: the scores of its options as presented, and what the JSON answer says about them."""

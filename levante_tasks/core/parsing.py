@@ -11,7 +11,10 @@ a word's first letter ("Dog"). Rejected as ambiguous: two different letters (a f
 standalone letter A-H of the answer: "B, D", "B. Wait, actually it is C."), a hedge ("A or B"), a letter outside
 the item's options, a tie of scores, and a bare `A` followed by a word ("The answer is A cat": the article).
 Upper-case letters only, except where a letter cannot be an article: a JSON answer value and a line `ANSWER: b`.
-`PARSER_VERSION` names this grammar in every record; change it with any change of what is read.
+An item of a translated locale is read by these forms plus its locale's own (`core.answer_words`: "Die Antwort ist
+B", "Respuesta: C", its hedges, quotes and elisions), under the same rules; an English item by these alone.
+`PARSER_VERSION` names this grammar in every record (a translated item's with its locale's part, `grammar_version`:
+"3+de.1"); change it with any change of what is read.
 """
 
 from __future__ import annotations
@@ -21,7 +24,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
+
+from levante_tasks.core.answer_words import WORDS, AnswerWords
+from levante_tasks.schema import locales
+from levante_tasks.schema.locales import ENGLISH, Locale
 
 PARSER_VERSION = "3"  # set by hand: bump whenever a response may be read differently
 
@@ -43,36 +51,92 @@ CONFIDENCE = {
 
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-_OPEN, _CLOSE = r"[\(\[\"'*]*", r"[\)\]\"'*]*"
-_TOKEN = rf"(?P<open>{_OPEN})\s*(?P<letter>[A-Z])(?![^\W_])(?P<close>{_CLOSE})"  # a letter, not a word's first
-_LETTER_FORMS = {
-    "answer_is": re.compile(
-        r"\b(?:answer|option|choice)\s*(?:is|:|would\s+be|should\s+be|must\s+be)\s*:?\s*" + _TOKEN, re.IGNORECASE),
-    "option_is": re.compile(
-        r"(?:\b(?:option|choice|answer|picture)\s+|(?:^|(?<=[.!?\n])\s*)|(?<=\s)(?=[\(\[*]))" + _TOKEN
-        + r"\s+(?:is|seems|looks)\s+(?:to\s+be\s+)?(?:the\s+)?(?:correct|right|best)\b", re.IGNORECASE),
-    "i_choose": re.compile(
-        r"\bI\s*(?:would|will|'d|'ll)?\s+(?:pick|choose|select|go\s+with)\s+(?:option\s+|answer\s+)?" + _TOKEN,
-        re.IGNORECASE),
-    "letter_first": re.compile(r"^\s*(?P<open>[\(\[*]*)\s*(?P<letter>[A-Z])(?P<close>[\)\]*]*)(?=\s*[).:\]])"),
+_OPEN_MARKS, _CLOSE_MARKS = r"\(\[\"'*", r"\)\]\"'*"  # what may stand around a letter: brackets, quotes, bold
+# The English forms, `{letter}` = the letter token, `{start}` = a sentence start or a bracket before the letter.
+_START = r"(?:^|(?<=[.!?\n])\s*)|(?<=\s)(?=[\(\[*])"
+_ENGLISH_FORMS = {
+    "answer_is": (r"\b(?:answer|option|choice)\s*(?:is|:|would\s+be|should\s+be|must\s+be)\s*:?\s*{letter}",),
+    "option_is": (r"(?:\b(?:option|choice|answer|picture)\s+|{start}){letter}"
+                  r"\s+(?:is|seems|looks)\s+(?:to\s+be\s+)?(?:the\s+)?(?:correct|right|best)\b",),
+    "i_choose": (r"\bI\s*(?:would|will|'d|'ll)?\s+(?:pick|choose|select|go\s+with)\s+(?:option\s+|answer\s+)?"
+                 r"{letter}",),
 }
-# `ANSWER: b` as the last thing on its line (inspect's multiple_choice() asks for that form; a lower-case letter is
-# read only here and in JSON, where it cannot be an article: "the answer is a ..." stays prose).
-_ANSWER_LINE = re.compile(rf"^\s*answer\s*:\s*{_OPEN}\s*([a-z])\s*{_CLOSE}[.!]?\s*$", re.IGNORECASE | re.MULTILINE)
-_LONE = re.compile(rf"^[\s\(\[\"'*]*([A-Z])[\s\)\]\"'*]*[.,:;!]?{_CLOSE}\s*$")
-_FINAL = re.compile(rf"(?:^|[.!?:]\s+|\n\s*){_OPEN}\s*([A-Z])\s*{_CLOSE}[.!]?\s*$")
+_LETTER_FIRST = re.compile(r"^\s*(?P<open>[\(\[*]*)\s*(?P<letter>[A-Z])(?P<close>[\)\]*]*)(?=\s*[).:\]])")
 _LISTED = re.compile(r"^\s*[\(\[*]*[A-Z][\)\]*]*\s*[).:\]]", re.MULTILINE)  # a line opening with a marked letter
 _LISTED_AT = re.compile(r"^\s*[\(\[*]*(?=[A-Z][\)\]*]*\s*[).:\]])", re.MULTILINE)  # up to such a letter
 _ARTICLES = frozenset("A")  # the one upper-case option letter (A-H) that is also an English word
-_ARTICLE_NEXT = re.compile(r"\s+(?!(?:is|seems|looks|or|and)\b)\w")  # "A cat", not "A is correct" / "A or B"
-_STANDALONE = re.compile(r"(?<![^\W_])(?P<open>[\(\[\"'*]*)(?P<letter>[A-H])(?![^\W_])(?P<close>[\)\]\"'*]*)")
-_HEDGE = re.compile(r"(?<![^\W_])[A-Z](?:\s*/\s*|\s+(?i:or|and)\s+)[A-Z](?![^\W_])")
 _NEAR_ANSWER = re.compile(r"[\"']answer[\"']\s*:\s*(?:\"([^\"\n]*)\"?|'([^'\n]*)'?|([^,}\s\"']*))", re.IGNORECASE)
-_JSON_VALUE = re.compile(rf"^\s*{_OPEN}\s*([A-Za-z])\s*{_CLOSE}[.]?\s*$")
+_JSON_VALUE = re.compile(r"^\s*[\(\[\"'*]*\s*([A-Za-z])\s*[\)\]\"'*]*[.]?\s*$")
 # a number: thousands separators (`1,000`), a decimal, an exponent, or a fraction of integers (`3/4` = 0.75)
 _NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+(?![.,]?\d))?")
 _RANGE = r"\s*(?:[-\u2013\u2014/]|\bto\b|\bor\b|\band\b)\s*[-+]?\.?\d"  # "2-3", "2 to 3", "3/4.5": no one number
 _NUMBER_IS = re.compile(r"answer\s*(?:is|:)\s*:?\s*(" + _NUMBER.pattern + r")(" + _RANGE + r")?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    """The compiled forms of one locale: the English ones, plus the locale's own (`core.answer_words`)."""
+
+    forms: dict[str, tuple[re.Pattern[str], ...]]  # letter form -> its patterns, in `CONFIDENCE` order
+    answer_line: re.Pattern[str]  # `ANSWER: b` (or the locale's keyword) as the last thing on its line
+    lone: re.Pattern[str]  # the whole answer is one letter
+    final: re.Pattern[str]  # a last line or sentence that is one letter
+    standalone: re.Pattern[str]  # a letter A-H standing alone anywhere
+    hedge: re.Pattern[str]  # two letters offered together: "A or B", "A/B"
+    article_next: re.Pattern[str]  # after a bare "A": a word that makes it the article ("A cat", not "A is")
+    answer_prefix: re.Pattern[str]  # what may precede an option's text ("The answer is")
+
+
+def _compile(words: AnswerWords | None) -> _Grammar:
+    """The grammar of the English forms plus `words`' (None: English alone, exactly as parser version 3 reads)."""
+    marks = words.quotes if words else ""
+    open_, close = f"[{_OPEN_MARKS}{marks}]*", f"[{_CLOSE_MARKS}{marks}]*"
+    elided = r"(?!['’][^\W\d_])" if words and words.elision else ""  # French "C'est": a word, not the letter C
+    token = rf"(?P<open>{open_})\s*(?P<letter>[A-Z])(?![^\W_]){elided}(?P<close>{close})"  # not a word's first
+
+    def forms(templates: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(t.replace("{start}", _START).replace("{letter}", token), re.IGNORECASE)
+                     for t in templates)
+
+    def joined(english: str, own: str) -> str:
+        return f"{english}|{own}" if words else english
+
+    letter_forms = {form: forms(english + (getattr(words, form) if words else ()))
+                    for form, english in _ENGLISH_FORMS.items()}
+    line_word = joined("answer", words.answer_line if words else "")
+    return _Grammar(
+        forms={**letter_forms, "letter_first": (_LETTER_FIRST,)},
+        answer_line=re.compile(rf"^\s*(?:{line_word})\s*:\s*{open_}\s*([a-z])\s*{close}[.!]?\s*$",
+                               re.IGNORECASE | re.MULTILINE),
+        lone=re.compile(rf"^[\s{_OPEN_MARKS}{marks}]*([A-Z])[\s{_CLOSE_MARKS}{marks}]*[.,:;!]?{close}\s*$"),
+        final=re.compile(rf"(?:^|[.!?:]\s+|\n\s*){open_}\s*([A-Z])\s*{close}[.!]?\s*$"),
+        standalone=re.compile(rf"(?<![^\W_])(?P<open>{open_})(?P<letter>[A-H])(?![^\W_]){elided}(?P<close>{close})"),
+        hedge=re.compile(rf"(?<![^\W_])[A-Z](?:\s*/\s*|\s+(?i:{joined('or|and', words.hedges if words else '')})\s+)"
+                         r"[A-Z](?![^\W_])"),
+        article_next=re.compile(
+            rf"\s+(?!(?:{joined('is|seems|looks|or|and', words.continuations if words else '')})\b)\w"),
+        answer_prefix=re.compile(joined(r"^(?:the\s+)?(?:answer\s+is\s*:?\s*)",
+                                        f"^{words.option_text_prefix}" if words else ""), re.IGNORECASE),
+    )
+
+
+@cache
+def _grammar(locale: Locale) -> _Grammar:
+    """The grammar an item of `locale` is read by: the English forms, plus the locale's own for a translated one."""
+    return _compile(None if locale.is_source else WORDS[locale.code])
+
+
+def grammar_version(locale: Locale) -> str:
+    """The `parser_version` a record of an item in `locale` carries: `PARSER_VERSION` for English, followed by the
+    locale's code and forms version for a translated one (`3+de.1`)."""
+    return PARSER_VERSION if locale.is_source else f"{PARSER_VERSION}+{locale.code}.{WORDS[locale.code].version}"
+
+
+def version_locale(version: str) -> Locale:
+    """The locale whose grammar a recorded `parser_version` names (English when it names none); LocaleError for an
+    unknown code."""
+    _, plus, grammar = version.partition("+")
+    return locales.locale(grammar.rpartition(".")[0]) if plus else ENGLISH
 
 
 @dataclass(frozen=True)
@@ -135,7 +199,7 @@ def scored(letters: Sequence[str], values: dict[str, float], kind: str) -> Parse
     return Parsed(top[0] if len(top) == 1 else None, "scores" if len(top) == 1 else "none", values, kind)
 
 
-def _from_json(text: str, letters: Sequence[str]) -> Parsed | None:
+def _from_json(text: str, letters: Sequence[str], grammar: _Grammar) -> Parsed | None:
     """A JSON answer: the strict object (`scores`, `json`), else an object-like `answer` field (`near_json`).
 
     None when the text holds no JSON answer; NONE when it does but names no single letter of the item (the prose
@@ -162,88 +226,91 @@ def _from_json(text: str, letters: Sequence[str]) -> Parsed | None:
     end = text.rfind("}")
     outside = text[:start] + (text[end + 1:] if end > start else "")
     try:
-        chosen |= set(_prose_letters(outside).values()) | _standalone_letters(outside)
+        chosen |= set(_prose_letters(outside, grammar).values()) | _standalone_letters(outside, grammar)
     except ValueError:
         return NONE
     return Parsed(chosen.pop(), "near_json") if len(chosen) == 1 and None not in chosen else NONE
 
 
-def _bounded(text: str, match: re.Match) -> bool:
+def _bounded(text: str, match: re.Match, grammar: _Grammar) -> bool:
     """A letter token is not the article: any letter but `A`, or `A` closed by a mark ("(A) cat", "**A**") or not
     followed by a word ("A.", "A is correct"); "A cat", "**A cat**" read as the article."""
     return (match.group("letter") not in _ARTICLES or bool(match.group("close"))
-            or not _ARTICLE_NEXT.match(text, match.end("close")))
+            or not grammar.article_next.match(text, match.end("close")))
 
 
-def _standalone_letters(text: str) -> set[str]:
+def _standalone_letters(text: str, grammar: _Grammar) -> set[str]:
     """Every letter A-H standing alone in `text` (not a word's first letter, not the article), except those that
     open the lines of a restated option list ("A) cat" / "B) dog"): any of them may state an answer."""
     listed = {m.end() for m in _LISTED_AT.finditer(text)} if len(_LISTED.findall(text)) > 1 else set()
-    return {m.group("letter") for m in _STANDALONE.finditer(text)
-            if _bounded(text, m) and m.start("letter") not in listed}
+    return {m.group("letter") for m in grammar.standalone.finditer(text)
+            if _bounded(text, m, grammar) and m.start("letter") not in listed}
 
 
-def _prose_letters(text: str) -> dict[str, str]:
+def _prose_letters(text: str, grammar: _Grammar) -> dict[str, str]:
     """Form -> letter of each letter form found in prose (every occurrence; ValueError when they disagree)."""
     found: dict[str, str] = {}
     seen: set[str] = set()
     listing = len(_LISTED.findall(text)) > 1  # "A) cat\nB) dog\n...": the options restated, not an answer
-    for form, pattern in _LETTER_FORMS.items():
+    for form, patterns in grammar.forms.items():
         if form == "letter_first" and listing:
             continue
-        for match in pattern.finditer(text):
-            if match.group("letter").isupper() and _bounded(text, match):
+        for match in (m for pattern in patterns for m in pattern.finditer(text)):
+            if match.group("letter").isupper() and _bounded(text, match, grammar):
                 found.setdefault(form, match.group("letter"))
                 seen.add(match.group("letter"))
-    for match in _ANSWER_LINE.finditer(text):
+    for match in grammar.answer_line.finditer(text):
         found.setdefault("answer_is", match.group(1).upper())
         seen.add(match.group(1).upper())
-    final = _FINAL.search(text)
+    final = grammar.final.search(text)
     if final and final.start() > 0:
         found.setdefault("final_letter", final.group(1))
         seen.add(final.group(1))
     if found:
-        seen |= _standalone_letters(text)  # "The answer is B. Wait, actually it is C.": a second letter stated
+        seen |= _standalone_letters(text, grammar)  # "The answer is B. Wait, actually it is C.": a second letter stated
     if len(seen) > 1:
         raise ValueError("several letters")
     return found
 
 
-def _declared(text: str) -> str | None:
+def _declared(text: str, grammar: _Grammar) -> str | None:
     """The letter of a last line `ANSWER: B` (the form inspect's multiple_choice() asks for after reasoning) when every
     ANSWER line of the answer names it: the model's declared answer, whatever letters its reasoning named before
     ("A is a cat, B is a dog.\nANSWER: B"; "The answer is B. Wait, it is C.\nANSWER: C"). None otherwise."""
     lines = [line for line in text.splitlines() if line.strip()]
-    last = _ANSWER_LINE.fullmatch(lines[-1]) if len(lines) > 1 else None
+    last = grammar.answer_line.fullmatch(lines[-1]) if len(lines) > 1 else None
     if not last:
         return None
-    stated = {m.group(1).upper() for m in _ANSWER_LINE.finditer(text)}
+    stated = {m.group(1).upper() for m in grammar.answer_line.finditer(text)}
     return stated.pop() if len(stated) == 1 else None
 
 
-def parse_choice(text: str, letters: Sequence[str], option_texts: Sequence[str] = ()) -> Parsed:
-    """Parse a generated answer to one presented letter; `option_texts` are the options in presented order."""
+def parse_choice(text: str, letters: Sequence[str], option_texts: Sequence[str] = (),
+                 locale: Locale = ENGLISH) -> Parsed:
+    """Parse a generated answer to one presented letter; `option_texts` are the options in presented order, `locale`
+    the item's (its forms are read besides the English ones)."""
+    grammar = _grammar(locale)
     cleaned = _clean(text)
-    parsed = _from_json(cleaned, letters)
+    parsed = _from_json(cleaned, letters, grammar)
     if parsed:
         return parsed
-    declared = _declared(cleaned)
+    declared = _declared(cleaned, grammar)
     if declared:
         return Parsed(declared, "answer_line") if declared in letters else NONE
-    if _HEDGE.search(cleaned):
+    if grammar.hedge.search(cleaned):
         return NONE
-    lone = _LONE.match(cleaned)
+    lone = grammar.lone.match(cleaned)
     if lone:
         return Parsed(lone.group(1), "lone_letter") if lone.group(1) in letters else NONE
     try:
-        found = _prose_letters(cleaned)
+        found = _prose_letters(cleaned, grammar)
     except ValueError:
         return NONE
     if found:
         form = max(found, key=lambda f: CONFIDENCE[f])
         return Parsed(found[form], form) if found[form] in letters else NONE
     if option_texts:
-        norm = re.sub(r"^(?:the\s+)?(?:answer\s+is\s*:?\s*)", "", cleaned, flags=re.IGNORECASE)
+        norm = grammar.answer_prefix.sub("", cleaned)
         norm = norm.strip().strip(".!*\"' ").strip().lower()
         matches = [letters[i] for i, opt in enumerate(option_texts) if opt and norm == str(opt).strip().lower()]
         if len(matches) == 1:

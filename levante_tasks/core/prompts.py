@@ -14,6 +14,9 @@ option at presented position K; `fill_options` writes the text options in at eva
 stay: they say where each picture of `doc_to_visual` belongs).
 Slider items: the question names the target number and the line's ends, never the target's position; the clause
 asks for a position in [0, 1].
+Locale: every word we add (the answer instruction, the listing, the slider question and clause) comes from
+`core.locale_text` in the item's locale (`item_locale`: its `locale` code, English when it has none), e.g. German
+`Antworte mit A oder B. A: <image 2>; B: <image 3>`; English reads as it always has.
 
 The answer-clause pattern (`without_answer_clause`) reads only foreign text: manifest templates here, and the
 lmms-eval context of a doc that is not a prepared LEVANTE item (levante_adapters.common.question).
@@ -25,7 +28,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from levante_tasks.core.locale_text import item_locale, text
 from levante_tasks.schema.items import LETTERS
+from levante_tasks.schema.locales import ENGLISH, Locale
 
 _ANSWER_CLAUSE = re.compile(rf"\s*Answer (?:with )?(?:only )?(?:[{LETTERS[0]}-{LETTERS[-1]}]\b|a numeral).*$",
                             re.DOTALL)
@@ -38,21 +43,23 @@ def image_marker(position: int) -> str:
     return f"<image {position}>"
 
 
-def letters_phrase(n: int) -> str:
-    """'A or B', 'A, B, or C', 'A, B, C, or D' for n options."""
+def letters_phrase(n: int, locale: Locale = ENGLISH) -> str:
+    """'A or B', 'A, B, or C', 'A, B, C, or D' for n options (in the locale's words: 'A, B oder C')."""
     letters = list(LETTERS[:n])
     if n == 2:
-        return "A or B"
-    return ", ".join(letters[:-1]) + f", or {letters[-1]}"
+        return text(locale, "two_letters", first=letters[0], last=letters[1])
+    return text(locale, "many_letters", rest=", ".join(letters[:-1]), last=letters[-1])
 
 
-def answer_clause(n: int, option_kind: str, has_context: bool = False) -> str:
+def answer_clause(n: int, option_kind: str, has_context: bool = False, locale: Locale = ENGLISH) -> str:
     """`Answer with A or B. A: <image 1>; B: <image 2>` (picture markers after the context picture when there is
-    one) or `A: <option1>; B: <option2>` for text options."""
+    one) or `A: <option1>; B: <option2>` for text options, in the locale's words."""
     first = 2 if has_context else 1
-    listing = "; ".join(f"{LETTERS[k]}: " + (image_marker(first + k) if option_kind == "image" else f"<option{k + 1}>")
-                        for k in range(n))
-    return f"Answer with {letters_phrase(n)}. {listing}"
+    entries = [text(locale, "option_entry", letter=LETTERS[k],
+                    option=image_marker(first + k) if option_kind == "image" else f"<option{k + 1}>")
+               for k in range(n)]
+    listing = text(locale, "option_separator").join(entries)
+    return f"{text(locale, 'answer_with', letters=letters_phrase(n, locale))} {listing}"
 
 
 def without_answer_clause(prompt: str) -> str:
@@ -79,21 +86,19 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-SLIDER_CLAUSE = "Answer with a single number between 0 and 1: 0 means the left end and 1 means the right end."
-
-
-def slider_question(low: float, high: float, target: str) -> str:
+def slider_question(low: float, high: float, target: str, locale: Locale = ENGLISH) -> str:
     """The number-line slider question (its image, `<image 1>`, shows the bare line with its end labels)."""
-    return (f"{image_marker(1)} This number line goes from {_number(low)} on the left to {_number(high)} on the right. "
-            f"Where does the number {target} go?")
+    return text(locale, "slider_question", image=image_marker(1), low=_number(low), high=_number(high),
+                target=str(target))
 
 
 def item_answer_clause(item: Mapping[str, Any]) -> str:
-    """The answer clause of a prepared item, made from its facts: `SLIDER_CLAUSE` for a slider, else
-    `answer_clause` for its option count and kind (picture markers after its context picture, if any)."""
+    """The answer clause of a prepared item, made from its facts in its locale: the slider clause for a slider,
+    else `answer_clause` for its option count and kind (picture markers after its context picture, if any)."""
     if item["response_format"] == "slider":
-        return SLIDER_CLAUSE
-    return answer_clause(int(item["n_options"]), item["option_kind"], bool(item.get("stimulus_image")))
+        return text(item_locale(item), "slider_clause")
+    return answer_clause(int(item["n_options"]), item["option_kind"], bool(item.get("stimulus_image")),
+                         item_locale(item))
 
 
 def compose(item: Mapping[str, Any], with_clause: bool = True) -> str:

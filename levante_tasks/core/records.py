@@ -2,7 +2,8 @@
 
 Everything is stored in canonical option order (index 0 = the correct answer) next to the presented order,
 so records can be joined with children's responses without knowing how options were shown. Each record names
-the parser version and holds the parser's other inputs (option texts, slider range), for `core.reparse`.
+the parser version (with the item's locale part for a translated item: `parsing.grammar_version`) and holds the
+parser's other inputs (option texts, slider range), for `core.reparse`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from levante_tasks.core.parsing import CONFIDENCE, PARSER_VERSION, Parsed, scored
+from levante_tasks.core.locale_text import item_locale
+from levante_tasks.core.parsing import CONFIDENCE, Parsed, grammar_version, scored
 from levante_tasks.schema.items import slider_chance, slider_tolerance
 from levante_tasks.schema.records import ItemRecord, SliderRecord
 
@@ -52,7 +54,7 @@ def choice_record(doc: Mapping[str, Any], parsed: Parsed, output_type: str = "ge
         correct=int(index == 0),
         parse_method=parsed.method,
         parse_confidence=parsed.confidence,
-        parser_version=PARSER_VERSION,
+        parser_version=grammar_version(item_locale(doc)),
         option_texts=[str(text) for text in option_texts],
         option_scores=scores,
         option_scores_kind=parsed.scores_kind if scores is not None else None,
@@ -87,7 +89,7 @@ def slider_record(doc: Mapping[str, Any], position: float | None, method: str) -
         correct=int(value is not None and abs(value - target) < tolerance),
         parse_method=method,
         parse_confidence=CONFIDENCE.get(method, 0.0),
-        parser_version=PARSER_VERSION,
+        parser_version=grammar_version(item_locale(doc)),
         option_texts=[],
         option_scores=None,
         option_scores_kind=None,

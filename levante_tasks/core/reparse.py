@@ -3,7 +3,8 @@
 The record carries every parser input but the response (schema.records): the presented order (so the letters
 and the canonical index), the option texts as shown and, for sliders, the number line's range and target. A
 generate_until response is the generated text; a multiple_choice response is the per-option `(loss, greedy)`
-pairs as saved. The new record is built by the same functions the tasks use (`core.records`). Only what the
+pairs as saved. A translated item's locale is the one its recorded `parser_version` names (`3+de.1`: the German
+forms are read too). The new record is built by the same functions the tasks use (`core.records`). Only what the
 parser decides (`DECIDED`) is compared: a key added to records since (`chance_level`, say) is no disagreement, and
 a record whose decisions stand is kept as saved, byte for byte.
 """
@@ -14,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from levante_tasks.core import parsing, records
+from levante_tasks.core.locale_text import item_locale
 from levante_tasks.schema.items import letters_for
+from levante_tasks.schema.locales import LocaleError
 
 IDENTITY = ("item_uid", "task", "trial_type", "seed", "variant", "presented_order")
 # what the parser decides of a response: the answer, its form and confidence, the slider value, correctness
@@ -33,10 +36,15 @@ def record_doc(record: Mapping[str, Any]) -> dict[str, Any]:
                             "parser's inputs)")
     try:
         doc = {key: record[key] for key in IDENTITY}
+        grammar = parsing.version_locale(str(record["parser_version"]))
+        if not grammar.is_source:
+            doc["locale"] = grammar.code
         slider = "target_value" in record
         doc["letters"] = [] if slider else letters_for(len(doc["presented_order"]))
         if slider:
             doc.update(range_min=record["range_min"], range_max=record["range_max"], answer=record["target_value"])
+    except LocaleError as exc:
+        raise NotReparsable(f"the record's parser_version names no known locale ({exc})") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise NotReparsable(f"the record is incomplete ({type(exc).__name__}: {exc})") from None
     return doc
@@ -58,7 +66,8 @@ def reparse(record: Mapping[str, Any], response: Any) -> dict[str, Any]:
     if "target_value" in record:
         return records.slider_record(doc, *parsing.parse_number(text))
     options = list(record["option_texts"])
-    return records.choice_record(doc, parsing.parse_choice(text, doc["letters"], options), option_texts=options)
+    parsed = parsing.parse_choice(text, doc["letters"], options, item_locale(doc))
+    return records.choice_record(doc, parsed, option_texts=options)
 
 
 def answer_of(record: Mapping[str, Any]) -> Any:
@@ -82,9 +91,9 @@ def disagreement(record: Mapping[str, Any], response: Any) -> str | None:
     differs = decided_changes(record, fresh)
     if not differs:
         return None
-    if record.get("parser_version") != parsing.PARSER_VERSION:
+    if record.get("parser_version") != fresh["parser_version"]:
         return (f"recorded by parser version {record.get('parser_version')} as {_shown(record)}; parser version "
-                f"{parsing.PARSER_VERSION} reads its response as {_shown(fresh)} (levante-tasks rescore)")
+                f"{fresh['parser_version']} reads its response as {_shown(fresh)} (levante-tasks rescore)")
     return f"record says {_shown(record)}, its response re-parses to {_shown(fresh)} ({', '.join(differs)} differ)"
 
 

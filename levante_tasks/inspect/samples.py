@@ -6,7 +6,10 @@ pictures in order, followed by the pictures of `core.hooks.doc_to_visual` (conte
 as presented; blank or shuffled per variant) as PNG data URIs, so logs hold no file paths. Choices: the options in
 OUR presented order (picture options as their `<image N>` marker, text options as their text); target: the gold
 letter.
-Metadata: the doc fields the record needs (identity, seed, variant, presented and canonical order, letters);
+Our words (the picture line, the multiple_choice() instruction of `template`) are the item's locale's
+(`core.locale_text`); the `ANSWER: $LETTER` line it asks for stays English, as inspect's `choice()` reads it.
+Metadata: the doc fields the record needs (identity, seed, variant, presented and canonical order, letters; a
+translated doc's `locale`, which the record scorer reads the answer in);
 the message's metadata names the item (`ITEM_KEY`: task, seed, variant, item_uid) for offline scoring models
 (levante_tasks.testing.inspect_model), which real providers ignore.
 """
@@ -23,15 +26,20 @@ from inspect_ai.model import ChatMessageUser, ContentImage, ContentText
 from PIL import Image
 
 from levante_tasks.core import hooks
+from levante_tasks.core.locale_text import item_locale, text
 from levante_tasks.core.prompts import image_marker
+from levante_tasks.schema.locales import Locale
 
 # The doc fields a Sample carries (and the record scorer reads back): docs/design.md §3b.
 DOC_FIELDS = ("item_uid", "task", "trial_type", "seed", "variant", "presented_order", "letters", "target_letter",
               "options", "option_kind", "response_format", "n_options", "data_version", "visual_donor")
 ITEM_KEY = "levante_item_ref"
-# inspect's multiple_choice() prompt with our wording: it asks for the "ANSWER: X" line its parser and choice() read.
-TEMPLATE = ("{question}\n\n{choices}\n\nAnswer with one letter. The last line of your response must be of the form "
-            "'ANSWER: $LETTER' (without quotes) where LETTER is one of {letters}.")
+
+
+def template(locale: Locale) -> str:
+    """inspect's multiple_choice() prompt in our words of `locale`, its `{question}`, `{choices}` and `{letters}` left
+    for inspect to fill: it asks for the `ANSWER: X` line its parser and choice() read."""
+    return text(locale, "mc_template", question="{question}", choices="{choices}", letters="{letters}")
 
 
 def question_text(doc: Mapping[str, Any], n_images: int) -> str:
@@ -41,7 +49,7 @@ def question_text(doc: Mapping[str, Any], n_images: int) -> str:
     if not n_images:
         return question
     names = ", ".join(image_marker(k + 1) for k in range(n_images))
-    return f"{question}\n(Pictures attached in this order: {names}.)"
+    return f"{question}\n{text(item_locale(doc), 'pictures_attached', pictures=names)}"
 
 
 def data_uri(image: Image.Image) -> str:
@@ -58,6 +66,8 @@ def doc_sample(doc: Mapping[str, Any]) -> Sample:
     content += [ContentImage(image=data_uri(image)) for image in images]
     metadata = {key: doc.get(key) for key in DOC_FIELDS}
     metadata["stimulus_image"] = bool(doc.get("stimulus_image"))
+    if doc.get("locale"):
+        metadata["locale"] = doc["locale"]
     ref = {key: doc[key] for key in ("task", "seed", "variant", "item_uid")}
     return Sample(input=[ChatMessageUser(content=content, metadata={ITEM_KEY: ref})], choices=hooks.choice_labels(doc),
                   target=doc["target_letter"], id=str(doc["item_uid"]), metadata=metadata)

@@ -13,6 +13,7 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import TaskState
 
 from levante_tasks.core.hooks import option_texts
+from levante_tasks.core.locale_text import item_locale
 from levante_tasks.core.parsing import parse_choice
 from levante_tasks.core.records import choice_record
 from levante_tasks.schema.records import RECORD_KEY
@@ -36,12 +37,13 @@ def score_of(record: dict[str, Any]) -> Score:
 
 @scorer(metrics=[accuracy(), stderr()])
 def levante_record():
-    """Score with our answer parser; the per-item record goes under `levante_item` in the score's metadata."""
+    """Score with our answer parser (in the sample's locale); the per-item record goes under `levante_item` in the
+    score's metadata."""
 
     async def score(state: TaskState, target: Target) -> Score:
         doc = state.metadata
         options = option_texts(doc)
-        return score_of(choice_record(doc, parse_choice(answer_text(state.output), doc["letters"], options),
-                                      option_texts=options))
+        parsed = parse_choice(answer_text(state.output), doc["letters"], options, item_locale(doc))
+        return score_of(choice_record(doc, parsed, option_texts=options))
 
     return score

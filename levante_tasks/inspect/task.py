@@ -28,7 +28,7 @@ from levante_tasks import __version__
 from levante_tasks.core import docs, generation
 from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.errors import LevanteError
-from levante_tasks.inspect.samples import TEMPLATE, doc_sample
+from levante_tasks.inspect.samples import doc_sample, template
 from levante_tasks.inspect.scorer import levante_record
 from levante_tasks.schema import layout, locales
 from levante_tasks.schema.locales import ENGLISH, Locale
@@ -138,5 +138,5 @@ def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original", local
     except LevanteError as exc:
         raise data_problem(name, exc) from None
     return Task(dataset=MemoryDataset(samples, name=Variant(info.name, locale=language).format()),
-                solver=multiple_choice(template=TEMPLATE), scorer=[choice(), levante_record()],
+                solver=multiple_choice(template=template(language)), scorer=[choice(), levante_record()],
                 config=generate_config(), metadata={PROVENANCE_KEY: spec}, version=info.version)

@@ -16,6 +16,7 @@ from typing import Any
 
 from levante_tasks import __version__
 from levante_tasks.core import docs, hooks, parsing, records
+from levante_tasks.core.locale_text import item_locale
 from levante_tasks.errors import LevanteError
 from levante_tasks.lmms import metrics
 from levante_tasks.lmms.model_bridge import BothKindsTask, NotInRelease, RunStopped, generated_text
@@ -71,13 +72,14 @@ def run_provenance(lmms_task: str, task: str, version: str, locale: Locale = ENG
 
 
 def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
-    """generate_until: parse the answer (letter, scores JSON, or slider number) and build the item record."""
+    """generate_until: parse the answer (letter in the doc's locale, scores JSON, or slider number) and build the item
+    record."""
     text = generated_text(results[0])
     if doc["response_format"] == "slider":
         position, method = parsing.parse_number(text)
         return metrics.item_metrics(records.slider_record(doc, position, method))
     options = hooks.option_texts(doc)
-    parsed = parsing.parse_choice(text, doc["letters"], options)
+    parsed = parsing.parse_choice(text, doc["letters"], options, item_locale(doc))
     return metrics.item_metrics(records.choice_record(doc, parsed, option_texts=options))
 
 

@@ -16,7 +16,9 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 from tokenizers.pre_tokenizers import ByteLevel
 
+from levante_tasks.core.locale_text import text
 from levante_tasks.schema.items import LETTERS  # single tokens, with and without a leading space
+from levante_tasks.schema.locales import LOCALES
 from levante_tasks.schema.markers import TEST_MODEL_CONFIG_KEY
 
 # SmolVLM's chat template (Idefics3 family): "User:<image>text<end_of_utterance>\nAssistant:".
@@ -29,6 +31,15 @@ SMOLVLM_CHAT_TEMPLATE = (
 )
 
 
+# scoring=yes_no's next-token words: English "Yes"/"No" first, then every locale's (core.locale_text)
+YES_NO_WORDS = tuple(dict.fromkeys(text(loc, key) for loc in LOCALES for key in ("yes", "no")))
+
+
+def _byte_symbols(word: str) -> str:
+    """`word` in the byte-level alphabet (each UTF-8 byte one symbol: "Sí" is three), as the BPE merges see it."""
+    return "".join(piece for piece, _ in pre_tokenizers.ByteLevel(add_prefix_space=False).pre_tokenize_str(word))
+
+
 def _byte_level_tokenizer(specials: list[str], bos: str | None, eos: str | None,
                           words: Sequence[str] = ()) -> Tokenizer:
     """A byte-level BPE covering every string: 256 byte symbols, plus merges that make " A".." H" and each of
@@ -38,7 +49,8 @@ def _byte_level_tokenizer(specials: list[str], bos: str | None, eos: str | None,
     for token in [*specials, *alphabet]:
         vocab.setdefault(token, len(vocab))
     merges = [("Ġ", letter) for letter in LETTERS]
-    merges += [(word[:end], word[end]) for word in words for end in range(1, len(word))]
+    symbols = [_byte_symbols(word) for word in words]
+    merges += list(dict.fromkeys((word[:end], word[end]) for word in symbols for end in range(1, len(word))))
     for left, right in merges:
         vocab.setdefault(left + right, len(vocab))
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
@@ -152,7 +164,7 @@ def build_tiny_vlm(out_dir: str | Path, size: str = "tiny", seed: int = 0) -> Pa
     row_col = [f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6)]
     specials = ["<|endoftext|>", "<|im_start|>", "<end_of_utterance>", "<fake_token_around_image>", "<image>",
                 "<global-img>", *row_col]
-    tok = _byte_level_tokenizer(specials, bos=None, eos=None, words=("Yes", "No"))  # scoring=yes_no
+    tok = _byte_level_tokenizer(specials, bos=None, eos=None, words=YES_NO_WORDS)  # scoring=yes_no, every locale
     tokenizer = _fast_tokenizer(
         tok, bos_token="<|im_start|>", eos_token="<end_of_utterance>", pad_token="<|endoftext|>",
         model_max_length=8192, extra_special_tokens={"image_token": "<image>"},

@@ -1,0 +1,97 @@
+"""The words of each translated locale's answer forms: what `core.parsing` reads besides the English forms.
+
+Each entry is a set of regex fragments (matched case-insensitively) in the grammar's forms (docs/tasks.md, "Answer
+parsing"): `{letter}` marks the answer's letter (the grammar's letter token: a standalone capital) and `{start}` the
+English `option_is` openers (a sentence start, or a bracket before the letter). Every form keeps the English
+strictness: the one letter rule, hedges and the article rule apply to the locale's forms as to English ones.
+`version` is the locale's part of its records' `parser_version` (`3+de.1`): bump it with any change of what the
+locale's forms read. de-CH writes German as Germany does (its quotes, «», are listed with de's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AnswerWords:
+    """One locale's answer forms and the words around a letter that the strictness rules read."""
+
+    version: str  # the locale's grammar version, recorded after the core one: "3+de.1"
+    answer_is: tuple[str, ...]  # "Die Antwort ist B", "Antwort: B"
+    option_is: tuple[str, ...]  # "Option B ist richtig", "B ist die richtige Antwort"
+    i_choose: tuple[str, ...]  # "Ich wähle B", "Ich würde B wählen"
+    answer_line: str  # the keyword of a line `Antwort: b` (as English `ANSWER: b`)
+    hedges: str  # words between two letters that offer both: "B oder C" (as English "or", "and")
+    continuations: str  # words after a bare "A" that make it the letter, not a word: "A ist richtig", "A oder B"
+    quotes: str  # the locale's quotation marks, read around a letter as " and ' are
+    option_text_prefix: str  # what may precede an option's text: "Die Antwort ist Hund"
+    elision: bool = False  # a capital before an apostrophe and a letter is an elided word (French "C'est", "D'après")
+
+
+_GERMAN = dict(
+    answer_is=(r"\b(?:antwort|option|auswahl|wahl|lösung|loesung)\s*(?:ist|lautet|wäre|waere|:)\s*:?\s*{letter}",),
+    option_is=(r"(?:\b(?:option|antwort|auswahl|bild)\s+|{start}){letter}\s+(?:ist|scheint|wirkt)\s+"
+               r"(?:(?:die|das|der|am)\s+)?(?:richtig|korrekt|best|passend|zutreffend)(?:e|en|er|es)?\b",),
+    i_choose=(r"\bich\s+(?:wähle|waehle|nehme|entscheide\s+mich\s+f(?:ü|ue)r|tippe\s+auf)\s+(?:(?:die|das)\s+)?"
+              r"(?:(?:option|antwort|bild)\s+)?{letter}",
+              r"\bich\s+würde\s+(?:(?:die|das)\s+)?(?:(?:option|antwort|bild)\s+)?{letter}\s+(?:wählen|nehmen)\b"),
+    answer_line="antwort",
+    hedges=r"oder|und|bzw\.?|beziehungsweise",
+    continuations=r"ist|scheint|wirkt|oder|und|bzw|beziehungsweise|sein|wäre|wählen|nehmen",
+    quotes="„“‚‘«»",
+    option_text_prefix=r"(?:die\s+)?antwort\s+(?:ist|lautet)\s*:?\s*",
+)
+
+# locale code -> its words (every translated locale of schema.locales)
+WORDS: dict[str, AnswerWords] = {
+    "de": AnswerWords(version="1", **_GERMAN),
+    "de-CH": AnswerWords(version="1", **_GERMAN),
+    "es-CO": AnswerWords(
+        version="1",
+        answer_is=(r"\b(?:respuesta|opción|opcion|elección|eleccion)(?:\s+correcta)?\s*"
+                   r"(?:es|:|sería|seria|debe\s+ser)\s*:?\s*(?:la\s+)?{letter}",),
+        option_is=(r"(?:\b(?:opción|opcion|respuesta|imagen|la)\s+|{start}){letter}\s+(?:es|parece)\s+(?:ser\s+)?"
+                   r"(?:(?:la|el)\s+)?(?:(?:respuesta|opción|opcion|imagen)\s+)?"
+                   r"(?:correct[ao]|adecuad[ao]|acertad[ao]|mejor)\b",),
+        i_choose=(r"\b(?:yo\s+)?(?:elijo|escojo|selecciono|elegiría|elegiria|escogería|escogeria|me\s+quedo\s+con)"
+                  r"\s+(?:la\s+)?(?:(?:opción|opcion|respuesta|imagen)\s+)?{letter}",),
+        answer_line="respuesta",
+        hedges=r"o|ó|u|y",
+        continuations=r"es|parece|o|ó|u|y|sería|seria",
+        quotes="«»“”‘’",
+        option_text_prefix=r"(?:la\s+)?respuesta\s+es\s*:?\s*",
+    ),
+    "fr-CA": AnswerWords(
+        version="1",
+        answer_is=(r"\b(?:réponse|reponse|option|choix)(?:\s+(?:correcte|exacte))?\s*"
+                   r"(?:est|:|serait|doit\s+(?:ê|e)tre)\s*:?\s*(?:la\s+)?{letter}",),
+        option_is=(r"(?:\b(?:option|réponse|reponse|image|choix|la)\s+|{start}){letter}\s+(?:est|semble)\s+"
+                   r"(?:(?:ê|e)tre\s+)?(?:(?:la|le)\s+)?(?:bonne|bon|correcte?|juste|exacte?|meilleure?)\b",),
+        i_choose=(r"\bje\s+(?:choisis|choisirais|prends|prendrais|sélectionne|selectionne|sélectionnerais|retiens)\s+"
+                  r"(?:l['’](?:option|image)\s+|la\s+(?:(?:réponse|reponse)\s+)?)?{letter}",
+                  r"\bj['’](?:opte|opterais)\s+pour\s+(?:l['’](?:option|image)\s+|la\s+(?:(?:réponse|reponse)\s+)?)?"
+                  r"{letter}"),
+        answer_line="réponse|reponse",
+        hedges=r"ou|et",
+        continuations=r"est|semble|ou|et|serait",
+        quotes="«»“”‘’",
+        option_text_prefix=r"(?:la\s+)?(?:réponse|reponse)\s+est\s*:?\s*",
+        elision=True,
+    ),
+    "nl": AnswerWords(
+        version="1",
+        answer_is=(r"\b(?:antwoord|optie|keuze)\s*(?:is|:|luidt|wordt)\s*:?\s*{letter}",),
+        option_is=(r"(?:\b(?:optie|antwoord|afbeelding|plaatje|keuze)\s+|{start}){letter}\s+(?:is|lijkt)\s+"
+                   r"(?:(?:het|de)\s+)?(?:juist|correct|goed|best)e?\b",),
+        i_choose=(r"\bik\s+(?:(?:kies|neem|selecteer)(?:\s+voor)?|ga\s+voor)\s+(?:(?:optie|antwoord|afbeelding)\s+)?"
+                  r"{letter}",
+                  r"\bik\s+(?:zou|zal)\s+(?:voor\s+)?(?:(?:optie|antwoord|afbeelding)\s+)?{letter}\s+"
+                  r"(?:kiezen|nemen|gaan)\b"),
+        answer_line="antwoord",
+        hedges=r"of|en",
+        continuations=r"is|lijkt|of|en|kiezen|nemen|gaan",
+        quotes="„”“‘’",
+        option_text_prefix=r"(?:het\s+)?antwoord\s+is\s*:?\s*",
+    ),
+}
