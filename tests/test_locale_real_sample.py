@@ -188,3 +188,24 @@ def test_a_fixed_letter_is_at_chance_on_every_task_of_a_locale(data, monkeypatch
         seen[records[0]["task"]] = len(records)
         _at_chance([r for r in records if len(r["presented_order"]) >= 3], name)  # C is an option of these only
     assert seen == held  # every task the locale holds ran once, on each of its items
+
+
+def test_inspect_runs_a_task_in_its_locale_and_refuses_an_unknown_one(data, monkeypatch):
+    """`-T locale=de`: the locale's items, in German, under the leaf name `levante_trog_de`; an unknown locale or an
+    unbuilt one is one line naming the task."""
+    from levante_tasks.inspect.task import PROVENANCE_KEY, LevanteTaskError, levante_task
+
+    monkeypatch.setenv("LEVANTE_DATA_DIR", str(data))
+    monkeypatch.setenv("LEVANTE_DATA_VERSION", VERSION)
+    trog = task_info("trog")
+    german = levante_task(trog, locale="de")
+    spec = german.metadata[PROVENANCE_KEY]
+    assert spec["locale"] == "de" and german.dataset.name == "levante_trog_de"
+    assert len(german.dataset) == built(data)["locales"]["de"]["trog"]["n_items"]
+    assert spec["provenance"]["dataset_fingerprint"] == built(data)["locales"]["de"]["trog"]["fingerprint"]
+    assert "Wähle" in german.dataset[0].input[0].content[0].text
+    assert "locale" not in levante_task(trog).metadata[PROVENANCE_KEY]  # English names none
+    for code, problem in (("xx", "locale='xx': unknown locale 'xx'"), ("nl", "in nl")):
+        with pytest.raises(LevanteTaskError, match=problem) as caught:
+            levante_task(trog, locale=code)
+        assert str(caught.value).startswith("levante_tasks/levante_trog: ") and "\n" not in str(caught.value)
