@@ -13,7 +13,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from compare_inputs import canonical, compare, compared, exclusions, records, shuffle_distractors, trog_trials, write_items
+from compare_inputs import (
+    canonical,
+    compare,
+    compared,
+    exclusions,
+    records,
+    shuffle_distractors,
+    trog_trials,
+    write_items,
+)
 from faults import one_error_line, run_cli
 from shared_paths import irt_fixture_dir
 

@@ -25,9 +25,10 @@ def _check_task_names(irt: list[tuple[str | None, Path]]) -> None:
     from levante_tasks.compare.languages import split_irt_task
 
     for spec, path in irt:
-        task, _ = split_irt_task(spec, f"--irt {spec}={path}")
+        where = f"--irt {spec}={display_path(path)}"
+        task, _ = split_irt_task(spec, where)
         if task is not None and find_task(task) is None:
-            raise LevanteError(f"--irt {spec}={path}: unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
+            raise LevanteError(f"{where}: unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

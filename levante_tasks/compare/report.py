@@ -98,7 +98,7 @@ def section(summary: dict, figures: list[Path], items: pd.DataFrame | None = Non
     tests = set(summary.get("data", {}).get("test_models", []))
     for task, info in summary["tasks"].items():
         lines += _task(task, info, tests)
-    lines += _cross_language(items)
+    lines += _cross_language(items, summary["settings"].get("flag_drop"))
     if summary["exclusions"]:
         lines += ["### Exclusions (counted)", "", markdown_table(
             ["task", "children's language", "model", "reason", "count"],
@@ -147,7 +147,8 @@ def _languages(summary: dict) -> list[str]:
     pairing = ("**Across languages** (`--across-languages`): every model run is also compared with the children of "
                "every other language; each row names both." if across else
                "A model run in locale L is compared with the children of language L only.")
-    return [f"Children's language from the {found.get('source')} `language` column.{tags} {pairing}", ""]
+    return [f"Children's language: the `language` column of the {found.get('source')} (a run's trials first, "
+            f"else the runs file by run_id).{tags} {pairing}", ""]
 
 
 def _tag_list(tags: dict[str, int]) -> str:
@@ -189,13 +190,14 @@ def _language_row(lang: dict) -> list[str]:
             lang.get("option_source", "n/a"), _fmt(lang.get("uniform_mean_kl"))]
 
 
-def _cross_language(items: pd.DataFrame | None) -> list[str]:
+def _cross_language(items: pd.DataFrame | None, flag_drop: object) -> list[str]:
     """The cross-language item table: per task and locale how many items were compared and the flagged ones."""
     if items is None or items.empty:
         return []
     lines = ["### Cross-language items (model drop vs children's drop, locale vs English)", "",
-             "drop = accuracy in English - accuracy in the locale; flagged when |model drop - children drop| >= "
-             "the threshold in comparison.json (`settings.flag_drop`); all rows in `cross_language_items.csv`.", ""]
+             "drop = accuracy in English - accuracy in the locale (model runs paired with the same run in English; "
+             f"children with >= min_n trials of the item in both languages); flagged when |model drop - children "
+             f"drop| >= {_fmt(flag_drop, 2)}, ranked largest first; all rows in `cross_language_items.csv`.", ""]
     parts = dict(iter(items.groupby(["task", "locale"], sort=False)))
     for entry in cross_language_counts(items):
         part = parts[entry["task"], entry["locale"]]
