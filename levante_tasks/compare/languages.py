@@ -101,7 +101,8 @@ class ChildLanguages:
         """The language label of each run: its locale code, None when it has none, `NOT_RECORDED` when pooled."""
         if not self.recorded:
             return np.full(len(run_ids), NOT_RECORDED, dtype=object)
-        return self.by_run.reindex(run_ids).to_numpy(dtype=object)
+        found = self.by_run.reindex(run_ids).to_numpy(dtype=object)
+        return np.where(pd.isna(found), None, found)
 
 
 def _code(tag: object) -> str | None:

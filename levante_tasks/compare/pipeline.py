@@ -131,37 +131,36 @@ def irt_record(task: str, children: str, irt: dict[IrtKey, IrtModel]) -> IrtMode
                        f"--irt {task}=PATH")
 
 
-def _row_labels(trials: pd.DataFrame, children: ChildLanguages) -> np.ndarray:
-    """The children's language label of every trial row (by its run; categories looked up once)."""
-    run_ids = trials["run_id"]
-    if isinstance(run_ids.dtype, pd.CategoricalDtype):
-        per_run = np.append(children.label(pd.Index(run_ids.cat.categories.astype(str))), None)
-        return per_run[run_ids.cat.codes.to_numpy()]
-    return children.label(pd.Index(run_ids.astype(str)))
+def run_languages(trials: pd.DataFrame, children: ChildLanguages) -> tuple[np.ndarray, np.ndarray]:
+    """(each trial's run code, -1 for none; each run's language label, and None last for code -1): a trial's label
+    is `labels[codes]`, looked up once per run."""
+    codes, run_ids = pd.factorize(trials["run_id"])
+    labels = children.label(pd.Index(np.asarray(run_ids, dtype=object)).astype(str))
+    return codes, np.append(labels, None)
 
 
-def _runs_by_language(run_ids: np.ndarray, labels: np.ndarray) -> dict[str, int]:
-    """Distinct runs per language label (runs without one left out), in report order."""
-    frame = pd.DataFrame({"run": run_ids, "language": labels}).dropna()
-    counts = frame.drop_duplicates("run")["language"].value_counts()
-    return {str(k): int(counts[k]) for k in sorted(counts.index, key=locale_rank)}
+def _runs_by_language(codes: np.ndarray, labels: np.ndarray) -> dict[str, int]:
+    """Distinct runs per language label among trials with these run codes (runs without one left out), in report
+    order."""
+    found = Counter(label for label in labels[np.unique(codes)] if label is not None)
+    return {str(k): found[k] for k in sorted(found, key=locale_rank)}
 
 
 def plan_comparisons(
-    irt: dict[IrtKey, IrtModel], records: pd.DataFrame, trials: pd.DataFrame, labels: np.ndarray,
+    irt: dict[IrtKey, IrtModel], records: pd.DataFrame, trials: pd.DataFrame, run_codes: tuple[np.ndarray, np.ndarray],
     children: ChildLanguages, settings: Settings, results: Results,
 ) -> list[tuple[Comparison, list[str]]]:
     """Every (task, children's language) comparison and the units it holds, before anything is computed (a missing
     by_language record is refused here). Notes per task what met no counterpart (`not_compared`), counted."""
     infos = {id(model): irt_summary(model, settings) for model in irt.values()}
-    run_ids = trials["run_id"].astype(object).to_numpy()
+    codes, labels = run_codes
     plan = []
     for task in sorted({task for task, _ in irt}):
         task_records = records[records["task"] == task]
         unit_locales = dict(zip(task_records["model"], task_records["locale"], strict=True))
         uids = set().union(*(set(m.items["item_uid"]) for (t, _), m in irt.items() if t == task))
         rows = rows_with_items(trials, uids)
-        runs = _runs_by_language(run_ids[rows], labels[rows])
+        runs = _runs_by_language(codes[rows], labels)
         pairs = pairings(unit_locales, runs, children.recorded, settings.across_languages)
         for pairing in pairs:
             model = irt_record(task, pairing.language, irt)
@@ -220,7 +219,8 @@ def run_compare(
     results.count(record_counts + run_counts + item_counts)
     language_counts: Counter = Counter()
     children = child_languages(trials, runs, language_counts)
-    labels = _row_labels(trials, children)
+    codes, run_labels = run_languages(trials, children)
+    labels = run_labels[codes]
     known_uids = set().union(*(set(m.items["item_uid"]) for m in by_task.values()))
     results.count(
         language_counts + Counter(
@@ -231,12 +231,12 @@ def run_compare(
     )
     for (task, _), model in sorted(by_task.items(), key=lambda pair: (pair[0][0], pair[0][1] or "")):
         results.add("items", item_table(task, model))
-    plan = plan_comparisons(by_task, records, trials, labels, children, settings, results)
+    plan = plan_comparisons(by_task, records, trials, (codes, run_labels), children, settings, results)
     with _one_blas_thread():
         for comparison, units in tqdm(plan, desc="compare tasks", leave=False, disable=None):
             rows = labels == comparison.language  # pooled: every label is NOT_RECORDED
             compare_task(comparison, records[records["model"].isin(units) & (records["task"] == comparison.task)],
-                         trials[rows], runs, items_file, settings, results)
+                         trials if rows.all() else trials[rows], runs, items_file, settings, results)
     cross = cross_language_items(records[records["task"].isin(tasks)], trials,
                                  labels if children.recorded else np.full(len(trials), None), settings.min_n)
     results.add("cross_language_items", cross)
