@@ -326,6 +326,7 @@ def test_vocab_in_german_uses_the_german_by_language_record(tmp_path: Path, germ
     summary = json.loads((tmp_path / "out" / "comparison.json").read_text())
     languages = summary["tasks"]["vocab"]["languages"]
     assert {lang: info["irt_model"] for lang, info in languages.items()} == {"en": "vocab_en", "de": "vocab_de"}
+    assert summary["inputs"]["irt"] == ["vocab=vocab_en.csv", "vocab@de=vocab_de.csv"]
     assert list(languages["de"]["models"]) == ["m/de"] and languages["de"]["n_children"] == 150
     items = pd.read_csv(tmp_path / "out" / "items.csv")
     assert sorted(set(items["irt_model"])) == ["vocab_de", "vocab_en"]

@@ -38,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="compare models with children (IRT ability, difficulty r, response KL, age)",
         description="Compare model per-item records with LEVANTE children. Conventions: b = -d/a1 (higher = "
         "harder); negative r(correct, b) = child-aligned; KL(human || model), natural log; children's responses are "
-        "mapped to the canonical options by text (--items).",
+        "mapped to the canonical options by text (--items). A model run in locale L (its task name, or a records "
+        "file's locale column) meets the children of language L (trials' or runs' language); a child's IRT group is "
+        "its dataset, else its site, else the reference group.",
     )
     parser.add_argument(
         "--irt",
@@ -52,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "theory-of-mind in every language but English, whose record is TASK=PATH)",
     )
     parser.add_argument("--trials", required=True, type=Path, help="children's trials CSV (Redivis layout)")
-    parser.add_argument("--runs", required=True, type=Path, help="runs CSV with run_id and age (years)")
+    parser.add_argument("--runs", required=True, type=Path,
+                        help="runs CSV with run_id and age (years), and language when the trials have none")
     parser.add_argument(
         "--models",
         required=True,

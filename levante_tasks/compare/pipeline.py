@@ -260,7 +260,7 @@ def run_compare(
                       "unknown_tags": children.unknown_tags},
         "cross_language_items": cross_language_counts(cross),
         "inputs": {
-            "irt": [p.name for _, p in irt],
+            "irt": [f"{spec}={p.name}" if spec else p.name for spec, p in irt],  # as given, file names only
             "trials": trials_path.name,
             "runs": runs_path.name,
             "models": models_path.name,
