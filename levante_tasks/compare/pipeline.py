@@ -132,8 +132,8 @@ def irt_record(task: str, children: str, irt: dict[IrtKey, IrtModel]) -> IrtMode
 
 
 def run_languages(trials: pd.DataFrame, children: ChildLanguages) -> tuple[np.ndarray, np.ndarray]:
-    """(each trial's run code, -1 for none; each run's language label, and None last for code -1): a trial's label
-    is `labels[codes]`, looked up once per run."""
+    """(each trial's run code, -1 for a missing run_id; each run's language label plus a last None for code -1), so
+    `labels[codes]` labels every trial with one lookup per run."""
     codes, run_ids = pd.factorize(trials["run_id"])
     labels = children.label(pd.Index(np.asarray(run_ids, dtype=object)).astype(str))
     return codes, np.append(labels, None)
