@@ -77,6 +77,13 @@ def compare(tmp: Path, trials: pd.DataFrame | Path, recs: Path, name: str = "out
     return out, summary
 
 
+def compared(summary: dict, task: str = "trog") -> dict:
+    """The one comparison of `task` in a summary (one children's language: the fixture records none, so its
+    children are pooled under "not recorded")."""
+    [found] = summary["tasks"][task]["languages"].values()
+    return found
+
+
 def exclusions(summary: dict, model: str = "") -> dict[str, int]:
     """Counted exclusions of the trog task (task level, or one model's)."""
     return {e["reason"]: e["count"] for e in summary["exclusions"] if e["task"] == "trog" and e["model"] == model}

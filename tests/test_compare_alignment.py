@@ -13,7 +13,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from compare_inputs import canonical, compare, exclusions, records, shuffle_distractors, trog_trials, write_items
+from compare_inputs import (
+    canonical,
+    compare,
+    compared,
+    exclusions,
+    records,
+    shuffle_distractors,
+    trog_trials,
+    write_items,
+)
 from faults import one_error_line, run_cli
 from shared_paths import irt_fixture_dir
 
@@ -41,7 +50,7 @@ def test_per_child_distractor_order_gives_the_canonical_distributions(tmp_path: 
     kl_want = pd.read_csv(reference / "kl_summary.csv").set_index("model")
     kl_got = pd.read_csv(shuffled / "kl_summary.csv").set_index("model")
     np.testing.assert_allclose(kl_got[["beta", "mean_kl"]], kl_want[["beta", "mean_kl"]], rtol=1e-12)
-    assert summary["tasks"]["trog"]["option_source"] == "items file"
+    assert compared(summary)["option_source"] == "items file"
     assert "trials_option_order_unknown" not in exclusions(summary)
 
 
@@ -52,9 +61,9 @@ def test_without_items_there_is_no_kl_never_a_guessed_order(tmp_path: Path) -> N
     out, summary = compare(tmp_path, trials, records(tmp_path / "records.csv"), items=None)
     assert pd.read_csv(out / "human_distributions.csv").empty and "beta" not in pd.read_csv(out / "kl_summary.csv")
     assert exclusions(summary)["trials_without_option_texts"] == len(trials)
-    aligned = summary["tasks"]["trog"]["models"]["aligned"]
+    aligned = compared(summary)["models"]["aligned"]
     assert "--items" in aligned["kl"]["note"] and np.isfinite(aligned["theta"])
-    assert summary["tasks"]["trog"]["option_source"].startswith("none")
+    assert compared(summary)["option_source"].startswith("none")
 
 
 def test_trial_whose_answer_is_not_option_0_is_dropped_and_counted(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from compare_inputs import canonical, trog_trials, write_items
+from compare_inputs import canonical, compared, trog_trials, write_items
 from shared_paths import irt_fixture_dir
 
 from levante_tasks.cli import main
@@ -119,7 +119,7 @@ def test_compare_end_to_end(tmp_path: Path) -> None:
     assert "Fisher z" in summary["conventions"]["correlation_ci"]
     assert "n_boot_valid" not in diff.columns  # no item bootstrap
     assert "Spearman: Fisher z" in (out / "comparison.md").read_text()
-    assert summary["tasks"]["trog"]["calibration_rescore_max_abs_diff"]["ability"] < 1e-6
+    assert compared(summary)["calibration_rescore_max_abs_diff"]["ability"] < 1e-6
     excl = {(e["model"], e["reason"]): e["count"] for e in summary["exclusions"]}
     assert excl[("aligned", "model_items_not_in_irt")] == 1
     assert excl[("", "records_task_without_irt_model")] == 1
@@ -128,7 +128,7 @@ def test_compare_end_to_end(tmp_path: Path) -> None:
     assert len(pngs) == 3 and all(p.stat().st_size > 1000 for p in pngs)
     report = (out / "comparison.md").read_text()
     assert "negative = child-aligned" in report and "| aligned |" in report
-    for unit, res in summary["tasks"]["trog"]["models"].items():  # each p as the JSON says, never rounded to 0
+    for unit, res in compared(summary)["models"].items():  # each p as the JSON says, never rounded to 0
         p = res["kl"].get("uniform_test_p")
         if p is not None:
             assert p > 0 and f"({p_value_text(p)}) |" in report.split(f"| {unit} |", 1)[1].split("\n", 1)[0]
@@ -141,8 +141,8 @@ def test_empty_bins_are_counted_not_fatal(tmp_path: Path) -> None:
     trials, records = trog_inputs(tmp_path)
     assert run_cli(tmp_path, trials, records, "--min-n", "100000", "--no-plots") == 0
     summary = json.loads((tmp_path / "out" / "comparison.json").read_text())
-    assert summary["tasks"]["trog"]["n_item_bins"] == 0
-    assert "no children's" in summary["tasks"]["trog"]["models"]["aligned"]["kl"]["note"]
+    assert compared(summary)["n_item_bins"] == 0
+    assert "no children's" in compared(summary)["models"]["aligned"]["kl"]["note"]
     assert any(e["reason"] == "item_bins_below_min_n" and e["count"] > 100 for e in summary["exclusions"])
 
 
@@ -266,9 +266,9 @@ def test_irt_task_takes_any_catalogue_spelling(tmp_path: Path, spelling: str, re
     records = mrot_records(tmp_path, records_task)
     assert compare_cli(tmp_path, records, str(folder / "trog_rasch_f1_scalar.rds"),
                        f"{spelling}={folder / 'mrot_2pl_f1.rds'}") == 0
-    tasks = json.loads((tmp_path / "out" / "comparison.json").read_text())["tasks"]
-    assert sorted(tasks) == ["mental-rotation", "trog"]
-    assert tasks["mental-rotation"]["models"]["aligned"]["n_items"] > 0
+    summary = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    assert sorted(summary["tasks"]) == ["mental-rotation", "trog"]
+    assert compared(summary, "mental-rotation")["models"]["aligned"]["n_items"] > 0
 
 
 def test_unknown_irt_task_is_one_line_listing_the_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

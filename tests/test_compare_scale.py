@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from compare_inputs import compare, exclusions, record_slots, records, trog_trials
+from compare_inputs import compare, compared, exclusions, record_slots, records, trog_trials
 from faults import one_error_line, run_cli
 from scipy import optimize
 from shared_paths import irt_fixture_dir
@@ -80,7 +80,7 @@ def test_model_answering_like_a_child_sits_where_that_child_sits(tmp_path: Path)
              for u, c in zip(answers["item_uid"], answers["correct"], strict=True)]
     out, summary = compare(tmp_path, trials, records(tmp_path / "records.csv", extra))
     children = pd.read_csv(out / "children_theta.csv", dtype={"run_id": str}).set_index("run_id")
-    unit = summary["tasks"]["trog"]["models"]["copycat"]
+    unit = compared(summary)["models"]["copycat"]
     assert unit["theta"] == pytest.approx(children.loc[child, "theta_common"], abs=1e-12)
     assert unit["children_below_theta"] == pytest.approx(np.mean(children["theta_common"] < unit["theta"]))
     theta = pd.read_csv(out / "model_theta.csv").query("model == 'copycat' and estimator == 'EAP'").set_index("group")
@@ -142,7 +142,7 @@ def test_calibration_check_matches_scores_to_runs_by_id(tmp_path: Path) -> None:
     slots["scores"] = slots["scores"].iloc[::-1].reset_index(drop=True)  # same runs, another row order
     rdata.write_rds(tmp_path / "record.rds", slots)
     out, summary = compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), irt=tmp_path / "record.rds")
-    check = summary["tasks"]["trog"]["calibration_rescore_max_abs_diff"]
+    check = compared(summary)["calibration_rescore_max_abs_diff"]
     assert check["ability"] < 1e-6 and check["se"] < 1e-6
     assert check["n_runs"] == 300 and check["n_runs_unmatched"] == 0
     report = (out / "comparison.md").read_text(encoding="utf-8")
@@ -159,7 +159,7 @@ def test_record_whose_scores_contradict_its_data_is_refused(tmp_path: Path) -> N
         compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), irt=tmp_path / "record.rds")
     out, summary = compare(tmp_path, trog_trials(), records(tmp_path / "records.csv"), name="tolerant",
                            irt=tmp_path / "record.rds", calibration_tolerance=10.0)
-    assert summary["tasks"]["trog"]["calibration_rescore_max_abs_diff"]["ability"] == pytest.approx(5.6, abs=0.01)
+    assert compared(summary)["calibration_rescore_max_abs_diff"]["ability"] == pytest.approx(5.6, abs=0.01)
     report = (out / "comparison.md").read_text(encoding="utf-8")  # the mismatch accepted on purpose is shown
     assert "Calibration check: the record's scores reproduce from its data to 5.6 logits (ability)" in report
 
@@ -258,7 +258,7 @@ def test_no_progress_lines_when_stderr_is_not_a_terminal(tmp_path: Path) -> None
         capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    assert json.loads((tmp_path / "out" / "comparison.json").read_text())["tasks"]["trog"]["models"].keys() >= {
+    assert compared(json.loads((tmp_path / "out" / "comparison.json").read_text()))["models"].keys() >= {
         f"m{k}" for k in range(5)}
     assert exclusions(json.loads((tmp_path / "out" / "comparison.json").read_text()), "m0")[
         "irt_items_not_answered"] == 98

@@ -324,12 +324,13 @@ def test_model_without_matched_items_publishes_no_number(inputs: Inputs, tmp_pat
     age = pd.read_csv(out / "age_equivalence.csv").set_index("model")
     assert age.loc["lost", ["age_equivalent", "age_ci_low", "age_ci_high"]].isna().all()
     summary = json.loads((out / "comparison.json").read_text())
-    unit = summary["tasks"][TASK]["models"]["lost"]
+    [comparison] = summary["tasks"][TASK]["languages"].values()
+    unit = comparison["models"]["lost"]
     assert unit["theta"] is None and unit["se"] is None and unit["children_below_theta"] is None
     assert unit["age"]["age_equivalent"] is None and unit["note"] == "no items matched the IRT model"
     excl = {(e["model"], e["reason"]): e["count"] for e in summary["exclusions"]}
     assert excl[("lost", "models_without_matched_items")] == 1
-    assert summary["tasks"][TASK]["models"]["aligned"]["theta"] is not None
+    assert comparison["models"]["aligned"]["theta"] is not None
 
 
 # ---------------------------------------------------------------- 5. readers: one line naming the file

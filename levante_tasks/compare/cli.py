@@ -12,17 +12,23 @@ from levante_tasks.schema.tasks import accepted_spellings, find_task
 
 
 def _irt_arg(value: str) -> tuple[str | None, Path]:
-    """`PATH` or `TASK=PATH` (TASK: any spelling of a LEVANTE task, checked by `_check_task_names`)."""
+    """`PATH`, `TASK=PATH` or `TASK@LANGUAGE=PATH` (TASK: any spelling of a LEVANTE task; LANGUAGE: the language of
+    a by_language record; both checked by `_check_task_names`)."""
     task, sep, path = value.partition("=")
     return (task, Path(path)) if sep and task and not Path(value).exists() else (None, Path(value))
 
 
 def _check_task_names(irt: list[tuple[str | None, Path]]) -> None:
     """Each `--irt` TASK= must be a spelling the catalogue knows (internal name, manifest task_id, lmms-eval name,
-    e.g. `mrot`; run_compare maps it to the internal name): else a one-line error listing the names."""
-    for task, path in irt:
+    e.g. `mrot`; run_compare maps it to the internal name) and each @LANGUAGE a known language: else a one-line
+    error listing the names."""
+    from levante_tasks.compare.languages import split_irt_task
+
+    for spec, path in irt:
+        where = f"--irt {spec}={display_path(path)}"
+        task, _ = split_irt_task(spec, where)
         if task is not None and find_task(task) is None:
-            raise LevanteError(f"--irt {task}={path}: unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
+            raise LevanteError(f"{where}: unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,19 +38,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="compare models with children (IRT ability, difficulty r, response KL, age)",
         description="Compare model per-item records with LEVANTE children. Conventions: b = -d/a1 (higher = "
         "harder); negative r(correct, b) = child-aligned; KL(human || model), natural log; children's responses are "
-        "mapped to the canonical options by text (--items).",
+        "mapped to the canonical options by text (--items). A model run in locale L (its task name, or a records "
+        "file's locale column) meets the children of language L (trials' or runs' language); a child's IRT group is "
+        "its dataset, else its site, else the reference group.",
     )
     parser.add_argument(
         "--irt",
         action="append",
         required=True,
         type=_irt_arg,
-        metavar="[TASK=]PATH",
+        metavar="[TASK[@LANGUAGE]=]PATH",
         help="IRT model record (.rds ModelRecord) or item-parameter CSV; repeat per task. TASK: the LEVANTE task "
-        "of the model, any spelling (e.g. mental-rotation, mrot or levante_mental_rotation)",
+        "of the model, any spelling (e.g. mental-rotation, mrot or levante_mental_rotation); @LANGUAGE: the record "
+        "of one language's children (LEVANTE's by_language/<language>, e.g. vocab@de=PATH; needed for vocab and "
+        "theory-of-mind in every language but English, whose record is TASK=PATH)",
     )
     parser.add_argument("--trials", required=True, type=Path, help="children's trials CSV (Redivis layout)")
-    parser.add_argument("--runs", required=True, type=Path, help="runs CSV with run_id and age (years)")
+    parser.add_argument("--runs", required=True, type=Path,
+                        help="runs CSV with run_id and age (years), and language when the trials have none")
     parser.add_argument(
         "--models",
         required=True,
@@ -67,6 +78,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--calibration-tolerance", type=float, default=CALIBRATION_TOLERANCE,
                         help="largest |rescored - recorded| calibration ability accepted, logits "
                              f"(default {CALIBRATION_TOLERANCE:g})")
+    parser.add_argument("--across-languages", action="store_true",
+                        help="also compare each model run with the children of every other language (each row "
+                             "names the run's locale and the children's language); default: a run in locale L "
+                             "meets the children of L only")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.set_defaults(func=run)
 
@@ -81,14 +96,13 @@ def run(args: argparse.Namespace) -> int:
 
     _check_task_names(args.irt)
     settings = Settings(min_n=args.min_n, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed,
-                        plots=not args.no_plots, calibration_tolerance=args.calibration_tolerance)
+                        plots=not args.no_plots, calibration_tolerance=args.calibration_tolerance,
+                        across_languages=args.across_languages)
     summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
-    print(
-        f"compared {sum(len(t['models']) for t in summary['tasks'].values())} model x task pairs on "
-        f"{len(summary['tasks'])} task(s); outputs in {display_path(args.out)}"
-    )
-    idle = sorted(task for task, info in summary["tasks"].items() if not info["models"])
-    if idle:
-        print(f"levante-tasks: note: no model records for task(s) {', '.join(idle)}: nothing compared there",
-              file=sys.stderr)
+    from levante_tasks.compare.report import command_notes, outcome_lines
+
+    for line in outcome_lines(summary, display_path(args.out)):
+        print(line)
+    for line in command_notes(summary):
+        print(f"levante-tasks: note: {line}", file=sys.stderr)
     return 0

@@ -43,6 +43,18 @@ KL_WEIGHTING = (
     "uniform = q_k = 1/K baseline"
 )
 
+FLAG_DROP = 0.5  # an item is flagged when |model drop - children drop| (proportions) is at least this
+CROSS_LANGUAGE = (
+    "per item and translated locale L: drop = accuracy in English - accuracy in L, for the model runs paired with "
+    "the same run in English (original images) and for the children of English and of L (>= min_n trials each); "
+    f"flagged when |model drop - children drop| >= {FLAG_DROP:g}, ranked largest first within task and locale"
+)
+LANGUAGE_MATCH = (
+    "a model run in locale L is compared with the children whose language (trials' language, else runs' language "
+    "by run_id) is L, on the IRT record of L's language for tasks calibrated per language (vocab, theory-of-mind); "
+    "--across-languages adds every other language's children, each row labelled with both"
+)
+
 
 def conventions() -> dict[str, object]:
     """All conventions as one JSON-ready mapping (embedded in comparison.json and the report)."""
@@ -60,4 +72,6 @@ def conventions() -> dict[str, object]:
         "kl_weighting": KL_WEIGHTING,
         "uniform_test": UNIFORM_TEST,
         "ml": ML_DEFINITION,
+        "languages": LANGUAGE_MATCH,
+        "cross_language": CROSS_LANGUAGE,
     }

@@ -4,6 +4,10 @@ Trials are held as categoricals (a 1M-row file is a few MB of codes); per-row wo
 per-category work once per distinct value. Each run gets two abilities: `theta`, its calibration score (or an EAP
 under its own group's prior when it is not in the calibration), and `theta_common`, an EAP from its trials under
 the reference group's prior, the prior the models are scored with (docs/comparison.md, "One scale").
+
+A run's IRT group is the one LEVANTE's scorer gives it (`levantemodels::score_irt` renames `dataset` to group):
+its calibration group, else the record's group named by its `dataset`, else by its `site`, else the reference
+group (rlevante's rule for an unseen group; counted). `group_source` in children_theta.csv says which.
 """
 
 from __future__ import annotations
@@ -22,9 +26,12 @@ from levante_tasks.errors import LevanteError
 from levante_tasks.schema.crosswalk import canonical_uid
 
 TRIAL_COLUMNS = ("run_id", "item_uid", "response", "answer", "distractors")
-OPTIONAL_COLUMNS = ("correct", "site", "task_id", "trial_number", "dataset")
+OPTIONAL_COLUMNS = ("correct", "site", "task_id", "trial_number", "dataset", "language")
 AGE_RANGE = (0.0, 25.0)  # years; outside it an age is impossible for a LEVANTE child (months, typos, -1 codes)
-CHILD_COLUMNS = ["run_id", "group", "theta", "se", "theta_source", "theta_common", "se_common", "n_trials"]
+CHILD_COLUMNS = ["run_id", "group", "group_source", "theta", "se", "theta_source", "theta_common", "se_common",
+                 "n_trials"]
+GROUP_SOURCES = ("calibration", "dataset", "site", "reference prior")  # where a run's IRT group came from
+UNSEEN_GROUP = "runs_rescored_unseen_group_reference_prior"  # rescored runs whose dataset and site name no group
 
 
 def parse_distractors(value: object) -> list[str]:
@@ -75,9 +82,10 @@ def read_trials(path: Path) -> pd.DataFrame:
 
 
 def read_runs(path: Path, exclusions: Counter) -> pd.DataFrame:
-    """Runs table (run_id, age in years). Empty ages stay NaN; impossible ones (outside 0-25) become NaN and
-    are counted (`runs_impossible_age`); text is an error, and so is a file whose every age is impossible."""
-    table = read_table(path, "runs", dtype={"run_id": str})
+    """Runs table (run_id, age in years, and `language` when present). Empty ages stay NaN; impossible ones
+    (outside 0-25) become NaN and are counted (`runs_impossible_age`); text is an error, and so is a file whose
+    every age is impossible."""
+    table = read_table(path, "runs", dtype={"run_id": str, "language": str})
     missing = [c for c in ("run_id", "age") if c not in table.columns]
     if missing:
         raise LevanteError(f"{path.name}: runs table lacks columns {missing}")
@@ -126,29 +134,44 @@ def _calibration_groups(model: IrtModel) -> dict[str, str]:
     return dict(zip(model.data_runs, model.data_groups, strict=True))
 
 
-def children_theta(model: IrtModel, trials: pd.DataFrame, exclusions: Counter) -> pd.DataFrame:
-    """Per run of this task: group, `theta`/`se` (calibration score, else EAP under its group's prior) and
-    `theta_common`/`se_common` (EAP from its trials under the reference prior: the models' scale).
+def _first_value(trials: pd.DataFrame, column: str, runs: pd.Index) -> np.ndarray:
+    """Each run's value of a per-run column (its first trial's), None where the column or the value is missing."""
+    if column not in trials.columns:
+        return np.full(len(runs), None, dtype=object)
+    first = trials.drop_duplicates("run_id")
+    values = pd.Series(first[column].astype(object).to_numpy(), index=first["run_id"].astype(str))
+    return values.reindex(runs).to_numpy(dtype=object)
 
-    Group of a run: its calibration group (record slots), else its `site` when the model has that group, else
-    the reference group (rlevante's rule for unseen sites; counted).
-    """
+
+def run_groups(model: IrtModel, trials: pd.DataFrame, runs: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+    """(IRT group, its source in GROUP_SOURCES) of each run: its calibration group (record slots), else the
+    record's group named by its `dataset`, else by its `site`, else the reference group."""
+    names = [g.name for g in model.groups]
+    calibration = pd.Series(runs, dtype=object).map(_calibration_groups(model)).to_numpy(dtype=object)
+    dataset, site = _first_value(trials, "dataset", runs), _first_value(trials, "site", runs)
+    group = np.full(len(runs), model.reference.name, dtype=object)
+    source = np.full(len(runs), GROUP_SOURCES[3], dtype=object)
+    candidates = ((site, GROUP_SOURCES[2], pd.Series(site).isin(names)),
+                  (dataset, GROUP_SOURCES[1], pd.Series(dataset).isin(names)),
+                  (calibration, GROUP_SOURCES[0], pd.Series(calibration).notna()))
+    for values, where, usable in candidates:  # lowest priority first: a later source overrides an earlier one
+        mask = usable.to_numpy()
+        group[mask], source[mask] = values[mask], where
+    return group, source
+
+
+def children_theta(model: IrtModel, trials: pd.DataFrame, exclusions: Counter) -> pd.DataFrame:
+    """Per run of this task: group (`run_groups`), `theta`/`se` (calibration score, else EAP under its group's
+    prior) and `theta_common`/`se_common` (EAP from its trials under the reference prior: the models' scale).
+    Rescored runs whose dataset and site name no group of the record get the reference prior (counted)."""
     task_trials = trials[rows_with_items(trials, set(model.items["item_uid"]))]
     if task_trials.empty:
         return pd.DataFrame(columns=CHILD_COLUMNS)
     runs, matrix = response_matrix(model, task_trials, exclusions)
-    names = {g.name for g in model.groups}
-    calibration = _calibration_groups(model)
-    if "site" in task_trials.columns:
-        first = task_trials.drop_duplicates("run_id")
-        site = pd.Series(first["site"].astype(object).to_numpy(), index=first["run_id"].astype(str)).reindex(runs)
-    else:
-        site = pd.Series([None] * len(runs), index=runs, dtype=object)
-    group = np.array([calibration.get(r) or (s if s in names else model.reference.name)
-                      for r, s in zip(runs, site, strict=True)], dtype=object)
+    group, group_source = run_groups(model, task_trials, runs)
     theta_common, se_common = eap_rows(model, matrix, np.full(len(runs), model.reference.name, dtype=object))
-    frame = pd.DataFrame({"run_id": runs, "group": group, "theta_common": theta_common, "se_common": se_common,
-                          "n_trials": (~np.isnan(matrix)).sum(axis=1)})
+    frame = pd.DataFrame({"run_id": runs, "group": group, "group_source": group_source, "theta_common": theta_common,
+                          "se_common": se_common, "n_trials": (~np.isnan(matrix)).sum(axis=1)})
     scores = model.scores.drop_duplicates("run_id").set_index("run_id") if model.scores is not None else None
     in_scores = runs.isin(scores.index) if scores is not None else np.zeros(len(runs), dtype=bool)
     theta = np.full(len(runs), np.nan)
@@ -159,9 +182,8 @@ def children_theta(model: IrtModel, trials: pd.DataFrame, exclusions: Counter) -
     rest = ~in_scores
     if rest.any():
         theta[rest], se[rest] = eap_rows(model, matrix[rest], group[rest])
-        unseen = ~site[rest].isin(names).to_numpy() & ~np.asarray(runs[rest].isin(list(calibration)))
         exclusions["runs_rescored"] += int(rest.sum())
-        exclusions["runs_rescored_unseen_site_reference_prior"] += int(unseen.sum())
+        exclusions[UNSEEN_GROUP] += int((group_source[rest] == GROUP_SOURCES[3]).sum())
     frame["theta"], frame["se"] = theta, se
     frame["theta_source"] = np.where(in_scores, "calibration", "rescored")
     return frame[CHILD_COLUMNS]

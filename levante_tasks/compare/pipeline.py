@@ -1,7 +1,11 @@
-"""Run every comparison for every (model, task) and write tidy CSV/JSON, plots and the Markdown section.
+"""Run every comparison for every (model, task, children's language) and write tidy CSV/JSON, plots and the
+Markdown section.
 
-Tasks are tied to IRT models by `--irt TASK=PATH`, a `task` column of an item CSV, or the task most of the
-model's records (else children's trials) name for the IRT items. Every exclusion is counted in the outputs.
+Tasks are tied to IRT models by `--irt TASK=PATH` (`TASK@LANGUAGE=PATH`: the record of one language, LEVANTE's
+`by_language/<language>`), a `task` column of an item CSV, or the task most of the model's records (else children's
+trials) name for the IRT items. A model run in locale L meets the children of L (compare.languages) on the record
+of L's language when the task is calibrated per language, else on the task's record. Every exclusion is counted in
+the outputs.
 
 The output folder is built in a staging folder next to `--out` and swapped in whole only when everything was
 written, so a failure, a full disk or kill -9 leaves the earlier output as it was (the next run removes the
@@ -18,6 +22,7 @@ import errno
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
@@ -25,20 +30,35 @@ from levante_tasks import __version__
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.alignment import read_items
+from levante_tasks.compare.crosslanguage import cross_language_counts, cross_language_items
 from levante_tasks.compare.difficulty import MIN_ITEMS
 from levante_tasks.compare.distributions import GRID_POINTS
 from levante_tasks.compare.humans import read_runs, read_trials
 from levante_tasks.compare.irt import IrtModel, read_irt
 from levante_tasks.compare.labels import synthetic_evidence
+from levante_tasks.compare.languages import (
+    ACROSS_FLAG,
+    NOT_RECORDED,
+    ChildLanguages,
+    by_language,
+    child_languages,
+    language_name,
+    locale_rank,
+    pairings,
+    split_irt_task,
+)
 from levante_tasks.compare.records import read_records
 from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.tables import rows_with_items
-from levante_tasks.compare.task import compare_task
+from levante_tasks.compare.task import Comparison, compare_task, irt_summary, item_table
 from levante_tasks.compare.writers import OUTPUT_MARKER, write_outputs
 from levante_tasks.errors import LevanteError, display_path, os_error
+from levante_tasks.schema.locales import ENGLISH, locale
 from levante_tasks.schema.tasks import find_task
 
-__all__ = ["Results", "Settings", "run_compare"]
+__all__ = ["Results", "Settings", "irt_record", "run_compare"]
+
+IrtKey = tuple[str, str | None]  # (internal task name, language of a by_language record or None: the task's record)
 
 
 def _majority(values: pd.Series) -> str | None:
@@ -53,12 +73,19 @@ def _internal_name(task: str) -> str:
     return info.name if info is not None else task
 
 
+def _of_language(language: str | None) -> str:
+    """` for language <l>` for messages (nothing for a task's own record)."""
+    return f" for language {language!r}" if language else ""
+
+
 def assign_tasks(
     models: list[tuple[str | None, IrtModel]], records: pd.DataFrame, trials: pd.DataFrame
-) -> dict[str, IrtModel]:
-    """Task name -> IRT model; two models for one task, or none inferable, is a user error."""
-    out: dict[str, IrtModel] = {}
-    for override, model in models:
+) -> dict[IrtKey, IrtModel]:
+    """(task, language) -> IRT model (`--irt TASK@LANGUAGE=`; a task calibrated per language reads its unqualified
+    record as English's); two models for one key, or no task inferable, is a user error."""
+    out: dict[IrtKey, IrtModel] = {}
+    for spec, model in models:
+        override, language = split_irt_task(spec, f"--irt {spec}")
         uids = set(model.items["item_uid"])
         task = (
             override
@@ -76,11 +103,79 @@ def assign_tasks(
                 "use --irt TASK=PATH"
             )
         task = _internal_name(task)  # an item CSV's `task` column or trials' task_id may use another spelling
-        if task in out:
-            raise LevanteError(f"{model.name}: a second IRT model for task {task!r} ({out[task].name})")
+        if language == ENGLISH.language and by_language(task):
+            language = None  # vocab=PATH is the English record
+        if (task, language) in out:
+            raise LevanteError(f"{model.name}: a second IRT model for task {task!r}{_of_language(language)} "
+                               f"({out[task, language].name})")
         model.task = task
-        out[task] = model
+        out[task, language] = model
     return out
+
+
+def irt_record(task: str, children: str, irt: dict[IrtKey, IrtModel]) -> IrtModel:
+    """The IRT record a comparison of `task` with `children` (a locale code, or NOT_RECORDED) is scored on: the
+    record given for the children's language, else the task's record; a task calibrated per language (vocab,
+    theory-of-mind) has no fallback outside English. A missing record is one line naming the `--irt` to pass."""
+    language = None if children == NOT_RECORDED else locale(children).language
+    if language is not None and (task, language) in irt:
+        return irt[task, language]
+    if by_language(task) and language not in (None, ENGLISH.language):
+        raise LevanteError(
+            f"{task}: no IRT record for {language_name(children)} children ({task} is calibrated per language); "
+            f"pass --irt {task}@{language}=PATH (LEVANTE's {task}/by_language/{language} record)")
+    if (task, None) in irt:
+        return irt[task, None]
+    given = ", ".join(f"{task}@{lang}" for t, lang in irt if t == task)
+    raise LevanteError(f"{task}: no IRT record for {language_name(children)} children (given: {given}); pass "
+                       f"--irt {task}=PATH")
+
+
+def run_languages(trials: pd.DataFrame, children: ChildLanguages) -> tuple[np.ndarray, np.ndarray]:
+    """(each trial's run code, -1 for a missing run_id; each run's language label plus a last None for code -1), so
+    `labels[codes]` labels every trial with one lookup per run."""
+    codes, run_ids = pd.factorize(trials["run_id"])
+    labels = children.label(pd.Index(np.asarray(run_ids, dtype=object)).astype(str))
+    return codes, np.append(labels, None)
+
+
+def _runs_by_language(codes: np.ndarray, labels: np.ndarray) -> dict[str, int]:
+    """Distinct runs per language label among trials with these run codes (runs without one left out), in report
+    order."""
+    found = Counter(label for label in labels[np.unique(codes)] if label is not None)
+    return {str(k): found[k] for k in sorted(found, key=locale_rank)}
+
+
+def plan_comparisons(
+    irt: dict[IrtKey, IrtModel], records: pd.DataFrame, trials: pd.DataFrame, run_codes: tuple[np.ndarray, np.ndarray],
+    children: ChildLanguages, settings: Settings, results: Results,
+) -> list[tuple[Comparison, list[str]]]:
+    """Every (task, children's language) comparison and the units it holds, before anything is computed (a missing
+    by_language record is refused here). Notes per task what met no counterpart (`not_compared`), counted."""
+    infos = {id(model): irt_summary(model, settings) for model in irt.values()}
+    codes, labels = run_codes
+    plan = []
+    for task in sorted({task for task, _ in irt}):
+        task_records = records[records["task"] == task]
+        unit_locales = dict(zip(task_records["model"], task_records["locale"], strict=True))
+        uids = set().union(*(set(m.items["item_uid"]) for (t, _), m in irt.items() if t == task))
+        rows = rows_with_items(trials, uids)
+        runs = _runs_by_language(codes[rows], labels)
+        pairs = pairings(unit_locales, runs, children.recorded, settings.across_languages)
+        for pairing in pairs:
+            model = irt_record(task, pairing.language, irt)
+            plan.append((Comparison(task, pairing.language, model, infos[id(model)]), pairing.units))
+        met = {u for pairing in pairs for u in pairing.units}
+        lonely = sorted(u for u in unit_locales if u not in met)
+        unmet = {lang: n for lang, n in runs.items() if unit_locales and lang not in {p.language for p in pairs}}
+        results.tasks[task] = {"children_runs_by_language": runs, "languages": {},
+                               "not_compared": {"model_runs": {u: unit_locales[u] for u in lonely},
+                                                "children_runs": unmet}}
+        results.count(Counter(runs_language_without_model_run=sum(unmet.values())), task=task)
+        for unit in lonely:
+            results.count(Counter(models_without_children_of_their_language=1), task=task, model=unit,
+                          language=unit_locales[unit])
+    return plan
 
 
 def check_out(out: Path) -> Path:
@@ -118,25 +213,36 @@ def run_compare(
         )
     loaded = [(task, m) for task, path in irt for m in read_irt(path)]
     by_task = assign_tasks(loaded, records, trials)
+    tasks = sorted({task for task, _ in by_task})
     items_file, item_counts = read_items(items_path) if items_path is not None else (None, Counter())
     results = Results()
     results.count(record_counts + run_counts + item_counts)
+    language_counts: Counter = Counter()
+    children = child_languages(trials, runs, language_counts)
+    codes, run_labels = run_languages(trials, children)
+    labels = run_labels[codes]
     known_uids = set().union(*(set(m.items["item_uid"]) for m in by_task.values()))
     results.count(
-        Counter(
+        language_counts + Counter(
             trials_item_not_in_irt=int((~rows_with_items(trials, known_uids)).sum()),
             trials_correct_missing=int(trials["correct"].isna().sum()),
-            records_task_without_irt_model=int((~records["task"].isin(by_task)).sum()),
+            records_task_without_irt_model=int((~records["task"].isin(tasks)).sum()),
         )
     )
+    for (task, _), model in sorted(by_task.items(), key=lambda pair: (pair[0][0], pair[0][1] or "")):
+        results.add("items", item_table(task, model))
+    plan = plan_comparisons(by_task, records, trials, (codes, run_labels), children, settings, results)
     with _one_blas_thread():
-        for task in tqdm(sorted(by_task), desc="compare tasks", leave=False, disable=None):
-            compare_task(task, by_task[task], records, trials, runs, items_file, settings, results)
-    if not any(unit["n_items"] for info in results.tasks.values() for unit in info["models"].values()):
-        raise LevanteError(
-            f"{display_path(models_path)}: nothing compared: no model answered an item of the IRT models (records' "
-            f"tasks: {', '.join(sorted(set(records['task'])) or ['none'])}; IRT models' tasks: "
-            f"{', '.join(sorted(by_task))}); name each IRT model's task with --irt TASK=PATH")
+        for comparison, units in tqdm(plan, desc="compare tasks", leave=False, disable=None):
+            rows = labels == comparison.language  # pooled: every label is NOT_RECORDED
+            compare_task(comparison, records[records["model"].isin(units) & (records["task"] == comparison.task)],
+                         trials if rows.all() else trials[rows], runs, items_file, settings, results)
+    cross = cross_language_items(records[records["task"].isin(tasks)], trials,
+                                 labels if children.recorded else np.full(len(trials), None), settings.min_n)
+    results.add("cross_language_items", cross)
+    if not any(unit["n_items"] for info in results.tasks.values() for comparison in info["languages"].values()
+               for unit in comparison["models"].values()):
+        raise LevanteError(f"{display_path(models_path)}: nothing compared: {_why_nothing(records, tasks, results)}")
     summary = {
         "conventions": conv.conventions(),
         "settings": {
@@ -147,9 +253,14 @@ def run_compare(
             "ci_level": settings.level,
             "beta_grid_points": GRID_POINTS,
             "min_items_for_r": MIN_ITEMS,
+            "across_languages": settings.across_languages,
+            "flag_drop": conv.FLAG_DROP,
         },
+        "languages": {"recorded": children.recorded, "source": children.source,
+                      "unknown_tags": children.unknown_tags},
+        "cross_language_items": cross_language_counts(cross),
         "inputs": {
-            "irt": [p.name for _, p in irt],
+            "irt": [f"{spec}={p.name}" if spec else p.name for spec, p in irt],  # as given, file names only
             "trials": trials_path.name,
             "runs": runs_path.name,
             "models": models_path.name,
@@ -157,7 +268,8 @@ def run_compare(
         },
         "data": {"synthetic_evidence": synthetic_evidence([trials_path, runs_path, *(p for _, p in irt)], trials),
                  "test_models": sorted(set(records.loc[records["test_model"].astype(bool), "model"])
-                                       & {name for info in results.tasks.values() for name in info["models"]})},
+                                       & {name for info in results.tasks.values() for lang in info["languages"].values()
+                                          for name in lang["models"]})},
         "levante_tasks_version": __version__,
         "tasks": results.tasks,
         "exclusions": results.exclusions,
@@ -169,6 +281,21 @@ def run_compare(
         kept = "" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "nothing was replaced"  # the hint says so
         raise os_error(exc, kept) from None
     return summary
+
+
+def _why_nothing(records: pd.DataFrame, tasks: list[str], results: Results) -> str:
+    """Why no model answered an item compared with children: runs and children of different languages, or records
+    of other tasks than the IRT models'."""
+    lonely = {loc for info in results.tasks.values() for loc in info["not_compared"]["model_runs"].values()}
+    unmet = {lang for info in results.tasks.values() for lang in info["not_compared"]["children_runs"]}
+    if lonely:
+        return (f"no model run meets children of its language (model runs' locales: "
+                f"{', '.join(sorted(lonely, key=locale_rank))}; children's languages: "
+                f"{', '.join(sorted(unmet, key=locale_rank)) or 'none'}); pass {ACROSS_FLAG} to compare across "
+                "languages")
+    return (f"no model answered an item of the IRT models (records' tasks: "
+            f"{', '.join(sorted(set(records['task'])) or ['none'])}; IRT models' tasks: {', '.join(tasks)}); "
+            "name each IRT model's task with --irt TASK=PATH")
 
 
 def _one_blas_thread() -> contextlib.AbstractContextManager:

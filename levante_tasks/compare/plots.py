@@ -1,6 +1,8 @@
 """PNG plots (matplotlib, Agg): accuracy vs difficulty, KL by ability bin, model theta among children.
 
-Every title carries its sign convention (b higher = harder; negative r = child-aligned; KL(human || model)).
+Every title carries its sign convention (b higher = harder; negative r = child-aligned; KL(human || model)). One
+plot per task and children's language (`<kind>_<task>.png` when the language was not recorded, else
+`<kind>_<task>_<locale>.png`), its title naming the language.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from levante_tasks.atomic import atomic_path  # noqa: E402
+from levante_tasks.compare.languages import NOT_RECORDED, language_name  # noqa: E402
 from levante_tasks.compare.report import p_value_text  # noqa: E402
 
 MAX_DETAILED = 12  # beyond this many models a task's plots summarise (no panel, legend or band per model)
@@ -30,6 +33,26 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
 
 
+def _comparisons(table: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """(task, children's language, rows) of a table per comparison (a table without the language column: one
+    comparison per task, language not recorded)."""
+    if not len(table):
+        return []
+    if "children_language" not in table.columns:
+        table = table.assign(children_language=NOT_RECORDED)
+    return [(task, language, part) for (task, language), part in table.groupby(["task", "children_language"])]
+
+
+def _name(kind: str, task: str, language: str) -> str:
+    """A plot's file name (module docstring)."""
+    return f"{kind}_{slug(task)}.png" if language == NOT_RECORDED else f"{kind}_{slug(task)}_{slug(language)}.png"
+
+
+def _title(task: str, language: str) -> str:
+    """The task and, when recorded, the children's language, for a plot title."""
+    return task if language == NOT_RECORDED else f"{task}, {language_name(language)} children"
+
+
 def _save(fig: plt.Figure, path: Path) -> None:
     """Save a figure atomically as PNG and close it."""
     with atomic_path(path) as tmp:
@@ -38,14 +61,16 @@ def _save(fig: plt.Figure, path: Path) -> None:
 
 
 def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
-    """One scatter per task: item b (x) vs model correctness (y, jittered), a panel row per model."""
+    """One scatter per task and children's language: item b (x) vs model correctness (y, jittered), a panel row
+    per model."""
     items, diff = results.table("model_items"), results.table("difficulty")
     paths = []
-    for task, part in items.groupby("task") if len(items) else []:
+    for task, language, part in _comparisons(items):
         models = sorted(part["model"].unique())
+        same = _rows_of(diff, task, language)
+        path = folder / _name("accuracy_vs_difficulty", task, language)
         if len(models) > MAX_DETAILED:
-            path = folder / f"accuracy_vs_difficulty_{slug(task)}.png"
-            _save(_r_forest(task, diff[diff["task"] == task]), path)
+            _save(_r_forest(_title(task, language), same), path)
             paths.append(path)
             continue
         fig, axes = plt.subplots(len(models), 1, figsize=(6.5, 2.4 * len(models)), squeeze=False, layout="constrained")
@@ -53,7 +78,7 @@ def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
         for ax, unit in zip(axes[:, 0], models, strict=True):
             rows = part[part["model"] == unit]
             ax.scatter(rows["b"], rows["correct"] + rng.uniform(-0.06, 0.06, len(rows)), s=12, alpha=0.6)
-            stats = diff[(diff["model"] == unit) & (diff["task"] == task)].iloc[0]
+            stats = same[same["model"] == unit].iloc[0]
             ax.set_title(
                 f"{unit}: r_pb = {stats['pearson_r']:.3f} "
                 f"[{stats['pearson_ci_low']:.3f}, {stats['pearson_ci_high']:.3f}] (negative = child-aligned)",
@@ -61,11 +86,18 @@ def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
             )
             ax.set_yticks([0, 1], ["wrong", "right"])
         axes[-1, 0].set_xlabel("item difficulty b = -d/a1 (higher = harder for children)")
-        fig.suptitle(f"{task}: model correctness vs children's item difficulty", fontsize=10)
-        path = folder / f"accuracy_vs_difficulty_{slug(task)}.png"
+        fig.suptitle(f"{_title(task, language)}: model correctness vs children's item difficulty", fontsize=10)
         _save(fig, path)
         paths.append(path)
     return paths
+
+
+def _rows_of(table: pd.DataFrame, task: str, language: str) -> pd.DataFrame:
+    """A table's rows of one comparison (all of the task's when the table has no language column)."""
+    rows = table["task"] == task
+    if "children_language" in table.columns:
+        rows &= table["children_language"] == language
+    return table[rows]
 
 
 def _r_forest(task: str, diff: pd.DataFrame) -> plt.Figure:
@@ -84,17 +116,18 @@ def _r_forest(task: str, diff: pd.DataFrame) -> plt.Figure:
 
 
 def kl_by_bin(results: Results, folder: Path) -> list[Path]:
-    """Per task: mean KL(human || model) per children's ability bin (top) and its difference from the uniform
-    model's (bottom), a line per model. The baseline is drawn first and under the models, and the difference
-    panel keeps a model at beta's bound (q close to uniform) visible as a line on zero instead of hidden."""
+    """Per task and children's language: mean KL(human || model) per children's ability bin (top) and its
+    difference from the uniform model's (bottom), a line per model. The baseline is drawn first and under the
+    models, and the difference panel keeps a model at beta's bound (q close to uniform) visible as a line on zero
+    instead of hidden."""
     bins = results.table("kl_bins")
     summary = results.table("kl_summary")
-    flagged = summary["beta_at_bound"].fillna(False).astype(bool) if "beta_at_bound" in summary.columns else []
-    at_bound = set(summary.loc[flagged, "model"]) if len(flagged) else set()
-    p_value = ({(m, t): p for m, t, p in zip(summary["model"], summary["task"], summary["uniform_test_p"], strict=True)}
-               if "uniform_test_p" in summary.columns else {})
     paths = []
-    for task, part in bins.groupby("task") if len(bins) else []:
+    for task, language, part in _comparisons(bins):
+        same = _rows_of(summary, task, language)
+        p_value = dict(zip(same["model"], same["uniform_test_p"], strict=True)) if "uniform_test_p" in same else {}
+        at_bound = (set(same.loc[same["beta_at_bound"].fillna(False).astype(bool), "model"])
+                    if "beta_at_bound" in same else set())
         fig, (ax, diff) = plt.subplots(2, 1, figsize=(6.5, 5.2), sharex=True, height_ratios=(3, 2),
                                        layout="constrained")
         uniform = part.drop_duplicates("bin_low").sort_values("bin_low")
@@ -105,7 +138,7 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
         for i, (unit, rows) in enumerate(part.groupby("model")):
             rows = rows.sort_values("bin_low")
             bound = " at its bound" if unit in at_bound else ""
-            p = p_value.get((unit, task), float("nan"))
+            p = p_value.get(unit, float("nan"))
             label = f"{unit} (beta={rows['beta'].iloc[0]:.3g}{bound}; vs uniform p={p_value_text(p)})"
             style = {"color": f"C{i % 10}", "zorder": 3, "lw": 1.5 if detailed else 0.6,
                      "alpha": 1.0 if detailed else 0.4, "marker": "o" if detailed else None, "ms": 4}
@@ -113,25 +146,27 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
             ax.plot(x, rows["mean_kl"], label=label if detailed else None, **style)
             diff.plot(x, rows["mean_kl"] - rows["uniform_kl"], **style)
         ax.set_ylabel("mean KL(human || model), nats")
-        ax.set_title(f"{task}: response-distribution distance by ability\n(lower = closer; count-weighted; "
-                     "descriptive, not an ability readout)", fontsize=10)
+        ax.set_title(f"{_title(task, language)}: response-distribution distance by ability\n(lower = closer; "
+                     "count-weighted; descriptive, not an ability readout)", fontsize=10)
         ax.legend(fontsize=7)
         diff.set_ylabel("model - uniform KL, nats\n(< 0: closer than uniform)", fontsize=8)
         diff.set_xlabel("children's ability bin (theta, 1-logit bins; point at bin centre)")
-        path = folder / f"kl_by_bin_{slug(task)}.png"
+        path = folder / _name("kl_by_bin", task, language)
         _save(fig, path)
         paths.append(path)
     return paths
 
 
 def theta_on_children(results: Results, folder: Path) -> list[Path]:
-    """One histogram per task of children's theta with each model's theta, both EAP under the reference prior."""
+    """One histogram per task and children's language of children's theta with each model's theta, both EAP under
+    the reference prior."""
     children, thetas = results.table("children_theta"), results.table("model_theta")
     paths = []
-    for task, part in children.groupby("task") if len(children) else []:
+    for task, language, part in _comparisons(children):
         fig, ax = plt.subplots(figsize=(6.5, 3.5))
         ax.hist(part["theta_common"].dropna(), bins=30, color="0.75", label="children (EAP, reference prior)")
-        models = thetas[(thetas["task"] == task) & thetas["is_reference"].astype(bool)] if len(thetas) else thetas
+        models = _rows_of(thetas, task, language) if len(thetas) else thetas
+        models = models[models["is_reference"].astype(bool)] if len(models) else models
         models = models[np.isfinite(models["theta"].astype(float))] if len(models) else models  # unscored: no line
         detailed = len(models) <= MAX_DETAILED
         for i, row in enumerate(models.itertuples()):
@@ -145,9 +180,9 @@ def theta_on_children(results: Results, folder: Path) -> list[Path]:
             ax.plot([], [], color="C0", lw=0.6, label=f"{len(models)} models (one line each)")
         ax.set_xlabel("ability theta (EAP, reference group's prior, for children and models); bands = +- 1.96 SE")
         ax.set_ylabel("children")
-        ax.set_title(f"{task}: model ability on the children's distribution", fontsize=10)
+        ax.set_title(f"{_title(task, language)}: model ability on the children's distribution", fontsize=10)
         ax.legend(fontsize=7)
-        path = folder / f"theta_on_children_{slug(task)}.png"
+        path = folder / _name("theta_on_children", task, language)
         _save(fig, path)
         paths.append(path)
     return paths

@@ -2,7 +2,9 @@
 
 Each record gives a model's 0/1 `correct` and, when the model exposes them, `option_scores` in canonical order
 (higher = preferred). One scoring unit ("model") is one samples file (`<model name>/<lmms-eval task>`) or one
-`model` value of a tidy file.
+`model` value of a tidy file, in one locale: the lmms-eval task name's (`compare.languages.record_locale`) or a tidy
+file's `locale` column (English when absent). A unit in a translated locale is named as its English unit
+(`english_unit`) plus `/<locale code>` (`qwen/original/gen/seed0/de`), which pairs the two across locales.
 """
 
 from __future__ import annotations
@@ -16,19 +18,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from levante_tasks.compare.languages import english_name, record_locale
 from levante_tasks.compare.tables import parse_correct, read_table
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.runs.discover import folder_label
 from levante_tasks.runs.lmms import FileProblem, SampleLine, read_json_object, read_samples, samples_name
 from levante_tasks.runs.model import find_answer, local_name, model_identity, model_label, path_like
 from levante_tasks.schema.crosswalk import canonical_uid
+from levante_tasks.schema.locales import Locale, LocaleError, locale
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
-from levante_tasks.schema.variant import OutputType
+from levante_tasks.schema.variant import Control, OutputType
 
 # the record fields that key a scoring unit, named by the schema (a renamed field fails here at import)
 _FIELDS = {f.name: f.name for f in fields(ItemRecord)}
 SEED, VARIANT, OUTPUT_TYPE = _FIELDS["seed"], _FIELDS["variant"], _FIELDS["output_type"]
-COLUMNS = ["model", "task", "item_uid", "correct", "option_scores", "test_model"]
+COLUMNS = ["model", "task", "item_uid", "correct", "option_scores", "test_model", "locale", "english_unit", "control"]
+LOCALE = "locale"  # a tidy records file's optional column (and a bare JSONL record's key): the run's locale code
 
 
 def parse_scores(value: object) -> list[float] | None:
@@ -74,18 +79,35 @@ def _model_identity(path: Path, lines: list[SampleLine]) -> tuple[str, bool]:
 
 
 def scoring_unit(model: str, record: dict, lmms_task: str) -> str:
-    """Which records are scored together: one model, one variant, one output type, one option-order seed.
+    """Which records are scored together, named without the locale (the English unit): one model, one variant,
+    one output type, one option-order seed.
 
-    Records without these fields (older or hand-made files) fall back to one unit per lmms-eval task.
+    Records without these fields (older or hand-made files) fall back to one unit per lmms-eval task (its name
+    without the locale).
     """
     if SEED not in record or VARIANT not in record:
-        return f"{model}/{lmms_task}"
+        return f"{model}/{english_name(lmms_task)}"
     kind = "mc" if record.get(OUTPUT_TYPE) == OutputType.MULTIPLE_CHOICE.value else "gen"
     return f"{model}/{record[VARIANT]}/{kind}/seed{record[SEED]}"
 
 
-def _record_row(record: dict, model: str, where: str) -> dict:
-    """One tidy row from a record dict; a record without item_uid/task is a user error naming the file."""
+def localized_unit(english_unit: str, where: Locale) -> str:
+    """A unit's name in a locale: its English name, plus `/<locale code>` in a translated locale."""
+    return english_unit if where.is_source else f"{english_unit}/{where.code}"
+
+
+def _locale_of(value: object, where: str) -> Locale:
+    """The locale a records file names (`de`, `es-CO`, empty = English); an unknown code is one line naming it."""
+    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value).strip()
+    try:
+        return locale(text)
+    except LocaleError as exc:
+        raise LevanteError(f"{where}: {exc}") from None
+
+
+def _record_row(record: dict, model: str, where: str, place: Locale) -> dict:
+    """One tidy row from a record dict of a run in locale `place`; a record without item_uid/task is a user error
+    naming the file."""
     missing = [k for k in ("item_uid", "task") if record.get(k) in (None, "")]
     if missing:
         raise LevanteError(f"{where}: record lacks {missing}")
@@ -97,12 +119,16 @@ def _record_row(record: dict, model: str, where: str) -> dict:
         scores = parse_scores(record.get("option_scores"))
     except (TypeError, ValueError) as exc:
         raise LevanteError(f"{where}: option_scores are not numbers ({exc})") from exc
+    english_unit = str(record.get("model") or model)
     return {
-        "model": str(record.get("model") or model),
+        "model": localized_unit(english_unit, place),
         "task": str(record["task"]),
         "item_uid": canonical_uid(str(record["item_uid"])),
         "correct": correct,
         "option_scores": scores,
+        "locale": place.code,
+        "english_unit": english_unit,
+        "control": str(record.get(VARIANT) or Control.ORIGINAL.value),
     }
 
 
@@ -113,14 +139,20 @@ def read_jsonl(path: Path, label: str, counts: Counter) -> list[dict]:
     lines = read_samples(path, label)
     model_name, test_model = _model_identity(path, lines) if name else (path.stem, False)
     lmms_task = name[1] if name else path.stem
+    named = record_locale(lmms_task) if name else None
     rows = []
     for line in lines:
         record = line.data.get(RECORD_KEY, line.data)
         if not isinstance(record, dict) or "item_uid" not in record:
             counts["lines_without_levante_item"] += 1
             continue
+        where = f"{label}:{line.number}"
+        place = _locale_of(record.get(LOCALE), where)
+        if named is not None and LOCALE in record and place != named:
+            raise LevanteError(f"{where}: record locale {place.code!r} is not the locale of task {lmms_task!r} "
+                               f"({named.code})")
         unit = scoring_unit(model_name, record, lmms_task) if name else model_name
-        rows.append({**_record_row(record, unit, f"{label}:{line.number}"), "test_model": test_model})
+        rows.append({**_record_row(record, unit, where, named or place), "test_model": test_model})
     return rows
 
 
@@ -154,11 +186,12 @@ def _score_column(column: pd.Series, path: Path) -> list[list[float] | None]:
 
 
 def read_csv(path: Path) -> pd.DataFrame:
-    """Tidy records CSV (model?, task, item_uid, correct, option_scores?), column by column; errors name the row.
+    """Tidy records CSV (model?, task, item_uid, correct, option_scores?, locale?), column by column; errors name
+    the row. A translated locale's unit is `<model>/<locale code>` (`localized_unit`).
 
     Values are parsed once per distinct text (correct, item uids); option scores once per row.
     """
-    text_columns = ("model", "task", "item_uid", "correct", "option_scores")
+    text_columns = ("model", "task", "item_uid", "correct", "option_scores", LOCALE)
     table = read_table(path, "model records", dtype=dict.fromkeys(text_columns, str))
     missing = [c for c in ("task", "item_uid", "correct") if c not in table.columns]
     if missing:
@@ -177,13 +210,25 @@ def read_csv(path: Path) -> pd.DataFrame:
     scores = _score_column(table["option_scores"], path) if "option_scores" in table.columns else [None] * len(table)
     model = table["model"].astype(object).fillna("") if "model" in table.columns else pd.Series([""] * len(table))
     uids = {uid: canonical_uid(str(uid)) for uid in table["item_uid"].unique()}
+    codes = (table[LOCALE].fillna("").astype(str).str.strip() if LOCALE in table.columns
+             else pd.Series([""] * len(table), dtype=object))
+    places: dict[str, Locale] = {}
+    for value in codes.unique():
+        try:
+            places[value] = locale(value)
+        except LocaleError as exc:
+            raise _first_bad_row(path, (codes == value).to_numpy(), str(exc)) from None
+    english = np.where(model.to_numpy() == "", path.stem, model.to_numpy()).astype(str)
     return pd.DataFrame({
-        "model": np.where(model.to_numpy() == "", path.stem, model.to_numpy()).astype(str),
+        "model": [localized_unit(unit, places[code]) for unit, code in zip(english, codes, strict=True)],
         "task": table["task"].astype(str).to_numpy(),
         "item_uid": table["item_uid"].map(uids).to_numpy(dtype=object),
         "correct": correct_text.map(parsed).to_numpy(dtype=float),
         "option_scores": pd.Series(scores, dtype=object).to_numpy(),
         "test_model": False,  # a hand-made records table says nothing of its model's checkpoint
+        "locale": codes.map(lambda code: places[code].code).to_numpy(dtype=object),
+        "english_unit": english,
+        "control": Control.ORIGINAL.value,
     })
 
 

@@ -21,6 +21,7 @@ class Settings:
     level: float = 0.95
     plots: bool = True
     calibration_tolerance: float = CALIBRATION_TOLERANCE
+    across_languages: bool = False  # also compare each model run with the children of every other language
 
 
 @dataclass
@@ -35,11 +36,13 @@ class Results:
         """Append rows to the named output table."""
         self.tables.setdefault(name, []).append(table)
 
-    def count(self, counts: Counter, task: str = "", model: str = "") -> None:
-        """Record counted exclusions for a scope (global, task, or model x task)."""
+    def count(self, counts: Counter, task: str = "", model: str = "", language: str = "") -> None:
+        """Record counted exclusions for a scope (global, task, task x children's language, or model x task x
+        children's language)."""
         for reason, n in sorted(counts.items()):
             if n:
-                self.exclusions.append({"task": task, "model": model, "reason": reason, "count": int(n)})
+                self.exclusions.append({"task": task, "children_language": language, "model": model,
+                                        "reason": reason, "count": int(n)})
 
     def table(self, name: str) -> pd.DataFrame:
         """One concatenated output table; with no rows it keeps the columns of what was added (a header)."""

@@ -1,10 +1,12 @@
-"""All comparisons of one task: the children's side once (alignment, abilities, distributions, age curves),
-then every model scoring unit of the task at once (abilities, difficulty r, KL, age equivalence).
+"""All comparisons of one task with one language's children: the children's side once (alignment, abilities,
+distributions, age curves), then every model scoring unit compared with them at once (abilities, difficulty r, KL,
+age equivalence). Every row it writes names the task, the children's language and, per unit, the unit's locale.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -14,7 +16,7 @@ from levante_tasks.compare.age import AgeCurves
 from levante_tasks.compare.alignment import align, duplicate_option_items, unmatched_responses
 from levante_tasks.compare.difficulty import correlate_many
 from levante_tasks.compare.distributions import Cells, compare_units, human_distributions
-from levante_tasks.compare.humans import children_theta
+from levante_tasks.compare.humans import GROUP_SOURCES, children_theta
 from levante_tasks.compare.irt import IrtModel
 from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.scoring import calibration_check
@@ -55,20 +57,8 @@ def _children_bins(children: pd.DataFrame) -> pd.DataFrame:
     return frame.groupby("bin_low", as_index=False).agg(n_children=("run_id", "size"), mean_child_age=("age", "mean"))
 
 
-def compare_task(
-    task: str,
-    model: IrtModel,
-    records: pd.DataFrame,
-    trials: pd.DataFrame,
-    runs: pd.DataFrame,
-    items_file: dict[str, list[str]] | None,
-    settings: Settings,
-    results: Results,
-) -> None:
-    """The children's side of one task once, then all of its model scoring units (see the module docstring)."""
-    counts: Counter = Counter()
-    items = model.first_instances()
-    uids = set(items.index)
+def irt_summary(model: IrtModel, settings: Settings) -> dict[str, object]:
+    """What comparison.json says of an IRT record, with its calibration check (refused above the tolerance)."""
     info: dict[str, object] = {
         "irt_model": model.name,
         "model_class": model.model_class,
@@ -87,45 +77,91 @@ def compare_task(
                 f"{check['ability']:.3g} logits over {check['n_runs']} runs > --calibration-tolerance "
                 f"{settings.calibration_tolerance:g}): children's abilities would not be on the model's scale")
         info["calibration_rescore_max_abs_diff"] = check
-    results.add("items", items.reset_index().assign(task=task, convention=conv.B_DEFINITION)[
-        ["task", "item_uid", "irt_item", "a1", "d", "g", "u", "b", "convention"]])
+    return info
+
+
+def item_table(task: str, model: IrtModel) -> pd.DataFrame:
+    """items.csv rows of one IRT record: each item's first instance with b and its convention."""
+    items = model.first_instances().reset_index()
+    return items.assign(task=task, irt_model=model.name, convention=conv.B_DEFINITION)[
+        ["task", "irt_model", "item_uid", "irt_item", "a1", "d", "g", "u", "b", "convention"]]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One task's model runs (`records`) compared with one language's children (`trials`) on one IRT record."""
+
+    task: str
+    language: str  # the children's locale code, or languages.NOT_RECORDED (pooled)
+    model: IrtModel
+    irt_info: dict[str, object]  # irt_summary(model)
+
+
+def compare_task(
+    comparison: Comparison,
+    records: pd.DataFrame,
+    trials: pd.DataFrame,
+    runs: pd.DataFrame,
+    items_file: dict[str, list[str]] | None,
+    settings: Settings,
+    results: Results,
+) -> None:
+    """The children's side once, then all model scoring units of `records` (see the module docstring); the summary
+    goes to `results.tasks[task]["languages"][language]`."""
+    task, language, model = comparison.task, comparison.language, comparison.model
+    counts: Counter = Counter()
+    items = model.first_instances()
+    uids = set(items.index)
+    info: dict[str, object] = {"children_language": language, **comparison.irt_info}
     task_trials = trials[rows_with_items(trials, uids)]
     canonical, source = canonical_options(task_trials, items_file, uids, counts)
     aligned = align(task_trials, canonical, counts)
     unmatched = unmatched_responses(aligned)
-    results.add("unmatched_responses", unmatched.assign(task=task))
+    results.add("unmatched_responses", unmatched.assign(task=task, children_language=language))
     children = children_theta(model, task_trials, counts).merge(runs[["run_id", "age"]], on="run_id", how="left")
-    results.add("children_theta", children.assign(task=task))
+    results.add("children_theta", children.assign(task=task, children_language=language))
     with_age = children.dropna(subset=["age", "theta_common"])
     counts["children_without_age"] += int(children["age"].isna().sum())
     dist = human_distributions(aligned, children, uids, settings.min_n, counts, options=canonical)
-    results.add("human_distributions", dist.assign(task=task, convention=conv.OPTION_ORDER))
+    results.add("human_distributions", dist.assign(task=task, children_language=language,
+                                                   convention=conv.OPTION_ORDER))
     cells = Cells.from_dist(dist) if len(dist) else None
-    results.count(counts, task=task)
+    results.count(counts, task=task, language=language)
     info.update(
         option_source=source,
         n_children=int(len(children)),
         n_children_with_age=int(len(with_age)),
+        n_children_by_group={g.name: int((children["group"] == g.name).sum()) for g in model.groups},
+        n_children_by_group_source={k: int((children["group_source"] == k).sum()) for k in GROUP_SOURCES
+                                    if (children["group_source"] == k).any()},
         n_item_bins=int(len(cells.n)) if cells else 0,
         uniform_mean_kl=float(np.sum(cells.uniform_kl() * cells.n) / cells.n.sum()) if cells else None,
     )
     curves = (AgeCurves(with_age["age"].to_numpy(float), with_age["theta_common"].to_numpy(float),
                         settings.n_boot, settings.seed) if len(with_age) >= 2 else None)
-    units = Units.build(records[records["task"] == task], items)
+    units = Units.build(records, items)
     no_kl = "no option texts (pass --items): KL not computed" if items_file is None else NO_CELLS
-    info["models"] = compare_units_of_task(task, model, units, children, cells, curves, settings, results, no_kl)
-    results.tasks[task] = info
+    info["models"] = compare_units_of_task(comparison, units, children, cells, curves, settings, results, no_kl)
+    results.tasks.setdefault(task, {"languages": {}})["languages"][language] = info
 
 
-def _frame(units: Units, task: str, rows: list[dict[str, object]], **columns: object) -> pd.DataFrame:
-    """One row per unit: model and task first, then `rows` (dicts), then extra constant or per-unit columns."""
-    return pd.concat([pd.DataFrame({"model": units.names, "task": task}), pd.DataFrame(rows)], axis=1).assign(
-        **columns)
+def _front(units: Units, task: str, language: str, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """The columns every per-unit row starts with: model, task, the unit's locale, the children's language (`rows`:
+    unit positions, one per output row; default one row per unit)."""
+    at = np.arange(len(units.names)) if rows is None else np.asarray(rows, dtype=int)
+    return pd.DataFrame({"model": np.asarray(units.names, dtype=object)[at], "task": task,
+                         "locale": np.asarray(units.locales, dtype=object)[at], "children_language": language})
 
 
-def _by_unit(table: pd.DataFrame, names: np.ndarray, task: str) -> pd.DataFrame:
-    """A table keyed by unit position as model and task columns first."""
-    front = pd.DataFrame({"model": names[table["unit"].to_numpy(int)], "task": task})
+def _frame(units: Units, comparison: Comparison, rows: list[dict[str, object]], **columns: object) -> pd.DataFrame:
+    """One row per unit: `_front` first, then `rows` (dicts), then extra constant or per-unit columns."""
+    front = _front(units, comparison.task, comparison.language)
+    return pd.concat([front, pd.DataFrame(rows)], axis=1).assign(**columns)
+
+
+def _by_unit(table: pd.DataFrame, units: Units, comparison: Comparison) -> pd.DataFrame:
+    """A table keyed by unit position (`unit` column) with `_front`'s columns first."""
+    front = _front(units, comparison.task, comparison.language, table["unit"].to_numpy(int))
     return pd.concat([front, table.drop(columns="unit").reset_index(drop=True)], axis=1)
 
 
@@ -139,23 +175,24 @@ def _group_shares(model: IrtModel, children: pd.DataFrame,
     return out
 
 
-def _theta_table(task: str, model: IrtModel, units: Units, shares: dict[str, tuple[int, np.ndarray]],
+def _theta_table(comparison: Comparison, units: Units, shares: dict[str, tuple[int, np.ndarray]],
                  thetas: dict[str, tuple[np.ndarray, np.ndarray]], ml: tuple) -> pd.DataFrame:
     """model_theta.csv rows: EAP under each group's prior beside that group's children, then the ML estimate."""
+    model = comparison.model
     n_items = units.answered().sum(axis=1)
     frames = []
     for prior in model.groups:
         theta, se = thetas[prior.name]
         n_children, share = shares[prior.name]
-        frames.append(pd.DataFrame({
-            "model": units.names, "task": task, "estimator": "EAP", "group": prior.name,
+        frames.append(_front(units, comparison.task, comparison.language).assign(**{
+            "estimator": "EAP", "group": prior.name,
             "is_reference": prior is model.reference, "prior_mean": prior.mean, "prior_var": prior.var,
             "n_items": n_items, "theta": theta, "se": se, "n_children_in_group": n_children,
             "children_below_theta_in_group": share, "note": "",
         }))
     theta_ml, se_ml, notes = ml
-    frames.append(pd.DataFrame({
-        "model": units.names, "task": task, "estimator": "ML", "group": "", "is_reference": False,
+    frames.append(_front(units, comparison.task, comparison.language).assign(**{
+        "estimator": "ML", "group": "", "is_reference": False,
         "prior_mean": np.nan, "prior_var": np.nan, "n_items": n_items, "theta": theta_ml, "se": se_ml,
         "n_children_in_group": np.nan, "children_below_theta_in_group": np.nan, "note": notes,
         "convention": conv.ML_DEFINITION,
@@ -183,8 +220,7 @@ def _difficulty(units: Units, settings: Settings) -> list[dict[str, object]]:
 
 
 def compare_units_of_task(
-    task: str,
-    model: IrtModel,
+    comparison: Comparison,
     units: Units,
     children: pd.DataFrame,
     cells: Cells | None,
@@ -193,36 +229,36 @@ def compare_units_of_task(
     results: Results,
     no_kl: str = "",
 ) -> dict[str, dict[str, object]]:
-    """Every scoring unit of a task at once; returns the per-unit summaries of comparison.json."""
+    """Every scoring unit compared with one language's children at once; returns the per-unit summaries of
+    comparison.json."""
     if not units.names:
         return {}
+    task, model = comparison.task, comparison.model
     thetas = units.thetas(model)
     theta, se = thetas[model.reference.name]
     ml = units.ml()
     shares = _group_shares(model, children, thetas)
-    results.add("model_theta", _theta_table(task, model, units, shares, thetas, ml))
+    results.add("model_theta", _theta_table(comparison, units, shares, thetas, ml))
     scored = np.isfinite(theta)
     below = share_below(children["theta_common"].to_numpy(float), theta)
     answered = units.answered()
     u_idx, i_idx = np.nonzero(answered)
-    results.add("model_items", pd.DataFrame({
-        "model": np.asarray(units.names, dtype=object)[u_idx], "task": task,
-        "item_uid": units.items.index.to_numpy()[i_idx], "correct": units.correct[u_idx, i_idx],
-        "b": units.items["b"].to_numpy(float)[i_idx],
-    }))
+    results.add("model_items", _front(units, task, comparison.language, u_idx).assign(
+        item_uid=units.items.index.to_numpy()[i_idx], correct=units.correct[u_idx, i_idx],
+        b=units.items["b"].to_numpy(float)[i_idx]))
     difficulty = _difficulty(units, settings)
-    results.add("difficulty", _frame(units, task, difficulty, b_definition=conv.B_DEFINITION, sign=conv.R_SIGN))
+    results.add("difficulty", _frame(units, comparison, difficulty, b_definition=conv.B_DEFINITION,
+                                     sign=conv.R_SIGN))
     kl_counts = [Counter() for _ in units.names]
     if cells is not None:
         pairs, bins, kl, kl_counts = compare_units(cells, units.scores, n_perm=settings.n_perm, seed=settings.seed,
                                                    level=settings.level)
-        names = np.asarray(units.names, dtype=object)
-        results.add("kl_items", _by_unit(pairs, names, task))
+        results.add("kl_items", _by_unit(pairs, units, comparison))
         bins = bins.merge(_children_bins(children), on="bin_low", how="left")
-        results.add("kl_bins", _by_unit(bins, names, task))
+        results.add("kl_bins", _by_unit(bins, units, comparison))
     else:
         kl = [{"note": no_kl or NO_CELLS} for _ in units.names]
-    results.add("kl_summary", _frame(units, task, kl, kl_definition=conv.KL_DEFINITION))
+    results.add("kl_summary", _frame(units, comparison, kl, kl_definition=conv.KL_DEFINITION))
     ages_out: list[dict[str, object]] = []
     equivalents = iter(curves.equivalents(theta[scored], se[scored], settings.level) if curves and scored.any()
                        else [])
@@ -234,13 +270,16 @@ def compare_units_of_task(
             ages_out.append({"age_equivalent": np.nan, "age_flag": "fewer than 2 children with age"})
         else:
             ages_out.append(next(equivalents))
-    results.add("age_equivalence", _frame(units, task, ages_out, theta=theta, se=se, theta_scale=conv.COMMON_SCALE))
+    results.add("age_equivalence", _frame(units, comparison, ages_out, theta=theta, se=se,
+                                          theta_scale=conv.COMMON_SCALE))
     out = {}
     for u, name in enumerate(units.names):
         counts = units.counts[u] + kl_counts[u]
         counts["models_without_matched_items"] += int(not scored[u])
-        results.count(counts, task=task, model=name)
+        results.count(counts, task=task, model=name, language=comparison.language)
         out[name] = {
+            "locale": units.locales[u],
+            "children_language": comparison.language,
             "theta": float(theta[u]),
             "se": float(se[u]),
             "theta_ml": float(ml[0][u]),

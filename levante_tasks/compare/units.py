@@ -31,6 +31,7 @@ class Units:
     correct: np.ndarray  # units x items, NaN = not answered
     scores: list[dict[str, list[float] | None]]  # per unit: item_uid -> option scores (IRT items only)
     counts: list[Counter] = field(default_factory=list)
+    locales: list[str] = field(default_factory=list)  # per unit: the locale code of its records
 
     @classmethod
     def build(cls, records: pd.DataFrame, items: pd.DataFrame) -> Units:
@@ -49,7 +50,8 @@ class Units:
         answered = (~np.isnan(correct)).sum(axis=1)
         counts = [Counter(model_items_not_in_irt=int(o), irt_items_not_answered=int(len(items) - a))
                   for o, a in zip(outside, answered, strict=True)]
-        return cls(names, items, correct, scores, counts)
+        locales = records.drop_duplicates("model").set_index("model")["locale"] if len(records) else pd.Series()
+        return cls(names, items, correct, scores, counts, [str(locales[name]) for name in names])
 
     def answered(self) -> np.ndarray:
         """Units x items mask of answered items."""

@@ -33,11 +33,13 @@ def write_outputs(folder: Path, results: Results, summary: dict[str, object], se
         "kl_summary",
         "age_equivalence",
         "children_theta",
+        "cross_language_items",
     ]
     for name in names:
         _write_csv(folder / f"{name}.csv", results.table(name))
     _write_csv(
-        folder / "exclusions.csv", pd.DataFrame(results.exclusions, columns=["task", "model", "reason", "count"])
+        folder / "exclusions.csv",
+        pd.DataFrame(results.exclusions, columns=["task", "children_language", "model", "reason", "count"])
     )
     write_json(folder / OUTPUT_MARKER, _jsonable(summary))
     figures = []
@@ -45,7 +47,7 @@ def write_outputs(folder: Path, results: Results, summary: dict[str, object], se
         from levante_tasks.compare import plots  # matplotlib is imported only when plots are drawn
 
         figures = plots.write_all(results, folder / "plots")
-    write_text(folder / "comparison.md", report.section(summary, figures))
+    write_text(folder / "comparison.md", report.section(summary, figures, results.table("cross_language_items")))
 
 
 def _write_csv(path: Path, table: pd.DataFrame) -> None:

@@ -29,6 +29,7 @@ class TaskInfo:
     slider_subtypes: tuple[str, ...] = ()  # sub-types of slider items only: no multiple_choice form
     version: int = 1  # human-bumped task version (docstring); results of different versions are never pooled
     measures: str = ""  # what the task measures, one or two sentences (the generated README's first paragraph)
+    irt_by_language: bool = False  # LEVANTE calibrates it per language (`by_language/<language>` IRT records)
 
     def reported_subtypes(self, multiple_choice: bool) -> list[str]:
         """The sub-types an output type reports an accuracy for (multiple_choice has no slider items)."""
