@@ -10,7 +10,10 @@
 #     [--org levante] [--trials-dataset levante_data_pilots:68kn:v2_0] [--trials-table trials:ztnm] \
 #     [--runs-table scores:pgms] [--registry-dataset levante_metadata_scoring:e97h:v1_11] \
 #     [--registry-table model_registry:rqwv] [--models trog/multigroup_site/overlap_items/trog_rasch_f1_scalar.rds,...]
-# Writes DIR/trials.csv, DIR/runs.csv (run_id, user_id, site, age, ...) and DIR/irt/<file_name path>.rds.
+# Writes DIR/trials.csv, DIR/runs.csv (run_id, user_id, site, dataset, age, language, ... where the runs table has
+# them) and DIR/irt/<file_name path>.rds. `compare` reads a child's language from the trials' `language` column, else
+# from runs.csv's (LEVANTE's runs -> variants `language`, e.g. de-DE, es-CO, en-US); an export with neither is
+# compared with every language pooled, labelled "language not recorded" (docs/comparison.md).
 
 parse_args <- function(args) {
   opts <- list(org = "levante", trials_dataset = "levante_data_pilots:68kn:v2_0", trials_table = "trials:ztnm",
@@ -35,7 +38,7 @@ org <- redivis::redivis$organization(opts$org)
 trials_ds <- org$dataset(opts$trials_dataset)
 trials <- as.data.frame(trials_ds$table(opts$trials_table)$to_tibble())
 runs <- as.data.frame(trials_ds$table(opts$runs_table)$to_tibble())
-keep <- intersect(c("run_id", "user_id", "site", "age", "task_id"), names(runs))
+keep <- intersect(c("run_id", "user_id", "site", "dataset", "age", "task_id", "language"), names(runs))
 runs <- unique(runs[, keep, drop = FALSE])
 utils::write.csv(trials, file.path(opts$out, "trials.csv"), row.names = FALSE)
 utils::write.csv(runs, file.path(opts$out, "runs.csv"), row.names = FALSE)
