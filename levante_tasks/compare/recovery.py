@@ -1,8 +1,9 @@
 """Recovery of the comparison's readouts from known truth: simulated children and models, the real pipeline.
 
-Children come from the synthetic release's generator (`levante_tasks.synth.children`: ages U(5, 12), per-task
-theta = 0.3 * (age - 8.5) + N(0, ~0.9^2) around the group mean, 2PL/Rasch answers with g at chance, a wrong answer
-picks a distractor with weights 2:1:1). Models: child-like ones of known ability theta_m, whose `correct` is drawn
+Children come from the synthetic release's generator (`levante_tasks.synth.children`) with two sites of one
+language (`POPULATIONS`: ages U(5, 12), per-task theta = 0.3 * (age - 8.5) + N(0, ~0.9^2) around the site means
+-0.2 / +0.2, one IRT group `all`; 2PL/Rasch answers with g at chance, a wrong answer picks a distractor with
+weights 2:1:1). Models: child-like ones of known ability theta_m, whose `correct` is drawn
 from the same item response functions and whose option scores are the log of a child's response distribution at
 theta_m (so their true beta is 1), and four null models whose scores carry nothing about children's choices:
 uniform (equal scores), random choice (one option scored 1), random scores (N(0, 1)), and one fixed presented
@@ -39,6 +40,7 @@ from scipy import stats
 from levante_tasks.compare.distributions import bin_label
 from levante_tasks.compare.results import Settings
 from levante_tasks.schema.tasks import task_info
+from levante_tasks.synth.populations import AGE_CENTRE, Population
 
 TASK = "vocab"
 NULL_KINDS = ("uniform", "random_choice", "random_scores", "fixed_position")
@@ -64,6 +66,20 @@ class Design:
 
 
 TWO_PL = {"bank_copies": 8, "a1_sdlog": 0.4}  # 144 items, a1 roughly 0.45-2.2 (5-95%)
+SLOPE = 0.3  # logits a year
+POPULATIONS = tuple(Population(f"synth_site_{name}", "synthetic", "en-US", 1, mean, 1.0, SLOPE)
+                    for name, mean in (("a", -0.2), ("b", 0.2)))
+
+
+def group_prior() -> tuple[float, float]:
+    """The one group's true mean and variance: the two sites' mixture (what its record's GROUP rows hold)."""
+    means = [p.mean for p in POPULATIONS]
+    return float(np.mean(means)), POPULATIONS[0].var + float(np.var(means))
+
+
+def true_age(theta: float | np.ndarray) -> float | np.ndarray:
+    """The age at which the children's mean true theta equals `theta`."""
+    return AGE_CENTRE + (theta - group_prior()[0]) / SLOPE
 
 
 def _truths(design: Design) -> list:
@@ -157,9 +173,7 @@ def _null_scores(kind: str, item: int, n_options: int, rng: np.random.Generator)
 
 def _write_inputs(folder: Path, truths: list, runs: list[dict], trials: list[dict], records: list[dict]) -> dict:
     """The comparison's input files (trials, runs, IRT long CSV with its group prior, items, records)."""
-    from levante_tasks.synth.children import group_moments
-
-    mean, var = group_moments(TASK)["all"]
+    mean, var = group_prior()
     irt = [{"group": "all", "item": f"{t.item_uid}-1", "name": name, "value": value, "est": name in ("a1", "d")}
            for t in truths for name, value in (("a1", t.a1), ("d", t.d), ("g", t.g), ("u", 1.0))]
     irt += [{"group": "all", "item": "GROUP", "name": "MEAN_1", "value": mean, "est": False},
@@ -180,9 +194,12 @@ def replicate(truths: list, design: Design, index: int) -> pd.DataFrame:
     readouts (theta, SE, age and its interval, the difficulty correlations and their CIs, KL readouts)."""
     from levante_tasks.compare.pipeline import run_compare
     from levante_tasks.synth import children as kids
+    from levante_tasks.synth.populations import draw_children
 
     rng = np.random.default_rng([design.seed, index])
-    runs, trials = kids.simulate(kids.draw_children(design.n_children, rng), {TASK: truths}, rng)
+    mean, var = group_prior()
+    plans = {TASK: {population: kids.TaskPlan(truths, "all", mean, var) for population in POPULATIONS}}
+    runs, trials = kids.simulate(draw_children(design.n_children, rng, POPULATIONS), plans, rng)
     records, truth = _model_rows(truths, design, rng, np.random.default_rng([design.seed, index, 7]))
     with tempfile.TemporaryDirectory(prefix="recovery-") as tmp:
         paths = _write_inputs(Path(tmp), truths, runs, trials, records)
@@ -199,8 +216,7 @@ def replicate(truths: list, design: Design, index: int) -> pd.DataFrame:
                                     "spearman_ci_low", "spearman_ci_high"]], on="model")
     table = table.merge(kl[["model", "beta", "closest_bin", "closest_bin_mean_kl", "closest_bin_uniform_kl",
                             "better_than_uniform", "uniform_test_p"]], on="model")
-    mean = kids.group_moments(TASK)["all"][0]
-    return table.assign(replicate=index, true_age=8.5 + (table["true_theta"] - mean) / kids.SLOPE,
+    return table.assign(replicate=index, true_age=true_age(table["true_theta"]),
                         true_bin=[bin_label(int(np.floor(t))) if np.isfinite(t) else "" for t in table["true_theta"]])
 
 
