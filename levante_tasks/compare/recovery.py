@@ -117,7 +117,7 @@ def expected_correlations(truths: list, theta: float, rng: np.random.Generator,
     return float(row_pearson(x, b).mean()), float(row_pearson(x, stats.rankdata(b)).mean())
 
 
-def _child_distribution(truths: list, theta: float) -> tuple[np.ndarray, list[np.ndarray]]:
+def child_distribution(truths: list, theta: float) -> tuple[np.ndarray, list[np.ndarray]]:
     """P(correct) per item and a child's response distribution over [answer] + distractors at `theta`."""
     from levante_tasks.synth.children import p_correct
 
@@ -135,7 +135,7 @@ def _model_rows(truths: list, design: Design, rng: np.random.Generator,
     rows, truth_rows = [], []
     for k, theta in enumerate(rng.uniform(-1.0, 1.0, design.n_childlike)):
         name = f"childlike_{k:03d}"
-        p, dists = _child_distribution(truths, float(theta))
+        p, dists = child_distribution(truths, float(theta))
         correct = rng.random(len(truths)) < p
         for truth, ok, dist in zip(truths, correct, dists, strict=True):
             rows.append({"model": name, "item_uid": truth.item_uid, "correct": int(ok),
@@ -262,32 +262,48 @@ def by_true_age(child: pd.DataFrame, low: pd.Series, high: pd.Series, covered: p
     return out
 
 
-def figures(table: pd.DataFrame) -> dict[str, object]:
-    """Bias, RMSE and 95% coverage of theta, the age equivalent (also per true-age band) and the difficulty
-    correlations (child-like models; null models whose true correlation is 0 separately), closest-bin hit rates,
-    null flag rates."""
-    child = table[table["kind"] == "childlike"]
-    err = child["theta"] - child["true_theta"]
+def age_interval(child: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """The age intervals' ends with an end "below youngest" as -inf and "above oldest" as +inf: an open end covers
+    every younger (older) age."""
     low = pd.Series(np.where(child["age_ci_low_flag"].fillna("") == "below_youngest", -np.inf, child["age_ci_low"]),
-                    index=child.index)  # an end "below youngest" is open: it covers every younger age
+                    index=child.index)
     high = pd.Series(np.where(child["age_ci_high_flag"].fillna("") == "above_oldest", np.inf, child["age_ci_high"]),
                      index=child.index)
-    covered = (low <= child["true_age"]) & (child["true_age"] <= high)
+    return low, high
+
+
+def theta_age_figures(child: pd.DataFrame) -> dict[str, float]:
+    """Bias, RMSE and 95% coverage of theta (theta +- 1.96 SE) and of the age equivalent (over numeric points;
+    coverage of its interval, open ends included) against `true_theta` / `true_age`, one row per model."""
+    err = child["theta"] - child["true_theta"]
+    low, high = age_interval(child)
     age_err = (child["age_equivalent"] - child["true_age"]).dropna()
-    nulls = table[table["kind"] != "childlike"]
-    old_flag = nulls["closest_bin_mean_kl"] < nulls["closest_bin_uniform_kl"] * (1 - 1e-9)
-    strong = child["true_theta"] > 0
     return {
-        "n_childlike": int(len(child)),
         "theta_bias": float(err.mean()),
         "theta_rmse": float(np.sqrt((err**2).mean())),
         "theta_coverage": float((err.abs() <= Z95 * child["se"]).mean()),
         "age_bias": float(age_err.mean()),
         "age_rmse": float(np.sqrt((age_err**2).mean())),
         "age_point_defined": float(child["age_equivalent"].notna().mean()),
-        "age_coverage": float(covered.mean()),
+        "age_coverage": float(((low <= child["true_age"]) & (child["true_age"] <= high)).mean()),
         "age_ci_low_open": float(np.isinf(low).mean()),
         "age_ci_high_open": float(np.isinf(high).mean()),
+    }
+
+
+def figures(table: pd.DataFrame) -> dict[str, object]:
+    """Bias, RMSE and 95% coverage of theta, the age equivalent (also per true-age band) and the difficulty
+    correlations (child-like models; null models whose true correlation is 0 separately), closest-bin hit rates,
+    null flag rates."""
+    child = table[table["kind"] == "childlike"]
+    low, high = age_interval(child)
+    covered = (low <= child["true_age"]) & (child["true_age"] <= high)
+    nulls = table[table["kind"] != "childlike"]
+    old_flag = nulls["closest_bin_mean_kl"] < nulls["closest_bin_uniform_kl"] * (1 - 1e-9)
+    strong = child["true_theta"] > 0
+    return {
+        "n_childlike": int(len(child)),
+        **theta_age_figures(child),
         "by_true_age": by_true_age(child, low, high, covered),
         "pearson_r": _interval_figures(child, "pearson_r"),
         "spearman_rho": _interval_figures(child, "spearman_rho"),

@@ -19,10 +19,12 @@ from dataclasses import replace
 
 from levante_tasks.schema.locales import of_language_tag
 from levante_tasks.schema.tasks import task_info
-from levante_tasks.synth.children import TWO_PL_TASKS, ItemTruth, TaskPlan
-from levante_tasks.synth.items import stream
+from levante_tasks.synth.children import TWO_PL_TASKS, ItemTruth, TaskPlan, item_truths
+from levante_tasks.synth.items import TaskItems, stream
+from levante_tasks.synth.items_language import TRANSLATED_LOCALES
 from levante_tasks.synth.populations import POPULATIONS, REFERENCE, Population
 from levante_tasks.synth.registry import SYNTH_TASKS
+from levante_tasks.synth.translations import untranslated_items
 
 REGISTRY_DIR = "registry"  # under irt/
 LANGUAGE_ITEM_SD = 0.4  # SD of a language's own shift of each item's difficulty (configural records)
@@ -73,6 +75,16 @@ def task_plans(task: str, truths: list[ItemTruth], left_out: Mapping[str, set[st
             own = [t for t in truths if t.item.item_uid not in skip]
             plans[population] = TaskPlan(own, population.dataset, population.mean, population.var)
     return plans
+
+
+def task_truth(task: TaskItems, seed: int) -> tuple[list[ItemTruth], dict[Population, TaskPlan]]:
+    """A task's item truth and how each population takes it, as the synthetic release of `seed` draws them (the
+    items each language leaves out come from the task's rows of the translation table)."""
+    truths = item_truths(task.items, stream(seed, f"irt/{task.task}"))
+    translate = SYNTH_TASKS[task.task].translate
+    rows = translate(task) if translate else []
+    left_out = {locale: untranslated_items(rows, locale) for locale in TRANSLATED_LOCALES}
+    return truths, task_plans(task.task, truths, left_out, seed)
 
 
 def record_path(task: str, population: Population | None = None) -> str:

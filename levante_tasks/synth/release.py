@@ -29,7 +29,6 @@ from levante_tasks.synth import draw
 from levante_tasks.synth import records as irt
 from levante_tasks.synth import translations as tr
 from levante_tasks.synth.items import MANIFEST_COLUMNS, TaskItems, stream
-from levante_tasks.synth.items_language import TRANSLATED_LOCALES
 from levante_tasks.synth.populations import draw_children
 from levante_tasks.synth.registry import synth_task
 from levante_tasks.tasks.theory_of_mind import synth as tom  # the corpus columns and source label
@@ -151,10 +150,9 @@ def _write_release(root: Path, version: str, tasks: list[TaskItems], seed: int, 
 
 
 def _write_children(root: Path, tasks: list[TaskItems], seed: int, n_children: int) -> tuple[int, int]:
-    truths = {t.task: kids.item_truths(t.items, stream(seed, f"irt/{t.task}")) for t in tasks}
-    rows = translation_rows(tasks)
-    left_out = {locale: tr.untranslated_items(rows, locale) for locale in TRANSLATED_LOCALES}
-    plans = {task: irt.task_plans(task, truths[task], left_out, seed) for task in truths}
+    drawn = {t.task: irt.task_truth(t, seed) for t in tasks}
+    truths = {task: truth for task, (truth, _) in drawn.items()}
+    plans = {task: plan for task, (_, plan) in drawn.items()}
     children = draw_children(n_children, stream(seed, "children"))
     runs, trials = kids.simulate(children, plans, stream(seed, "responses"))
     write_text(root / "children" / "trials.csv", r_csv(TRIAL_COLUMNS, trials))
