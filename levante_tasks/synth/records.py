@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from levante_tasks.schema.locales import of_language_tag
+from levante_tasks.schema.locales import Locale, of_language_tag
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.synth.children import TWO_PL_TASKS, ItemTruth, TaskPlan, item_truths
 from levante_tasks.synth.items import TaskItems, stream
@@ -37,17 +37,21 @@ def by_language(task: str) -> bool:
     return SYNTH_TASKS[task].by_language
 
 
-def locale_code(population: Population) -> str:
-    """The translation-table column of a population's language (`de-DE` -> `de`; English: `en`)."""
+def _locale(population: Population) -> Locale:
     found = of_language_tag(population.language)
     if found is None:
         raise ValueError(f"{population.site}: language {population.language!r} names no known locale")
-    return found.code
+    return found
+
+
+def locale_code(population: Population) -> str:
+    """The translation-table column of a population's language (`de-DE` -> `de`; English: `en`)."""
+    return _locale(population).code
 
 
 def language_of(population: Population) -> str:
     """The `by_language/<language>` folder of a population's records (ISO 639-1: `de`, `es`, `en`)."""
-    return of_language_tag(population.language).language  # type: ignore[union-attr]  # locale_code checked it
+    return _locale(population).language
 
 
 def language_truths(truths: list[ItemTruth], population: Population, seed: int) -> list[ItemTruth]:
@@ -56,9 +60,8 @@ def language_truths(truths: list[ItemTruth], population: Population, seed: int) 
     item, so leaving an item out changes no other item's value)."""
     task = truths[0].task
     rng = stream(seed, f"irt/{task}/{language_of(population)}")
-    shifts = rng.normal(0.0, LANGUAGE_ITEM_SD, size=len(truths))
-    return [replace(t, d=round(-t.a1 * (t.b + float(e) - population.mean), 4)) for t, e in zip(truths, shifts,
-                                                                                               strict=True)]
+    moved = zip(truths, rng.normal(0.0, LANGUAGE_ITEM_SD, size=len(truths)), strict=True)
+    return [replace(t, d=round(-t.a1 * (t.b + float(e) - population.mean), 4)) for t, e in moved]
 
 
 def task_plans(task: str, truths: list[ItemTruth], left_out: Mapping[str, set[str]], seed: int,
