@@ -479,7 +479,7 @@ def test_unwritable_out_parent_is_one_line(inputs: Inputs, tmp_path: Path) -> No
 
 
 def test_synthetic_data_is_labelled_in_comparison_md(inputs: Inputs, tmp_path: Path) -> None:
-    """The synthetic release's trials say dataset = synthetic. A records table's model name alone never makes a test
+    """The synthetic release's trials say dataset = synth_*. A records table's model name alone never makes a test
     model (a user's model may be called `tiny-clip`): that comes from the run's identity (tests/test_demo.py)."""
     records = pd.read_csv(inputs.records)
     records.loc[records["model"] == "noise", "model"] = "tiny-clip @ unknown (levante_clip)/original/mc/seed0"
@@ -489,7 +489,7 @@ def test_synthetic_data_is_labelled_in_comparison_md(inputs: Inputs, tmp_path: P
     good_output(inputs, out, "--no-plots")
     text = (out / "comparison.md").read_text()
     assert "**Synthetic data** (SYNTHETIC.md beside trials.csv, runs.csv, item_params.csv; " in text
-    assert "trials with dataset = synthetic)" in text
+    assert "trials with dataset = synthetic or synth_*)" in text
     assert "| tiny-clip @ unknown (levante_clip)/original/mc/seed0 |" in text and "random-init" not in text
     assert json.loads((out / "comparison.json").read_text())["data"]["test_models"] == []
 

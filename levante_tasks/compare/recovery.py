@@ -1,8 +1,9 @@
 """Recovery of the comparison's readouts from known truth: simulated children and models, the real pipeline.
 
-Children come from the synthetic release's generator (`levante_tasks.synth.children`: ages U(5, 12), per-task
-theta = 0.3 * (age - 8.5) + N(0, ~0.9^2) around the group mean, 2PL/Rasch answers with g at chance, a wrong answer
-picks a distractor with weights 2:1:1). Models: child-like ones of known ability theta_m, whose `correct` is drawn
+Children come from the synthetic release's generator (`levante_tasks.synth.children`) with two sites of one
+language (`POPULATIONS`: ages U(5, 12), per-task theta = 0.3 * (age - 8.5) + N(0, ~0.9^2) around the site means
+-0.2 / +0.2, one IRT group `all`; 2PL/Rasch answers with g at chance, a wrong answer picks a distractor with
+weights 2:1:1). Models: child-like ones of known ability theta_m, whose `correct` is drawn
 from the same item response functions and whose option scores are the log of a child's response distribution at
 theta_m (so their true beta is 1), and four null models whose scores carry nothing about children's choices:
 uniform (equal scores), random choice (one option scored 1), random scores (N(0, 1)), and one fixed presented
@@ -39,6 +40,7 @@ from scipy import stats
 from levante_tasks.compare.distributions import bin_label
 from levante_tasks.compare.results import Settings
 from levante_tasks.schema.tasks import task_info
+from levante_tasks.synth.populations import AGE_CENTRE, Population
 
 TASK = "vocab"
 NULL_KINDS = ("uniform", "random_choice", "random_scores", "fixed_position")
@@ -64,6 +66,20 @@ class Design:
 
 
 TWO_PL = {"bank_copies": 8, "a1_sdlog": 0.4}  # 144 items, a1 roughly 0.45-2.2 (5-95%)
+SLOPE = 0.3  # logits a year
+POPULATIONS = tuple(Population(f"synth_site_{name}", "synthetic", "en-US", 1, mean, 1.0, SLOPE)
+                    for name, mean in (("a", -0.2), ("b", 0.2)))
+
+
+def group_prior() -> tuple[float, float]:
+    """The one group's true mean and variance: the two sites' mixture (what its record's GROUP rows hold)."""
+    means = [p.mean for p in POPULATIONS]
+    return float(np.mean(means)), POPULATIONS[0].var + float(np.var(means))
+
+
+def true_age(theta: float | np.ndarray) -> float | np.ndarray:
+    """The age at which the children's mean true theta equals `theta`."""
+    return AGE_CENTRE + (theta - group_prior()[0]) / SLOPE
 
 
 def _truths(design: Design) -> list:
@@ -101,7 +117,7 @@ def expected_correlations(truths: list, theta: float, rng: np.random.Generator,
     return float(row_pearson(x, b).mean()), float(row_pearson(x, stats.rankdata(b)).mean())
 
 
-def _child_distribution(truths: list, theta: float) -> tuple[np.ndarray, list[np.ndarray]]:
+def child_distribution(truths: list, theta: float) -> tuple[np.ndarray, list[np.ndarray]]:
     """P(correct) per item and a child's response distribution over [answer] + distractors at `theta`."""
     from levante_tasks.synth.children import p_correct
 
@@ -119,7 +135,7 @@ def _model_rows(truths: list, design: Design, rng: np.random.Generator,
     rows, truth_rows = [], []
     for k, theta in enumerate(rng.uniform(-1.0, 1.0, design.n_childlike)):
         name = f"childlike_{k:03d}"
-        p, dists = _child_distribution(truths, float(theta))
+        p, dists = child_distribution(truths, float(theta))
         correct = rng.random(len(truths)) < p
         for truth, ok, dist in zip(truths, correct, dists, strict=True):
             rows.append({"model": name, "item_uid": truth.item_uid, "correct": int(ok),
@@ -157,9 +173,7 @@ def _null_scores(kind: str, item: int, n_options: int, rng: np.random.Generator)
 
 def _write_inputs(folder: Path, truths: list, runs: list[dict], trials: list[dict], records: list[dict]) -> dict:
     """The comparison's input files (trials, runs, IRT long CSV with its group prior, items, records)."""
-    from levante_tasks.synth.children import group_moments
-
-    mean, var = group_moments(TASK)["all"]
+    mean, var = group_prior()
     irt = [{"group": "all", "item": f"{t.item_uid}-1", "name": name, "value": value, "est": name in ("a1", "d")}
            for t in truths for name, value in (("a1", t.a1), ("d", t.d), ("g", t.g), ("u", 1.0))]
     irt += [{"group": "all", "item": "GROUP", "name": "MEAN_1", "value": mean, "est": False},
@@ -180,9 +194,12 @@ def replicate(truths: list, design: Design, index: int) -> pd.DataFrame:
     readouts (theta, SE, age and its interval, the difficulty correlations and their CIs, KL readouts)."""
     from levante_tasks.compare.pipeline import run_compare
     from levante_tasks.synth import children as kids
+    from levante_tasks.synth.populations import draw_children
 
     rng = np.random.default_rng([design.seed, index])
-    runs, trials = kids.simulate(kids.draw_children(design.n_children, rng), {TASK: truths}, rng)
+    mean, var = group_prior()
+    plans = {TASK: {population: kids.TaskPlan(truths, "all", mean, var) for population in POPULATIONS}}
+    runs, trials = kids.simulate(draw_children(design.n_children, rng, POPULATIONS), plans, rng)
     records, truth = _model_rows(truths, design, rng, np.random.default_rng([design.seed, index, 7]))
     with tempfile.TemporaryDirectory(prefix="recovery-") as tmp:
         paths = _write_inputs(Path(tmp), truths, runs, trials, records)
@@ -199,8 +216,7 @@ def replicate(truths: list, design: Design, index: int) -> pd.DataFrame:
                                     "spearman_ci_low", "spearman_ci_high"]], on="model")
     table = table.merge(kl[["model", "beta", "closest_bin", "closest_bin_mean_kl", "closest_bin_uniform_kl",
                             "better_than_uniform", "uniform_test_p"]], on="model")
-    mean = kids.group_moments(TASK)["all"][0]
-    return table.assign(replicate=index, true_age=8.5 + (table["true_theta"] - mean) / kids.SLOPE,
+    return table.assign(replicate=index, true_age=true_age(table["true_theta"]),
                         true_bin=[bin_label(int(np.floor(t))) if np.isfinite(t) else "" for t in table["true_theta"]])
 
 
@@ -246,32 +262,48 @@ def by_true_age(child: pd.DataFrame, low: pd.Series, high: pd.Series, covered: p
     return out
 
 
-def figures(table: pd.DataFrame) -> dict[str, object]:
-    """Bias, RMSE and 95% coverage of theta, the age equivalent (also per true-age band) and the difficulty
-    correlations (child-like models; null models whose true correlation is 0 separately), closest-bin hit rates,
-    null flag rates."""
-    child = table[table["kind"] == "childlike"]
-    err = child["theta"] - child["true_theta"]
+def age_interval(child: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """The age intervals' ends with an end "below youngest" as -inf and "above oldest" as +inf: an open end covers
+    every younger (older) age."""
     low = pd.Series(np.where(child["age_ci_low_flag"].fillna("") == "below_youngest", -np.inf, child["age_ci_low"]),
-                    index=child.index)  # an end "below youngest" is open: it covers every younger age
+                    index=child.index)
     high = pd.Series(np.where(child["age_ci_high_flag"].fillna("") == "above_oldest", np.inf, child["age_ci_high"]),
                      index=child.index)
-    covered = (low <= child["true_age"]) & (child["true_age"] <= high)
+    return low, high
+
+
+def theta_age_figures(child: pd.DataFrame) -> dict[str, float]:
+    """Bias, RMSE and 95% coverage of theta (theta +- 1.96 SE) and of the age equivalent (over numeric points;
+    coverage of its interval, open ends included) against `true_theta` / `true_age`, one row per model."""
+    err = child["theta"] - child["true_theta"]
+    low, high = age_interval(child)
     age_err = (child["age_equivalent"] - child["true_age"]).dropna()
-    nulls = table[table["kind"] != "childlike"]
-    old_flag = nulls["closest_bin_mean_kl"] < nulls["closest_bin_uniform_kl"] * (1 - 1e-9)
-    strong = child["true_theta"] > 0
     return {
-        "n_childlike": int(len(child)),
         "theta_bias": float(err.mean()),
         "theta_rmse": float(np.sqrt((err**2).mean())),
         "theta_coverage": float((err.abs() <= Z95 * child["se"]).mean()),
         "age_bias": float(age_err.mean()),
         "age_rmse": float(np.sqrt((age_err**2).mean())),
         "age_point_defined": float(child["age_equivalent"].notna().mean()),
-        "age_coverage": float(covered.mean()),
+        "age_coverage": float(((low <= child["true_age"]) & (child["true_age"] <= high)).mean()),
         "age_ci_low_open": float(np.isinf(low).mean()),
         "age_ci_high_open": float(np.isinf(high).mean()),
+    }
+
+
+def figures(table: pd.DataFrame) -> dict[str, object]:
+    """Bias, RMSE and 95% coverage of theta, the age equivalent (also per true-age band) and the difficulty
+    correlations (child-like models; null models whose true correlation is 0 separately), closest-bin hit rates,
+    null flag rates."""
+    child = table[table["kind"] == "childlike"]
+    low, high = age_interval(child)
+    covered = (low <= child["true_age"]) & (child["true_age"] <= high)
+    nulls = table[table["kind"] != "childlike"]
+    old_flag = nulls["closest_bin_mean_kl"] < nulls["closest_bin_uniform_kl"] * (1 - 1e-9)
+    strong = child["true_theta"] > 0
+    return {
+        "n_childlike": int(len(child)),
+        **theta_age_figures(child),
         "by_true_age": by_true_age(child, low, high, covered),
         "pearson_r": _interval_figures(child, "pearson_r"),
         "spearman_rho": _interval_figures(child, "spearman_rho"),

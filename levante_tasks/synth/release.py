@@ -1,7 +1,8 @@
 """Write a synthetic LEVANTE release (real layout) plus simulated children and IRT truth, deterministically.
 
-Layout under `out_dir`: `<version>/{manifest.csv, SYNTHETIC.md, corpus/theory-of-mind/..., visual/<task>/...}`,
-`children/{trials.csv, runs.csv}`, `irt/{item_params.csv, groups.csv}`. Everything is built in a staging folder
+Layout under `out_dir`: `<version>/{manifest.csv, SYNTHETIC.md, translations/item-bank-translations.csv,
+corpus/theory-of-mind/..., visual/<task>/...}`, `children/{trials.csv, runs.csv}`, `irt/{item_params.csv, groups.csv,
+registry/<task_id>/...}` (the IRT records, synth/records.py). Everything is built in a staging folder
 next to the targets and renamed into place, so readers never see half a release; a folder is replaced only if
 it is itself synthetic (holds SYNTHETIC.md). The staging folder's name carries the writer's pid, so a killed
 run's leftovers are removed by the next run; file-system errors (read-only, disk full) are one line.
@@ -25,16 +26,22 @@ from levante_tasks.schema.markers import SYNTHETIC_RELEASE_MARKER
 from levante_tasks.schema.tasks import TASKS, task_info
 from levante_tasks.synth import children as kids
 from levante_tasks.synth import draw
+from levante_tasks.synth import records as irt
+from levante_tasks.synth import translations as tr
 from levante_tasks.synth.items import MANIFEST_COLUMNS, TaskItems, stream
+from levante_tasks.synth.populations import draw_children
 from levante_tasks.synth.registry import synth_task
 from levante_tasks.tasks.theory_of_mind import synth as tom  # the corpus columns and source label
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 MARKER = SYNTHETIC_RELEASE_MARKER
+# The Redivis trials layout of the irt-fixture, plus `language` as LEVANTE's newer per-site exports carry it.
 TRIAL_COLUMNS = ("site", "dataset", "task_id", "user_id", "run_id", "trial_id", "trial_number", "item_uid",
                  "item_task", "item_group", "item", "correct", "rt", "response", "answer", "distractors", "chance",
-                 "theta_estimate", "theta_se")
-RUN_COLUMNS = ("run_id", "user_id", "site", "age", "true_theta", "task", "dataset")
+                 "theta_estimate", "theta_se", "language")
+RUN_COLUMNS = ("run_id", "user_id", "site", "age", "true_theta", "task", "dataset", "language")
+PARAM_COLUMNS = ("task", "item_uid", "a1", "d", "g", "b", "dataset")
+GROUP_COLUMNS = ("task", "record", "group", "dataset", "language", "mean", "var", "age_slope")
 
 
 def build_tasks(seed: int) -> list[TaskItems]:
@@ -71,6 +78,17 @@ def r_csv(header: Sequence[str], records: Iterable[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def translation_rows(tasks: list[TaskItems]) -> list[tr.TranslationRow]:
+    """Every task's rows of the translation table, tasks in manifest order (a repeated item_id is an error)."""
+    rows = [row for task in tasks for row in (synth_task(task_info(task.task)).translate or (lambda _: []))(task)]
+    seen: set[str] = set()
+    for row in rows:
+        if row.item_id in seen:
+            raise AssertionError(f"translation item_id {row.item_id} twice")
+        seen.add(row.item_id)
+    return rows
+
+
 def _check(tasks: list[TaskItems]) -> None:
     """Internal consistency: unique uids per task and an image for every referenced stem."""
     for task in tasks:
@@ -100,11 +118,14 @@ shapes, arithmetic, dot cards, number lines, pattern matrices, rotated silhouett
 column names, `NA` convention and prompt templates copy the real LEVANTE asset bucket so the same code reads both.
 
 How it is labelled: this file; every PNG carries a tEXt `Comment` = "{draw.SYNTHETIC_TAG}" and every WEBP an
-EXIF ImageDescription with the same text; the corpus `source` column is `{tom.SOURCE}`; the children and IRT
-CSVs have `dataset` = `synthetic` and site names `synth_*`; manifest.csv keeps exactly the 12 real columns
-(a validator rejects extra ones), so it is labelled by this file beside it.
+EXIF ImageDescription with the same text; the corpus `source` column is `{tom.SOURCE}`; the children's sites,
+datasets and users are named `synth_*` and `item_params.csv` has `dataset` = `synthetic`; manifest.csv keeps
+exactly the 12 real columns (a validator rejects extra ones), so it is labelled by this file beside it.
 
 {counts}
+
+`{tr.FILE}`: LEVANTE's translation-table layout (columns {", ".join(tr.COLUMNS)}), made-up German
+and Spanish (Colombia) text; cells left untranslated on purpose: {", ".join(f"{i} {loc}" for i, loc in tr.GAPS)}.
 
 Children and IRT truth (`../children/`, `../irt/`):
 
@@ -116,6 +137,7 @@ def _write_release(root: Path, version: str, tasks: list[TaskItems], seed: int, 
     rows = [item.manifest_row() for task in tasks for item in task.items]
     write_text(base / layout.MANIFEST_FILE, minimal_csv(MANIFEST_COLUMNS, rows))
     write_text(base / MARKER, _synthetic_md(seed, version, n_children, tasks))
+    write_text(base / tr.FILE, minimal_csv(tr.COLUMNS, (row.csv_row() for row in translation_rows(tasks))))
     for task in tasks:
         if task.corpus:
             write_text(base / layout.CORPUS_DIR / task.task / f"{task.task}-item-bank.csv",
@@ -128,19 +150,21 @@ def _write_release(root: Path, version: str, tasks: list[TaskItems], seed: int, 
 
 
 def _write_children(root: Path, tasks: list[TaskItems], seed: int, n_children: int) -> tuple[int, int]:
-    truths = {t.task: kids.item_truths(t.items, stream(seed, f"irt/{t.task}")) for t in tasks}
-    children = kids.draw_children(n_children, stream(seed, "children"))
-    runs, trials = kids.simulate(children, truths, stream(seed, "responses"))
-    for run in runs:
-        run["dataset"] = "synthetic"
+    drawn = {t.task: irt.task_truth(t, seed) for t in tasks}
+    truths = {task: truth for task, (truth, _) in drawn.items()}
+    plans = {task: plan for task, (_, plan) in drawn.items()}
+    children = draw_children(n_children, stream(seed, "children"))
+    runs, trials = kids.simulate(children, plans, stream(seed, "responses"))
     write_text(root / "children" / "trials.csv", r_csv(TRIAL_COLUMNS, trials))
     write_text(root / "children" / "runs.csv", r_csv(RUN_COLUMNS, runs))
     params = [{"task": t.task, "item_uid": t.item_uid, "a1": t.a1, "d": t.d, "g": t.g, "b": round(t.b, 4),
                "dataset": "synthetic"} for task in sorted(truths) for t in truths[task]]
-    write_text(root / "irt" / "item_params.csv", r_csv(("task", "item_uid", "a1", "d", "g", "b", "dataset"), params))
-    groups = [{"task": task, "group": group, "mean": round(mean, 6), "var": round(var, 6), "dataset": "synthetic"}
-              for task in sorted(truths) for group, (mean, var) in kids.group_moments(task).items()]
-    write_text(root / "irt" / "groups.csv", r_csv(("task", "group", "mean", "var", "dataset"), groups))
+    write_text(root / "irt" / "item_params.csv", r_csv(PARAM_COLUMNS, params))
+    groups = [row for task in sorted(plans) for row in irt.group_table(task, plans[task])]
+    write_text(root / "irt" / "groups.csv", r_csv(GROUP_COLUMNS, groups))
+    for task in sorted(plans):
+        for path, record in irt.records(task, truths[task], plans[task]).items():
+            write_text(root / "irt" / path, r_csv(irt.COLUMNS, record))
     note = f"Synthetic (levante-tasks synth, seed {seed}); see the release's {MARKER} for the generator.\n"
     write_text(root / "children" / MARKER, note)
     write_text(root / "irt" / MARKER, note)

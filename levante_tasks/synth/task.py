@@ -9,16 +9,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from levante_tasks.synth.items import TaskItems
+from levante_tasks.synth.translations import TranslationRow
 
 
 @dataclass(frozen=True)
 class SynthTask:
     """How the synthetic release makes one task.
 
-    `two_pl`: item truth is 2PL (a1 drawn) rather than Rasch (a1 = 1). `site_groups`: the IRT truth is a
-    multigroup model by site rather than one group `all` (as in the LEVANTE model registry; synth/children.py).
+    `two_pl`: item truth is 2PL (a1 drawn) rather than Rasch (a1 = 1). `by_language`: the task is calibrated per
+    language (one single-group record per language, item parameters differing between languages: configural
+    invariance, as LEVANTE's vocab and theory-of-mind) rather than by one multigroup record whose groups are the
+    datasets (scalar invariance); synth/records.py. `translate`: the task's rows of the translation table
+    (synth/translations.py); None: the table has no rows for it.
     """
 
     build: Callable[[np.random.Generator], TaskItems]
     two_pl: bool = False
-    site_groups: bool = False
+    by_language: bool = False
+    translate: Callable[[TaskItems], list[TranslationRow]] | None = None

@@ -13,6 +13,7 @@ import numpy as np
 from levante_tasks.synth import draw
 from levante_tasks.synth.items import Item, TaskItems, answer_with
 from levante_tasks.synth.task import SynthTask
+from levante_tasks.synth.translations import TranslationRow, prompt_rows
 
 GRID = [(38 + 49 * (k % 4), 38 + 49 * (k // 4)) for k in range(16)]  # 4x4 cell centres on a 224 canvas
 
@@ -142,4 +143,33 @@ def build_math(rng: np.random.Generator) -> TaskItems:
     return out
 
 
-SYNTH = SynthTask(build_math, site_groups=True)
+PROMPTS = {  # each prompt in German and Spanish (made up for the synthetic release)
+    "Choose the number you hear.": {"de": "Wähle die Zahl, die du hörst.", "es-CO": "Escoge el número que escuchas."},
+    "Which number is larger?": {"de": "Welche Zahl ist größer?", "es-CO": "¿Qué número es más grande?"},
+    "What number goes in the blank?": {"de": "Welche Zahl gehört in die Lücke?",
+                                       "es-CO": "¿Qué número va en el espacio?"},
+    "Add the numbers and choose the correct answer.": {
+        "de": "Rechne die Zahlen zusammen und wähle die richtige Antwort.",
+        "es-CO": "Suma los números y elige la respuesta correcta."},
+    "Subtract the numbers and choose the correct answer.": {
+        "de": "Ziehe die Zahlen voneinander ab und wähle die richtige Antwort.",
+        "es-CO": "Resta los números y elige la respuesta correcta."},
+    "Multiply the numbers and choose the correct answer.": {
+        "de": "Multipliziere die Zahlen und wähle die richtige Antwort.",
+        "es-CO": "Multiplica los números y elige la respuesta correcta."},
+    "How many apples is this?": {"de": "Wie viele Äpfel sind das?", "es-CO": "¿Cuántas manzanas hay?"},
+    "Which card has more dots?": {"de": "Welche Karte hat mehr Punkte?", "es-CO": "¿Qué tarjeta tiene más puntos?"},
+    "Choose the number that is marked on the number line.": {
+        "de": "Wähle die Zahl, die auf dem Zahlenstrahl markiert ist.",
+        "es-CO": "Escoge el número que está marcado en la recta numérica."},
+    "Move the line to mark the number.": {"de": "Schiebe den Strich an die Stelle der Zahl.",
+                                          "es-CO": "Mueve la línea para marcar el número."},
+}
+
+
+def translate_math(task: TaskItems) -> list[TranslationRow]:
+    """One row per distinct prompt (LEVANTE's table has prompt rows for math, labelled `math`)."""
+    return prompt_rows(task.items, "math", "math-prompt", PROMPTS)
+
+
+SYNTH = SynthTask(build_math, translate=translate_math)

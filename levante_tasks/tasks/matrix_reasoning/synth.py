@@ -12,6 +12,7 @@ from levante_tasks.synth import draw
 from levante_tasks.synth.items import Item, TaskItems, answer_with
 from levante_tasks.synth.items_language import pick
 from levante_tasks.synth.task import SynthTask
+from levante_tasks.synth.translations import TranslationRow, prompt_rows
 
 MATRIX_SHAPES = ("circle", "square", "triangle", "star", "diamond", "cross")
 MATRIX_COLOURS = ("red", "blue", "green", "yellow", "purple", "orange")
@@ -61,4 +62,19 @@ def build_matrix(rng: np.random.Generator) -> TaskItems:
     return out
 
 
-SYNTH = SynthTask(build_matrix, site_groups=True)
+PROMPTS = {  # each prompt in German and Spanish (made up for the synthetic release)
+    "See this big puzzle? It's missing a piece! Which piece goes in the puzzle?": {
+        "de": "Siehst du dieses große Puzzle? Ein Teil fehlt! Welches Teil gehört hinein?",
+        "es-CO": "¿Ves este rompecabezas grande? ¡Le falta una pieza! ¿Qué pieza va en el rompecabezas?"},
+    "Choose the best pattern to fill in the blank.": {
+        "de": "Wähle das Muster, das in die Lücke passt.",
+        "es-CO": "Escoge el patrón que completa el espacio en blanco."},
+}
+
+
+def translate_matrix(task: TaskItems) -> list[TranslationRow]:
+    """One row per distinct prompt."""
+    return prompt_rows(task.items, "matrix-reasoning, Pattern Matching", "matrix-reasoning-prompt", PROMPTS)
+
+
+SYNTH = SynthTask(build_matrix, translate=translate_matrix)

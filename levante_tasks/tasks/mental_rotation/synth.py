@@ -11,6 +11,7 @@ import numpy as np
 from levante_tasks.synth import draw
 from levante_tasks.synth.items import Item, TaskItems, answer_with
 from levante_tasks.synth.task import SynthTask
+from levante_tasks.synth.translations import TranslationRow, prompt_rows
 
 # Silhouettes in unit coordinates, centred near the origin; neither has an axis of mirror symmetry.
 FLAG = [(-0.5, -1.0), (-0.1, -1.0), (-0.1, -0.1), (0.4, -0.1), (0.4, 0.25), (-0.1, 0.25), (-0.1, 0.6),
@@ -43,4 +44,13 @@ def build_mrot(rng: np.random.Generator) -> TaskItems:
     return out
 
 
-SYNTH = SynthTask(build_mrot, two_pl=True)
+PROMPTS = {"Choose the matching picture.": {"de": "Wähle das Bild, das dazu passt.",
+                                           "es-CO": "Escoge el dibujo que es igual."}}
+
+
+def translate_mrot(task: TaskItems) -> list[TranslationRow]:
+    """The one prompt's row."""
+    return prompt_rows(task.items, "mental-rotation, Shape Rotation", "mental-rotation-prompt", PROMPTS)
+
+
+SYNTH = SynthTask(build_mrot, two_pl=True, translate=translate_mrot)

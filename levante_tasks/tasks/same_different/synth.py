@@ -6,8 +6,9 @@ import numpy as np
 
 from levante_tasks.synth import draw
 from levante_tasks.synth.items import Item, TaskItems, answer_with
-from levante_tasks.synth.items_language import pick
+from levante_tasks.synth.items_language import ADJECTIVES, GERMAN, NOUNS, SPANISH, pick
 from levante_tasks.synth.task import SynthTask
+from levante_tasks.synth.translations import TranslationRow, prompt_rows
 
 SDS_SIZES = {"sm": 28, "med": 48, "lg": 72}
 SDS_SHAPES = ("circle", "square", "triangle", "star")
@@ -70,4 +71,46 @@ def build_sds(rng: np.random.Generator) -> TaskItems:
     return out
 
 
-SYNTH = SynthTask(build_sds, two_pl=True)
+GERMAN_SIZES = {"small": "klein", "medium-sized": "mittelgroß", "large": "groß"}
+SPANISH_SIZES = {"small": ("pequeña", "pequeños"), "medium-sized": ("mediana", "medianos"),
+                 "large": ("grande", "grandes")}
+SPANISH_PLURALS = {"red": "rojos", "blue": "azules", "green": "verdes", "yellow": "amarillos"}
+
+
+def _texts() -> dict[str, dict[str, str]]:
+    """Every instruction the builder can write, in German and Spanish (made up for the synthetic release)."""
+    texts = {"Here is another picture. Which of these is the same as this one?": {
+        GERMAN: "Hier ist noch ein Bild. Welches davon ist so wie dieses?",
+        SPANISH: "Aquí hay otro dibujo. ¿Cuál de estos es igual a este?"}}
+    both = ("Here are two pictures. Something's the same. They are both {}.",
+            "Hier sind zwei Bilder. Etwas ist gleich. Beide sind {}.",
+            "Aquí hay dos dibujos. Algo es igual. Los dos son {}.")
+    for shape in SDS_SHAPES:
+        de, es = NOUNS[GERMAN][shape], NOUNS[SPANISH][shape]
+        texts[f"Choose the card with a {shape}."] = {
+            GERMAN: f"Wähle die Karte mit {'einer' if de.gender == 'f' else 'einem'} {de.singular}.",
+            SPANISH: f"Escoge la carta que tiene {'una' if es.gender == 'f' else 'un'} {es.singular}."}
+        texts[both[0].format(f"{shape}s")] = {GERMAN: both[1].format(de.plural), SPANISH: both[2].format(es.plural)}
+    for colour in SDS_COLOURS:
+        de, es = ADJECTIVES[GERMAN][colour], ADJECTIVES[SPANISH][colour]
+        texts[f"Choose the card with a {colour} shape."] = {
+            GERMAN: f"Wähle die Karte mit einer {de.second}en Form.",
+            SPANISH: f"Escoge la carta que tiene una figura {es.second}."}
+        texts[both[0].format(colour)] = {GERMAN: both[1].format(de.first),
+                                         SPANISH: both[2].format(SPANISH_PLURALS[colour])}
+    for size in SIZE_WORDS.values():
+        texts[f"Choose the card with a {size} shape."] = {
+            GERMAN: f"Wähle die Karte mit einer {GERMAN_SIZES[size]}en Form.",
+            SPANISH: f"Escoge la carta que tiene una figura {SPANISH_SIZES[size][0]}."}
+        texts[both[0].format(size)] = {GERMAN: both[1].format(GERMAN_SIZES[size]),
+                                       SPANISH: both[2].format(SPANISH_SIZES[size][1])}
+    return texts
+
+
+def translate_sds(task: TaskItems) -> list[TranslationRow]:
+    """One row per distinct instruction (the manifest prompt is NA; the item column holds the text)."""
+    return prompt_rows(task.items, "same-different-selection, Same & Different", "same-different-selection-item",
+                       _texts(), text_of=lambda item: item.item)
+
+
+SYNTH = SynthTask(build_sds, two_pl=True, translate=translate_sds)

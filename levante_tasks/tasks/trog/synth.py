@@ -1,19 +1,22 @@
-"""The trog task's synthetic builder: relational sentences about shapes (docs/synth.md).
+"""The trog task's synthetic builder: relational sentences about shapes (docs/synth.md), and their translations.
 
 Every answer picture differs from each distractor in the way the words state (another colour, another shape,
-the relation reversed, ...), so the items are solvable by looking.
+the relation reversed, ...), so the items are solvable by looking. Each sentence pattern has its German and
+Spanish form (`SENTENCES`), built from the shape and colour words of synth/items_language.py.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
 
 from levante_tasks.synth import draw
 from levante_tasks.synth.items import Item, TaskItems, picture_choice_prompt
-from levante_tasks.synth.items_language import pick
+from levante_tasks.synth.items_language import GERMAN, NOUNS, TRANSLATED_LOCALES, noun_phrase, pick, predicate
 from levante_tasks.synth.task import SynthTask
+from levante_tasks.synth.translations import TranslationRow
 
 TROG_COLOURS = ("red", "blue", "green", "yellow", "purple", "orange")
 TROG_SHAPES = ("circle", "square", "triangle", "star", "diamond", "cross")
@@ -181,4 +184,109 @@ def build_trog(rng: np.random.Generator) -> TaskItems:
     return out
 
 
-SYNTH = SynthTask(build_trog, site_groups=True)
+# --- translations -----------------------------------------------------------------------------------------------
+def _the(locale: str, *words: str, case: str = "nominative") -> str:
+    """`the [colour|size] <shape>` from English words in their order (`red`, `circle`)."""
+    *adjectives, shape = words
+    return noun_phrase(locale, shape, *adjectives, case=case)
+
+
+def _of(phrase: str) -> str:
+    """Spanish `de` + a noun phrase, with `de el` contracted to `del`."""
+    return "del " + phrase[3:] if phrase.startswith("el ") else "de " + phrase
+
+
+def _say_noun(locale: str, shape: str) -> str:
+    if locale == GERMAN:
+        return f"Wähle das Bild mit {_the(locale, shape, case='dative')}."
+    return f"Escoge el dibujo {_of(_the(locale, shape))}."
+
+
+def _say_plural(locale: str, word: str) -> str:
+    plural = word not in NOUNS[locale]
+    return noun_phrase(locale, word[:-1] if plural else word, plural=plural)
+
+
+def _say_in_on(locale: str, shape: str, where: str) -> str:
+    german = {"in": "in der Kiste", "on": "auf der Kiste"}
+    spanish = {"in": "en la caja", "on": "sobre la caja"}
+    if locale == GERMAN:
+        return f"{_the(locale, shape)} ist {german[where]}"
+    return f"{_the(locale, shape)} está {spanish[where]}"
+
+
+def _say_above_below(locale: str, c1: str, s1: str, where: str, c2: str, s2: str) -> str:
+    if locale == GERMAN:
+        place = "über" if where == "above" else "unter"
+        return f"{_the(locale, c1, s1)} ist {place} {_the(locale, c2, s2, case='dative')}"
+    place = "encima" if where == "above" else "debajo"
+    return f"{_the(locale, c1, s1)} está {place} {_of(_the(locale, c2, s2))}"
+
+
+def _say_negative(locale: str, shape: str, colour: str) -> str:
+    if locale == GERMAN:
+        return f"{_the(locale, shape)} ist nicht {predicate(locale, shape, colour)}"
+    return f"{_the(locale, shape)} no es {predicate(locale, shape, colour)}"
+
+
+def _say_bigger(locale: str, s1: str, s2: str) -> str:
+    if locale == GERMAN:
+        return f"{_the(locale, s1)} ist größer als {_the(locale, s2)}"
+    return f"{_the(locale, s1)} es más grande que {_the(locale, s2)}"
+
+
+def _say_but_not(locale: str, s1: str, s2: str, colour: str) -> str:
+    if locale == GERMAN:
+        return f"{_the(locale, s1)}, aber nicht {_the(locale, s2)}, ist {predicate(locale, s1, colour)}"
+    return f"{_the(locale, s1)}, pero no {_the(locale, s2)}, es {predicate(locale, s1, colour)}"
+
+
+def _say_neither(locale: str, shape: str, c1: str, c2: str) -> str:
+    p1, p2 = predicate(locale, shape, c1), predicate(locale, shape, c2)
+    if locale == GERMAN:
+        return f"{_the(locale, shape)} ist weder {p1} noch {p2}"
+    return f"{_the(locale, shape)} no es ni {p1} ni {p2}"
+
+
+def _say_and(locale: str, c1: str, s1: str, c2: str, s2: str) -> str:
+    return f"{_the(locale, c1, s1)} {'und' if locale == GERMAN else 'y'} {_the(locale, c2, s2)}"
+
+
+# (English sentence pattern, its translation from the pattern's words); a one-word item is a noun.
+SENTENCES: list[tuple[str, Callable[..., str]]] = [
+    (r"(\w+)", _say_noun),
+    (r"the (\w+)", _say_plural),
+    (r"the (big|small) (\w+)", lambda loc, size, shape: _the(loc, size, shape)),
+    (r"the (\w+) is (in|on) the box", _say_in_on),
+    (r"the (\w+) (\w+) and the (\w+) (\w+)", _say_and),
+    (r"the (\w+) (\w+) is (above|below) the (\w+) (\w+)", _say_above_below),
+    (r"the (\w+) is not (\w+)", _say_negative),
+    (r"the (\w+) is bigger than the (\w+)", _say_bigger),
+    (r"the (\w+) but not the (\w+) is (\w+)", _say_but_not),
+    (r"the (\w+) is neither (\w+) nor (\w+)", _say_neither),
+]
+
+
+def translate_sentence(sentence: str, locale: str) -> str:
+    """A trog sentence in a translated locale (an unknown pattern is an error naming it)."""
+    for pattern, make in SENTENCES:
+        match = re.fullmatch(pattern, sentence)
+        if match:
+            return make(locale, *match.groups())
+    raise ValueError(f"trog: no translation pattern for {sentence!r}")
+
+
+def translate_trog(task: TaskItems) -> list[TranslationRow]:
+    """One row per item, `trog-item-N` with N the number its answer picture starts with; `en` = the sentence,
+    or for a one-word item its prompt with the "..." filled, as LEVANTE's table has them."""
+    rows = []
+    for item in task.items:
+        number = int(item.answer.split("-", 1)[0])
+        en = item.item if " " in item.item else f"{item.prompt.removesuffix('...')} {item.item}."
+        texts = {locale: translate_sentence(item.item, locale) for locale in TRANSLATED_LOCALES}
+        rows.append(TranslationRow(f"trog-item-{number}", "trog, Sentence Understanding", en, texts,
+                                   (item.item_uid,)))
+    return rows
+
+
+SYNTH = SynthTask(build_trog, translate=translate_trog)

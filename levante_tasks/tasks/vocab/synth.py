@@ -9,8 +9,17 @@ import numpy as np
 
 from levante_tasks.synth import draw
 from levante_tasks.synth.items import Item, TaskItems, picture_choice_prompt
-from levante_tasks.synth.items_language import COMMON_COLOURS, COMMON_SHAPES, RARE_COLOURS, RARE_SHAPES, pick
+from levante_tasks.synth.items_language import (
+    COMMON_COLOURS,
+    COMMON_SHAPES,
+    RARE_COLOURS,
+    RARE_SHAPES,
+    TRANSLATED_LOCALES,
+    noun_phrase,
+    pick,
+)
 from levante_tasks.synth.task import SynthTask
+from levante_tasks.synth.translations import TranslationRow
 
 
 def build_vocab(rng: np.random.Generator) -> TaskItems:
@@ -39,4 +48,16 @@ def build_vocab(rng: np.random.Generator) -> TaskItems:
     return out
 
 
-SYNTH = SynthTask(build_vocab)
+def translate_vocab(task: TaskItems) -> list[TranslationRow]:
+    """One row per manifest row, `vocab-item-NNN` in manifest order, `en` = "the <colour> <shape>" as LEVANTE's
+    "the <word>"."""
+    rows = []
+    for k, item in enumerate(task.items, start=1):
+        colour, shape = item.item.split()
+        texts = {locale: noun_phrase(locale, shape, colour) for locale in TRANSLATED_LOCALES}
+        rows.append(TranslationRow(f"vocab-item-{k:03d}", "vocab, Vocabulary", f"the {item.item}", texts,
+                                   (item.item_uid,)))
+    return rows
+
+
+SYNTH = SynthTask(build_vocab, by_language=True, translate=translate_vocab)
