@@ -379,3 +379,25 @@ def test_locale_of_samples_files_and_records_csv(tmp_path: Path) -> None:
                   "locale": ["de", "", "xx-YY"]}).to_csv(bad, index=False)
     with pytest.raises(Exception, match=r"bad\.csv: row 3: unknown locale 'xx-YY'"):
         read_records(bad)
+
+
+def test_cross_language_items_of_two_locales_at_once() -> None:
+    """Runs in German and in Spanish paired with their English run, children of all three languages: each locale's
+    rows read that language's children (by position, whatever the labels), drops and flags per locale."""
+    from levante_tasks.compare.crosslanguage import cross_language_items
+
+    items = ["i1", "i2"]
+    records = pd.DataFrame([{"task": "trog", "item_uid": uid, "locale": code, "english_unit": "m",
+                             "control": "original", "correct": correct}
+                            for code, marks in (("en", (1, 1)), ("de", (0, 1)), ("es-CO", (1, 0)))
+                            for uid, correct in zip(items, marks, strict=True)])
+    p_correct = {"en": (0.9, 0.9), "de": (0.9, 0.9), "es-CO": (0.9, 0.2)}
+    rows = [(uid, code, int(k < 10 * p)) for code, ps in p_correct.items()
+            for uid, p in zip(items, ps, strict=True) for k in range(10)]
+    trials = pd.DataFrame(rows, columns=["item_uid", "language", "correct"])
+    table = cross_language_items(records, trials, trials["language"].to_numpy(object), min_n=10)
+    got = table.set_index(["locale", "item_uid"])
+    assert got.loc[("de", "i1"), "model_drop"] == 1 and got.loc[("de", "i1"), "children_drop"] == pytest.approx(0)
+    assert got.loc[("es-CO", "i2"), "children_drop"] == pytest.approx(0.7)
+    assert got.loc[("es-CO", "i2"), "model_drop"] == 1
+    assert got["flagged"].tolist() == [True, False, False, False]  # de i1 (|1 - 0| >= 0.5); es-CO i2: |1 - 0.7| < 0.5

@@ -14,12 +14,15 @@ on the record's scale, i.e. true ages about 5.2-11.8 on that language's own curv
 from that language's item response functions and their option scores are the log of its children's response
 distribution at that theta; they answer the items that language's dataset holds.
 
-Each replicate runs `run_compare` once per language on that language's children, its record and its models'
-answers: the comparison of today, with the records and children chosen per language here. Truths: theta, and
-the age at which that language's children's mean true theta equals it (8.5 + (theta - mean) / slope).
+Each replicate runs `run_compare` once, as a user would: every language's children (their `language` in the trials
+and runs), every language's model answers (records with their `locale`), the task's records (`vocab@es=...` per
+language for a by-language task, one multigroup record otherwise). The comparison itself pairs each locale's runs
+with the children of that language and picks each child's group by its dataset. Truths: theta, and the age at which
+that language's children's mean true theta equals it (8.5 + (theta - mean) / slope).
 
-`swap_records` scores two languages with each other's record and `swap_children` with each other's children
-(answers unchanged): what recovery must not survive, so the tests can fail.
+`swap_records` gives two languages each other's by-language record and `swap_children` swaps the two populations'
+language labels (each language's models then meet the other population's children; answers unchanged): what
+recovery must not survive, so the tests can fail.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import pandas as pd
 
 from levante_tasks.compare.recovery import child_distribution, theta_age_figures
 from levante_tasks.compare.results import Settings
+from levante_tasks.schema.locales import Locale, of_language_tag
 from levante_tasks.synth.populations import AGE_CENTRE, POPULATIONS, Population
 
 THETA_HALF_RANGE_YEARS = 3.3  # models' true theta: the language's mean +- this many years of its slope
@@ -58,6 +62,13 @@ class LanguageDesign:
 
 def _population(language: str) -> Population:
     return next(p for p in POPULATIONS if p.language == language)
+
+
+def _locale(population: Population) -> Locale:
+    """The locale of a population's language tag (es-CO, de-DE -> de, en-US -> en)."""
+    found = of_language_tag(population.language)
+    assert found is not None, population.language
+    return found
 
 
 def _swapped(pair: tuple[str, str] | None) -> dict[str, str]:
@@ -96,7 +107,7 @@ def _models(design: LanguageDesign, plans: dict, rng: np.random.Generator) -> tu
             p, dists = child_distribution(plan.truths, float(theta))
             correct = rng.random(len(plan.truths)) < p
             rows += [{"model": name, "task": design.task, "item_uid": t.item_uid, "correct": int(ok),
-                      "option_scores": json.dumps(np.log(dist).tolist())}
+                      "option_scores": json.dumps(np.log(dist).tolist()), "locale": _locale(population).code}
                      for t, ok, dist in zip(plan.truths, correct, dists, strict=True)]
             truth.append({"language": population.language, "model": name, "true_theta": float(theta),
                           "true_age": AGE_CENTRE + (float(theta) - plan.mean) / population.slope})
@@ -104,27 +115,56 @@ def _models(design: LanguageDesign, plans: dict, rng: np.random.Generator) -> tu
     return answers, pd.DataFrame(truth)
 
 
-def _compare_one(design: LanguageDesign, folder: Path, record: list[dict], truths: list, runs: pd.DataFrame,
-                 trials: pd.DataFrame, answers: list[dict], index: int) -> pd.DataFrame:
-    """One language's comparison on files; its age_equivalence.csv rows."""
+def _irt(design: LanguageDesign, records: dict[str, list[dict]], folder: Path) -> list[tuple[str, Path]]:
+    """The `--irt` pairs of the design's task, written under `folder`: one `<task>@<language>` record per language
+    for a by-language task (each language's own, or its swap partner's), else the one multigroup record."""
+    from levante_tasks.synth import records as synth_records
+
+    if not synth_records.by_language(design.task):
+        pairs = [(design.task, records[_record_of(design, POPULATIONS[0])])]
+    else:
+        record_for = _swapped(design.swap_records)
+        pairs = [(f"{design.task}@{_locale(p).language}",
+                  records[_record_of(design, _population(record_for.get(p.language, p.language)))])
+                 for p in POPULATIONS]
+    found = []
+    for k, (spec, rows) in enumerate(pairs):
+        path = folder / f"irt_{k}.csv"
+        pd.DataFrame(rows).to_csv(path, index=False)
+        found.append((spec, path))
+    return found
+
+
+def _relabel(table: pd.DataFrame, design: LanguageDesign) -> pd.DataFrame:
+    """Children's tables with the two swapped populations' language tags exchanged (`swap_children`)."""
+    swap = _swapped(design.swap_children)
+    return table.assign(language=table["language"].map(lambda tag: swap.get(tag, tag)))
+
+
+def _compare_all(design: LanguageDesign, folder: Path, records: dict[str, list[dict]], truths: list,
+                 runs: pd.DataFrame, trials: pd.DataFrame, answers: list[dict], index: int) -> pd.DataFrame:
+    """One comparison of every language's models with every language's children; age_equivalence.csv's model
+    rows, with the language tag of the children each row was compared with."""
     from levante_tasks.compare.pipeline import run_compare
 
-    paths = {name: folder / f"{name}.csv" for name in ("trials", "runs", "irt", "items", "records")}
-    trials.to_csv(paths["trials"], index=False)
-    runs.to_csv(paths["runs"], index=False)
-    pd.DataFrame(record).to_csv(paths["irt"], index=False)
+    paths = {name: folder / f"{name}.csv" for name in ("trials", "runs", "items", "records")}
+    _relabel(trials, design).to_csv(paths["trials"], index=False)
+    _relabel(runs, design).to_csv(paths["runs"], index=False)
     pd.DataFrame({"item_uid": [t.item_uid for t in truths],
                   "options": [json.dumps([t.item.answer, *t.item.alternatives]) for t in truths]}).to_csv(
         paths["items"], index=False)
     pd.DataFrame(answers).to_csv(paths["records"], index=False)
     settings = Settings(n_boot=design.n_boot, n_perm=design.n_perm, seed=index, plots=False)
-    run_compare([(design.task, paths["irt"])], paths["trials"], paths["runs"], paths["records"], folder / "out",
+    run_compare(_irt(design, records, folder), paths["trials"], paths["runs"], paths["records"], folder / "out",
                 settings, items_path=paths["items"])
-    return pd.read_csv(folder / "out" / "age_equivalence.csv")[MODEL_COLUMNS]
+    table = pd.read_csv(folder / "out" / "age_equivalence.csv")
+    language = {_locale(p).code: p.language for p in POPULATIONS}
+    unit = table["model"].str.split("/").str[0]  # a translated run's unit is `<model>/<locale code>`
+    return table.assign(model=unit, language=table["children_language"].map(language))[[*MODEL_COLUMNS, "language"]]
 
 
 def replicate(design: LanguageDesign, setup: tuple[list, dict, dict[str, list[dict]]], index: int) -> pd.DataFrame:
-    """One replicate: fresh children and models, one comparison per language; one row per (language, model)."""
+    """One replicate: fresh children and models, one comparison; one row per (language, model)."""
     from levante_tasks.synth import children as kids
     from levante_tasks.synth.populations import draw_children
 
@@ -133,19 +173,10 @@ def replicate(design: LanguageDesign, setup: tuple[list, dict, dict[str, list[di
     runs, trials = (pd.DataFrame(rows) for rows in kids.simulate(draw_children(design.n_children, rng),
                                                                    {design.task: plans}, rng))
     answers, truth = _models(design, plans, rng)
-    record_for, children_for = _swapped(design.swap_records), _swapped(design.swap_children)
-    found = []
     with tempfile.TemporaryDirectory(prefix="recovery-language-") as tmp:
-        for population in POPULATIONS:
-            language = population.language
-            record = records[_record_of(design, _population(record_for.get(language, language)))]
-            dataset = _population(children_for.get(language, language)).dataset
-            folder = Path(tmp) / language
-            folder.mkdir()
-            table = _compare_one(design, folder, record, truths, runs[runs["dataset"] == dataset],
-                                 trials[trials["dataset"] == dataset], answers[language], index)
-            found.append(table.assign(language=language))
-    return truth.merge(pd.concat(found), on=["language", "model"]).assign(replicate=index)
+        found = _compare_all(design, Path(tmp), records, truths, runs, trials,
+                             [row for rows in answers.values() for row in rows], index)
+    return truth.merge(found, on=["language", "model"]).assign(replicate=index)
 
 
 def run(design: LanguageDesign) -> pd.DataFrame:
