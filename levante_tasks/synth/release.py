@@ -124,7 +124,7 @@ exactly the 12 real columns (a validator rejects extra ones), so it is labelled 
 
 {counts}
 
-`{tr.FILE}`: LEVANTE's translation-table layout (columns {", ".join(tr.COLUMNS)}), made-up German
+`{layout.TRANSLATIONS_FILE}`: LEVANTE's translation-table layout (columns {", ".join(tr.COLUMNS)}), made-up German
 and Spanish (Colombia) text; cells left untranslated on purpose: {", ".join(f"{i} {loc}" for i, loc in tr.GAPS)}.
 
 Children and IRT truth (`../children/`, `../irt/`):
@@ -137,7 +137,8 @@ def _write_release(root: Path, version: str, tasks: list[TaskItems], seed: int, 
     rows = [item.manifest_row() for task in tasks for item in task.items]
     write_text(base / layout.MANIFEST_FILE, minimal_csv(MANIFEST_COLUMNS, rows))
     write_text(base / MARKER, _synthetic_md(seed, version, n_children, tasks))
-    write_text(base / tr.FILE, minimal_csv(tr.COLUMNS, (row.csv_row() for row in translation_rows(tasks))))
+    table = minimal_csv(tr.COLUMNS, (row.csv_row() for row in translation_rows(tasks)))
+    write_text(base / layout.TRANSLATIONS_FILE, table)
     for task in tasks:
         if task.corpus:
             write_text(base / layout.CORPUS_DIR / task.task / f"{task.task}-item-bank.csv",

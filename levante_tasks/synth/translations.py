@@ -15,16 +15,14 @@ children of that language (synth/children.py) and is not in that language's by-l
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from levante_tasks.data.translations import NOT_APPROVED, match_key
 from levante_tasks.synth.items import Item
 from levante_tasks.synth.items_language import TRANSLATED_LOCALES
 
-FILE = "translations/item-bank-translations.csv"  # in the release version folder, as in the bucket
 COLUMNS = ("item_id", "labels", "en", "es-CO", "de", "fr-CA", "nl", "de-CH", "es-AR", "en-GH", "isHidden")
-NOT_APPROVED = "NO APPROVED TRANSLATION"
 SAME_AS_ENGLISH = object()  # a gap whose cell repeats the English text (an untranslated fallback)
 GAPS: dict[tuple[str, str], object] = {  # (item_id, locale) -> the cell written instead of the translation
     ("vocab-item-007", "de"): "",
@@ -57,16 +55,11 @@ class TranslationRow:
         return [self.item_id, self.label, self.en, *(self.cell(locale) for locale in COLUMNS[3:])]
 
 
-def _norm(text: str) -> str:
-    """Text as the table's readers compare it: whitespace collapsed, case folded, trailing punctuation dropped."""
-    return re.sub(r"[\s.?!\u2026:]+$", "", re.sub(r"\s+", " ", text).strip().casefold())
-
-
 def is_translated(row: TranslationRow, locale: str) -> bool:
     """Whether the row's cell for `locale` is a translation: non-empty, not the not-approved marker, and not the
     English words again."""
-    cell = row.cell(locale)
-    return bool(cell.strip()) and cell.strip() != NOT_APPROVED and _norm(cell) != _norm(row.en)
+    cell = row.cell(locale).strip()
+    return bool(cell) and cell != NOT_APPROVED and match_key(cell) != match_key(row.en)
 
 
 def untranslated_items(rows: Iterable[TranslationRow], locale: str) -> set[str]:
