@@ -2,7 +2,7 @@
 model's theta and age equivalent against their truth, on the synthetic release's three sites.
 
 Simulation: `levante_tasks.compare.recovery_language` (the release's children and records; child-like models with
-a different true theta in each language; one `run_compare` per language and replicate). Designs: vocab (its
+a different true theta in each language; one `run_compare` per replicate, every language at once). Designs: vocab (its
 by_language records) and trog (its multigroup-by-dataset record), then the two failure checks: vocab scored with
 Colombia's and Germany's records swapped, and trog compared with their children swapped. Prints one JSON object
 per design: the design, the figures per language and the wall time (docs/comparison.md quotes them).
