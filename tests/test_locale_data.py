@@ -122,6 +122,9 @@ def test_language_neutral_cells_are_no_untranslated_repeats(tmp_path):
     (b"item_id,labels,en,de\na,vocab,the cat,die Katze\na,vocab,the dog,der Hund\n",
      "t.csv:3: duplicate item_id 'a' (first at line 2)"),
     (b"item_id,labels,en,de\na,vocab,the cat\n", "t.csv:2: row has 3 cells, the header has 4"),
+    (b"item_id,labels,en,de\n", "t.csv: translates no item into any locale (locale columns: de)"),
+    (b"item_id,labels,en,de-DE\nvocab-item-001,vocab,the cat,die Katze\n",
+     "t.csv: translates no item into any locale (locale columns: none; known: de, es-CO, fr-CA, nl, de-CH)"),
 ])
 def test_a_bad_table_is_one_line_and_leaves_the_prepared_version_as_it_was(release, tmp_path, capsys, content,
                                                                            problem):

@@ -165,6 +165,18 @@ def test_a_task_reads_its_own_dataset_and_a_levante_group_every_one(vocab_extend
     assert datasets_of("levante_vocabulary") == datasets_of("l0_trace") == datasets_of("mmstar") == []
 
 
+def test_a_locale_task_is_hashed_with_its_locale_dataset(inputs: dict[str, Path], tmp_path: Path) -> None:
+    """A rebuilt German trog dataset (a corrected translation table) reruns levante_trog_de on --resume, and only it."""
+    assert datasets_of("levante_trog_de_mc") == ["trog@de"] and datasets_of("levante_trog") == ["trog"]
+    assert datasets_of("levante_es_co") == [f"{info.name}@es-CO" for info in TASKS]
+    config = load_config(write_config(tmp_path, inputs, tasks=["levante_trog", "levante_trog_de"], seeds=[0]))
+    data = data_facts(config)
+    base = {c.task: c.sha256 for c in plan(config, data)}
+    data["fingerprints"] = {**data["fingerprints"], "trog@de": "0" * 64}
+    rebuilt = {c.task: c.sha256 for c in plan(config, data)}
+    assert rebuilt["levante_trog"] == base["levante_trog"] and rebuilt["levante_trog_de"] != base["levante_trog_de"]
+
+
 def test_hashes_are_stable_and_change_exactly_for_the_affected_cells(inputs: dict[str, Path],
                                                                       tmp_path: Path) -> None:
     def hashes(**change: Any) -> dict[tuple[str, str, int], str]:

@@ -12,13 +12,14 @@ import pytest
 import yaml
 
 from levante_tasks.core import docs, hooks
+from levante_tasks.core.locale_text import text as locale_text
 from levante_tasks.core.prompts import letters_phrase
 from levante_tasks.lmms import generate as generator
 from levante_tasks.lmms import task as lmms_task
 from levante_tasks.schema import layout
 from levante_tasks.schema.locales import TRANSLATED
 from levante_tasks.schema.tasks import TASKS, task_info
-from levante_tasks.schema.variant import Variant
+from levante_tasks.schema.variant import OutputType, Variant
 from levante_tasks.testing.fixture_data import MATH_TYPES, SPECS, decode_colour, write_fixture
 from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
 
@@ -96,7 +97,7 @@ def test_yaml_tree_is_thin() -> None:
     assert {rel for rel in files if rel.endswith(".md")} == {f"{info.folder}/README.md" for info in TASKS}
     group_lines, template_lines = 6, 20
     bound = (len(generator.TEMPLATES) * template_lines + n_variants * group_lines
-             + sum(n_variants * 3 + 2 * group_lines for info in TASKS)
+             + sum(n_variants * 3 + len(TRANSLATED) + 2 * group_lines for info in TASKS)
              + sum(6 + len(info.subtypes) for info in TASKS if info.subtypes) * len(generator.TEMPLATES))
     assert sum(len((TASKS_DIR / rel).read_text().splitlines()) for rel in files if not rel.endswith(".md")) <= bound
     assert not list(TASKS_DIR.glob("*/utils.py"))  # no per-folder !function shims
@@ -107,8 +108,10 @@ def test_yaml_tree_is_thin() -> None:
     for rel, leaf in tasks.items():
         assert len((TASKS_DIR / rel).read_text().splitlines()) <= LEAF_LINES, rel
         info = task_info(leaf["metadata"]["levante"]["task"])
-        assert set(leaf) == {"task", "include", "metadata"}, leaf
         variant = Variant.parse(leaf["task"])
+        translated_mc = not variant.locale.is_source and variant.output_type is OutputType.MULTIPLE_CHOICE
+        cue = {"lmms_eval_specific_kwargs"} if translated_mc else set()  # its locale's post_prompt
+        assert set(leaf) == {"task", "include", "metadata"} | cue, leaf
         locale = {} if variant.locale.is_source else {"locale": variant.locale.code}
         assert leaf["metadata"]["levante"] == {"task": info.name, "seed": variant.seed,
                                                "variant": variant.control.value, **locale}, leaf
@@ -331,3 +334,14 @@ def test_cli_run_writes_results_and_samples_and_lists_tasks(fixture_dir: Path, t
         "levante_vocab_seeds",
     ]:
         assert f" {name} " in text or f"|{name}|" in text.replace(" ", "") or name in text.split(), name
+
+
+def test_a_translated_multiple_choice_context_ends_in_its_locale_cue() -> None:
+    """lmms-eval appends the `post_prompt` to every multiple_choice context before the scored letter: a translated
+    leaf replaces the template's English `Answer:` with its locale's cue, so no English word ends a German prompt."""
+    for locale in TRANSLATED:
+        for info in TASKS:
+            name = Variant(info.name, OutputType.MULTIPLE_CHOICE, locale=locale).format()
+            leaf = yaml.load((TASKS_DIR / info.folder / f"{name}.yaml").read_text(), Loader=_HookLoader)
+            post = leaf["lmms_eval_specific_kwargs"]["default"]["post_prompt"]
+            assert post == "\n" + locale_text(locale, "answer_cue") and "Answer" not in post, name

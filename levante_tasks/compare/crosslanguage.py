@@ -55,7 +55,8 @@ def cross_language_items(records: pd.DataFrame, trials: pd.DataFrame, languages:
     children = children_correct(trials, languages).set_index(["item_uid", "language"])
     english = children.reindex(pd.MultiIndex.from_arrays([models["item_uid"], [ENGLISH.code] * len(models)]))
     local = children.reindex(pd.MultiIndex.from_arrays([models["item_uid"], models["locale"]]))
-    enough = (english["n"] >= min_n).to_numpy() & (local["n"] >= min_n).to_numpy()  # by position, not by label
+    # positions, not labels: the two reindexed tables name their second level differently and repeat item_uids
+    enough = (english["n"].to_numpy() >= min_n) & (local["n"].to_numpy() >= min_n)
     table = models.assign(
         model_drop=models["model_accuracy_en"] - models["model_accuracy"],
         n_children_trials_en=english["n"].fillna(0).to_numpy(int),

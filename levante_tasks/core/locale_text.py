@@ -19,6 +19,7 @@ from levante_tasks.schema.locales import Locale, locale
 
 # key -> template. `match_text`: the frame of an item whose table text is a word or phrase (vocab, trog);
 # `answer_with`: the answer instruction, `{letters}` from `two_letters` / `many_letters` (`{rest}` is "A, B");
+# `answer_cue`: what a multiple_choice context ends with (lmms-eval's `post_prompt`, before the scored letter);
 # `option_entry` / `option_separator`: the option listing after it (`A: <image 2>; B: <image 3>`); `slider_*`: the
 # number-line item; `yes_no_*`: one pass of per-option yes/no scoring, `yes` / `no` its next-token words;
 # `pictures_attached` / `mc_template`: inspect's picture line and multiple_choice() template.
@@ -26,6 +27,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "en": {
         "match_text": 'Choose the image that matches the text: "{phrase}".',
         "answer_with": "Answer with {letters}.",
+        "answer_cue": "Answer:",
         "two_letters": "{first} or {last}",
         "many_letters": "{rest}, or {last}",
         "option_entry": "{letter}: {option}",
@@ -45,6 +47,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "de": {
         "match_text": "Wähle das Bild, das zum Text passt: „{phrase}“.",
         "answer_with": "Antworte mit {letters}.",
+        "answer_cue": "Antwort:",
         "two_letters": "{first} oder {last}",
         "many_letters": "{rest} oder {last}",
         "option_entry": "{letter}: {option}",
@@ -65,6 +68,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "es-CO": {
         "match_text": "Elige la imagen que corresponde al texto: «{phrase}».",
         "answer_with": "Responde con {letters}.",
+        "answer_cue": "Respuesta:",
         "two_letters": "{first} o {last}",
         "many_letters": "{rest} o {last}",
         "option_entry": "{letter}: {option}",
@@ -84,6 +88,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "fr-CA": {
         "match_text": "Choisis l’image qui correspond au texte : « {phrase} ».",
         "answer_with": "Réponds par {letters}.",
+        "answer_cue": "Réponse :",
         "two_letters": "{first} ou {last}",
         "many_letters": "{rest} ou {last}",
         "option_entry": "{letter} : {option}",
@@ -104,6 +109,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "nl": {
         "match_text": "Kies de afbeelding die bij de tekst past: ‘{phrase}’.",
         "answer_with": "Antwoord met {letters}.",
+        "answer_cue": "Antwoord:",
         "two_letters": "{first} of {last}",
         "many_letters": "{rest} of {last}",
         "option_entry": "{letter}: {option}",
@@ -124,6 +130,7 @@ TEXTS: dict[str, dict[str, str]] = {
     "de-CH": {
         "match_text": "Wähle das Bild, das zum Text passt: «{phrase}».",
         "answer_with": "Antworte mit {letters}.",
+        "answer_cue": "Antwort:",
         "two_letters": "{first} oder {last}",
         "many_letters": "{rest} oder {last}",
         "option_entry": "{letter}: {option}",

@@ -50,7 +50,7 @@ from levante_tasks.data.sources import (
     open_source,
     resolve_version,
 )
-from levante_tasks.data.translations import read_translations
+from levante_tasks.data.translations import TranslationTable, read_translations
 from levante_tasks.errors import LevanteError, display_path, problem_text
 from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import SCHEMA_VERSION, read_build_tasks
@@ -135,6 +135,14 @@ def _locale_request(translations: str | None, chosen: tuple[Locale, ...] | None,
     if lacking:
         raise LevanteError(f"{table.name}: no {lacking[0]} column (asked for with --locales)")
     return LocaleRequest(table, chosen), origin, path
+
+
+def _translates_nothing(table: TranslationTable) -> str:
+    """Why a `--translations` table that builds no locale is refused (its locale columns unknown, say `de-DE`, or
+    empty): it would replace the locales built before with none."""
+    columns = ", ".join(loc.code for loc in table.locales) or \
+        f"none; known: {', '.join(loc.code for loc in TRANSLATED)}"
+    return f"{table.name}: translates no item into any locale (locale columns: {columns})"
 
 
 @contextlib.contextmanager
@@ -254,6 +262,8 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
         else:
             tasks = _built_tasks(version_root / layout.DATASETS_DIR)
         built_locales = _built_locales((staged_build or version_root) / layout.DATASETS_DIR)
+        if translations and locales is not None and not built_locales:
+            raise LevanteError(_translates_nothing(locales.table))
         label = source.label if source else locked.get("source", "unknown")
         lock = build_lock(version, label, files, build)
         with _step(version_root, "replacing the prepared data"):

@@ -4,20 +4,21 @@ They land in `levante_tasks/tasks/` (lmms-eval's task root, TASKS_DIR), each tas
 
 Two templates hold every setting and hook (`_levante_generate_until_template_yaml`,
 `_levante_multiple_choice_template_yaml`); each variant is a leaf with only `task`, `include` and `metadata`
-(`metadata.levante`: task, option-order seed, image variant). A task with sub-types (egma-math) has its own template
-per output kind in its folder (`_<folder>_<output type>_template_yaml`, including the shared one, as lmms-eval's
-`mmstar/_default_template_yaml`), whose `metric_list` adds one `levante_acc_<sub-type>` per sub-type (only that task
-carries them; each metric has a value for every doc, so lmms-eval's group weights are item counts). Variants: `_mc`
-= multiple_choice, `_seed1`/`_seed2` (seed 0 has no suffix), `_blank`/`_shuffled` images; each translated locale
-(`schema.locales`) has `<task>_<locale>` and `<task>_<locale>_mc` (default option order, original images: the seeds
-and image controls probe what no translation changes, so they stay English). Groups: `levante<suffix>` (all tasks,
-`levante_de` and `levante_de_mc` per locale) and `<task>_seeds`/`<task>_mc_seeds` (mean over seeds);
-`levante_tasks.schema.variant` writes every name. Each leaf and each `<task>_seeds` group carries
-the task's catalogue version (`TaskInfo.version`) as lmms-eval's own `metadata.version`, so lmms-eval's results
+(`metadata.levante`: task, option-order seed, image variant; a translated multiple_choice leaf also overrides
+`lmms_eval_specific_kwargs`, whose `post_prompt` cue is its locale's). A task with sub-types (egma-math) has its own
+template per output kind in its folder (`_<folder>_<output type>_template_yaml`, including the shared one, as
+lmms-eval's `mmstar/_default_template_yaml`), whose `metric_list` adds one `levante_acc_<sub-type>` per sub-type
+(only that task carries them; each metric has a value for every doc, so lmms-eval's group weights are item counts).
+Variants: `_mc` = multiple_choice, `_seed1`/`_seed2` (seed 0 has no suffix), `_blank`/`_shuffled` images; each
+translated locale (`schema.locales`) has `<task>_<locale>` and `<task>_<locale>_mc` (default option order, original
+images: the seeds and image controls probe what no translation changes, so they stay English). Groups:
+`levante<suffix>` (all tasks, `levante_de` and `levante_de_mc` per locale) and `<task>_seeds`/`<task>_mc_seeds` (mean
+over seeds); `levante_tasks.schema.variant` writes every name. Each leaf and each `<task>_seeds` group carries the
+task's catalogue version (`TaskInfo.version`) as lmms-eval's own `metadata.version`, so lmms-eval's results
 `versions` and its printed table's Version column show it; the all-task `levante*` groups carry ALL_TASKS_VERSION.
-Run `python -m levante_tasks.lmms.generate` after changing this file or a catalogue version; a test fails when
-the tree and this generator disagree. (l0_trace/ and each folder's Python modules are written by hand.) In a
-source checkout it also writes the task table of docs/tasks.md.
+Run `python -m levante_tasks.lmms.generate` after changing this file or a catalogue version; a test fails when the
+tree and this generator disagree. (l0_trace/ and each folder's Python modules are written by hand.) In a source
+checkout it also writes the task table of docs/tasks.md.
 
 Each task folder also gets a `README.md`: what the task measures (`TaskInfo.measures`), its variants' lmms-eval
 names, its sub-types and its item counts. The counts come from the `item_counts.json` of each task folder
@@ -35,11 +36,12 @@ from typing import Any
 
 from levante_tasks.atomic import write_json, write_text
 from levante_tasks.core import generation
+from levante_tasks.core.locale_text import text as locale_text
 from levante_tasks.core.options import DEFAULT_SEEDS
 from levante_tasks.data.items import ITEM_RULES, count_manifest_items
 from levante_tasks.errors import LevanteError
 from levante_tasks.markdown_table import markdown_table
-from levante_tasks.schema.locales import TRANSLATED
+from levante_tasks.schema.locales import ENGLISH, TRANSLATED, Locale
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS, TaskInfo, task_info
 from levante_tasks.schema.variant import CONTROLS, AllTasksGroup, Control, OutputType, SeedGroup, Variant
@@ -91,6 +93,13 @@ def metric_list(info: TaskInfo | None = None, kind: str = "gen") -> str:
             + "".join(_metric(f"levante_acc_{name}", f"!function {METRICS}.subtype_accuracy") for name in subtypes))
 
 
+def mc_prompt_kwargs(locale: Locale) -> str:
+    """The `lmms_eval_specific_kwargs` line of a multiple_choice task in `locale`: lmms-eval appends its `post_prompt`
+    (`core.locale_text` `answer_cue`: "\\nAnswer:", "\\nAntwort:") to every context before the scored letter."""
+    cue = json.dumps("\n" + locale_text(locale, "answer_cue"), ensure_ascii=False)
+    return f"lmms_eval_specific_kwargs: {{default: {{pre_prompt: '', post_prompt: {cue}}}}}\n"
+
+
 def template(kind: str) -> str:
     """The settings shared by every variant of one output kind (no sub-type metrics: `leaf` adds those)."""
     if kind == "gen":
@@ -106,7 +115,7 @@ def template(kind: str) -> str:
             f"doc_to_choice: !function {HOOKS}.doc_to_choice\n"
             f"doc_to_target: !function {HOOKS}.doc_to_target_index\n"
             f"process_results: !function {TASK}.process_results_mc\n"
-            "lmms_eval_specific_kwargs: {default: {pre_prompt: '', post_prompt: \"\\nAnswer:\"}}\n"
+            + mc_prompt_kwargs(ENGLISH)
         )
     return (
         f"{HEADER}# Shared by every LEVANTE {OUTPUT_TYPES[kind]} task (docs/tasks.md); data: the prepared data dir.\n"
@@ -135,13 +144,15 @@ def task_template(info: TaskInfo, kind: str) -> str:
 
 def leaf(variant: Variant, info: TaskInfo | None = None) -> str:
     """One task variant: its name, its template (the task's own when it has sub-types), what to evaluate (a
-    translated locale adds `locale: <code>` to `metadata.levante`); `info` stands in for the task's catalogue row."""
+    translated locale adds `locale: <code>` to `metadata.levante`, and its multiple_choice leaf its locale's
+    `mc_prompt_kwargs`, so no English cue ends its prompt); `info` stands in for the task's catalogue row."""
     info, kind = info or task_info(variant.task), KINDS[variant.output_type]
     name = variant.format()
     include = Path(task_template_file(info, kind)).name if info.subtypes else f"../{TEMPLATES[kind]}"
     locale = "" if variant.locale.is_source else f", locale: {variant.locale.code}"
     levante = f"{{task: {info.name}, seed: {variant.seed}, variant: {variant.control.value}{locale}}}"
-    return f"task: {name}\ninclude: {include}\nmetadata: {{version: {info.version}, levante: {levante}}}\n"
+    cue = mc_prompt_kwargs(variant.locale) if kind == "mc" and not variant.locale.is_source else ""
+    return f"task: {name}\ninclude: {include}\n{cue}metadata: {{version: {info.version}, levante: {levante}}}\n"
 
 
 def group(name: str, members: list[str], version: int) -> str:

@@ -28,6 +28,7 @@ from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.matrix.config import MatrixConfig, ModelSpec
 from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import read_dataset_info
+from levante_tasks.schema.locales import ENGLISH, LOCALES, Locale
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.schema.variant import AllTasksGroup, SeedGroup, Variant, VariantNameError, parse_name
@@ -126,17 +127,24 @@ def lmms_seed_arg(seed: int) -> str:
     return f"{seed},{1234 + seed},{1234 + seed},{1234 + seed}"
 
 
+def dataset_key(task: str, locale: Locale = ENGLISH) -> str:
+    """A prepared dataset's key in the cell hash: the task's internal name, `<task>@<code>` in a translated locale."""
+    return task if locale.is_source else f"{task}@{locale.code}"
+
+
 def datasets_of(task: str) -> list[str]:
-    """Internal names of the LEVANTE datasets an lmms-eval task or group reads (every one for a `levante<suffix>`
-    group, none for a task not ours)."""
+    """Keys (`dataset_key`) of the LEVANTE datasets an lmms-eval task or group reads, in its locale (every task's for
+    a `levante<suffix>` group, none for a task not ours)."""
     named = _levante_name(task)
     if isinstance(named, Variant | SeedGroup):
-        return [named.task]
-    return [variant.task for variant in named.members()] if isinstance(named, AllTasksGroup) else []
+        return [dataset_key(named.task, named.locale)]
+    members = named.members() if isinstance(named, AllTasksGroup) else []
+    return [dataset_key(variant.task, variant.locale) for variant in members]
 
 
 def data_facts(config: MatrixConfig) -> dict[str, Any]:
-    """The data version the cells read and each prepared dataset's fingerprint (None when not prepared)."""
+    """The data version the cells read and each prepared dataset's fingerprint, per task and locale (`dataset_key`;
+    None when not prepared)."""
     root = layout.data_dir(config.data_dir)
     version = config.data_version
     if version and not layout.is_version_name(version):
@@ -144,11 +152,14 @@ def data_facts(config: MatrixConfig) -> dict[str, Any]:
     version = version or layout.prepared_version(root)  # none: LEVANTE cells fail with lmms-eval's one line
     fingerprints: dict[str, str | None] = {}
     for info in TASKS:
-        try:
-            path = layout.dataset_dir(version, info.name, root) / layout.DATASET_INFO_FILE if version else None
-            fingerprints[info.name] = read_dataset_info(path).fingerprint if path else None
-        except LevanteError:
-            fingerprints[info.name] = None
+        for locale in LOCALES:
+            key = dataset_key(info.name, locale)
+            try:
+                path = layout.dataset_dir(version, info.name, root, locale) / layout.DATASET_INFO_FILE if version \
+                    else None
+                fingerprints[key] = read_dataset_info(path).fingerprint if path else None
+            except LevanteError:
+                fingerprints[key] = None
     return {"dir": root, "version": version, "fingerprints": fingerprints}
 
 
