@@ -398,3 +398,21 @@ def test_cross_language_items_of_two_locales_pair_each_with_its_children() -> No
                                              ("es-CO", "i1"): 0.0, ("es-CO", "i2"): 0.0}
     assert table["children_drop"].to_dict() == {("de", "i1"): 1.0, ("de", "i2"): 0.0,
                                                 ("es-CO", "i1"): 0.0, ("es-CO", "i2"): 1.0}
+
+
+def test_a_gap_between_whole_populations_flags_no_item() -> None:
+    """Spanish-speaking children 0.6 below the English ones on every item (another site, younger, less able) and a
+    model that answers alike in both languages: no item is its own drop, so none is flagged; one item the model
+    alone loses is."""
+    uids = [f"i{k}" for k in range(6)]
+    records = pd.DataFrame([{"task": "trog", "item_uid": uid, "control": "original", "english_unit": "m",
+                             "locale": code, "correct": float(not (code == "es-CO" and uid == "i0"))}
+                            for code in ("en", "es-CO") for uid in uids])
+    p_correct = {"en": 0.9, "es-CO": 0.3}
+    rows = [(uid, code, int(k < 10 * p)) for code, p in p_correct.items() for uid in uids for k in range(10)]
+    trials = pd.DataFrame(rows, columns=["item_uid", "language", "correct"])
+    table = cross_language_items(records, trials, trials["language"].to_numpy(object), min_n=10)
+    got = table.set_index("item_uid")
+    assert got["children_drop"].to_numpy() == pytest.approx([0.6] * 6)  # raw: every item beyond FLAG_DROP
+    assert got["children_drop_centred"].to_numpy() == pytest.approx([0.0] * 6, abs=1e-12)
+    assert got.index[got["flagged"]].tolist() == ["i0"]  # 1 - 1/6 after centring; the rest 1/6

@@ -43,11 +43,13 @@ KL_WEIGHTING = (
     "uniform = q_k = 1/K baseline"
 )
 
-FLAG_DROP = 0.5  # an item is flagged when |model drop - children drop| (proportions) is at least this
+FLAG_DROP = 0.5  # flagged when |centred model drop - centred children drop| (proportions) is at least this
 CROSS_LANGUAGE = (
     "per item and translated locale L: drop = accuracy in English - accuracy in L, for the model runs paired with "
     "the same run in English (original images) and for the children of English and of L (>= min_n trials each); "
-    f"flagged when |model drop - children drop| >= {FLAG_DROP:g}, ranked largest first within task and locale"
+    "each drop centred on its mean over the task and locale's items with both drops; "
+    f"flagged when |centred model drop - centred children drop| >= {FLAG_DROP:g}, ranked largest first within "
+    "task and locale"
 )
 LANGUAGE_MATCH = (
     "a model run in locale L is compared with the children whose language (trials' language, else runs' language "

@@ -5,9 +5,12 @@ items whose drops disagree flagged (LEVANTE's QA reads such items for a mistrans
 drop = accuracy in English - accuracy in the locale (positive: harder in the locale). Models: the runs of the locale
 paired with the same run in English (same `english_unit`: model, variant, output type, option-order seed; original
 images only), pooled over the pairs. Children: every trial with a `correct` of the children whose language is
-English, or the locale; a children's drop needs `min_n` trials of the item on each side. disagreement =
-|model drop - children drop|, ranked within (task, locale), largest first; flagged at `conventions.FLAG_DROP` or
-more. Children pooled because no language was recorded give no children's columns, so nothing is flagged.
+English, or the locale; a children's drop needs `min_n` trials of the item on each side. Each drop is centred on
+its mean over the (task, locale)'s items that have both drops, so a gap between whole populations (the sites'
+children differ in age and ability; a model may be weaker in a language overall) moves no item: what is left is the
+item's own drop, as in a differential item functioning screen. disagreement = |centred model drop - centred
+children drop|, ranked within (task, locale), largest first; flagged at `conventions.FLAG_DROP` or more.
+Children pooled because no language was recorded give no children's columns, so nothing is flagged.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from levante_tasks.schema.variant import Control
 
 COLUMNS = ["task", "item_uid", "locale", "n_model_runs", "model_accuracy_en", "model_accuracy", "model_drop",
            "n_children_trials_en", "children_p_correct_en", "n_children_trials", "children_p_correct",
-           "children_drop", "drop_difference", "abs_drop_difference", "rank", "flagged"]
+           "children_drop", "model_drop_centred", "children_drop_centred", "drop_difference", "abs_drop_difference",
+           "rank", "flagged"]
 KEY = ["task", "item_uid", "locale"]
 
 
@@ -65,7 +69,11 @@ def cross_language_items(records: pd.DataFrame, trials: pd.DataFrame, languages:
         children_p_correct=local["p"].where(local["n"] >= min_n).to_numpy(float),
     )
     table["children_drop"] = np.where(enough, table["children_p_correct_en"] - table["children_p_correct"], np.nan)
-    table["drop_difference"] = table["model_drop"] - table["children_drop"]
+    both = table["children_drop"].notna()
+    for column in ("model_drop", "children_drop"):  # centred within (task, locale) over the items with both drops
+        mean = table[column].where(both).groupby([table["task"], table["locale"]]).transform("mean")
+        table[f"{column}_centred"] = (table[column] - mean).where(both)
+    table["drop_difference"] = table["model_drop_centred"] - table["children_drop_centred"]
     table["abs_drop_difference"] = table["drop_difference"].abs()
     table["_order"] = table["locale"].map(locale_rank)
     table = table.sort_values(["task", "_order", "abs_drop_difference", "item_uid"],

@@ -23,7 +23,7 @@ MODEL_COLUMNS = ["children's language", "model locale", "model", "items", "theta
 LANGUAGE_COLUMNS = ["children's language", "children", "IRT record", "reference group", "children per group (from)",
                     "options from", "uniform-model KL"]
 ITEM_COLUMNS = ["rank", "item", "model runs", "model acc. en -> locale", "model drop", "children p en -> locale",
-                "children drop", "model drop - children drop"]
+                "children drop", "difference of the centred drops"]
 FLAGGED_SHOWN = 15  # flagged items listed per task and locale; the rest are in cross_language_items.csv
 
 
@@ -196,8 +196,10 @@ def _cross_language(items: pd.DataFrame | None, flag_drop: object) -> list[str]:
         return []
     lines = ["### Cross-language items (model drop vs children's drop, locale vs English)", "",
              "drop = accuracy in English - accuracy in the locale (model runs paired with the same run in English; "
-             f"children with >= min_n trials of the item in both languages); flagged when |model drop - children "
-             f"drop| >= {_fmt(flag_drop, 2)}, ranked largest first; all rows in `cross_language_items.csv`.", ""]
+             "children with >= min_n trials of the item in both languages); each drop is centred on its mean over "
+             "the task's items in that locale (a gap between whole populations moves no item); flagged when "
+             f"|centred model drop - centred children drop| >= {_fmt(flag_drop, 2)}, ranked largest first; all rows "
+             "in `cross_language_items.csv`.", ""]
     parts = dict(iter(items.groupby(["task", "locale"], sort=False)))
     for entry in cross_language_counts(items):
         part = parts[entry["task"], entry["locale"]]
@@ -244,8 +246,8 @@ def outcome_lines(summary: dict, out: str) -> list[str]:
     if cross:
         lines.append(f"cross-language items: {sum(e['flagged'] for e in cross)} flagged of "
                      f"{sum(e['with_children'] for e in cross)} item x locale rows with children of both languages "
-                     f"({sum(e['items'] for e in cross)} with paired model runs; flagged when |model drop - children "
-                     f"drop| >= {summary['settings']['flag_drop']:g}): cross_language_items.csv")
+                     f"({sum(e['items'] for e in cross)} with paired model runs; flagged when |centred model drop - "
+                     f"centred children drop| >= {summary['settings']['flag_drop']:g}): cross_language_items.csv")
     return lines
 
 
