@@ -349,6 +349,8 @@ def test_vocab_in_german_without_its_record_is_one_line(tmp_path: Path, german: 
     ("vocab@xx={path}", "vocab_de.csv: unknown language 'xx'; accepted: de, en, es, fr, nl"),
     ("vocab@de={path}", "a second IRT model for task 'vocab' for language 'de'"),
     ("vocab@en={path}", "a second IRT model for task 'vocab' (vocab_en)"),
+    ("vocab@={path}", "vocab_de.csv: unknown language ''; accepted"),  # an empty qualifier is no English
+    ("vocab@de-DE={path}", "a second IRT model for task 'vocab' for language 'de'"),  # a children's tag reads as de
 ])
 def test_bad_language_qualified_irt_is_one_line(tmp_path: Path, german: dict, capsys: pytest.CaptureFixture[str],
                                                 value: str, message: str) -> None:

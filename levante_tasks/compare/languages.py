@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from levante_tasks.errors import LevanteError
-from levante_tasks.schema.locales import ENGLISH, LOCALES, Locale, LocaleError, locale, of_language_tag
+from levante_tasks.schema.locales import ENGLISH, LOCALES, Locale, locale, of_language_tag
 from levante_tasks.schema.tasks import find_task
 from levante_tasks.schema.variant import Variant, VariantNameError
 
@@ -61,16 +61,18 @@ def language_name(code: str) -> str:
 
 
 def irt_language(text: str, where: str) -> str:
-    """The language of a `--irt TASK@LANGUAGE=PATH` qualifier: a by_language language (`de`, `es`) or a locale
-    code (`es-CO`, read as its language); anything else is a one-line error naming `where`."""
+    """The language of a `--irt TASK@LANGUAGE=PATH` qualifier: a by_language language (`de`, `es`), a locale code or
+    a children's language tag (`es-CO`, `de-DE`: read as its language); anything else (an empty one too) is a
+    one-line error naming `where`."""
     languages = sorted({loc.language for loc in LOCALES})
     if text.strip().lower() in languages:
         return text.strip().lower()
-    try:
-        return locale(text).language
-    except LocaleError:
+    found = of_language_tag(text)
+    if found is None:
         raise LevanteError(f"{where}: unknown language {text!r}; accepted: {', '.join(languages)} "
-                           f"(or a locale code: {', '.join(loc.code for loc in LOCALES)})") from None
+                           f"(or a locale code or language tag: {', '.join(loc.code for loc in LOCALES)}, de-DE, "
+                           "en-US, ...)")
+    return found.language
 
 
 def split_irt_task(spec: str | None, where: str) -> tuple[str | None, str | None]:
