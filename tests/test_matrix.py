@@ -142,6 +142,25 @@ def test_config_problems_are_one_line_naming_file_and_key(inputs: dict[str, Path
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
 
 
+def test_compare_records_per_language_as_compare_takes_them(inputs: dict[str, Path], tmp_path: Path) -> None:
+    """`compare.irt` entries are `PATH` or `TASK[@LANGUAGE]=PATH` (`compare --irt`), `across_languages` a boolean;
+    a bad task, language or flag is one line naming the key."""
+    record = inputs["release"] / "irt" / "item_params.csv"
+    base = {"trials": str(inputs["release"] / "children" / "trials.csv"),
+            "runs": str(inputs["release"] / "children" / "runs.csv")}
+    config = load_config(write_config(tmp_path, inputs, compare={
+        **base, "irt": [f"vocab@de={record}", f"trog={record}", str(record)], "across_languages": True}))
+    assert config.compare is not None and config.compare.across_languages
+    assert config.compare.irt == (("vocab@de", record), ("trog", record), (None, record))
+    for irt, across, message in ((f"vocab@xx={record}", False, "compare.irt[0]: unknown language 'xx'"),
+                                 (f"vocabulary={record}", False, "compare.irt[0]: unknown LEVANTE task 'vocabulary'"),
+                                 (str(record), "yes please", "compare.across_languages: must be true or false")):
+        write_config(tmp_path, inputs, compare={**base, "irt": [irt], "across_languages": across})
+        with pytest.raises(LevanteError) as caught:
+            load_config(tmp_path / "matrix.yaml")
+        assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_bad_config_on_the_command_line_exits_2_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "matrix.yaml").write_text("models: [\n", encoding="utf-8")
     done = run_cli(["matrix", "--config", "matrix.yaml", "--out", "out"], cwd=tmp_path)

@@ -11,6 +11,7 @@ from typing import Any
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.matrix.slurm_options import SlurmSpec, parse_slurm
 from levante_tasks.schema.layout import is_version_name
+from levante_tasks.schema.tasks import accepted_spellings, find_task
 from levante_tasks.yaml_file import read_yaml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -46,11 +47,12 @@ class CompareSpec:
 
     trials: Path
     runs: Path
-    irt: tuple[Path, ...]
+    irt: tuple[tuple[str | None, Path], ...]  # (TASK[@LANGUAGE] or None, path), as `compare --irt` takes them
     items: Path | None = None
     min_n: int = 10
     n_boot: int = 2000
     seed: int = 0
+    across_languages: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,20 +168,41 @@ def _pin_revision(reader: _Reader, key: str, model: str, args: str, value: Any) 
     return args, revision
 
 
+def _irt(reader: _Reader, value: Any, key: str) -> tuple[str | None, Path]:
+    """One `compare.irt` entry: `PATH` or `TASK[@LANGUAGE]=PATH` (as `compare --irt`), the task and language
+    checked here."""
+    from levante_tasks.compare.languages import split_irt_task
+
+    text = reader.text(value, key)
+    spec, sep, rest = text.partition("=")
+    if not (sep and spec) or (reader.path.parent / text).exists():
+        return None, reader.path_value(text, key)
+    try:
+        task, _ = split_irt_task(spec, key)
+    except LevanteError as exc:
+        raise reader.fail(key, str(exc).removeprefix(f"{key}: ")) from None
+    if task is None or find_task(task) is None:
+        raise reader.fail(key, f"unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
+    return spec, reader.path_value(rest, key)
+
+
 def _compare(reader: _Reader, value: Any) -> CompareSpec:
     """The `compare:` block."""
-    raw = reader.mapping(value, "compare", {"trials", "runs", "irt", "items", "min_n", "n_boot", "seed"})
+    raw = reader.mapping(value, "compare", {"trials", "runs", "irt", "items", "min_n", "n_boot", "seed",
+                                            "across_languages"})
     for required in ("trials", "runs", "irt"):
         if required not in raw:
             raise reader.fail(f"compare.{required}", "missing")
     trials, runs = reader.path_value(raw["trials"], "compare.trials"), reader.path_value(raw["runs"], "compare.runs")
-    irt = tuple(reader.path_value(p, f"compare.irt[{i}]")
-                for i, p in enumerate(reader.items(raw["irt"], "compare.irt")))
+    irt = tuple(_irt(reader, p, f"compare.irt[{i}]") for i, p in enumerate(reader.items(raw["irt"], "compare.irt")))
+    across = raw.get("across_languages", False)
+    if not isinstance(across, bool):
+        raise reader.fail("compare.across_languages", f"must be true or false, not {across!r}")
     return CompareSpec(trials=trials, runs=runs, irt=irt,
                        items=reader.path_value(raw["items"], "compare.items") if raw.get("items") else None,
                        min_n=reader.integer(raw.get("min_n", 10), "compare.min_n", 1),
                        n_boot=reader.integer(raw.get("n_boot", 2000), "compare.n_boot", 0),
-                       seed=reader.integer(raw.get("seed", 0), "compare.seed", 0))
+                       seed=reader.integer(raw.get("seed", 0), "compare.seed", 0), across_languages=across)
 
 
 def _groups(reader: _Reader, value: Any, models: list[ModelSpec]) -> dict[str, tuple[str, ...]]:

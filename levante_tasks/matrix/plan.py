@@ -119,7 +119,7 @@ def seeded_task(task: str, seed: int) -> str:
         missing = f"{variant} does not exist; "
     seeds = ", ".join(map(str, DEFAULT_SEEDS))
     raise LevanteError(f"{task}: has no option-order variant for seed {seed} ({missing}LEVANTE seeds: {seeds}; "
-                       "image controls and L0 tasks run with seed 0 only)")
+                       "image controls, locale tasks and L0 tasks run with seed 0 only)")
 
 
 def lmms_seed_arg(seed: int) -> str:

@@ -73,9 +73,10 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
     if spec is not None:
         try:
             with _writing(run.out, f"comparison/{group}"):
-                result = run_compare([(None, p) for p in spec.irt], spec.trials, spec.runs,
+                result = run_compare(list(spec.irt), spec.trials, spec.runs,
                                      run.out / "cells" / group, run.out / "comparison" / group,
-                                     Settings(min_n=spec.min_n, n_boot=spec.n_boot, seed=spec.seed, plots=True),
+                                     Settings(min_n=spec.min_n, n_boot=spec.n_boot, seed=spec.seed, plots=True,
+                                              across_languages=spec.across_languages),
                                      items_path=spec.items, model_folders=[run.out / c.rel_dir for c in done])
             entry["comparison"] = f"comparison/{group}/comparison.md"
             echo(f"comparison ({group}): {len(result['tasks'])} task(s) -> comparison/{group}/comparison.md")
