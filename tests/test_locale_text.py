@@ -264,3 +264,11 @@ def test_english_is_the_table_english_and_a_translated_item_its_own(monkeypatch:
     assert prompts.item_answer_clause(item(3, "text", False) | {"locale": "es-CO"}) == (
         "Responde con A, B o C. A: <option1>; B: <option2>; C: <option3>")
     assert locale_text.item_locale({"locale": "fr-CA"}).code == "fr-CA"
+
+
+def test_swiss_german_writes_no_sharp_s_and_guillemets() -> None:
+    """de-CH is Germany's words in Swiss spelling: ss for ß (so none may appear) and « » around the phrase."""
+    from levante_tasks.core.locale_text import TEXTS
+
+    assert not any("ß" in template for template in TEXTS["de-CH"].values())
+    assert "«{phrase}»" in TEXTS["de-CH"]["match_text"]

@@ -127,28 +127,9 @@ TEXTS: dict[str, dict[str, str]] = {
                        "vorm 'ANSWER: $LETTER' hebben (zonder aanhalingstekens), waarbij LETTER een van {letters} "
                        "is.",
     },
-    "de-CH": {
-        "match_text": "Wähle das Bild, das zum Text passt: «{phrase}».",
-        "answer_with": "Antworte mit {letters}.",
-        "answer_cue": "Antwort:",
-        "two_letters": "{first} oder {last}",
-        "many_letters": "{rest} oder {last}",
-        "option_entry": "{letter}: {option}",
-        "option_separator": "; ",
-        "slider_question": "{image} Dieser Zahlenstrahl geht von {low} links bis {high} rechts. "
-                           "Wo liegt die Zahl {target}?",
-        "slider_clause": "Antworte mit einer einzigen Zahl zwischen 0 und 1: 0 bedeutet das linke Ende und 1 das "
-                         "rechte Ende.",
-        "yes": "Ja",
-        "no": "Nein",
-        "yes_no_picture": "Vorschlag: {picture}\nIst dieses Bild die Antwort? Antworte mit {yes} oder {no}.",
-        "yes_no_text": "Vorschlag: {option}\nIst das die Antwort? Antworte mit {yes} oder {no}.",
-        "pictures_attached": "(Angehängte Bilder in dieser Reihenfolge: {pictures}.)",
-        "mc_template": "{question}\n\n{choices}\n\nAntworte mit einem Buchstaben. Die letzte Zeile deiner Antwort muss "
-                       "die Form 'ANSWER: $LETTER' haben (ohne Anführungszeichen), wobei LETTER einer der "
-                       "Buchstaben {letters} ist.",
-    },
 }
+# Swiss standard German: Germany's words (none has an ß to write as ss), with guillemets around the phrase
+TEXTS["de-CH"] = {**TEXTS["de"], "match_text": "Wähle das Bild, das zum Text passt: «{phrase}»."}
 
 
 def text(locale: Locale, key: str, **fields: str) -> str:
