@@ -246,8 +246,8 @@ def _package_copy(tmp_path: Path) -> Path:
 def test_the_task_source_hash_covers_every_inspect_task_module(tmp_path, change):
     root = _package_copy(tmp_path)
     assert task_mod.source_sha256(root) == task_mod.source_sha256()
-    if change == "prompt template":
-        path = root / "inspect" / "samples.py"
+    if change == "prompt template":  # inspect's multiple_choice template, per locale in core.locale_text
+        path = root / "core" / "locale_text.py"
         path.write_text(path.read_text().replace("Answer with one letter.", "Answer with a letter."))
     elif change == "registry defaults":
         path = root / "_registry.py"
