@@ -8,7 +8,6 @@ from pathlib import Path
 
 from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE
 from levante_tasks.errors import LevanteError, display_path
-from levante_tasks.schema.tasks import accepted_spellings, find_task
 
 
 def _irt_arg(value: str) -> tuple[str | None, Path]:
@@ -22,13 +21,11 @@ def _check_task_names(irt: list[tuple[str | None, Path]]) -> None:
     """Each `--irt` TASK= must be a spelling the catalogue knows (internal name, manifest task_id, lmms-eval name,
     e.g. `mrot`; run_compare maps it to the internal name) and each @LANGUAGE a known language: else a one-line
     error listing the names."""
-    from levante_tasks.compare.languages import split_irt_task
+    from levante_tasks.compare.languages import irt_task
 
     for spec, path in irt:
-        where = f"--irt {spec}={display_path(path)}"
-        task, _ = split_irt_task(spec, where)
-        if task is not None and find_task(task) is None:
-            raise LevanteError(f"{where}: unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
+        if spec is not None:
+            irt_task(spec, f"--irt {spec}={display_path(path)}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -134,11 +134,11 @@ def _calibration_groups(model: IrtModel) -> dict[str, str]:
     return dict(zip(model.data_runs, model.data_groups, strict=True))
 
 
-def _first_value(trials: pd.DataFrame, column: str, runs: pd.Index) -> np.ndarray:
-    """Each run's value of a per-run column (its first trial's), None where the column or the value is missing."""
-    if column not in trials.columns:
+def _first_value(first: pd.DataFrame, column: str, runs: pd.Index) -> np.ndarray:
+    """Each run's value of a per-run column (`first`: each run's first trial), None where the column or the value
+    is missing."""
+    if column not in first.columns:
         return np.full(len(runs), None, dtype=object)
-    first = trials.drop_duplicates("run_id")
     values = pd.Series(first[column].astype(object).to_numpy(), index=first["run_id"].astype(str))
     return values.reindex(runs).to_numpy(dtype=object)
 
@@ -148,7 +148,8 @@ def run_groups(model: IrtModel, trials: pd.DataFrame, runs: pd.Index) -> tuple[n
     record's group named by its `dataset`, else by its `site`, else the reference group."""
     names = [g.name for g in model.groups]
     calibration = pd.Series(runs, dtype=object).map(_calibration_groups(model)).to_numpy(dtype=object)
-    dataset, site = _first_value(trials, "dataset", runs), _first_value(trials, "site", runs)
+    first = trials.drop_duplicates("run_id")
+    dataset, site = _first_value(first, "dataset", runs), _first_value(first, "site", runs)
     group = np.full(len(runs), model.reference.name, dtype=object)
     source = np.full(len(runs), GROUP_SOURCES[3], dtype=object)
     candidates = ((site, GROUP_SOURCES[2], pd.Series(site).isin(names)),

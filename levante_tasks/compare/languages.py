@@ -19,7 +19,7 @@ import pandas as pd
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.schema.locales import ENGLISH, LOCALES, Locale, locale, of_language_tag
-from levante_tasks.schema.tasks import find_task
+from levante_tasks.schema.tasks import accepted_spellings, find_task
 from levante_tasks.schema.variant import Variant, VariantNameError
 
 NOT_RECORDED = "not recorded"  # the children's language label when no run carries a language tag
@@ -65,9 +65,7 @@ def irt_language(text: str, where: str) -> str:
     a children's language tag (`es-CO`, `de-DE`: read as its language); anything else (an empty one too) is a
     one-line error naming `where`."""
     languages = sorted({loc.language for loc in LOCALES})
-    if text.strip().lower() in languages:
-        return text.strip().lower()
-    found = of_language_tag(text)
+    found = of_language_tag(text)  # each by_language code (de, es, ...) is also a tag of its locale
     if found is None:
         raise LevanteError(f"{where}: unknown language {text!r}; accepted: {', '.join(languages)} "
                            f"(or a locale code or language tag: {', '.join(loc.code for loc in LOCALES)}, de-DE, "
@@ -81,6 +79,15 @@ def split_irt_task(spec: str | None, where: str) -> tuple[str | None, str | None
         return None, None
     task, sep, language = spec.partition("@")
     return task, irt_language(language, where) if sep else None
+
+
+def irt_task(spec: str, where: str) -> tuple[str, str | None]:
+    """(task as written, language or None) of an `--irt` TASK[@LANGUAGE] part, the task a catalogue spelling and
+    the language a known one; else a one-line error naming `where`."""
+    task, language = split_irt_task(spec, where)
+    if find_task(task) is None:
+        raise LevanteError(f"{where}: unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
+    return task, language
 
 
 def by_language(task: str) -> bool:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -29,6 +31,7 @@ from levante_tasks.schema.locales import Locale, LocaleError, locale
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
 from levante_tasks.schema.variant import Control, OutputType
 
+T = TypeVar("T")
 # the record fields that key a scoring unit, named by the schema (a renamed field fails here at import)
 _FIELDS = {f.name: f.name for f in fields(ItemRecord)}
 SEED, VARIANT, OUTPUT_TYPE = _FIELDS["seed"], _FIELDS["variant"], _FIELDS["output_type"]
@@ -78,15 +81,15 @@ def _model_identity(path: Path, lines: list[SampleLine]) -> tuple[str, bool]:
     return path.parent.name, False
 
 
-def scoring_unit(model: str, record: dict, lmms_task: str) -> str:
+def scoring_unit(model: str, record: dict, english_task: str) -> str:
     """Which records are scored together, named without the locale (the English unit): one model, one variant,
     one output type, one option-order seed.
 
     Records without these fields (older or hand-made files) fall back to one unit per lmms-eval task (its name
-    without the locale).
+    without the locale: `english_task`, `english_name` of the file's task).
     """
     if SEED not in record or VARIANT not in record:
-        return f"{model}/{english_name(lmms_task)}"
+        return f"{model}/{english_task}"
     kind = "mc" if record.get(OUTPUT_TYPE) == OutputType.MULTIPLE_CHOICE.value else "gen"
     return f"{model}/{record[VARIANT]}/{kind}/seed{record[SEED]}"
 
@@ -140,6 +143,7 @@ def read_jsonl(path: Path, label: str, counts: Counter) -> list[dict]:
     model_name, test_model = _model_identity(path, lines) if name else (path.stem, False)
     lmms_task = name[1] if name else path.stem
     named = record_locale(lmms_task) if name else None
+    english_task = english_name(lmms_task)
     rows = []
     for line in lines:
         record = line.data.get(RECORD_KEY, line.data)
@@ -151,7 +155,7 @@ def read_jsonl(path: Path, label: str, counts: Counter) -> list[dict]:
         if named is not None and LOCALE in record and place != named:
             raise LevanteError(f"{where}: record locale {place.code!r} is not the locale of task {lmms_task!r} "
                                f"({named.code})")
-        unit = scoring_unit(model_name, record, lmms_task) if name else model_name
+        unit = scoring_unit(model_name, record, english_task) if name else model_name
         rows.append({**_record_row(record, unit, where, named or place), "test_model": test_model})
     return rows
 
@@ -159,6 +163,17 @@ def read_jsonl(path: Path, label: str, counts: Counter) -> list[dict]:
 def _first_bad_row(path: Path, mask: np.ndarray, problem: str) -> LevanteError:
     """The error naming the first row (1-based) where `mask` is true."""
     return LevanteError(f"{path.name}: row {int(np.flatnonzero(mask)[0]) + 1}: {problem}")
+
+
+def _each_distinct(values: pd.Series, parse: Callable[[Any], T], path: Path) -> dict[Any, T]:
+    """`parse` of each distinct value, once; a value it refuses (ValueError) is named at its first row."""
+    parsed: dict[Any, T] = {}
+    for value in values.unique():
+        try:
+            parsed[value] = parse(value)
+        except ValueError as exc:
+            raise _first_bad_row(path, (values == value).to_numpy(), str(exc)) from None
+    return parsed
 
 
 def _score_column(column: pd.Series, path: Path) -> list[list[float] | None]:
@@ -201,32 +216,23 @@ def read_csv(path: Path) -> pd.DataFrame:
         if empty.any():
             raise _first_bad_row(path, empty, f"record lacks ['{column}']")
     correct_text = table["correct"].astype(object).where(table["correct"].notna(), None)
-    parsed: dict[object, float] = {}
-    for value in correct_text.unique():
-        try:
-            parsed[value] = parse_correct(value)
-        except ValueError as exc:
-            raise _first_bad_row(path, (correct_text == value).to_numpy(), str(exc)) from None
+    parsed = _each_distinct(correct_text, parse_correct, path)
     scores = _score_column(table["option_scores"], path) if "option_scores" in table.columns else [None] * len(table)
     model = table["model"].astype(object).fillna("") if "model" in table.columns else pd.Series([""] * len(table))
     uids = {uid: canonical_uid(str(uid)) for uid in table["item_uid"].unique()}
     codes = (table[LOCALE].fillna("").astype(str).str.strip() if LOCALE in table.columns
              else pd.Series([""] * len(table), dtype=object))
-    places: dict[str, Locale] = {}
-    for value in codes.unique():
-        try:
-            places[value] = locale(value)
-        except LocaleError as exc:
-            raise _first_bad_row(path, (codes == value).to_numpy(), str(exc)) from None
+    places = _each_distinct(codes, locale, path)
     english = np.where(model.to_numpy() == "", path.stem, model.to_numpy()).astype(str)
+    suffix = codes.map({code: localized_unit("", place) for code, place in places.items()})  # "" or "/<code>"
     return pd.DataFrame({
-        "model": [localized_unit(unit, places[code]) for unit, code in zip(english, codes, strict=True)],
+        "model": (english.astype(object) + suffix.to_numpy(dtype=object)),
         "task": table["task"].astype(str).to_numpy(),
         "item_uid": table["item_uid"].map(uids).to_numpy(dtype=object),
         "correct": correct_text.map(parsed).to_numpy(dtype=float),
         "option_scores": pd.Series(scores, dtype=object).to_numpy(),
         "test_model": False,  # a hand-made records table says nothing of its model's checkpoint
-        "locale": codes.map(lambda code: places[code].code).to_numpy(dtype=object),
+        "locale": codes.map({code: place.code for code, place in places.items()}).to_numpy(dtype=object),
         "english_unit": english,
         "control": Control.ORIGINAL.value,
     })

@@ -37,8 +37,8 @@ import pandas as pd
 
 from levante_tasks.compare.recovery import child_distribution, theta_age_figures
 from levante_tasks.compare.results import Settings
-from levante_tasks.schema.locales import Locale, of_language_tag
 from levante_tasks.synth.populations import AGE_CENTRE, POPULATIONS, Population
+from levante_tasks.synth.records import language_of, locale_code
 
 THETA_HALF_RANGE_YEARS = 3.3  # models' true theta: the language's mean +- this many years of its slope
 MODEL_COLUMNS = ["model", "theta", "se", "age_equivalent", "age_flag", "age_ci_low", "age_ci_high",
@@ -62,13 +62,6 @@ class LanguageDesign:
 
 def _population(language: str) -> Population:
     return next(p for p in POPULATIONS if p.language == language)
-
-
-def _locale(population: Population) -> Locale:
-    """The locale of a population's language tag (es-CO, de-DE -> de, en-US -> en)."""
-    found = of_language_tag(population.language)
-    assert found is not None, population.language
-    return found
 
 
 def _swapped(pair: tuple[str, str] | None) -> dict[str, str]:
@@ -107,7 +100,7 @@ def _models(design: LanguageDesign, plans: dict, rng: np.random.Generator) -> tu
             p, dists = child_distribution(plan.truths, float(theta))
             correct = rng.random(len(plan.truths)) < p
             rows += [{"model": name, "task": design.task, "item_uid": t.item_uid, "correct": int(ok),
-                      "option_scores": json.dumps(np.log(dist).tolist()), "locale": _locale(population).code}
+                      "option_scores": json.dumps(np.log(dist).tolist()), "locale": locale_code(population)}
                      for t, ok, dist in zip(plan.truths, correct, dists, strict=True)]
             truth.append({"language": population.language, "model": name, "true_theta": float(theta),
                           "true_age": AGE_CENTRE + (float(theta) - plan.mean) / population.slope})
@@ -124,7 +117,7 @@ def _irt(design: LanguageDesign, records: dict[str, list[dict]], folder: Path) -
         pairs = [(design.task, records[_record_of(design, POPULATIONS[0])])]
     else:
         record_for = _swapped(design.swap_records)
-        pairs = [(f"{design.task}@{_locale(p).language}",
+        pairs = [(f"{design.task}@{language_of(p)}",
                   records[_record_of(design, _population(record_for.get(p.language, p.language)))])
                  for p in POPULATIONS]
     found = []
@@ -158,7 +151,7 @@ def _compare_all(design: LanguageDesign, folder: Path, records: dict[str, list[d
     run_compare(_irt(design, records, folder), paths["trials"], paths["runs"], paths["records"], folder / "out",
                 settings, items_path=paths["items"])
     table = pd.read_csv(folder / "out" / "age_equivalence.csv")
-    language = {_locale(p).code: p.language for p in POPULATIONS}
+    language = {locale_code(p): p.language for p in POPULATIONS}
     unit = table["model"].str.split("/").str[0]  # a translated run's unit is `<model>/<locale code>`
     return table.assign(model=unit, language=table["children_language"].map(language))[[*MODEL_COLUMNS, "language"]]
 

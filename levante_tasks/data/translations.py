@@ -22,6 +22,7 @@ from pathlib import Path
 
 from levante_tasks.core.locale_text import text as locale_text
 from levante_tasks.data.csvfile import unreadable
+from levante_tasks.data.tom import clean_text
 from levante_tasks.errors import LevanteError
 from levante_tasks.schema.locales import ENGLISH, TRANSLATED, Locale
 from levante_tasks.textfile import decode_text
@@ -39,7 +40,7 @@ _OUR_WORDS = ("yes", "no")  # core.locale_text keys whose words may equal the En
 def match_key(text: str) -> str:
     """`text` as the table is matched: curly quotes straight, whitespace collapsed, case folded, trailing
     `. ? ! … :` dropped (LEVANTE's English drifts in exactly these ways)."""
-    folded = re.sub(r"\s+", " ", text.translate(_QUOTES)).strip().casefold()
+    folded = clean_text(text.translate(_QUOTES)).casefold()
     return _TRAILING.sub("", folded)
 
 

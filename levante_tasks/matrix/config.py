@@ -11,7 +11,6 @@ from typing import Any
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.matrix.slurm_options import SlurmSpec, parse_slurm
 from levante_tasks.schema.layout import is_version_name
-from levante_tasks.schema.tasks import accepted_spellings, find_task
 from levante_tasks.yaml_file import read_yaml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -171,18 +170,16 @@ def _pin_revision(reader: _Reader, key: str, model: str, args: str, value: Any) 
 def _irt(reader: _Reader, value: Any, key: str) -> tuple[str | None, Path]:
     """One `compare.irt` entry: `PATH` or `TASK[@LANGUAGE]=PATH` (as `compare --irt`), the task and language
     checked here."""
-    from levante_tasks.compare.languages import split_irt_task
+    from levante_tasks.compare.languages import irt_task
 
     text = reader.text(value, key)
     spec, sep, rest = text.partition("=")
     if not (sep and spec) or (reader.path.parent / text).exists():
         return None, reader.path_value(text, key)
     try:
-        task, _ = split_irt_task(spec, key)
+        irt_task(spec, key)
     except LevanteError as exc:
         raise reader.fail(key, str(exc).removeprefix(f"{key}: ")) from None
-    if task is None or find_task(task) is None:
-        raise reader.fail(key, f"unknown LEVANTE task {task!r}; accepted: {accepted_spellings()}")
     return spec, reader.path_value(rest, key)
 
 

@@ -51,7 +51,7 @@ TRANSLATED = (
     Locale("de-CH", "de", ("de-CH",), "German (Switzerland)"),
 )
 LOCALES = (ENGLISH, *TRANSLATED)  # report order: the source first, then the translated locales
-_BY_KEY = {key: loc for loc in LOCALES for key in (loc.code.lower(), loc.suffix or "en")}
+_BY_CODE = {loc.code.lower(): loc for loc in LOCALES}
 _BY_TAG = {tag.lower(): loc for loc in LOCALES for tag in loc.tags}
 
 
@@ -65,7 +65,7 @@ def locale(code: str | None) -> Locale:
     LocaleError names anything else."""
     if not code:
         return ENGLISH
-    found = _BY_KEY.get(code.strip().lower().replace("_", "-")) or _BY_KEY.get(code.strip().lower())
+    found = _BY_CODE.get(code.strip().lower().replace("_", "-"))
     if found is None:
         raise LocaleError(f"unknown locale {code!r}; known: {accepted()}")
     return found

@@ -28,7 +28,7 @@ from functools import cache
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.schema import tasks as catalogue
-from levante_tasks.schema.locales import ENGLISH, TRANSLATED, Locale
+from levante_tasks.schema.locales import ENGLISH, TRANSLATED, Locale, locale
 
 ALL_TASKS = "levante"  # the stem of the all-task groups: `levante<suffix>`
 MC_SUFFIX = "_mc"
@@ -211,4 +211,4 @@ def _control(match: re.Match[str]) -> Control:
 
 
 def _locale(match: re.Match[str]) -> Locale:
-    return next(loc for loc in TRANSLATED if loc.suffix == match["locale"]) if match["locale"] else ENGLISH
+    return locale(match["locale"])
