@@ -180,7 +180,7 @@ def pseudo(template: str) -> str:
 def pseudo_locale(monkeypatch: pytest.MonkeyPatch) -> Locale:
     """The pseudo-locale, known to the registry and to the table for this test."""
     monkeypatch.setitem(TEXTS, PSEUDO.code, {key: pseudo(value) for key, value in TEXTS["en"].items()})
-    monkeypatch.setitem(locales._BY_KEY, PSEUDO.code.lower(), PSEUDO)
+    monkeypatch.setitem(locales._BY_CODE, PSEUDO.code.lower(), PSEUDO)
     return PSEUDO
 
 
