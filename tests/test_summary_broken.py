@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from summary_runs import copy_runs, edit_results, real_runs, results_file, samples
+from summary_runs import ABSENT, copy_runs, edit_results, group_run, real_runs, results_file, samples
 
 from levante_tasks.cli import main
 from levante_tasks.compare.records import read_records
@@ -475,6 +475,47 @@ def test_verify_recomputes_group_values_and_names_lmms_evals_weighting(
     assert main(["verify", str(folder), "--skip-installation"]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert "pair: levante_acc,none" in line and f"levante_egma_math {math_weight}" in line and "last metric" in line
+
+
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return group_run(tmp_path_factory)
+
+
+def _group_accuracies(folder: Path, data: dict) -> tuple[float, float]:
+    """(accuracy pooled over the items of the `levante` group's tasks, unweighted mean of the tasks' accuracies),
+    computed here from the records."""
+    correct = [[line["levante_item"]["correct"] for line in samples(folder, task)]
+               for task in data["group_subtasks"]["levante"]]
+    return sum(map(sum, correct)) / sum(map(len, correct)), sum(sum(c) / len(c) for c in correct) / len(correct)
+
+
+@pytest.mark.parametrize("section", ["results", "groups"])
+@pytest.mark.parametrize("forgery", ["made-up", "unweighted", "stderr"])
+def test_verify_holds_every_group_row_to_the_pooled_records(
+    grouped: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], section: str, forgery: str
+) -> None:
+    """lmms-eval writes a group's row twice (`results.levante` and `groups.levante`); each is the accuracy pooled
+    over the items of the tasks that ran (here without the one the data version lacks, patch 0014): a made-up value,
+    the unweighted mean over the tasks and a wrong stderr are one line naming the file, group and both values."""
+    runs = copy_runs(grouped, tmp_path / "runs", ("group",))
+    folder = runs / "group"
+    data = json.loads(results_file(folder).read_text(encoding="utf-8"))
+    assert not any(ABSENT in name for name in data["group_subtasks"]["levante"])
+    assert main(["verify", str(folder), "--skip-installation"]) == 0, capsys.readouterr().err
+    pooled, unweighted = _group_accuracies(folder, data)
+    assert data[section]["levante"]["levante_acc,none"] == pytest.approx(pooled)
+    assert not math.isclose(pooled, unweighted, rel_tol=1e-6)
+    key = "levante_acc_stderr,none" if forgery == "stderr" else "levante_acc,none"
+    honest = data[section]["levante"][key]
+    forged = {"made-up": 0.2841, "unweighted": unweighted, "stderr": honest * 2}[forgery]
+    edit_results(folder, lambda results: results[section]["levante"].__setitem__(key, forged))
+    assert main(["verify", str(folder), "--skip-installation"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    where = f"group/{results_file(folder).name}"
+    assert line.startswith(f"levante-tasks: mismatch: {where}: levante: {key} ({section} row): "), line
+    assert f"reported {forged:.12g}," in line and f" {(honest if forgery == 'stderr' else pooled):.12g}" in line, line
+    assert ("unweighted mean" in line) == (forgery == "unweighted"), line
 
 
 def test_verify_finds_a_per_line_metric_that_disagrees_with_its_record(

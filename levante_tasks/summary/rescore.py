@@ -37,6 +37,7 @@ from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import stats
 from levante_tasks.summary.inspect_logs import RECORD_SCORER, response_of
+from levante_tasks.summary.units import group_rows
 from levante_tasks.summary.verify import group_expected, leaf_expected
 
 MARKER = "rescore.json"
@@ -145,7 +146,8 @@ def _rescore_lmms(run: RunFiles, out: _Run) -> None:
             results["results"].setdefault(task, {}).update(
                 (key, "N/A" if value is None else value) for key, value in expected.items())
     for group, values in group_expected(results, recomputed).items():
-        results["groups"][group].update(values)
+        for row in group_rows(results, group).values():  # under `results` and under `groups`
+            row.update((key, "N/A" if value is None else value) for key, value in values.items() if key in row)
     out.files[run.results.name] = (json.dumps(results, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 

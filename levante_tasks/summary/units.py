@@ -28,6 +28,7 @@ from levante_tasks.schema.variant import Control, Variant, VariantNameError
 from levante_tasks.summary import provenance as prov
 
 SUBTYPE_PREFIX = "levante_acc_"  # a task's per-sub-type accuracy metrics: levante_acc_<sub-type>
+GROUP_SECTIONS = ("results", "groups")  # where a results file holds a group's row (lmms-eval writes both)
 
 
 @dataclass
@@ -75,10 +76,22 @@ class ParsedRun:
     summary: dict[str, Any] | None = None  # inspect_ai runs: their runs/<run>/summary.json fields (cli._run_summary)
 
 
-def leaf_tasks(results: Mapping[str, Any]) -> list[str]:
-    """Tasks of the results file that are not groups (`group_subtasks` lists children only for groups)."""
+def group_names(results: Mapping[str, Any]) -> list[str]:
+    """Groups of a results file: the names in `groups` and every name `group_subtasks` gives members (lmms-eval
+    writes a group's row under both `results` and `groups`)."""
     groups = {name for name, children in (results.get("group_subtasks") or {}).items() if children}
-    groups |= set(results.get("groups") or {})
+    return sorted(groups | set(results.get("groups") or {}))
+
+
+def group_rows(results: Mapping[str, Any], group: str) -> dict[str, dict[str, Any]]:
+    """The rows lmms-eval wrote for a group, by the section that holds them (`results`, `groups`)."""
+    rows = {section: (results.get(section) or {}).get(group) for section in GROUP_SECTIONS}
+    return {section: row for section, row in rows.items() if isinstance(row, dict)}
+
+
+def leaf_tasks(results: Mapping[str, Any]) -> list[str]:
+    """Tasks of the results file that are not groups."""
+    groups = set(group_names(results))
     return sorted(name for name in results["results"] if name not in groups)
 
 

@@ -8,8 +8,9 @@ bootstrap_iters = 0); `_stderr_clt` = the same over numeric values (or dicts wit
 `_stderr_clustered` = "N/A" without a cluster key. LEVANTE lines: `levante_acc` and `levante_parse_rate` per
 line agree with the record, each `levante_acc_<sub>` is the record's correctness under its own sub-type and null
 under the others, and the record is what its saved response (`filtered_resps`) re-parses to with today's parser
-and the record's presented order (`core.reparse`, the code `rescore` uses). Groups: the size-weighted (or
-plain) mean over their leaves, stderr pooled.
+and the record's presented order (`core.reparse`, the code `rescore` uses). Groups: both rows of every group
+(lmms-eval writes one under `results`, one under `groups`) hold the mean over the items of its leaves (LEVANTE
+groups weight by size, never the plain mean over tasks), the stderr pooled as lmms-eval pools it.
 Against the installation (unless skipped): lmms-eval version, commit and patch set; each task's version against
 the installed catalogue's (`TaskInfo.version`; a run that recorded none reads "unknown"); each task's source hash
 (its own code: schema.task_source); the dataset fingerprint of the recorded data version in the data dir.
@@ -23,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from levante_tasks.schema.tasks import find_task
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
 from levante_tasks.summary.inspect_logs import installed_inspect, verify_eval
-from levante_tasks.summary.units import SUBTYPE_PREFIX, leaf_tasks
+from levante_tasks.summary.units import SUBTYPE_PREFIX, group_names, group_rows, leaf_tasks
 
 STDERR_SUFFIXES = ("_stderr_clustered", "_stderr_clt", "_stderr")
 RECORD_METRICS: dict[str, Callable[[Mapping[str, Any]], float]] = {
@@ -162,7 +163,7 @@ def leaf_expected(name: str, results: dict[str, Any], lines: list[SampleLine]) -
                 values[metric].append(value)
     iters = results["config"].get("bootstrap_iters", 100000)
     score_key = str(config.get("score_key") or "score")
-    keys = [k for k in reported if "," in k and not k.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES)]
+    keys = [k for k in reported if _metric_key(k)]
     filters = {k.rsplit(",", 1)[1] for k in keys}
     recomputed: dict[str, Any] = {"lmms_size": _lmms_sample_len(lines, aggregations)}
     expected: dict[str, Any] = {}
@@ -240,39 +241,63 @@ def _lmms_sample_len(lines: list[SampleLine], aggregations: Mapping[str, str]) -
     return sum(last in line.data for line in lines) if last else len(lines)
 
 
-def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: str) -> list[str]:
-    """Group values: the mean over the leaves reporting the metric, weighted by how many items each scored."""
-    out = []
+def _metric_key(key: str) -> bool:
+    """Whether a results-row key is a `<metric>,<filter>` value (not its stderr, not `alias`)."""
+    return "," in key and not key.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES)
+
+
+def _group_metrics(results: dict[str, Any], recomputed: Mapping[str, dict]
+                   ) -> Iterator[tuple[str, dict[str, dict[str, Any]], dict[str, tuple[list[str], list[tuple]]]]]:
+    """Per group whose leaves were all recomputed: (group, its rows by section, `{metric key: (leaves that scored
+    it, their (value, n))}` for every metric key a row reports). Groups nest: a group's leaves are its tasks'."""
     children = results.get("group_subtasks") or {}
-    for group, reported in sorted((results.get("groups") or {}).items()):
+    for group in group_names(results):
         leaves = _group_leaves(group, children)
         if not leaves or any(leaf not in recomputed for leaf in leaves):
-            continue
-        for key, value in sorted(reported.items()):
-            if "," not in key or key.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES) or not _number(value):
-                continue
-            having, parts = _group_parts(key, leaves, recomputed)
-            if math.isnan(value) and not having:
-                continue  # a sub-type none of the leaves scored (a --limit run): NaN in lmms-eval as here
-            if not having:
-                out.append(f"{where}: {group}: {key}: cannot recompute (no subtask reports it)")
+            continue  # a leaf without samples is a mismatch line of its own
+        rows = group_rows(results, group)
+        keys = sorted({key for row in rows.values() for key in row if _metric_key(key)})
+        yield group, rows, {key: _group_parts(key, leaves, recomputed) for key in keys}
+
+
+def _check_groups(results: dict[str, Any], recomputed: dict[str, dict], where: str) -> list[str]:
+    """Every group row (lmms-eval writes one under `results` and one under `groups`): each metric is the mean over
+    the items of the leaves that scored it (every LEVANTE group weights by size), its stderr pooled as lmms-eval
+    pools it ("N/A" when a leaf has none)."""
+    out = []
+    for group, rows, parts_by_key in _group_metrics(results, recomputed):
+        for key, (having, parts) in parts_by_key.items():
+            reported = {section: row[key] for section, row in rows.items() if key in row}
+            if not having:  # a sub-type none of the leaves scored (a --limit run): NaN in lmms-eval as here
+                if any(_number(v) and not math.isnan(v) for v in reported.values()):
+                    out.append(f"{where}: {group}: {key}: cannot recompute (no subtask reports it)")
                 continue
             pooled = _pooled_mean(parts)
-            plain = sum(v for v, _ in parts) / len(parts)
-            if not (_close(value, pooled) or _close(value, plain)):
-                sizes = [recomputed[leaf]["lmms_size"] for leaf in having]
-                lmms = sum(v * n for (v, _), n in zip(parts, sizes, strict=True)) / sum(sizes)
-                why = (" (lmms-eval weighted each task by the item count of its last metric, not of this one: "
-                       f"{', '.join(f'{leaf} {n}' for leaf, n in zip(having, sizes, strict=True))})"
-                       if _close(value, lmms) else "")
-                out.append(f"{where}: {group}: {key}: reported {_show(value)}, pooled over {len(having)} "
-                           f"subtask(s) {_show(pooled)}{why}")
-                continue
-            stderr_key, want = _pooled_stderr(key, having, parts, recomputed)
-            if _number(reported.get(stderr_key)) and want is not None and not _close(reported[stderr_key], want):
-                out.append(f"{where}: {group}: {stderr_key}: reported {_show(reported[stderr_key])}, "
-                           f"recomputed {_show(want)} (pooled)")
+            stderr_key, stderr = _pooled_stderr(key, having, parts, recomputed)
+            for section, value in reported.items():
+                if not (_number(value) and _close(value, pooled)):
+                    out.append(f"{where}: {group}: {key} ({section} row): reported {_show(value)}, pooled over the "
+                               f"items of {len(having)} subtask(s) {_show(pooled)}"
+                               f"{_why_not_pooled(value, having, parts, recomputed)}")
+                    continue
+                got = rows[section].get(stderr_key)  # absent from a hand-made row: nothing to check
+                if stderr_key in rows[section] and not _close(None if got == "N/A" else got, stderr):
+                    out.append(f"{where}: {group}: {stderr_key} ({section} row): reported {_show(got)}, "
+                               f"pooled {_show(stderr)}")
     return out
+
+
+def _why_not_pooled(value: Any, having: list[str], parts: list[tuple], recomputed: Mapping[str, dict]) -> str:
+    """What a group value that is not the pooled mean is, when it is a known other weighting (else "")."""
+    if not _number(value):
+        return ""
+    sizes = [recomputed[leaf]["lmms_size"] for leaf in having]
+    if _close(value, _pooled_mean([(v, size) for (v, _), size in zip(parts, sizes, strict=True)])):
+        return (" (lmms-eval weighted each task by the item count of its last metric, not of this one: "
+                f"{', '.join(f'{leaf} {n}' for leaf, n in zip(having, sizes, strict=True))})")
+    if _close(value, _pooled_mean([(v, 1) for v, _ in parts])):
+        return " (the unweighted mean over the subtasks; a LEVANTE group weights each task by its items)"
+    return ""
 
 
 def _group_parts(key: str, leaves: list[str], recomputed: Mapping[str, dict]) -> tuple[list[str], list[tuple]]:
@@ -288,7 +313,7 @@ def _pooled_mean(parts: list[tuple]) -> float:
 
 def _pooled_stderr(key: str, having: list[str], parts: list[tuple],
                    recomputed: Mapping[str, dict]) -> tuple[str, float | None]:
-    """(the stderr key of a group metric, its pooled value, None when a leaf has no number for it)."""
+    """(the stderr key of a group metric, its pooled value, None ("N/A") when a leaf has no number for it)."""
     metric, filt = key.rsplit(",", 1)
     stderr_key = f"{metric}_stderr,{filt}"
     errs = [recomputed[leaf].get(stderr_key) for leaf in having]
@@ -297,23 +322,16 @@ def _pooled_stderr(key: str, having: list[str], parts: list[tuple],
     return stderr_key, stats.pooled_sample_stderr(errs, [n for _, n in parts])  # type: ignore[arg-type]
 
 
-def group_expected(results: dict[str, Any], recomputed: Mapping[str, dict]) -> dict[str, dict[str, float]]:
-    """Group -> {key: pooled value} of every numeric group metric (and its pooled stderr) that the leaves'
-    `leaf_expected` values make (what `rescore` writes)."""
-    out: dict[str, dict[str, float]] = {}
-    children = results.get("group_subtasks") or {}
-    for group, reported in (results.get("groups") or {}).items():
-        leaves = _group_leaves(group, children)
-        if not leaves or any(leaf not in recomputed for leaf in leaves):
-            continue
-        for key, value in reported.items():
-            if "," not in key or key.rsplit(",", 1)[0].endswith(STDERR_SUFFIXES) or not _number(value):
-                continue
-            having, parts = _group_parts(key, leaves, recomputed)
+def group_expected(results: dict[str, Any], recomputed: Mapping[str, dict]) -> dict[str, dict[str, float | None]]:
+    """Group -> {key: pooled value} of every group metric (and its pooled stderr, None = "N/A") that the leaves'
+    `leaf_expected` values make (what `rescore` writes into the group's rows)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for group, rows, parts_by_key in _group_metrics(results, recomputed):
+        for key, (having, parts) in parts_by_key.items():
             if having:
                 out.setdefault(group, {})[key] = _pooled_mean(parts)
                 stderr_key, want = _pooled_stderr(key, having, parts, recomputed)
-                if want is not None and _number(reported.get(stderr_key)):
+                if any(stderr_key in row for row in rows.values()):
                     out[group][stderr_key] = want
     return out
 
