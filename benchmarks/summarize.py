@@ -4,9 +4,10 @@ sets, and how the cost grows. Goal: 100 result sets summarized and verified in u
 A result set is one lmms-eval run as lmms-eval 0.7.x writes it: `<date>_results.json` plus one
 `<date>_samples_<task>.jsonl` per task. Sets are synthetic and generated here: models x seeds (10 lmms-eval seeds
 per model, so 100 sets = 10 models x 10 seeds), each over the 7 LEVANTE tasks with 128 items each (egma-math with
-its 11 per-sub-type metrics), i.e. 896 samples lines per set. Metrics and stderrs are computed the way lmms-eval
-does, and every task records the provenance block of docs/summary.md matching this installation and a data dir
-written here, so `verify` runs all of its checks and must report no mismatch.
+its 11 per-sub-type metrics), i.e. 896 samples lines per set, and the `levante` group's rows over them. Metrics
+and stderrs are computed the way lmms-eval does, and every task records the provenance block of docs/summary.md
+matching this installation and a data dir written here, so `verify` runs all of its checks and must report no
+mismatch.
 
 Each measurement is a fresh process; reported: wall seconds, CPU seconds (user + system of that process: what
 to compare on a shared machine) and its peak resident memory (wait4 rusage, includes the interpreter and the
@@ -32,8 +33,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from levante_tasks.core.parsing import PARSER_VERSION
 from levante_tasks.lmms.metrics import subtype_accuracy, subtype_values
 from levante_tasks.lmms.patcher import installed_lmms_eval
+from levante_tasks.schema.dataset import SCHEMA_VERSION
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary.provenance import task_source_sha256
 
@@ -87,7 +90,8 @@ def _task(task: str, family: str, n_options: int, skill: float, rng: random.Rand
                   "seed": 0, "variant": "original", "presented_order": order,
                   "choice_letter": letter, "choice_index": None if letter is None else order["ABCD".index(letter)],
                   "correct": correct, "parse_method": "lone_letter" if parsed else "none",
-                  "parse_confidence": 0.8 if parsed else 0.0, "option_scores": None, "option_scores_kind": None}
+                  "parse_confidence": 0.8 if parsed else 0.0, "parser_version": PARSER_VERSION, "option_texts": [],
+                  "option_scores": None, "option_scores_kind": None}
         line = {"doc_id": doc_id, "target": "ABCD"[order.index(0)], "filtered_resps": letter or "I am not sure",
                 "token_counts": [None], "doc_hash": "0" * 64, "levante_acc": float(correct),
                 "levante_parse_rate": float(parsed), "levante_item": record,
@@ -124,6 +128,21 @@ def _task(task: str, family: str, n_options: int, skill: float, rng: random.Rand
     return results, config, lines
 
 
+def _group_row(group: str, entries: list[dict]) -> dict:
+    """lmms-eval's row of a group over equal-size tasks (weight_by_size: true): per `levante_acc*` and
+    `levante_parse_rate` key the size-weighted mean and the pooled stderr ("N/A" when a task has none)."""
+    row: dict = {"alias": group}
+    keys = {k for e in entries for k in e if k.startswith(("levante_acc", "levante_parse_rate")) and "_stderr" not in k}
+    for key in sorted(keys):
+        having = [e for e in entries if key in e]
+        row[key] = sum(e[key] for e in having) / len(having)
+        stderr = key.replace(",", "_stderr,")
+        errs, total = [e[stderr] for e in having], ITEMS * len(having)
+        row[stderr] = "N/A" if "N/A" in errs else math.sqrt(
+            sum((ITEMS - 1) * se**2 * ITEMS for se in errs) / (total - len(having)) / total)
+    return row
+
+
 def write_set(folder: Path, model: int, seed: int, provenance: dict) -> int:
     """One lmms-eval run of model `model` with lmms-eval seed `seed`; returns its number of samples lines."""
     rng = random.Random(model * 1000 + seed)
@@ -141,6 +160,9 @@ def write_set(folder: Path, model: int, seed: int, provenance: dict) -> int:
         with open(out / f"{date}_samples_{task}.jsonl", "w", encoding="utf-8") as handle:
             handle.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
         lines_total += len(lines)
+    group = _group_row("levante", [results["results"][task] for task, _, _ in TASKS])
+    results["results"]["levante"], results["groups"] = group, {"levante": dict(group)}
+    results["group_subtasks"]["levante"] = [task for task, _, _ in TASKS]
     results.update({
         "config": {"model": "bench_model", "model_args": f"pretrained=org/bench-{model},revision={model:040x}",
                    "batch_size": 8, "device": "cuda:0", "limit": None, "offset": 0, "bootstrap_iters": 100000,
@@ -158,7 +180,9 @@ def write_data_dir(root: Path) -> Path:
     for _, family, _ in TASKS:
         folder = root / DATA_VERSION / "datasets" / family
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "dataset.json").write_text(json.dumps({"fingerprint": f"{family:x<64}"[:64]}), encoding="utf-8")
+        info = {"schema_version": SCHEMA_VERSION, "task": family, "version": DATA_VERSION, "n_items": ITEMS,
+                "fingerprint": f"{family:x<64}"[:64]}
+        (folder / "dataset.json").write_text(json.dumps(info), encoding="utf-8")
     return root
 
 
