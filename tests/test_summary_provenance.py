@@ -88,6 +88,22 @@ def test_test_models_are_recognised(adapter: str, answer: dict | None, expected:
     assert runs_model.is_test_model(adapter, answer) is expected
 
 
+@pytest.mark.parametrize(("config", "expected"), [
+    ('{"model_type": "qwen2_vl", "levante_test_model": "random-init"}', True),  # what tiny_models writes
+    ('{"model_type": "qwen2_vl"}', False),  # a real checkpoint
+    ('["levante_test_model"]', False), ("not json", False), (None, False),  # no config.json
+])
+def test_a_checkpoint_is_a_test_model_by_its_config_mark(tmp_path: Path, config: str | None, expected: bool) -> None:
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    if config is not None:
+        (folder / "config.json").write_text(config, encoding="utf-8")
+    assert runs_model.marked_test_checkpoint(str(folder)) is expected
+    got = runs_model.model_identity(results_for("qwen2_vl", f"pretrained={folder},device_map=cpu"), None)
+    assert got == {"adapter": "qwen2_vl", "public_id": "ckpt", "revision": "unknown", "test_model": expected}
+    assert runs_model.marked_test_checkpoint("org/hub-model") is False
+
+
 def test_redacted_model_args_hold_no_local_path() -> None:
     text = runs_model.redact_model_args("pretrained=/home/alice/models/tiny-clip,dtype=float32,cache=~/c")
     assert text == "pretrained=tiny-clip,dtype=float32,cache=c"

@@ -213,3 +213,52 @@ def test_verify_finds_a_same_size_edit_of_a_reported_metric(
     assert status == 1
     lines = [line for line in err.splitlines() if "levante_parse_rate" in line]
     assert len(lines) == 1 and "levante_vocab" in lines[0] and "0.9" in lines[0], err
+
+
+def test_a_builtin_class_on_a_tiny_checkpoint_is_marked_a_test_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """lmms-eval's own `qwen2_vl` class (its plain-text answers say nothing of the checkpoint) on a random-init
+    tiny_models checkpoint: the mark in the checkpoint's config.json makes its row a test model in matrix.json,
+    matrix.csv, summary.md and compare's records; without the mark the same run is no test model."""
+    import subprocess
+    import sys
+
+    from levante_tasks.compare.records import read_records
+    from levante_tasks.schema.markers import TEST_MODEL_CONFIG_KEY
+    from levante_tasks.testing.fixture_data import write_fixture
+    from levante_tasks.testing.tiny_models import build_tiny_qwen_vl
+
+    write_fixture(tmp_path / "data")
+    checkpoint = build_tiny_qwen_vl(tmp_path / "tiny-qwen2-vl", "qwen2_vl")
+    env = {**os.environ, "LEVANTE_DATA_DIR": str(tmp_path / "data"), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    env.pop("LEVANTE_DATA_VERSION", None)
+    command = [sys.executable, "-m", "lmms_eval", "--model", "qwen2_vl", "--model_args",
+               f"pretrained={checkpoint},device_map=cpu,min_pixels=3136,max_pixels=12544", "--force_simple",
+               "--tasks", "levante_vocab", "--limit", "2", "--gen_kwargs", "max_new_tokens=2", "--batch_size", "1",
+               "--device", "cpu", "--output_path", str(tmp_path / "out"), "--log_samples", "--verbosity", "WARNING"]
+    run = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+    def summarized() -> tuple[dict, str, list[dict]]:
+        out = tmp_path / "summary"
+        assert main(["summarize", str(tmp_path / "out"), "--out", str(out), "--no-plot"]) == 0, capsys.readouterr()
+        with (out / "matrix.csv").open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        return (json.loads((out / "matrix.json").read_text(encoding="utf-8")),
+                (out / "summary.md").read_text(encoding="utf-8"), rows)
+
+    document, text, rows = summarized()
+    assert [(m["model"], m["adapter"], m["test_model"]) for m in document["models"]] == [
+        ("tiny-qwen2-vl", "qwen2_vl", True)]
+    assert [line for line in text.splitlines() if line.startswith("> **TEST MODEL")][0].endswith("(qwen2_vl)**")
+    assert rows and all(row["test_model"] == "True" for row in rows)
+    table, _ = read_records(tmp_path / "out")
+    assert len(table) == 2 and table["test_model"].all()
+
+    config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+    del config[TEST_MODEL_CONFIG_KEY]
+    (checkpoint / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    document, text, rows = summarized()
+    assert not document["models"][0]["test_model"] and "TEST MODEL" not in text
+    assert not read_records(tmp_path / "out")[0]["test_model"].any()

@@ -3,7 +3,8 @@
 From the results file's `config` (model, model_args), lmms-eval's `model_name`, and the first JSON answers of its
 samples files (docs/design.md §3c: levante adapters write the model's id and revision there). A local checkpoint
 path never becomes a name (outputs carry no absolute paths): its folder name or hub id stands in for it; credentials
-in model_args are redacted.
+in model_args are redacted. A test model is known by its answers, its adapter (the offline doubles) or the mark in
+the config.json of the checkpoint folder it ran (lmms-eval's own classes on a tiny_models checkpoint).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.runs.lmms import SampleLine
-from levante_tasks.schema.markers import TEST_DOUBLE_ADAPTERS, TEST_INSPECT_PROVIDER
+from levante_tasks.schema.markers import TEST_DOUBLE_ADAPTERS, TEST_INSPECT_PROVIDER, TEST_MODEL_CONFIG_KEY
 
 UNKNOWN = "unknown"  # a value the run did not record; it differs from any known value in every comparison
 HEX40 = re.compile(r"[0-9a-f]{40}")
@@ -60,7 +61,8 @@ def redact_model_args(value: Any) -> str:
 
 
 def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`{"adapter", "public_id", "revision", "test_model"}` of the run's model (test_model: is_test_model).
+    """`{"adapter", "public_id", "revision", "test_model"}` of the run's model (test_model: is_test_model, or the
+    checkpoint it names is marked: marked_test_checkpoint).
 
     Public id: `model_id=` in model_args, else the id the model wrote into its JSON answers (levante adapters),
     else lmms-eval's model name (a local path becomes its folder name or hub id), else the adapter with its
@@ -87,8 +89,9 @@ def model_identity(results: Mapping[str, Any], answer: Mapping[str, Any] | None)
         public_id = f"{adapter}[{redact_model_args(run.get('model_args'))}]" if args else adapter
     revision = next((r for r in (args.get("revision"), answer.get("revision"), path_rev)
                      if isinstance(r, str) and HEX40.fullmatch(r)), UNKNOWN)
+    checkpoints = {str(c) for c in (args.get("pretrained"), results.get("model_name")) if c}
     return {"adapter": adapter, "public_id": public_id, "revision": revision,
-            "test_model": is_test_model(adapter, answer)}
+            "test_model": is_test_model(adapter, answer) or any(map(marked_test_checkpoint, checkpoints))}
 
 
 def is_test_model(adapter: str, answer: Mapping[str, Any] | None) -> bool:
@@ -97,6 +100,18 @@ def is_test_model(adapter: str, answer: Mapping[str, Any] | None) -> bool:
     provider = adapter.removeprefix("inspect_ai:").split("/", 1)[0]
     return bool((answer or {}).get("test_model")) or adapter in TEST_DOUBLE_ADAPTERS or (
         adapter.startswith("inspect_ai:") and provider == TEST_INSPECT_PROVIDER)
+
+
+def marked_test_checkpoint(pretrained: str) -> bool:
+    """Whether the checkpoint folder a run names (`pretrained=`, as the run's process read it) is a random-init test
+    model: its config.json carries TEST_MODEL_CONFIG_KEY (levante_tasks.testing.tiny_models writes it). The mark of
+    runs of lmms-eval's own classes (qwen2_vl, llava_hf, ...), whose answers say nothing of their checkpoint; a
+    hub id, a folder no longer there or a config.json that is not JSON is no test model."""
+    try:
+        config = json.loads((Path(pretrained).expanduser() / "config.json").read_text(encoding="utf-8"))
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a `~user` path of no such user
+        return False
+    return isinstance(config, dict) and TEST_MODEL_CONFIG_KEY in config
 
 
 def json_answer(line: Mapping[str, Any]) -> dict[str, Any] | None:
