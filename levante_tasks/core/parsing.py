@@ -2,19 +2,24 @@
 (`Parsed.method`, recorded as `parse_method`) with a fixed confidence; anything else is left unparsed (wrong).
 
 Order: a JSON object decides alone (strict `json`/`scores`, else `near_json`: an object in prose, truncated, with
-single quotes or a trailing comma); then the whole answer as one letter (`lone_letter`); then the letter forms of
-the prose: a last line `ANSWER: B` after reasoning (`answer_line`) decides when no other ANSWER line contradicts it;
-else the forms (`answer_is`, `option_is`, `i_choose`, `letter_first`, `final_letter`), which must all name the same
+single quotes or a trailing comma); then a last line `ANSWER: B` (`**Answer: B**`) or one whose one letter is a
+`\\boxed{B}` after reasoning (`answer_line`) decides when no other ANSWER line or boxed letter contradicts it; then
+the whole answer as one letter (`lone_letter`); then the letter forms of the prose (`answer_is`, `option_is`,
+`i_choose`, `letter_first`, `final_letter`; "The answer is 8 (C)." when C's text is 8), which must all name the same
 letter (`letter_first` only when no second line opens with a marked letter, as a restated option list "A) cat /
 B) dog" does); then the whole answer as one option's text (`option_text`). A letter is a standalone capital, never
 a word's first letter ("Dog"). Rejected as ambiguous: two different letters (a form's letter and any other
 standalone letter A-H of the answer: "B, D", "B. Wait, actually it is C."), a hedge ("A or B"), a letter outside
 the item's options, a tie of scores, and a bare `A` followed by a word ("The answer is A cat": the article).
+Negations: a form after a negating word in its clause states nothing ("The incorrect answer is C"), and a letter
+ruled out where it stands ("not C", "A is too small", "C: incorrect") is no answer and no second letter ("B. Because
+A is too small." is B); a negation negated ("C can't be ruled out") rules nothing out. A false reading is worse
+than none: what the grammar does not know stays unparsed.
 Upper-case letters only, except where a letter cannot be an article: a JSON answer value and a line `ANSWER: b`.
 An item of a translated locale is read by these forms plus its locale's own (`core.answer_words`: "Die Antwort ist
-B", "Respuesta: C", its hedges, quotes and elisions), under the same rules; an English item by these alone.
-`PARSER_VERSION` names this grammar in every record (a translated item's with its locale's part, `grammar_version`:
-"3+de.1"); change it with any change of what is read.
+B", "Respuesta: C", its hedges, negations, quotes and elisions), under the same rules; an English item by these
+alone. `PARSER_VERSION` names this grammar in every record (a translated item's with its locale's part,
+`grammar_version`: "4+de.2"); change it with any change of what is read.
 """
 
 from __future__ import annotations
@@ -150,8 +155,8 @@ def _compile(words: AnswerWords | None) -> _Grammar:
         lone=re.compile(rf"^[\s{_OPEN_MARKS}{marks}]*([A-Z])[\s{_CLOSE_MARKS}{marks}]*[.,:;!]?{close}\s*$"),
         final=re.compile(rf"(?:^|[.!?]\s+|\n\s*){open_}\s*([A-Z])\s*{close}[.!]?\s*$"),  # not "Not: D"
         standalone=re.compile(rf"(?<![^\W_])(?P<open>{open_})(?P<letter>[A-H])(?![^\W_]){elided}(?P<close>{close})"),
-        hedge=re.compile(rf"(?<![^\W_])[A-Z](?:\s*/\s*|\s+(?i:{joined('or|and', words.hedges if words else '')})"
-                         r"\s+)[A-Z](?![^\W_])"),
+        hedge=re.compile(rf"(?<![^\W_])[A-Z](?:\s*/\s*|\s+(?i:{joined('or|and', words.hedges if words else '')})\s+)"
+                         r"[A-Z](?![^\W_])"),
         article_next=re.compile(
             rf"\s+(?!(?:{joined('is|seems|looks|or|and', words.continuations if words else '')})\b)\w"),
         answer_prefix=re.compile(joined(r"^(?:the\s+)?(?:(?:correct|final)\s+)?answer(?:\s+is\s*:?|\s*:)\s*",
