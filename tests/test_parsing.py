@@ -124,6 +124,96 @@ def test_capitalised_words_several_letters_and_corrections(text: str, letter: st
     assert (parsed.letter, parsed.method) == (letter, method)
 
 
+VALUES = ["4", "2", "8", "1"]  # option texts: C reads 8
+
+
+@pytest.mark.parametrize(
+    ("text", "letter", "method"),
+    [
+        # an option named alone as a sentence
+        ("Option B.", "B", "option_is"),
+        ("**Option C**", "C", "option_is"),
+        ("The dog is bigger. Option D.", "D", "option_is"),
+        ("The answer is option B.", "B", "answer_is"),
+        # a bold or final answer line after reasoning that names other letters: the declared answer
+        ("C is a cat and D a bird, so the dog.\n**Answer: B**", "B", "answer_line"),
+        ("The dog is bigger.\n**Answer:** D", "D", "answer_line"),
+        ("C is a cat.\nFinal Answer: B", "B", "answer_line"),
+        # a LaTeX boxed letter; closing reasoning that names other letters, the declared answer
+        (r"\boxed{B}", "B", "answer_is"),
+        (r"The answer is $\boxed{C}$.", "C", "answer_is"),
+        (r"\boxed{\text{D}}", "D", "answer_is"),
+        ("C has 3 dots and D has 5.\nSo the answer is $\\boxed{B}$.", "B", "answer_line"),
+        # an option's text followed by its own letter in brackets
+        ("The answer is 8 (C).", "C", "answer_is"),
+        ("Answer: 8 (C)", "C", "answer_is"),
+        ("The dog has more. 8 (C)", "C", "answer_is"),
+        ("Answer: 4", "A", "option_text"),
+        # an answer, then an explanation that rules the other options out
+        ("B. Because A is too small and C is too big.", "B", "letter_first"),
+        ("The answer is B. Option A is wrong because it is too small.", "B", "answer_is"),
+        ("The answer is D, not C.", "D", "answer_is"),
+        ("The answer is B, not A or C.", "B", "answer_is"),
+        ("I pick (B): A and C are wrong, D is too big.", "B", "i_choose"),
+        ("The answer is B because A and C are too small.", "B", "answer_is"),
+        ("Option C can't be right and D is too small. I choose A.", "A", "i_choose"),
+        ("It's not B. The answer is C.", "C", "answer_is"),
+        ("Not A. Not B. C.", "C", "final_letter"),
+    ],
+)
+def test_option_sentences_bold_lines_boxed_letters_valued_letters_and_explanations_are_read(
+        text: str, letter: str, method: str) -> None:
+    parsed = parse_choice(text, LETTERS, VALUES)
+    assert (parsed.letter, parsed.method) == (letter, method)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # negations and eliminations: a form taken back, a letter ruled out, a `<word>: X` line
+        "The incorrect answer is C.",
+        "The least likely answer is D.",
+        "The wrong option is C.",
+        "The worst choice would be B.",
+        "Incorrect answer: C",
+        "I don't think the answer is B.",
+        "Every option except (C) is correct.",
+        "Eliminated: A",
+        "Not: D",
+        "Wrong: C",
+        "C: incorrect",
+        "D) wrong",
+        "Option B is wrong.",
+        "The answer is not C.",
+        "Rule out B.",
+        r"So the incorrect answer is $\boxed{C}$.",
+        "The dog is bigger.\nThe least likely answer is $\\boxed{C}$.",
+        "The incorrect answer is C. The answer is B.",
+        # the new forms keep the strictness: a second letter, a hedge, a contradiction
+        "Option B. Wait, actually C.",
+        "Option B or C.",
+        "Option A. Option B.",
+        "The answer is B. No, B is wrong.",
+        r"\boxed{B}. Wait, actually it is C.",
+        r"\boxed{B} or \boxed{C}",
+        "C is a cat.\n**Answer: B**\n**Answer: C**",
+        "The answer is 8 (A).",  # 8 is C's text
+        "The answer is 2 (C).",
+        "B. Because A is too small and C is the dog.",  # C is not ruled out
+        "The answer is A or B, not C.",
+        "The answer is B, though D is also possible.",
+        # a negation negated leaves the other option standing
+        "The answer is B. However, C is not wrong either.",
+        "The answer is B, but C can't be ruled out.",
+        "The answer is B, though I would not rule out C.",
+        "The answer is B; we cannot exclude C.",
+        "The answer is B. Option C doesn't look wrong either.",
+    ],
+)
+def test_negations_eliminations_and_contradictions_are_not_read(text: str) -> None:
+    assert parse_choice(text, LETTERS, VALUES).method == "none", text
+
+
 @pytest.mark.parametrize("scores", [{"A": -1.0, "B": -1.0, "C": -1.0, "D": -1.0}, {"A": -3.0, "B": -0.5, "C": -0.5,
                                                                               "D": -2.0}])
 def test_tied_scores_are_unparsed_but_kept(scores: dict[str, float]) -> None:
@@ -191,7 +281,20 @@ FORMS = [
     ("{{'answer': '{X}',}}", "any", "near_json"), ("{X}) ", "start", "letter_first"),
     ("{X}. ", "start", "letter_first"), ("({X}) ", "start", "letter_first"), ("\n{X}", "end", "final_letter"),
     ('{{"answer": "{X}", "reason": "the', "end", "near_json"),
+    ("Option {X}.", "any", "option_is"), ("$\\boxed{{{X}}}$", "any", "answer_is"),
+    ("\n**Answer: {X}**", "end", "answer_line"), ("\nSo the answer is $\\boxed{{{X}}}$.", "end", "answer_line"),
 ]
+# what takes a letter back: a negated form, an eliminated or excluded letter, a `<word>: X` line
+NEGATED = ["The incorrect answer is {x}.", "The least likely answer is {x}.", "The wrong option is {x}.",
+           "Incorrect answer: {x}", "I don't think the answer is {x}.", "Every option except ({x}) is correct.",
+           "Eliminated: {x}", "Not: {x}", "{x}: incorrect", "Option {x} is wrong.", "The answer is not {x}.",
+           "Rule out {x}.", "It is not {x}.", "So the worst choice would be **{x}**.", "Excluded: {x}"]
+# what rules another option out in an explanation after the answer
+RULED_OUT = ["{y} is wrong.", "Option {y} is too small.", "Not {y}.", "{y} can't be right.", "Rule out {y}.",
+             "{y} is incorrect."]
+# what leaves another option standing although it negates: a negation negated (a bare "A can't" is the article)
+STANDING = ["{y} is not wrong either.", "({y}) can't be ruled out.", "I would not rule out {y}.",
+            "We cannot exclude {y}.", "Option {y} is not the only wrong one."]
 
 
 def _embed(template: str, where: str, letter: str, before: str, after: str) -> str:
@@ -211,7 +314,7 @@ def test_fuzz_every_accepted_form_in_prose_reads_its_letter(form, n, data, befor
     template, where, name = form
     parsed = parse_choice(_embed(template, where, letter, before, after), letters)
     assert parsed.letter == letter
-    line_form = template.startswith("\nANSWER")  # alone: answer_is; closing an answer: answer_line
+    line_form = template.startswith("\nANSWER") or name == "answer_line"  # alone: answer_is; closing: answer_line
     assert parsed.method in ((name, "lone_letter") if not line_form else ("answer_is", "answer_line")), parsed
     assert parsed.confidence == CONFIDENCE[parsed.method]
 
@@ -221,13 +324,16 @@ def test_fuzz_every_accepted_form_in_prose_reads_its_letter(form, n, data, befor
        st.integers(2, 8), st.data(), PROSE)
 def test_fuzz_near_misses_stay_unparsed(first, second, n, data, prose) -> None:
     """Two forms naming different letters (one opening or inside the answer, one inside or closing it), a form and
-    a second standalone letter, a letter beyond the item's options, the article, a lower-case prose letter, a hedge:
-    all unparsed."""
+    a second standalone letter, a letter beyond the item's options, the article, a lower-case prose letter, a hedge,
+    a negated form or ruled-out letter (alone, after prose, or after a form naming the same letter), a form and a
+    second letter whose negation is negated ("C can't be ruled out"): all unparsed."""
     letters = list("ABCDEFGH"[:n])
     x, y = data.draw(st.lists(st.sampled_from(letters), min_size=2, max_size=2, unique=True))
     outside = "ABCDEFGH"[n] if n < 8 else "Z"
+    negated = data.draw(st.sampled_from(NEGATED)).format(x=x)
+    standing = data.draw(st.sampled_from(STANDING)).format(y=y)
     two_forms = _embed(first[0], first[1], x, prose, "") + ". " + _embed(second[0], second[1], y, prose, "")
-    closing = second[0].startswith("\nANSWER")  # then a last ANSWER line: the declared answer (test_examples)
+    closing = second[0].startswith("\nANSWER") or second[2] == "answer_line"  # a declared answer (test_examples)
     texts = [
         *([] if closing else [two_forms]),
         _embed(first[0], first[1], outside, prose, prose),
@@ -237,9 +343,30 @@ def test_fuzz_near_misses_stay_unparsed(first, second, n, data, prose) -> None:
         f"{prose}. The answer is {x} OR {y}.",
         _embed(first[0], first[1], x, prose, "") + f". {prose}, actually it is {y}.",  # a self-correction
         f"{prose}. The answer is {x}, {y}.",
+        negated,
+        f"{prose}. {negated}",
+        f"{prose}.\n{negated}",
+        _embed(first[0], first[1], x, prose, "") + f" {prose}. {x} is wrong.",
+        _embed(first[0], first[1], x, prose, "") + f" {prose}. {standing}",
     ]
     for text in texts:
         assert parse_choice(text, letters).method == "none", text
+
+
+@FUZZ
+@given(st.sampled_from([f for f in FORMS if f[1] != "end"]), st.integers(2, 8), st.data(), PROSE)
+def test_fuzz_an_answer_then_an_explanation_ruling_out_other_options_reads_the_answer(form, n, data, prose) -> None:
+    """A form naming a letter, then prose and the other options ruled out one by one or together ("B. Because A is
+    too small and C is too big."): the form's letter."""
+    letters = list("ABCDEFGH"[:n])
+    x = data.draw(st.sampled_from(letters))
+    others = data.draw(st.lists(st.sampled_from([y for y in letters if y != x]), min_size=1, max_size=3, unique=True))
+    if len(others) > 1 and data.draw(st.booleans()):
+        explanation = f"{' and '.join(others)} are wrong."
+    else:
+        explanation = " ".join(data.draw(st.sampled_from(RULED_OUT)).format(y=y) for y in others)
+    text = _embed(form[0], form[1], x, prose, "") + f" {prose}. {explanation}"
+    assert parse_choice(text, letters).letter == x, text
 
 
 @FUZZ

@@ -1,7 +1,7 @@
 """Answers in the item's locale (core.parsing with core.answer_words): each translated locale's forms are read for
 items of that locale, besides the English ones, with the English strictness (one letter, hedges in the locale, a
 capital that is a word, French elision); fuzzed on both sides per locale (small, derandomized runs). Records of a
-translated item name the locale's grammar in `parser_version` (`3+de.1`), and every harness passes the locale.
+translated item name the locale's grammar in `parser_version` (`4+de.2`), and every harness passes the locale.
 """
 
 from __future__ import annotations
@@ -95,6 +95,31 @@ DE, ES, FR, NL, CH = (locale(code) for code in ("de", "es-CO", "fr-CA", "nl", "d
     (NL, "Het antwoord is B of C.", None, "none"),
     (NL, "B en C zijn fout. Het antwoord is A.", None, "none"),
     (NL, "Het antwoord is B. Nee, eigenlijk C.", None, "none"),
+    # parser version 4: an option named alone as a sentence, an answer with another option ruled out
+    (DE, "Auswahl C.", "C", "option_is"),
+    (DE, "Die Antwort ist B, nicht C.", "B", "answer_is"),
+    (ES, "Opción B.", "B", "option_is"),
+    (ES, "La respuesta es B, no C.", "B", "answer_is"),
+    (FR, "Choix D.", "D", "option_is"),
+    (FR, "La réponse est B, pas C.", "B", "answer_is"),
+    (NL, "Optie C.", "C", "option_is"),
+    (NL, "Het antwoord is B, niet C.", "B", "answer_is"),
+    # negations and eliminations in the locale's words: not read
+    (DE, "Die falsche Antwort ist C.", None, "none"),
+    (DE, "Die unwahrscheinlichste Antwort ist D.", None, "none"),
+    (DE, "Nicht: D", None, "none"),
+    (DE, "Ausgeschlossen: A", None, "none"),
+    (CH, "Die am wenigsten wahrscheinliche Antwort ist D.", None, "none"),
+    (ES, "No es la respuesta: C", None, "none"),
+    (ES, "Descartada: A", None, "none"),
+    (ES, "Opción B. No, en realidad C.", None, "none"),
+    (FR, "La mauvaise réponse est C.", None, "none"),
+    (FR, "Ce n’est pas la réponse : C", None, "none"),
+    (FR, "Éliminée : C", None, "none"),
+    (NL, "Het foute antwoord is C.", None, "none"),
+    (NL, "Het minst waarschijnlijke antwoord is D.", None, "none"),
+    (NL, "Niet: D", None, "none"),
+    (NL, "Uitgesloten: A", None, "none"),
 ])
 def test_locale_forms(loc, text: str, letter: str | None, method: str) -> None:
     parsed = parse_choice(text, LETTERS, ["Katze", "Hund", "Vogel", "Fisch"] if loc.language == "de"
@@ -103,7 +128,8 @@ def test_locale_forms(loc, text: str, letter: str | None, method: str) -> None:
 
 
 ENGLISH_READS = ["The answer is B.", "Answer: (B)", "Option B is correct.", "I pick (B).", "B", '{"answer": "B"}',
-                 "The dog is bigger.\nANSWER: B"]
+                 "The dog is bigger.\nANSWER: B", "Option B.", r"\boxed{B}", "A is a cat.\n**Answer: B**",
+                 "The answer is B. Option A is wrong."]
 
 
 @pytest.mark.parametrize("loc", TRANSLATED)
@@ -138,22 +164,22 @@ FORMS = {
            ("Die richtige Antwort lautet **{X}**.", "any", "answer_is"), ("Die Antwort ist „{X}“.", "any", "answer_is"),
            ("Option {X} ist richtig.", "any", "option_is"), ("{X} ist die richtige Antwort.", "start", "option_is"),
            ("Ich wähle ({X}).", "any", "i_choose"), ("Ich würde {X} wählen.", "any", "i_choose"),
-           ("\nAntwort: {x}", "end", "answer_line")],
+           ("\nAntwort: {x}", "end", "answer_line"), ("Auswahl {X}.", "any", "option_is")],
     "es": [("La respuesta es {X}.", "any", "answer_is"), ("Respuesta: ({X})", "any", "answer_is"),
            ("La respuesta correcta es la {X}.", "any", "answer_is"), ("La respuesta es «{X}».", "any", "answer_is"),
            ("La opción {X} es correcta.", "any", "option_is"), ("{X} es la respuesta correcta.", "start", "option_is"),
            ("Elijo ({X}).", "any", "i_choose"), ("Elijo la opción {X}.", "any", "i_choose"),
-           ("\nRespuesta: {x}", "end", "answer_line")],
+           ("\nRespuesta: {x}", "end", "answer_line"), ("Opción {X}.", "any", "option_is")],
     "fr": [("La réponse est {X}.", "any", "answer_is"), ("Réponse : ({X})", "any", "answer_is"),
            ("La bonne réponse est **{X}**.", "any", "answer_is"), ("La réponse est « {X} ».", "any", "answer_is"),
            ("L’option {X} est correcte.", "any", "option_is"), ("{X} est la bonne réponse.", "start", "option_is"),
            ("Je choisis ({X}).", "any", "i_choose"), ("J’opte pour {X}.", "any", "i_choose"),
-           ("\nRéponse : {x}", "end", "answer_line")],
+           ("\nRéponse : {x}", "end", "answer_line"), ("Choix {X}.", "any", "option_is")],
     "nl": [("Het antwoord is {X}.", "any", "answer_is"), ("Antwoord: ({X})", "any", "answer_is"),
            ("Het juiste antwoord is **{X}**.", "any", "answer_is"), ("Het antwoord is ‘{X}’.", "any", "answer_is"),
            ("Optie {X} is correct.", "any", "option_is"), ("{X} is het juiste antwoord.", "start", "option_is"),
            ("Ik kies ({X}).", "any", "i_choose"), ("Ik zou {X} kiezen.", "any", "i_choose"),
-           ("\nAntwoord: {x}", "end", "answer_line")],
+           ("\nAntwoord: {x}", "end", "answer_line"), ("Optie {X}.", "any", "option_is")],
 }
 # per language: "the answer is", its hedge words, and what a self-correction says before the second letter
 NEAR = {"de": ("Die Antwort ist", ("oder", "und", "bzw."), "nein, eigentlich"),
@@ -161,6 +187,16 @@ NEAR = {"de": ("Die Antwort ist", ("oder", "und", "bzw."), "nein, eigentlich"),
         "fr": ("La réponse est", ("ou", "et"), "en fait, c’est plutôt"),
         "nl": ("Het antwoord is", ("of", "en"), "nee, eigenlijk")}
 LOCALE_OF = {"de": DE, "es": ES, "fr": FR, "nl": NL}
+# per language: a negated form, an eliminated or excluded letter, a `<word>: X` line (English ones are read too)
+NEGATED = {"de": ["Die falsche Antwort ist {x}.", "Die unwahrscheinlichste Antwort ist {x}.", "Nicht: {x}",
+                  "Ausgeschlossen: {x}", "Die Antwort ist nicht {x}.", "Option {x} ist falsch.",
+                  "Die am wenigsten wahrscheinliche Antwort ist {x}."],
+           "es": ["No es la respuesta: {x}", "Descartada: {x}", "La respuesta no es {x}.",
+                  "La respuesta incorrecta es {x}.", "Todas excepto la {x}.", "Incorrecta: {x}"],
+           "fr": ["La mauvaise réponse est {x}.", "Ce n’est pas la réponse : {x}", "Éliminée : {x}",
+                  "La réponse n’est pas {x}.", "Toutes sauf {x}.", "La fausse réponse est {x}."],
+           "nl": ["Het foute antwoord is {x}.", "Het minst waarschijnlijke antwoord is {x}.", "Niet: {x}",
+                  "Uitgesloten: {x}", "Het antwoord is niet {x}.", "Het onjuiste antwoord is {x}."]}
 
 
 def _embed(template: str, where: str, letter: str, before: str, after: str) -> str:
@@ -194,7 +230,8 @@ def test_fuzz_every_locale_form_in_its_prose_reads_its_letter(language: str, n: 
 @given(st.sampled_from(sorted(FORMS)), st.integers(2, 8), st.data())
 def test_fuzz_locale_near_misses_stay_unparsed(language: str, n: int, data) -> None:
     """Two forms naming different letters, a form and a self-correction, a letter beyond the options, a bare A
-    before a word, a lower-case prose letter, a hedge in the locale's words, two letters: all unparsed."""
+    before a word, a lower-case prose letter, a hedge in the locale's words, two letters, a negated form or ruled-out
+    letter in the locale's words or English: all unparsed."""
     letters = list("ABCDEFGH"[:n])
     x, y = data.draw(st.lists(st.sampled_from(letters), min_size=2, max_size=2, unique=True))
     first = data.draw(st.sampled_from([f for f in FORMS[language] if f[1] != "end"]))
@@ -203,6 +240,7 @@ def test_fuzz_locale_near_misses_stay_unparsed(language: str, n: int, data) -> N
     outside = "ABCDEFGH"[n] if n < 8 else "Z"
     answer_is, hedges, correction = NEAR[language]
     hedge = data.draw(st.sampled_from(hedges))
+    negated = data.draw(st.sampled_from(NEGATED[language] + ["The incorrect answer is {x}.", "Eliminated: {x}"]))
     texts = [
         _embed(first[0], first[1], x, prose, "") + ". " + _embed(second[0], "any", y, prose, ""),
         _embed(first[0], first[1], x, prose, "") + f" {prose}, {correction} {y}.",
@@ -211,6 +249,9 @@ def test_fuzz_locale_near_misses_stay_unparsed(language: str, n: int, data) -> N
         f"{prose}. {answer_is.lower()} {x.lower()}.",
         f"{prose}. {answer_is} {x} {hedge} {y}.",
         f"{prose}. {answer_is} {x}, {y}.",
+        negated.format(x=x),
+        f"{prose}. " + negated.format(x=x),
+        f"{prose}.\n" + negated.format(x=x),
     ]
     for text in texts:
         assert parse_choice(text, letters, (), LOCALE_OF[language]).method == "none", text
@@ -219,10 +260,12 @@ def test_fuzz_locale_near_misses_stay_unparsed(language: str, n: int, data) -> N
 # ---- the grammar's version in records, and every caller passing the locale ----------------------------------------
 
 def test_parser_version_names_the_locale_grammar_only_for_translated_items() -> None:
-    assert grammar_version(ENGLISH) == PARSER_VERSION == "3"
+    assert grammar_version(ENGLISH) == PARSER_VERSION == "4"
     assert {loc.code: grammar_version(loc) for loc in TRANSLATED} == {
-        loc.code: f"3+{loc.code}.{WORDS[loc.code].version}" for loc in TRANSLATED}
+        loc.code: f"4+{loc.code}.{WORDS[loc.code].version}" for loc in TRANSLATED}
+    assert {words.version for words in WORDS.values()} == {"2"}  # the negations of parser version 4 in every locale
     assert all(version_locale(grammar_version(loc)) is loc for loc in LOCALES)
+    assert version_locale("3+de.1") is DE  # a record of an older grammar still names its locale
     with pytest.raises(LocaleError):
         version_locale("3+xx.1")
 
@@ -239,22 +282,22 @@ def test_lmms_process_results_reads_the_docs_locale() -> None:
 
     english = process_results(_doc(None), ["Die Antwort ist B."])["levante_item"]
     german = process_results(_doc("de"), ["Die Antwort ist B."])["levante_item"]
-    assert (english["choice_letter"], english["parser_version"]) == (None, "3")
+    assert (english["choice_letter"], english["parser_version"]) == (None, "4")
     assert (german["choice_letter"], german["choice_index"], german["correct"]) == ("B", 0, 1)
-    assert (german["parse_method"], german["parser_version"]) == ("answer_is", "3+de.1")
+    assert (german["parse_method"], german["parser_version"]) == ("answer_is", "4+de.2")
     assert "locale" not in english and "locale" not in german  # the record's keys are English's
 
 
 def test_reparse_reads_the_locale_its_parser_version_names() -> None:
     doc = _doc("es-CO")
     saved = records.choice_record(doc, parse_choice("x", LETTERS), option_texts=["cat", "dog", "bird", "fish"])
-    assert saved["parser_version"] == "3+es-CO.1"
+    assert saved["parser_version"] == "4+es-CO.2"
     fresh = reparse.reparse(saved, ["La respuesta es la B."])
-    assert (fresh["choice_letter"], fresh["parse_method"], fresh["parser_version"]) == ("B", "answer_is", "3+es-CO.1")
+    assert (fresh["choice_letter"], fresh["parse_method"], fresh["parser_version"]) == ("B", "answer_is", "4+es-CO.2")
     assert reparse.reparse(saved | {"parser_version": "3"}, ["La respuesta es la B."])["choice_letter"] is None
     older = saved | {"parser_version": "3+es-CO.0"}
     assert reparse.disagreement(older, ["La respuesta es la B."]).startswith(
-        "recorded by parser version 3+es-CO.0 as None by none, correct 0; parser version 3+es-CO.1 reads")
+        "recorded by parser version 3+es-CO.0 as None by none, correct 0; parser version 4+es-CO.2 reads")
     with pytest.raises(reparse.NotReparsable, match="names no known locale"):
         reparse.record_doc(saved | {"parser_version": "3+xx.1"})
 
@@ -287,5 +330,5 @@ def test_inspect_sample_and_scorer_read_the_docs_locale(fixture_dir: Path, monke
         return asyncio.run(score(SimpleNamespace(metadata=sample.metadata, output=output), None)).metadata[
             "levante_item"]
 
-    assert (scored(english)["choice_letter"], scored(english)["parser_version"]) == (None, "3")
+    assert (scored(english)["choice_letter"], scored(english)["parser_version"]) == (None, "4")
     assert (scored(german)["choice_letter"], scored(german)["correct"]) == (doc["target_letter"], 1)

@@ -2,19 +2,24 @@
 (`Parsed.method`, recorded as `parse_method`) with a fixed confidence; anything else is left unparsed (wrong).
 
 Order: a JSON object decides alone (strict `json`/`scores`, else `near_json`: an object in prose, truncated, with
-single quotes or a trailing comma); then the whole answer as one letter (`lone_letter`); then the letter forms of
-the prose: a last line `ANSWER: B` after reasoning (`answer_line`) decides when no other ANSWER line contradicts it;
-else the forms (`answer_is`, `option_is`, `i_choose`, `letter_first`, `final_letter`), which must all name the same
+single quotes or a trailing comma); then a last line `ANSWER: B` (`**Answer: B**`) or one whose one letter is a
+`\\boxed{B}` after reasoning (`answer_line`) decides when no other ANSWER line or boxed letter contradicts it; then
+the whole answer as one letter (`lone_letter`); then the letter forms of the prose (`answer_is`, `option_is`,
+`i_choose`, `letter_first`, `final_letter`; "The answer is 8 (C)." when C's text is 8), which must all name the same
 letter (`letter_first` only when no second line opens with a marked letter, as a restated option list "A) cat /
 B) dog" does); then the whole answer as one option's text (`option_text`). A letter is a standalone capital, never
 a word's first letter ("Dog"). Rejected as ambiguous: two different letters (a form's letter and any other
 standalone letter A-H of the answer: "B, D", "B. Wait, actually it is C."), a hedge ("A or B"), a letter outside
 the item's options, a tie of scores, and a bare `A` followed by a word ("The answer is A cat": the article).
+Negations: a form after a negating word in its clause states nothing ("The incorrect answer is C"), and a letter
+ruled out where it stands ("not C", "A is too small", "C: incorrect") is no answer and no second letter ("B. Because
+A is too small." is B); a negation negated ("C can't be ruled out") rules nothing out. A false reading is worse
+than none: what the grammar does not know stays unparsed.
 Upper-case letters only, except where a letter cannot be an article: a JSON answer value and a line `ANSWER: b`.
 An item of a translated locale is read by these forms plus its locale's own (`core.answer_words`: "Die Antwort ist
-B", "Respuesta: C", its hedges, quotes and elisions), under the same rules; an English item by these alone.
-`PARSER_VERSION` names this grammar in every record (a translated item's with its locale's part, `grammar_version`:
-"3+de.1"); change it with any change of what is read.
+B", "Respuesta: C", its hedges, negations, quotes and elisions), under the same rules; an English item by these
+alone. `PARSER_VERSION` names this grammar in every record (a translated item's with its locale's part,
+`grammar_version`: "4+de.2"); change it with any change of what is read.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -31,7 +36,7 @@ from levante_tasks.core.answer_words import WORDS, AnswerWords
 from levante_tasks.schema import locales
 from levante_tasks.schema.locales import ENGLISH, Locale
 
-PARSER_VERSION = "3"  # set by hand: bump whenever a response may be read differently
+PARSER_VERSION = "4"  # set by hand: bump whenever a response may be read differently
 
 CONFIDENCE = {
     "scores": 1.0,  # JSON with one finite score per letter: the argmax
@@ -52,15 +57,50 @@ CONFIDENCE = {
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 _OPEN_MARKS, _CLOSE_MARKS = r"\(\[\"'*", r"\)\]\"'*"  # what may stand around a letter: brackets, quotes, bold
-# The English forms, `{letter}` = the letter token, `{start}` = a sentence start or a bracket before the letter.
+# The English forms, `{letter}` = the letter token, `{start}` = a sentence start or a bracket before the letter,
+# `{opens}` = a sentence start (bold allowed), `{end}` = the letter closes its sentence or line: "Option B." is a
+# sentence of its own, "I pick option B." an i_choose, "Option B is wrong" none.
 _START = r"(?:^|(?<=[.!?\n])\s*)|(?<=\s)(?=[\(\[*])"
+_OPENS = r"(?:^|(?<=[.!?\n]))\s*[*_]*"
+_END = r"(?=[.!]?[^\S\n]*(?:\n|$)|[.!]\s)"
 _ENGLISH_FORMS = {
-    "answer_is": (r"\b(?:answer|option|choice)\s*(?:is|:|would\s+be|should\s+be|must\s+be)\s*:?\s*{letter}",),
+    "answer_is": (r"\b(?:answer|option|choice)\s*(?:is|:|would\s+be|should\s+be|must\s+be)\s*:?\s*"
+                  r"(?:(?:option|choice)\s+)?{letter}",
+                  r"\\boxed\s*\{\s*(?:\\text(?:bf)?\s*\{\s*)?{letter}\s*\}?\s*\}"),
     "option_is": (r"(?:\b(?:option|choice|answer|picture)\s+|{start}){letter}"
-                  r"\s+(?:is|seems|looks)\s+(?:to\s+be\s+)?(?:the\s+)?(?:correct|right|best)\b",),
+                  r"\s+(?:is|seems|looks)\s+(?:to\s+be\s+)?(?:the\s+)?(?:correct|right|best)\b",
+                  r"{opens}(?:option|choice|answer)\s+{letter}{end}"),
     "i_choose": (r"\bI\s*(?:would|will|'d|'ll)?\s+(?:pick|choose|select|go\s+with)\s+(?:option\s+|answer\s+)?"
                  r"{letter}",),
 }
+# Words that take back what follows them: a form after one in its clause ("The incorrect answer is C", "The least
+# likely answer is D") states no answer, and a letter right after one ("not C", "except D", "rule out A") is ruled
+# out. A locale adds its own (`AnswerWords.negations`).
+_NEGATIONS = (r"not|no|never|cannot|can't|isn't|aren't|wasn't|weren't|don't|doesn't|didn't|won't|wouldn't|"
+              r"shouldn't|couldn't|incorrect|wrong|false|bad|worst|least|eliminat\w*|exclud\w*|except|reject\w*|"
+              r"unlikely|implausible|impossible|invalid|rul(?:e|es|ed|ing)\s+out|rather\s+than|instead\s+of|unlike|"
+              r"other\s+than|besides|neither|nor")
+# after a letter (and the letters joined to it: "A and C are wrong"), what rules it out: "is wrong", "is too small",
+# "is not", "can't be", "C: incorrect" (letters upper-case, words in any case but a bare verb's)
+_LINKED = r"(?:\s*(?:,?\s*(?i:or|and|nor)|/)\s*[\(\[*]*[A-H][\)\]*]*)*"
+# a negation negated is none: "C is not wrong either", "C can't be ruled out", "C is not the only one"
+_NOT_NEGATED = (r"(?!(?:\s+(?:be|been|so|that|entirely|necessarily|completely|totally|really|looks?|seems?|the))*"
+                r"\s+(?:wrong|incorrect|false|bad|impossible|unlikely|implausible|excluded|eliminated|ruled|"
+                r"dismissed|discounted|rejected|out|only)\b)")
+_NEGATION_NEGATED = r"(?<!\bnot\s)(?<!n't\s)(?<!\bcannot\s)(?<!\bnever\s)"  # "I would not rule out C"
+_RULED_OUT = re.compile(_LINKED + r"(?i:\s+(?:is|are|was|were|seems?|looks?|(?:would|must|should|could)\s+be)\s+"
+                        r"(?:also\s+|clearly\s+|definitely\s+|obviously\s+|certainly\s+|then\s+|therefore\s+)?"
+                        r"(?:not\b" + _NOT_NEGATED + r"|wrong\b|incorrect\b|false\b|too\s+\w|impossible\b|"
+                        r"unlikely\b|implausible\b|eliminated\b|excluded\b|ruled\s+out\b|out\b|"
+                        r"the\s+(?:wrong|incorrect|worst|least)\b)"
+                        r"|\s+(?-i:isn't|aren't|wasn't|can't|cannot|can\s+not|doesn't|does\s+not|don't|do\s+not|won't|"
+                        r"fails?\b|lacks?\b)" + _NOT_NEGATED +  # lower case: "(A) Cannot" may be a word of the answer
+                        r"|\s*[:)\]\-\u2013\u2014]+\s*(?:not\b|wrong\b|incorrect\b|false\b|eliminated\b|excluded\b|"
+                        r"ruled\s+out\b|impossible\b|unlikely\b))")
+_CLAUSE = re.compile(r"[^.!?;,:\n]*$")  # the clause a position is in, back to its last boundary
+_UNBRACED = str.maketrans("{}", "()")
+_BRACKETED = re.compile(r"(?P<open>[\(\[])\s*(?P<letter>[A-Z])\s*(?P<close>[\)\]])")  # "8 (C)"
+_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?!\s))*$")  # the sentence a position is in, back to where it begins
 _LETTER_FIRST = re.compile(r"^\s*(?P<open>[\(\[*]*)\s*(?P<letter>[A-Z])(?P<close>[\)\]*]*)(?=\s*[).:\]])")
 _LISTED = re.compile(r"^\s*[\(\[*]*[A-Z][\)\]*]*\s*[).:\]]", re.MULTILINE)  # a line opening with a marked letter
 _LISTED_AT = re.compile(r"^\s*[\(\[*]*(?=[A-Z][\)\]*]*\s*[).:\]])", re.MULTILINE)  # up to such a letter
@@ -85,6 +125,9 @@ class _Grammar:
     hedge: re.Pattern[str]  # two letters offered together: "A or B", "A/B"
     article_next: re.Pattern[str]  # after a bare "A": a word that makes it the article ("A cat", not "A is")
     answer_prefix: re.Pattern[str]  # what may precede an option's text ("The answer is")
+    boxed: re.Pattern[str]  # LaTeX `\boxed{B}`, the closing form of math-trained models
+    negated: re.Pattern[str]  # a negating word ("incorrect", "least", "not"), searched in a form's clause
+    ruled_out: re.Pattern[str]  # a negating word right before a letter ("not C", "except the option D")
 
 
 def _compile(words: AnswerWords | None) -> _Grammar:
@@ -95,8 +138,8 @@ def _compile(words: AnswerWords | None) -> _Grammar:
     token = rf"(?P<open>{open_})\s*(?P<letter>[A-Z])(?![^\W_]){elided}(?P<close>{close})"  # not a word's first
 
     def forms(templates: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-        return tuple(re.compile(t.replace("{start}", _START).replace("{letter}", token), re.IGNORECASE)
-                     for t in templates)
+        return tuple(re.compile(t.replace("{start}", _START).replace("{opens}", _OPENS).replace("{end}", _END)
+                                .replace("{letter}", token), re.IGNORECASE) for t in templates)
 
     def joined(english: str, own: str) -> str:
         return f"{english}|{own}" if words else english
@@ -104,19 +147,25 @@ def _compile(words: AnswerWords | None) -> _Grammar:
     letter_forms = {form: forms(english + (getattr(words, form) if words else ()))
                     for form, english in _ENGLISH_FORMS.items()}
     line_word = joined("answer", words.answer_line if words else "")
+    negations = joined(_NEGATIONS, words.negations if words else "")
     return _Grammar(
         forms={**letter_forms, "letter_first": (_LETTER_FIRST,)},
-        answer_line=re.compile(rf"^\s*(?:{line_word})\s*:\s*{open_}\s*([a-z])\s*{close}[.!]?\s*$",
-                               re.IGNORECASE | re.MULTILINE),
+        answer_line=re.compile(rf"^[^\S\n]*[*_#>]*[^\S\n]*(?:final\s+)?(?:{line_word})[*_]*\s*:\s*{open_}\s*([a-z])\s*"
+                               rf"{close}[.!]?[*_]*[^\S\n]*$", re.IGNORECASE | re.MULTILINE),
         lone=re.compile(rf"^[\s{_OPEN_MARKS}{marks}]*([A-Z])[\s{_CLOSE_MARKS}{marks}]*[.,:;!]?{close}\s*$"),
-        final=re.compile(rf"(?:^|[.!?:]\s+|\n\s*){open_}\s*([A-Z])\s*{close}[.!]?\s*$"),
+        final=re.compile(rf"(?:^|[.!?]\s+|\n\s*){open_}\s*([A-Z])\s*{close}[.!]?\s*$"),  # not "Not: D"
         standalone=re.compile(rf"(?<![^\W_])(?P<open>{open_})(?P<letter>[A-H])(?![^\W_]){elided}(?P<close>{close})"),
         hedge=re.compile(rf"(?<![^\W_])[A-Z](?:\s*/\s*|\s+(?i:{joined('or|and', words.hedges if words else '')})\s+)"
                          r"[A-Z](?![^\W_])"),
         article_next=re.compile(
             rf"\s+(?!(?:{joined('is|seems|looks|or|and', words.continuations if words else '')})\b)\w"),
-        answer_prefix=re.compile(joined(r"^(?:the\s+)?(?:answer\s+is\s*:?\s*)",
+        answer_prefix=re.compile(joined(r"^(?:the\s+)?(?:(?:correct|final)\s+)?answer(?:\s+is\s*:?|\s*:)\s*",
                                         f"^{words.option_text_prefix}" if words else ""), re.IGNORECASE),
+        boxed=forms((_ENGLISH_FORMS["answer_is"][1],))[0],
+        negated=re.compile(rf"(?i:\b(?:{negations})(?![^\W_]))"),
+        ruled_out=re.compile(rf"(?i:{_NEGATION_NEGATED}\b(?:{negations})\s+(?:the\s+)?"
+                             rf"(?:(?:option|choice|answer|picture)s?\s+)?)"
+                             rf"(?:[\(\[*]*[A-H][\)\]*]*\s*(?i:or|and|nor|/)\s*)*{open_}$"),
     )
 
 
@@ -216,20 +265,24 @@ def _from_json(text: str, letters: Sequence[str], grammar: _Grammar) -> Parsed |
             answer = next((v for k, v in data.items() if isinstance(k, str) and k.lower() == "answer"), None)
             letter = _json_letter(answer, letters)
             return Parsed(letter, "json") if letter else NONE
-    start = text.find("{")
+    braces = grammar.boxed.sub(lambda m: m.group().translate(_UNBRACED), text)  # a `\\boxed{B}` is prose, no object
+    start = braces.find("{")
     if start < 0:
         return None
     values = [next(g for g in m.groups() if g is not None) for m in _NEAR_ANSWER.finditer(text, start)]
     if not values:
         return None
     chosen = {_json_letter(v, letters) for v in values}
-    end = text.rfind("}")
+    end = braces.rfind("}")
     outside = text[:start] + (text[end + 1:] if end > start else "")
+    stated, ruled_out = _standalone_letters(outside, grammar)
     try:
-        chosen |= set(_prose_letters(outside, grammar).values()) | _standalone_letters(outside, grammar)
+        chosen |= set(_prose_letters(outside, grammar).values()) | stated
     except ValueError:
         return NONE
-    return Parsed(chosen.pop(), "near_json") if len(chosen) == 1 and None not in chosen else NONE
+    if len(chosen) != 1 or None in chosen or chosen & ruled_out:  # '{"answer": "A"} A is wrong.'
+        return NONE
+    return Parsed(chosen.pop(), "near_json")
 
 
 def _bounded(text: str, match: re.Match, grammar: _Grammar) -> bool:
@@ -239,16 +292,58 @@ def _bounded(text: str, match: re.Match, grammar: _Grammar) -> bool:
             or not grammar.article_next.match(text, match.end("close")))
 
 
-def _standalone_letters(text: str, grammar: _Grammar) -> set[str]:
-    """Every letter A-H standing alone in `text` (not a word's first letter, not the article), except those that
-    open the lines of a restated option list ("A) cat" / "B) dog"): any of them may state an answer."""
+def _ruled_out(text: str, start: int, end: int, grammar: _Grammar) -> bool:
+    """The letters at text[start:end] (a token with its marks, or two joined: "A and C") are ruled out: right after
+    a negating word ("not C", "except (D)", "rule out A") or followed by what rejects them ("A is too small", "A and
+    C are wrong", "C: incorrect")."""
+    return bool(grammar.ruled_out.search(text, max(0, start - 80), start) or _RULED_OUT.match(text, end))
+
+
+def _token_ruled_out(text: str, match: re.Match, grammar: _Grammar) -> bool:
+    """A letter token (a match with `open`, `letter` and `close` groups) the answer rules out (`_ruled_out`)."""
+    return _ruled_out(text, match.start("open"), match.end("close"), grammar)
+
+
+def _negated(text: str, start: int, grammar: _Grammar) -> bool:
+    """A form starting at `start` whose clause takes it back before it: "The incorrect answer is C", "The least
+    likely answer is D", "I don't think the answer is B"."""
+    clause = _CLAUSE.search(text, 0, start)
+    return bool(clause and grammar.negated.search(text, clause.start(), start))
+
+
+def _standalone_letters(text: str, grammar: _Grammar) -> tuple[set[str], set[str]]:
+    """The letters A-H standing alone in `text` (not a word's first letter, not the article), except those that
+    open the lines of a restated option list ("A) cat" / "B) dog"): (those that may state an answer, those ruled
+    out where they stand: "Because A is too small")."""
     listed = {m.end() for m in _LISTED_AT.finditer(text)} if len(_LISTED.findall(text)) > 1 else set()
-    return {m.group("letter") for m in grammar.standalone.finditer(text)
-            if _bounded(text, m, grammar) and m.start("letter") not in listed}
+    stated: set[str] = set()
+    ruled_out: set[str] = set()
+    for match in grammar.standalone.finditer(text):
+        if _bounded(text, match, grammar) and match.start("letter") not in listed:
+            (ruled_out if _token_ruled_out(text, match, grammar) else stated).add(match.group("letter"))
+    return stated, ruled_out
 
 
-def _prose_letters(text: str, grammar: _Grammar) -> dict[str, str]:
-    """Form -> letter of each letter form found in prose (every occurrence; ValueError when they disagree)."""
+def _valued(text: str, grammar: _Grammar, texts: Mapping[str, str]) -> set[str]:
+    """The letters of "The answer is 8 (C)." (a sentence, less `The answer is`, that is an option's text followed by
+    a bracketed letter), each only when the text is that letter's option's; ValueError when it is another's. A text
+    that is no option's (or an item without option texts) states nothing."""
+    letters = set()
+    for match in _BRACKETED.finditer(text):
+        sentence = _SENTENCE.search(text, 0, match.start())
+        value = _normalized(grammar.answer_prefix.sub("", sentence.group().lstrip()))
+        owners = {letter for letter, option in texts.items() if value and option == value}
+        if not owners or _negated(text, match.start(), grammar) or _token_ruled_out(text, match, grammar):
+            continue
+        if owners != {match.group("letter")}:
+            raise ValueError("an option's text with another option's letter")
+        letters.add(match.group("letter"))
+    return letters
+
+
+def _prose_letters(text: str, grammar: _Grammar, texts: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Form -> letter of each letter form found in prose (every occurrence not negated or ruled out; ValueError when
+    they disagree, or a letter a form states is ruled out elsewhere); `texts` the normalized option texts by letter."""
     found: dict[str, str] = {}
     seen: set[str] = set()
     listing = len(_LISTED.findall(text)) > 1  # "A) cat\nB) dog\n...": the options restated, not an answer
@@ -256,9 +351,13 @@ def _prose_letters(text: str, grammar: _Grammar) -> dict[str, str]:
         if form == "letter_first" and listing:
             continue
         for match in (m for pattern in patterns for m in pattern.finditer(text)):
-            if match.group("letter").isupper() and _bounded(text, match, grammar):
+            if (match.group("letter").isupper() and _bounded(text, match, grammar)
+                    and not _negated(text, match.start(), grammar) and not _token_ruled_out(text, match, grammar)):
                 found.setdefault(form, match.group("letter"))
                 seen.add(match.group("letter"))
+    for letter in _valued(text, grammar, texts or {}):
+        found.setdefault("answer_is", letter)
+        seen.add(letter)
     for match in grammar.answer_line.finditer(text):
         found.setdefault("answer_is", match.group(1).upper())
         seen.add(match.group(1).upper())
@@ -267,21 +366,30 @@ def _prose_letters(text: str, grammar: _Grammar) -> dict[str, str]:
         found.setdefault("final_letter", final.group(1))
         seen.add(final.group(1))
     if found:
-        seen |= _standalone_letters(text, grammar)  # "The answer is B. Wait, actually it is C.": a second letter stated
+        stated, ruled_out = _standalone_letters(text, grammar)
+        if seen & ruled_out:
+            raise ValueError("a stated letter is ruled out")  # "The answer is B. No, B is wrong."
+        seen |= stated  # "The answer is B. Wait, actually it is C.": a second letter stated
     if len(seen) > 1:
         raise ValueError("several letters")
     return found
 
 
 def _declared(text: str, grammar: _Grammar) -> str | None:
-    """The letter of a last line `ANSWER: B` (the form inspect's multiple_choice() asks for after reasoning) when every
-    ANSWER line of the answer names it: the model's declared answer, whatever letters its reasoning named before
-    ("A is a cat, B is a dog.\nANSWER: B"; "The answer is B. Wait, it is C.\nANSWER: C"). None otherwise."""
+    """The letter of a last line `ANSWER: B` (the form inspect's multiple_choice() asks for after reasoning; also
+    `**Answer: B**`) or of a last line whose one letter is a `\\boxed{B}`, when every ANSWER line and every boxed
+    letter of the answer name it: the model's declared answer, whatever letters its reasoning named before ("A is a
+    cat, B is a dog.\nANSWER: B"; "The answer is B. Wait, it is C.\nANSWER: C"). None otherwise."""
     lines = [line for line in text.splitlines() if line.strip()]
-    last = grammar.answer_line.fullmatch(lines[-1]) if len(lines) > 1 else None
-    if not last:
+    if len(lines) < 2:
+        return None
+    boxed = [m for m in grammar.boxed.finditer(lines[-1]) if m.group("letter").isupper()]
+    if not grammar.answer_line.fullmatch(lines[-1]) and not (
+            boxed and not _negated(lines[-1], boxed[0].start(), grammar)
+            and _standalone_letters(lines[-1], grammar) == ({boxed[0].group("letter")}, set())):
         return None
     stated = {m.group(1).upper() for m in grammar.answer_line.finditer(text)}
+    stated |= {m.group("letter") for m in grammar.boxed.finditer(text)}
     return stated.pop() if len(stated) == 1 else None
 
 
@@ -297,25 +405,28 @@ def parse_choice(text: str, letters: Sequence[str], option_texts: Sequence[str] 
     declared = _declared(cleaned, grammar)
     if declared:
         return Parsed(declared, "answer_line") if declared in letters else NONE
-    if grammar.hedge.search(cleaned):
-        return NONE
+    if any(not _ruled_out(cleaned, *hedge.span(), grammar) for hedge in grammar.hedge.finditer(cleaned)):
+        return NONE  # "A or B"; not "A and C are wrong", "not A or C"
     lone = grammar.lone.match(cleaned)
     if lone:
         return Parsed(lone.group(1), "lone_letter") if lone.group(1) in letters else NONE
+    texts = {letter: str(option).strip().lower() for letter, option in zip(letters, option_texts, strict=False)
+             if option}
     try:
-        found = _prose_letters(cleaned, grammar)
+        found = _prose_letters(cleaned, grammar, texts)
     except ValueError:
         return NONE
     if found:
         form = max(found, key=lambda f: CONFIDENCE[f])
         return Parsed(found[form], form) if found[form] in letters else NONE
-    if option_texts:
-        norm = grammar.answer_prefix.sub("", cleaned)
-        norm = norm.strip().strip(".!*\"' ").strip().lower()
-        matches = [letters[i] for i, opt in enumerate(option_texts) if opt and norm == str(opt).strip().lower()]
-        if len(matches) == 1:
-            return Parsed(matches[0], "option_text")
-    return NONE
+    answered = _normalized(grammar.answer_prefix.sub("", cleaned))
+    matches = [letter for letter, option in texts.items() if answered == option]
+    return Parsed(matches[0], "option_text") if len(matches) == 1 else NONE
+
+
+def _normalized(answer: str) -> str:
+    """An answer as an option's text is compared: less surrounding quotes, bold and a closing period, lower case."""
+    return answer.strip().strip(".!*\"' ").strip().lower()
 
 
 def parse_number(text: str) -> tuple[float | None, str]:
