@@ -14,7 +14,9 @@ its first top-scoring letter by `scores`, every unit hashes as before; 635 image
 text-only egma-math items, where the oracle gives every option the same loss, 2 scripted and 1 scripted_chat
 `scores` JSON ties); then for the `<image N>` picture markers (prompts changed, so every `inputs` hash with a
 picture marker changed, and the scripted models' records, which hash the prompt): the records and counts of
-`fixed_B` and `image_oracle` unchanged.
+`fixed_B` and `image_oracle` unchanged; parser version 4 (issue 31.3: new answer forms, negations and
+ruled-out letters) changed only parser_version (checked: with parser_version "3" put back every unit hashes as
+before, so no golden response is read differently).
 """
 
 from __future__ import annotations
