@@ -3,7 +3,7 @@
 The synthetic release (`levante-tasks synth`) puts its marker file beside its children's and IRT files and names
 every trials row's `dataset` `synth_*` (`synth_co_pilot`, ...; `synthetic` in earlier releases); either is
 evidence. Test models are recognised where their records are read (compare.records, with the summary's rule:
-summary.provenance.is_test_model).
+runs.model.model_identity).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ class Unit:
     signature: str  # short hash of `comparison`: units compare only when it is equal
     harness: str = "lmms-eval"  # lmms-eval or inspect_ai: cells of different harnesses are never merged
     item_correct: dict[str, int] = field(default_factory=dict)  # item_uid -> correct (0/1) in this replicate
-    test_model: bool = False  # a random-init or scripted test model (provenance.is_test_model)
+    test_model: bool = False  # a random-init or scripted test model (runs.model.model_identity)
 
     @property
     def accuracy(self) -> float:
