@@ -80,10 +80,10 @@ def kl_results() -> Results:
             for model, beta, kls in (("bounded", 0.0, uniform), ("aligned", 1.5, [0.6, 0.4, 0.45]))
             for b, u, kl in zip((-2, -1, 0), uniform, kls, strict=True)]
     results.add("kl_bins", pd.DataFrame(rows))
-    results.add("kl_summary", pd.DataFrame([{"model": "bounded", "task": "trog", "beta_at_bound": True,
+    results.add("kl_summary", pd.DataFrame([{"model": "bounded", "task": "trog", "beta": 0.0, "beta_at_bound": True,
                                              "uniform_test_p": 1.0},
-                                            {"model": "aligned", "task": "trog", "beta_at_bound": False,
-                                             "uniform_test_p": 0.01}]))
+                                            {"model": "aligned", "task": "trog", "beta": 1.5,
+                                             "beta_at_bound": False, "uniform_test_p": 0.01}]))
     return results
 
 
@@ -103,3 +103,33 @@ def test_kl_plot_keeps_a_model_at_beta_bound_above_the_baseline(tmp_path: Path, 
     on_zero = [line for line in drawn if line.get_color() == bounded.get_color()]
     assert len(on_zero) == 1 and list(on_zero[0].get_ydata()) == [0.0, 0.0, 0.0]
     assert "model - uniform KL" in diff.get_ylabel()
+
+
+def test_kl_plot_says_at_its_bound_per_model_task_and_language(tmp_path: Path, saved: list[Figure]) -> None:
+    """Issue 31.5: one model at beta's bound in one comparison only; every other plot gives its own beta unflagged
+    (a flag kept per model over all tasks marked all of them)."""
+    fits = {("trog", "en"): {"m1": 1.5, "m2": 0.025}, ("trog", "de"): {"m1": 0.025, "m2": 2.0},
+            ("vocab", "en"): {"m1": 0.7, "m2": 3.0}}
+    bins, summary = [], []
+    for (task, language), betas in fits.items():
+        for model, beta in betas.items():
+            bins += [{"task": task, "children_language": language, "model": model, "bin_low": b, "uniform_kl": 0.8,
+                      "mean_kl": 0.7, "beta": beta} for b in (-1, 0)]
+            summary.append({"task": task, "children_language": language, "model": model, "beta": beta,
+                            "beta_at_bound": beta == 0.025, "uniform_test_p": 0.5})
+    results = Results()
+    results.add("kl_bins", pd.DataFrame(bins))
+    results.add("kl_summary", pd.DataFrame(summary))
+    paths = plots.kl_by_bin(results, tmp_path)
+    assert [p.name for p in paths] == ["kl_by_bin_trog_de.png", "kl_by_bin_trog_en.png", "kl_by_bin_vocab_en.png"]
+    labels = {}
+    for path, fig in zip(paths, saved, strict=True):
+        for line in fig.axes[0].get_lines():
+            if line.get_label().startswith("m"):
+                labels[path.stem.removeprefix("kl_by_bin_"), line.get_label().split(" ")[0]] = line.get_label()
+    assert len(labels) == 6
+    for (comparison, model), label in labels.items():
+        task, language = comparison.split("_")
+        beta = fits[task, language][model]
+        assert f"beta={beta:.3g}" in label
+        assert ("at its bound" in label) == (beta == 0.025), (comparison, model, label)

@@ -124,10 +124,7 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
     summary = results.table("kl_summary")
     paths = []
     for task, language, part in _comparisons(bins):
-        same = _rows_of(summary, task, language)
-        p_value = dict(zip(same["model"], same["uniform_test_p"], strict=True)) if "uniform_test_p" in same else {}
-        at_bound = (set(same.loc[same["beta_at_bound"].fillna(False).astype(bool), "model"])
-                    if "beta_at_bound" in same else set())
+        fits = _rows_of(summary, task, language).set_index("model")  # one row per model of this comparison
         fig, (ax, diff) = plt.subplots(2, 1, figsize=(6.5, 5.2), sharex=True, height_ratios=(3, 2),
                                        layout="constrained")
         uniform = part.drop_duplicates("bin_low").sort_values("bin_low")
@@ -137,9 +134,7 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
         detailed = part["model"].nunique() <= MAX_DETAILED
         for i, (unit, rows) in enumerate(part.groupby("model")):
             rows = rows.sort_values("bin_low")
-            bound = " at its bound" if unit in at_bound else ""
-            p = p_value.get(unit, float("nan"))
-            label = f"{unit} (beta={rows['beta'].iloc[0]:.3g}{bound}; vs uniform p={p_value_text(p)})"
+            label = _kl_label(unit, fits.loc[unit])
             style = {"color": f"C{i % 10}", "zorder": 3, "lw": 1.5 if detailed else 0.6,
                      "alpha": 1.0 if detailed else 0.4, "marker": "o" if detailed else None, "ms": 4}
             x = rows["bin_low"] + 0.5
@@ -155,6 +150,18 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
         _save(fig, path)
         paths.append(path)
     return paths
+
+
+def _kl_label(unit: str, fit: pd.Series) -> str:
+    """A KL legend entry read from the model's own kl_summary row of this task and language: its beta, whether
+    that beta is at a bound of its range, and its permutation p-value."""
+    bound = " at its bound" if _true(fit.get("beta_at_bound")) else ""
+    return f"{unit} (beta={fit['beta']:.3g}{bound}; vs uniform p={p_value_text(fit.get('uniform_test_p'))})"
+
+
+def _true(value: object) -> bool:
+    """A flag cell of a concatenated table (bool, or NaN where a comparison has none) read as a bool."""
+    return bool(pd.notna(value) and value)
 
 
 def theta_on_children(results: Results, folder: Path) -> list[Path]:
