@@ -154,9 +154,10 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
 
 def _kl_label(unit: str, fit: pd.Series) -> str:
     """A KL legend entry read from the model's own kl_summary row of this task and language: its beta, whether
-    that beta is at a bound of its range, and its permutation p-value."""
+    that beta is at a bound of its range, and its permutation p-value with its Holm-adjusted value (compare.family)."""
     bound = " at its bound" if _true(fit.get("beta_at_bound")) else ""
-    return f"{unit} (beta={fit['beta']:.3g}{bound}; vs uniform p={p_value_text(fit.get('uniform_test_p'))})"
+    return (f"{unit} (beta={fit['beta']:.3g}{bound}; vs uniform p={p_value_text(fit.get('uniform_test_p'))}, "
+            f"Holm p={p_value_text(fit.get('uniform_test_p_holm'))})")
 
 
 def _true(value: object) -> bool:
