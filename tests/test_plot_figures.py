@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import compare_inputs
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
@@ -88,7 +89,7 @@ def kl_results() -> Results:
 
 
 def test_kl_plot_keeps_a_model_at_beta_bound_above_the_baseline(tmp_path: Path, saved: list[Figure]) -> None:
-    assert plots.kl_by_bin(kl_results(), tmp_path) == [tmp_path / "kl_by_bin_trog.png"]
+    assert plots.kl_by_bin(kl_results(), tmp_path, {}) == [tmp_path / "kl_by_bin_trog.png"]
     (fig,) = saved
     assert len(fig.axes) == 2  # the KL panel and the difference panel
     top, diff = fig.axes
@@ -120,7 +121,7 @@ def test_kl_plot_says_at_its_bound_per_model_task_and_language(tmp_path: Path, s
     results = Results()
     results.add("kl_bins", pd.DataFrame(bins))
     results.add("kl_summary", pd.DataFrame(summary))
-    paths = plots.kl_by_bin(results, tmp_path)
+    paths = plots.kl_by_bin(results, tmp_path, {})
     assert [p.name for p in paths] == ["kl_by_bin_trog_de.png", "kl_by_bin_trog_en.png", "kl_by_bin_vocab_en.png"]
     labels = {}
     for path, fig in zip(paths, saved, strict=True):
@@ -133,3 +134,60 @@ def test_kl_plot_says_at_its_bound_per_model_task_and_language(tmp_path: Path, s
         beta = fits[task, language][model]
         assert f"beta={beta:.3g}" in label
         assert ("at its bound" in label) == (beta == 0.025), (comparison, model, label)
+
+
+def all_plot_results(models: list[str]) -> Results:
+    """One task (language not recorded), `models` on three items: every table the three plot kinds read."""
+    results = Results()
+    results.add("model_items", pd.DataFrame([{"task": "trog", "model": m, "b": b, "correct": int(b < 0)}
+                                             for m in models for b in (-1.0, 0.0, 1.0)]))
+    results.add("difficulty", pd.DataFrame([{"task": "trog", "model": m, "pearson_r": -0.5, "pearson_ci_low": -0.9,
+                                             "pearson_ci_high": 0.2} for m in models]))
+    results.add("kl_bins", pd.DataFrame([{"task": "trog", "model": m, "bin_low": b, "uniform_kl": 0.8,
+                                          "mean_kl": 0.7, "beta": 1.0} for m in models for b in (-1, 0)]))
+    results.add("kl_summary", pd.DataFrame([{"task": "trog", "model": m, "beta": 1.0, "beta_at_bound": False,
+                                             "uniform_test_p": 0.5, "uniform_test_p_holm": 1.0} for m in models]))
+    results.add("children_theta", pd.DataFrame({"task": "trog", "theta_common": [-1.0, 0.0, 0.5, 1.0]}))
+    results.add("model_theta", pd.DataFrame([{"task": "trog", "model": m, "is_reference": True, "theta": 0.2,
+                                              "se": 0.4} for m in models]))
+    return results
+
+
+def figure_notes(fig: Figure) -> list[str]:
+    """The figure-level texts other than its title (the marks)."""
+    return [text.get_text() for text in fig.texts if text is not fig._suptitle]
+
+
+SYNTHETIC = "SYNTHETIC CHILDREN: simulated data, not LEVANTE's"
+TEST_MODEL = "TEST MODEL (random-init): a pipeline check, not a capability result"
+
+
+@pytest.mark.parametrize(("data", "models", "notes"), [
+    ({"synthetic_evidence": ["SYNTHETIC.md beside trials.csv"], "test_models": ["tiny"]}, ["tiny"],
+     [SYNTHETIC, TEST_MODEL]),
+    ({"synthetic_evidence": [], "test_models": ["tiny", "other run's"]}, ["tiny", "real"],
+     ["1 of 2 models are random-init TEST MODELS (not a capability result): tiny"]),
+    ({"synthetic_evidence": [], "test_models": []}, ["tiny", "real"], []),
+    ({"synthetic_evidence": ["x"], "test_models": [f"m{k:02d}" for k in range(13)]},
+     [f"m{k:02d}" for k in range(13)], [SYNTHETIC, TEST_MODEL]),  # past MAX_DETAILED: the summarised plots too
+])
+def test_every_comparison_figure_is_marked(tmp_path: Path, saved: list[Figure], data: dict, models: list[str],
+                                           notes: list[str]) -> None:
+    """Issue 31.5: each PNG says, on itself, that its children are synthetic or its model a random-init test
+    model (comparison.json `data`), and says nothing when neither holds."""
+    paths = plots.write_all(all_plot_results(models), tmp_path, data)
+    assert [p.name for p in paths] == ["accuracy_vs_difficulty_trog.png", "kl_by_bin_trog.png",
+                                       "theta_on_children_trog.png"]
+    assert len(saved) == 3
+    for fig in saved:
+        assert figure_notes(fig) == (["\n".join(notes)] if notes else [])
+
+
+def test_compare_marks_the_plots_of_synthetic_children(tmp_path: Path, saved: list[Figure]) -> None:
+    """The compare run hands its `data` to the plots: trials whose dataset is synthetic mark every figure."""
+    trials = compare_inputs.trog_trials().assign(dataset="synthetic")
+    out, summary = compare_inputs.compare(tmp_path, trials, compare_inputs.records(tmp_path / "records.csv"),
+                                          plots=True)
+    assert summary["data"]["synthetic_evidence"] and len(saved) == 3
+    assert all(len(figure_notes(fig)) == 1 and SYNTHETIC in figure_notes(fig)[0] for fig in saved)
+    assert len(list((out / "plots").glob("*.png"))) == 3
