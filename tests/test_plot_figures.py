@@ -13,6 +13,8 @@ from typing import Any
 import compare_inputs
 import pandas as pd
 import pytest
+from matplotlib import colormaps
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from levante_tasks.compare import plots
@@ -20,6 +22,7 @@ from levante_tasks.compare.results import Results
 from levante_tasks.core import records
 from levante_tasks.core.parsing import Parsed
 from levante_tasks.summary import matrix as matrix_mod
+from levante_tasks.summary import plot as heatmap_plot
 from levante_tasks.summary.plot import write_heatmap
 from levante_tasks.summary.units import Unit, record_counts
 
@@ -40,10 +43,10 @@ def saved(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
     return figures
 
 
-def unit(task: str, recs: list[dict[str, Any]]) -> Unit:
+def unit(task: str, recs: list[dict[str, Any]], parent: str = "") -> Unit:
     seeds = {"random": 0, "numpy": 0, "torch": 0, "fewshot": 0}
     return Unit(source="run/results.json", date="2026-01-01", leaf=f"levante_{task}",
-                row=(LONG_ID, "0123456789abcdef", "levante_fixed"), family=recs[0]["task"], task=task, parent="",
+                row=(LONG_ID, "0123456789abcdef", "levante_fixed"), family=recs[0]["task"], task=task, parent=parent,
                 output_type="generate_until", variant="original", replicate=(0, 0, 0, 0, 0),
                 provenance={"seeds": seeds}, comparison={}, signature="s", test_model=True, **record_counts(recs))
 
@@ -71,6 +74,44 @@ def test_heatmap_title_fits_and_the_slider_column_shows_its_chance(tmp_path: Pat
     assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, (box, frame)
     labels = {label.get_text().split("\n")[0]: label.get_text() for label in fig.axes[0].get_xticklabels()}
     assert labels == {"egma_math_slider": "egma_math_slider\nchance 0.30", "trog": "trog\nchance 0.33"}
+
+
+def item_count_matrix() -> dict[str, Any]:
+    """A slider column no response of which was parsed (a scorer's empty answer), a 12-item task and a 2-item
+    sub-type of it."""
+    sliders = [records.slider_record({"item_uid": f"s{k}", "task": "egma-math", "trial_type": "Number Line Slider",
+                                      "seed": 0, "variant": "original", "presented_order": [0], "range_min": 0.0,
+                                      "range_max": 10.0, "answer": "3"}, None, "none") for k in range(3)]
+    choices = [records.choice_record({"item_uid": f"t{k}", "task": "trog", "trial_type": "noun", "seed": 0,
+                                      "variant": "original", "presented_order": [2, 0, 1], "letters": ["A", "B", "C"]},
+                                     Parsed("AB"[k % 2], "lone_letter")) for k in range(12)]
+    built = matrix_mod.build([unit("egma_math_slider", sliders), unit("trog", choices),
+                              unit("trog/noun", choices[:2], parent="levante_trog")])
+    return {"models": built.models, "columns": built.columns, "cells": built.cells}
+
+
+def test_heatmap_greys_out_few_items_and_shows_an_unanswered_slider_as_na(tmp_path: Path, saved: list[Figure]) -> None:
+    """Issue 31.5: a 2-item sub-type cell is drawn faded (a whole task at full colour), every cell prints its item
+    count, and a slider column without a parsed response reads n/a on the background, not 0.00."""
+    matrix = item_count_matrix()
+    write_heatmap(tmp_path / "heatmap.png", matrix)
+    (fig,) = saved
+    ax = fig.axes[0]
+    columns = [c["task"] for c in matrix["columns"]]
+    cells = {c["task"]: c for c in matrix["cells"]}
+    texts = {columns[round(t.get_position()[0])]: t.get_text() for t in ax.texts}
+    assert texts["egma_math_slider"] == "n/a\nn=3" and cells["egma_math_slider"]["accuracy"] == 0.0
+    image = ax.images[0]
+    colours = image.to_rgba(image.get_array())  # the colours drawn, whether given as values or as colours
+    drawn = {task: tuple(float(v) for v in colours[0, j]) for j, task in enumerate(columns)}
+    assert drawn["egma_math_slider"] == pytest.approx(to_rgba(heatmap_plot.BACKGROUND))
+    whole, part = cells["trog"], cells["trog/noun"]
+    assert texts["trog"].endswith("\nn=12") and texts["trog/noun"].endswith("\nn=2")
+    assert drawn["trog"] == pytest.approx(colormaps["viridis"](whole["accuracy"]))
+    full, grey = colormaps["viridis"](part["accuracy"]), to_rgba(heatmap_plot.BACKGROUND)
+    assert drawn["trog/noun"] != pytest.approx(full)  # faded toward the background grey
+    assert all(min(f, g) <= d <= max(f, g) for d, f, g in zip(drawn["trog/noun"], full, grey, strict=True))
+    assert "faded = fewer than 10 items" in fig._suptitle.get_text()
 
 
 def kl_results() -> Results:
