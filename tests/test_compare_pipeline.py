@@ -129,9 +129,11 @@ def test_compare_end_to_end(tmp_path: Path) -> None:
     report = (out / "comparison.md").read_text()
     assert "negative = child-aligned" in report and "| aligned |" in report
     for unit, res in compared(summary)["models"].items():  # each p as the JSON says, never rounded to 0
-        p = res["kl"].get("uniform_test_p")
+        p, holm = res["kl"].get("uniform_test_p"), res["kl"].get("uniform_test_p_holm")
         if p is not None:
-            assert p > 0 and f"({p_value_text(p)}) |" in report.split(f"| {unit} |", 1)[1].split("\n", 1)[0]
+            row = report.split(f"| {unit} |", 1)[1].split("\n", 1)[0]
+            assert p > 0 and f"({p_value_text(p)}; {p_value_text(holm)}) |" in row
+            assert res["kl"]["uniform_test_family_size"] == 1 and holm == p  # one task: the family is one test
     for path in out.rglob("*"):
         if path.suffix in (".csv", ".json", ".md"):
             assert str(tmp_path) not in path.read_text(), path.name

@@ -10,8 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import compare_inputs
 import pandas as pd
 import pytest
+from matplotlib import colormaps
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from levante_tasks.compare import plots
@@ -19,6 +22,7 @@ from levante_tasks.compare.results import Results
 from levante_tasks.core import records
 from levante_tasks.core.parsing import Parsed
 from levante_tasks.summary import matrix as matrix_mod
+from levante_tasks.summary import plot as heatmap_plot
 from levante_tasks.summary.plot import write_heatmap
 from levante_tasks.summary.units import Unit, record_counts
 
@@ -39,10 +43,10 @@ def saved(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
     return figures
 
 
-def unit(task: str, recs: list[dict[str, Any]]) -> Unit:
+def unit(task: str, recs: list[dict[str, Any]], parent: str = "") -> Unit:
     seeds = {"random": 0, "numpy": 0, "torch": 0, "fewshot": 0}
     return Unit(source="run/results.json", date="2026-01-01", leaf=f"levante_{task}",
-                row=(LONG_ID, "0123456789abcdef", "levante_fixed"), family=recs[0]["task"], task=task, parent="",
+                row=(LONG_ID, "0123456789abcdef", "levante_fixed"), family=recs[0]["task"], task=task, parent=parent,
                 output_type="generate_until", variant="original", replicate=(0, 0, 0, 0, 0),
                 provenance={"seeds": seeds}, comparison={}, signature="s", test_model=True, **record_counts(recs))
 
@@ -72,6 +76,44 @@ def test_heatmap_title_fits_and_the_slider_column_shows_its_chance(tmp_path: Pat
     assert labels == {"egma_math_slider": "egma_math_slider\nchance 0.30", "trog": "trog\nchance 0.33"}
 
 
+def item_count_matrix() -> dict[str, Any]:
+    """A slider column no response of which was parsed (a scorer's empty answer), a 12-item task and a 2-item
+    sub-type of it."""
+    sliders = [records.slider_record({"item_uid": f"s{k}", "task": "egma-math", "trial_type": "Number Line Slider",
+                                      "seed": 0, "variant": "original", "presented_order": [0], "range_min": 0.0,
+                                      "range_max": 10.0, "answer": "3"}, None, "none") for k in range(3)]
+    choices = [records.choice_record({"item_uid": f"t{k}", "task": "trog", "trial_type": "noun", "seed": 0,
+                                      "variant": "original", "presented_order": [2, 0, 1], "letters": ["A", "B", "C"]},
+                                     Parsed("AB"[k % 2], "lone_letter")) for k in range(12)]
+    built = matrix_mod.build([unit("egma_math_slider", sliders), unit("trog", choices),
+                              unit("trog/noun", choices[:2], parent="levante_trog")])
+    return {"models": built.models, "columns": built.columns, "cells": built.cells}
+
+
+def test_heatmap_greys_out_few_items_and_shows_an_unanswered_slider_as_na(tmp_path: Path, saved: list[Figure]) -> None:
+    """Issue 31.5: a 2-item sub-type cell is drawn faded (a whole task at full colour), every cell prints its item
+    count, and a slider column without a parsed response reads n/a on the background, not 0.00."""
+    matrix = item_count_matrix()
+    write_heatmap(tmp_path / "heatmap.png", matrix)
+    (fig,) = saved
+    ax = fig.axes[0]
+    columns = [c["task"] for c in matrix["columns"]]
+    cells = {c["task"]: c for c in matrix["cells"]}
+    texts = {columns[round(t.get_position()[0])]: t.get_text() for t in ax.texts}
+    assert texts["egma_math_slider"] == "n/a\nn=3" and cells["egma_math_slider"]["accuracy"] == 0.0
+    image = ax.images[0]
+    colours = image.to_rgba(image.get_array())  # the colours drawn, whether given as values or as colours
+    drawn = {task: tuple(float(v) for v in colours[0, j]) for j, task in enumerate(columns)}
+    assert drawn["egma_math_slider"] == pytest.approx(to_rgba(heatmap_plot.BACKGROUND))
+    whole, part = cells["trog"], cells["trog/noun"]
+    assert texts["trog"].endswith("\nn=12") and texts["trog/noun"].endswith("\nn=2")
+    assert drawn["trog"] == pytest.approx(colormaps["viridis"](whole["accuracy"]))
+    full, grey = colormaps["viridis"](part["accuracy"]), to_rgba(heatmap_plot.BACKGROUND)
+    assert drawn["trog/noun"] != pytest.approx(full)  # faded toward the background grey
+    assert all(min(f, g) <= d <= max(f, g) for d, f, g in zip(drawn["trog/noun"], full, grey, strict=True))
+    assert "faded = fewer than 10 items" in fig._suptitle.get_text()
+
+
 def kl_results() -> Results:
     """Two models on one task: `bounded` at beta's bound (its KL is the uniform model's in every bin)."""
     results = Results()
@@ -80,15 +122,15 @@ def kl_results() -> Results:
             for model, beta, kls in (("bounded", 0.0, uniform), ("aligned", 1.5, [0.6, 0.4, 0.45]))
             for b, u, kl in zip((-2, -1, 0), uniform, kls, strict=True)]
     results.add("kl_bins", pd.DataFrame(rows))
-    results.add("kl_summary", pd.DataFrame([{"model": "bounded", "task": "trog", "beta_at_bound": True,
+    results.add("kl_summary", pd.DataFrame([{"model": "bounded", "task": "trog", "beta": 0.0, "beta_at_bound": True,
                                              "uniform_test_p": 1.0},
-                                            {"model": "aligned", "task": "trog", "beta_at_bound": False,
-                                             "uniform_test_p": 0.01}]))
+                                            {"model": "aligned", "task": "trog", "beta": 1.5,
+                                             "beta_at_bound": False, "uniform_test_p": 0.01}]))
     return results
 
 
 def test_kl_plot_keeps_a_model_at_beta_bound_above_the_baseline(tmp_path: Path, saved: list[Figure]) -> None:
-    assert plots.kl_by_bin(kl_results(), tmp_path) == [tmp_path / "kl_by_bin_trog.png"]
+    assert plots.kl_by_bin(kl_results(), tmp_path, {}) == [tmp_path / "kl_by_bin_trog.png"]
     (fig,) = saved
     assert len(fig.axes) == 2  # the KL panel and the difference panel
     top, diff = fig.axes
@@ -103,3 +145,90 @@ def test_kl_plot_keeps_a_model_at_beta_bound_above_the_baseline(tmp_path: Path, 
     on_zero = [line for line in drawn if line.get_color() == bounded.get_color()]
     assert len(on_zero) == 1 and list(on_zero[0].get_ydata()) == [0.0, 0.0, 0.0]
     assert "model - uniform KL" in diff.get_ylabel()
+
+
+def test_kl_plot_says_at_its_bound_per_model_task_and_language(tmp_path: Path, saved: list[Figure]) -> None:
+    """Issue 31.5: one model at beta's bound in one comparison only; every other plot gives its own beta unflagged
+    (a flag kept per model over all tasks marked all of them)."""
+    fits = {("trog", "en"): {"m1": 1.5, "m2": 0.025}, ("trog", "de"): {"m1": 0.025, "m2": 2.0},
+            ("vocab", "en"): {"m1": 0.7, "m2": 3.0}}
+    bins, summary = [], []
+    for (task, language), betas in fits.items():
+        for model, beta in betas.items():
+            bins += [{"task": task, "children_language": language, "model": model, "bin_low": b, "uniform_kl": 0.8,
+                      "mean_kl": 0.7, "beta": beta} for b in (-1, 0)]
+            summary.append({"task": task, "children_language": language, "model": model, "beta": beta,
+                            "beta_at_bound": beta == 0.025, "uniform_test_p": 0.5})
+    results = Results()
+    results.add("kl_bins", pd.DataFrame(bins))
+    results.add("kl_summary", pd.DataFrame(summary))
+    paths = plots.kl_by_bin(results, tmp_path, {})
+    assert [p.name for p in paths] == ["kl_by_bin_trog_de.png", "kl_by_bin_trog_en.png", "kl_by_bin_vocab_en.png"]
+    labels = {}
+    for path, fig in zip(paths, saved, strict=True):
+        for line in fig.axes[0].get_lines():
+            if line.get_label().startswith("m"):
+                labels[path.stem.removeprefix("kl_by_bin_"), line.get_label().split(" ")[0]] = line.get_label()
+    assert len(labels) == 6
+    for (comparison, model), label in labels.items():
+        task, language = comparison.split("_")
+        beta = fits[task, language][model]
+        assert f"beta={beta:.3g}" in label
+        assert ("at its bound" in label) == (beta == 0.025), (comparison, model, label)
+
+
+def all_plot_results(models: list[str]) -> Results:
+    """One task (language not recorded), `models` on three items: every table the three plot kinds read."""
+    results = Results()
+    results.add("model_items", pd.DataFrame([{"task": "trog", "model": m, "b": b, "correct": int(b < 0)}
+                                             for m in models for b in (-1.0, 0.0, 1.0)]))
+    results.add("difficulty", pd.DataFrame([{"task": "trog", "model": m, "pearson_r": -0.5, "pearson_ci_low": -0.9,
+                                             "pearson_ci_high": 0.2} for m in models]))
+    results.add("kl_bins", pd.DataFrame([{"task": "trog", "model": m, "bin_low": b, "uniform_kl": 0.8,
+                                          "mean_kl": 0.7, "beta": 1.0} for m in models for b in (-1, 0)]))
+    results.add("kl_summary", pd.DataFrame([{"task": "trog", "model": m, "beta": 1.0, "beta_at_bound": False,
+                                             "uniform_test_p": 0.5, "uniform_test_p_holm": 1.0} for m in models]))
+    results.add("children_theta", pd.DataFrame({"task": "trog", "theta_common": [-1.0, 0.0, 0.5, 1.0]}))
+    results.add("model_theta", pd.DataFrame([{"task": "trog", "model": m, "is_reference": True, "theta": 0.2,
+                                              "se": 0.4} for m in models]))
+    return results
+
+
+def figure_notes(fig: Figure) -> list[str]:
+    """The figure-level texts other than its title (the marks)."""
+    return [text.get_text() for text in fig.texts if text is not fig._suptitle]
+
+
+SYNTHETIC = "SYNTHETIC CHILDREN: simulated data, not LEVANTE's"
+TEST_MODEL = "TEST MODEL (random-init): a pipeline check, not a capability result"
+
+
+@pytest.mark.parametrize(("data", "models", "notes"), [
+    ({"synthetic_evidence": ["SYNTHETIC.md beside trials.csv"], "test_models": ["tiny"]}, ["tiny"],
+     [SYNTHETIC, TEST_MODEL]),
+    ({"synthetic_evidence": [], "test_models": ["tiny", "other run's"]}, ["tiny", "real"],
+     ["1 of 2 models are random-init TEST MODELS (not a capability result): tiny"]),
+    ({"synthetic_evidence": [], "test_models": []}, ["tiny", "real"], []),
+    ({"synthetic_evidence": ["x"], "test_models": [f"m{k:02d}" for k in range(13)]},
+     [f"m{k:02d}" for k in range(13)], [SYNTHETIC, TEST_MODEL]),  # past MAX_DETAILED: the summarised plots too
+])
+def test_every_comparison_figure_is_marked(tmp_path: Path, saved: list[Figure], data: dict, models: list[str],
+                                           notes: list[str]) -> None:
+    """Issue 31.5: each PNG says, on itself, that its children are synthetic or its model a random-init test
+    model (comparison.json `data`), and says nothing when neither holds."""
+    paths = plots.write_all(all_plot_results(models), tmp_path, data)
+    assert [p.name for p in paths] == ["accuracy_vs_difficulty_trog.png", "kl_by_bin_trog.png",
+                                       "theta_on_children_trog.png"]
+    assert len(saved) == 3
+    for fig in saved:
+        assert figure_notes(fig) == (["\n".join(notes)] if notes else [])
+
+
+def test_compare_marks_the_plots_of_synthetic_children(tmp_path: Path, saved: list[Figure]) -> None:
+    """The compare run hands its `data` to the plots: trials whose dataset is synthetic mark every figure."""
+    trials = compare_inputs.trog_trials().assign(dataset="synthetic")
+    out, summary = compare_inputs.compare(tmp_path, trials, compare_inputs.records(tmp_path / "records.csv"),
+                                          plots=True)
+    assert summary["data"]["synthetic_evidence"] and len(saved) == 3
+    assert all(len(figure_notes(fig)) == 1 and SYNTHETIC in figure_notes(fig)[0] for fig in saved)
+    assert len(list((out / "plots").glob("*.png"))) == 3

@@ -37,6 +37,12 @@ UNIFORM_TEST = (
     "count-weighted log-likelihood; null: each item's option scores exchangeable (options permuted per item); "
     "p = (1 + #{S_perm >= S}) / (1 + n_perm)"
 )
+UNIFORM_FAMILY = (
+    "Holm's step-down adjustment over each model's tests in the run (its tasks and children's languages): the "
+    "i-th smallest of the m p-values times (m - i + 1), made non-decreasing, capped at 1 (uniform_test_p_holm; "
+    "m = uniform_test_family_size); deciding on it keeps the chance of any false 'beats uniform' for a model at "
+    "most 1 - level"
+)
 KL_WEIGHTING = (
     "(item, bin) cells weighted by their children's count n (mean_kl; beta maximises the likelihood of the "
     "children's responses); mean_kl_unweighted weights cells equally (DevBench), at its own beta_unweighted; "
@@ -73,6 +79,7 @@ def conventions() -> dict[str, object]:
         "theta_scale": COMMON_SCALE,
         "kl_weighting": KL_WEIGHTING,
         "uniform_test": UNIFORM_TEST,
+        "uniform_test_family": UNIFORM_FAMILY,
         "ml": ML_DEFINITION,
         "languages": LANGUAGE_MATCH,
         "cross_language": CROSS_LANGUAGE,

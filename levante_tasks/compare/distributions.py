@@ -296,14 +296,13 @@ def compare_units(
     betas: np.ndarray | None = None,
     n_perm: int = 2000,
     seed: int = 0,
-    level: float = 0.95,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, object]], list[Counter]]:
     """KL of every unit (model scoring unit) on one task's cells, all at once.
 
     Returns per-(unit, item, bin) KL rows (`unit` = position in `units`), per-(unit, bin) means, one summary per
     unit and one Counter of item exclusions per unit. `betas` fixes beta per unit (both fits) instead of fitting
-    it. A unit beats the uniform model when its count-weighted KL is lower and the permutation test
-    (`n_perm` permutations, `seed`) gives p <= 1 - `level`.
+    it. The permutation test against the uniform model (`n_perm` permutations, `seed`) gives each unit's p-value;
+    the verdict waits for the family-wise adjustment over the unit's tasks (compare.family).
     """
     scores, status = score_array(cells, units)
     usable = status == USABLE
@@ -364,7 +363,6 @@ def compare_units(
             "kl_ratio_to_uniform": mean_kl / uniform_mean if uniform_mean > 0 else float("nan"),
             "uniform_test_statistic": float(statistic[u]),
             "uniform_test_p": float(p_value[u]),
-            "better_than_uniform": bool(mean_kl < uniform_mean and p_value[u] <= 1.0 - level),
             "n_pairs": int(sel.sum()),
             "n_items": int(usable[u].sum()),
             "n_responses": int(n_u.sum()),

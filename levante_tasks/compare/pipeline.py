@@ -33,6 +33,7 @@ from levante_tasks.compare.alignment import read_items
 from levante_tasks.compare.crosslanguage import cross_language_counts, cross_language_items
 from levante_tasks.compare.difficulty import MIN_ITEMS
 from levante_tasks.compare.distributions import GRID_POINTS
+from levante_tasks.compare.family import adjust_uniform_tests
 from levante_tasks.compare.humans import read_runs, read_trials
 from levante_tasks.compare.irt import IrtModel, read_irt
 from levante_tasks.compare.labels import synthetic_evidence
@@ -237,6 +238,7 @@ def run_compare(
             rows = labels == comparison.language  # pooled: every label is NOT_RECORDED
             compare_task(comparison, records[records["model"].isin(units) & (records["task"] == comparison.task)],
                          trials if rows.all() else trials[rows], runs, items_file, settings, results)
+    adjust_uniform_tests(results, settings.level)
     cross = cross_language_items(records[records["task"].isin(tasks)], trials,
                                  labels if children.recorded else np.full(len(trials), None), settings.min_n)
     results.add("cross_language_items", cross)

@@ -2,12 +2,15 @@
 
 Every title carries its sign convention (b higher = harder; negative r = child-aligned; KL(human || model)). One
 plot per task and children's language (`<kind>_<task>.png` when the language was not recorded, else
-`<kind>_<task>_<locale>.png`), its title naming the language.
+`<kind>_<task>_<locale>.png`), its title naming the language. A figure of synthetic children, or one drawing a
+random-init test model, carries a red note under its bottom-left corner saying so (comparison.json `data`), so a
+PNG shown on its own cannot pass for a result.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,16 +56,32 @@ def _title(task: str, language: str) -> str:
     return task if language == NOT_RECORDED else f"{task}, {language_name(language)} children"
 
 
-def _save(fig: plt.Figure, path: Path) -> None:
-    """Save a figure atomically as PNG and close it."""
+def marks(data: Mapping[str, object], models: Iterable[str]) -> list[str]:
+    """The notes a figure must carry: synthetic children (any evidence in comparison.json `data`), and random-init
+    test models among the `models` it draws (`data.test_models`)."""
+    drawn = sorted(set(models))
+    tests = [m for m in drawn if m in set(data.get("test_models") or [])]
+    notes = ["SYNTHETIC CHILDREN: simulated data, not LEVANTE's"] if data.get("synthetic_evidence") else []
+    if tests and len(tests) == len(drawn):
+        notes.append("TEST MODEL (random-init): a pipeline check, not a capability result")
+    elif tests:
+        notes.append(f"{len(tests)} of {len(drawn)} models are random-init TEST MODELS (not a capability result): "
+                     f"{', '.join(tests[:2])}{', ...' if len(tests) > 2 else ''}")
+    return notes
+
+
+def _save(fig: plt.Figure, path: Path, notes: list[str]) -> None:
+    """Save a figure atomically as PNG (its `notes` in red under its bottom-left corner) and close it."""
+    if notes:
+        fig.text(0.0, 0.0, "\n".join(notes), ha="left", va="top", fontsize=8, fontweight="bold", color="#c00000")
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
-def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
+def accuracy_vs_difficulty(results: Results, folder: Path, data: Mapping[str, object]) -> list[Path]:
     """One scatter per task and children's language: item b (x) vs model correctness (y, jittered), a panel row
-    per model."""
+    per model; `data`: comparison.json's (`marks`)."""
     items, diff = results.table("model_items"), results.table("difficulty")
     paths = []
     for task, language, part in _comparisons(items):
@@ -70,7 +89,7 @@ def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
         same = _rows_of(diff, task, language)
         path = folder / _name("accuracy_vs_difficulty", task, language)
         if len(models) > MAX_DETAILED:
-            _save(_r_forest(_title(task, language), same), path)
+            _save(_r_forest(_title(task, language), same), path, marks(data, models))
             paths.append(path)
             continue
         fig, axes = plt.subplots(len(models), 1, figsize=(6.5, 2.4 * len(models)), squeeze=False, layout="constrained")
@@ -87,7 +106,7 @@ def accuracy_vs_difficulty(results: Results, folder: Path) -> list[Path]:
             ax.set_yticks([0, 1], ["wrong", "right"])
         axes[-1, 0].set_xlabel("item difficulty b = -d/a1 (higher = harder for children)")
         fig.suptitle(f"{_title(task, language)}: model correctness vs children's item difficulty", fontsize=10)
-        _save(fig, path)
+        _save(fig, path, marks(data, models))
         paths.append(path)
     return paths
 
@@ -115,19 +134,16 @@ def _r_forest(task: str, diff: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def kl_by_bin(results: Results, folder: Path) -> list[Path]:
+def kl_by_bin(results: Results, folder: Path, data: Mapping[str, object]) -> list[Path]:
     """Per task and children's language: mean KL(human || model) per children's ability bin (top) and its
     difference from the uniform model's (bottom), a line per model. The baseline is drawn first and under the
     models, and the difference panel keeps a model at beta's bound (q close to uniform) visible as a line on zero
-    instead of hidden."""
+    instead of hidden. `data`: comparison.json's (`marks`)."""
     bins = results.table("kl_bins")
     summary = results.table("kl_summary")
     paths = []
     for task, language, part in _comparisons(bins):
-        same = _rows_of(summary, task, language)
-        p_value = dict(zip(same["model"], same["uniform_test_p"], strict=True)) if "uniform_test_p" in same else {}
-        at_bound = (set(same.loc[same["beta_at_bound"].fillna(False).astype(bool), "model"])
-                    if "beta_at_bound" in same else set())
+        fits = _rows_of(summary, task, language).set_index("model")  # one row per model of this comparison
         fig, (ax, diff) = plt.subplots(2, 1, figsize=(6.5, 5.2), sharex=True, height_ratios=(3, 2),
                                        layout="constrained")
         uniform = part.drop_duplicates("bin_low").sort_values("bin_low")
@@ -137,9 +153,7 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
         detailed = part["model"].nunique() <= MAX_DETAILED
         for i, (unit, rows) in enumerate(part.groupby("model")):
             rows = rows.sort_values("bin_low")
-            bound = " at its bound" if unit in at_bound else ""
-            p = p_value.get(unit, float("nan"))
-            label = f"{unit} (beta={rows['beta'].iloc[0]:.3g}{bound}; vs uniform p={p_value_text(p)})"
+            label = _kl_label(unit, fits.loc[unit])
             style = {"color": f"C{i % 10}", "zorder": 3, "lw": 1.5 if detailed else 0.6,
                      "alpha": 1.0 if detailed else 0.4, "marker": "o" if detailed else None, "ms": 4}
             x = rows["bin_low"] + 0.5
@@ -152,18 +166,31 @@ def kl_by_bin(results: Results, folder: Path) -> list[Path]:
         diff.set_ylabel("model - uniform KL, nats\n(< 0: closer than uniform)", fontsize=8)
         diff.set_xlabel("children's ability bin (theta, 1-logit bins; point at bin centre)")
         path = folder / _name("kl_by_bin", task, language)
-        _save(fig, path)
+        _save(fig, path, marks(data, part["model"]))
         paths.append(path)
     return paths
 
 
-def theta_on_children(results: Results, folder: Path) -> list[Path]:
+def _kl_label(unit: str, fit: pd.Series) -> str:
+    """A KL legend entry read from the model's own kl_summary row of this task and language: its beta, whether
+    that beta is at a bound of its range, and its permutation p-value with its Holm-adjusted value (compare.family)."""
+    bound = " at its bound" if _true(fit.get("beta_at_bound")) else ""
+    return (f"{unit} (beta={fit['beta']:.3g}{bound}; vs uniform p={p_value_text(fit.get('uniform_test_p'))}, "
+            f"Holm p={p_value_text(fit.get('uniform_test_p_holm'))})")
+
+
+def _true(value: object) -> bool:
+    """A flag cell of a concatenated table (bool, or NaN where a comparison has none) read as a bool."""
+    return bool(pd.notna(value) and value)
+
+
+def theta_on_children(results: Results, folder: Path, data: Mapping[str, object]) -> list[Path]:
     """One histogram per task and children's language of children's theta with each model's theta, both EAP under
-    the reference prior."""
+    the reference prior; `data`: comparison.json's (`marks`)."""
     children, thetas = results.table("children_theta"), results.table("model_theta")
     paths = []
     for task, language, part in _comparisons(children):
-        fig, ax = plt.subplots(figsize=(6.5, 3.5))
+        fig, ax = plt.subplots(figsize=(6.5, 3.5), layout="constrained")
         ax.hist(part["theta_common"].dropna(), bins=30, color="0.75", label="children (EAP, reference prior)")
         models = _rows_of(thetas, task, language) if len(thetas) else thetas
         models = models[models["is_reference"].astype(bool)] if len(models) else models
@@ -183,16 +210,16 @@ def theta_on_children(results: Results, folder: Path) -> list[Path]:
         ax.set_title(f"{_title(task, language)}: model ability on the children's distribution", fontsize=10)
         ax.legend(fontsize=7)
         path = folder / _name("theta_on_children", task, language)
-        _save(fig, path)
+        _save(fig, path, marks(data, models["model"] if len(models) else []))
         paths.append(path)
     return paths
 
 
-def write_all(results: Results, folder: Path) -> list[Path]:
-    """All plots; returns their paths."""
+def write_all(results: Results, folder: Path, data: Mapping[str, object]) -> list[Path]:
+    """All plots, marked by comparison.json's `data` (synthetic children, test models); returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     return (
-        accuracy_vs_difficulty(results, folder)
-        + kl_by_bin(results, folder)
-        + theta_on_children(results, folder)
+        accuracy_vs_difficulty(results, folder, data)
+        + kl_by_bin(results, folder, data)
+        + theta_on_children(results, folder, data)
     )

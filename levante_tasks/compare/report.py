@@ -19,7 +19,7 @@ from levante_tasks.markdown_table import markdown_table
 
 MODEL_COLUMNS = ["children's language", "model locale", "model", "items", "theta (SE)", "ML theta",
                  "children below", "r_pb with b [CI] (negative = child-aligned)", "Spearman [CI]", "beta",
-                 "mean KL (x uniform)", "beats uniform (p)", "age equivalent [CI]"]
+                 "mean KL (x uniform)", "beats uniform (p; Holm p)", "age equivalent [CI]"]
 LANGUAGE_COLUMNS = ["children's language", "children", "IRT record", "reference group", "children per group (from)",
                     "options from", "uniform-model KL"]
 ITEM_COLUMNS = ["rank", "item", "model runs", "model acc. en -> locale", "model drop", "children p en -> locale",
@@ -69,7 +69,8 @@ def _model_row(unit: str, res: dict, tests: set[str]) -> list[str]:
             f"{_fmt(d['pearson_r'])} [{_fmt(d['pearson_ci_low'])}, {_fmt(d['pearson_ci_high'])}]",
             f"{_fmt(d['spearman_rho'])} [{_fmt(d['spearman_ci_low'])}, {_fmt(d['spearman_ci_high'])}]",
             _fmt(kl.get("beta")), f"{_fmt(kl.get('mean_kl'))} ({_fmt(kl.get('kl_ratio_to_uniform'), 2)})",
-            f"{verdict} ({p_value_text(kl.get('uniform_test_p'))})", _age(age)]
+            f"{verdict} ({p_value_text(kl.get('uniform_test_p'))}; {p_value_text(kl.get('uniform_test_p_holm'))})",
+            _age(age)]
 
 
 def section(summary: dict, figures: list[Path], items: pd.DataFrame | None = None) -> str:
@@ -82,8 +83,10 @@ def section(summary: dict, figures: list[Path], items: pd.DataFrame | None = Non
         f"- Difficulty: {conv['difficulty']}. **{conv['correlation_sign']}.**",
         f"- Distributions: {conv['kl']} (epsilon = {conv['kl_epsilon']}); beta fitted per model x task in "
         f"{conv['beta_bounds']}. {conv['kl_weighting']}.",
-        f"- Beats uniform: {conv['uniform_test']}; {summary['settings'].get('n_perm', 'n/a')} permutations, "
-        f"yes when p <= {1 - summary['settings']['ci_level']:.2f} and the KL is lower. The KL has no ability or "
+        f"- Beats uniform: {conv['uniform_test']}; {summary['settings'].get('n_perm', 'n/a')} permutations. "
+        f"**Multiple testing**: {conv['uniform_test_family']}; yes when the Holm p <= "
+        f"{1 - summary['settings']['ci_level']:.2f} and the KL is lower (the table gives p; Holm p). The KL has no "
+        "ability or "
         "age readout (the bin with the lowest KL is pulled to the middle bins: docs/comparison.md); read ability "
         "from theta and the age equivalent.",
         f"- Languages: {conv['languages']}.",

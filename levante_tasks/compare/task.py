@@ -251,8 +251,7 @@ def compare_units_of_task(
                                      sign=conv.R_SIGN))
     kl_counts = [Counter() for _ in units.names]
     if cells is not None:
-        pairs, bins, kl, kl_counts = compare_units(cells, units.scores, n_perm=settings.n_perm, seed=settings.seed,
-                                                   level=settings.level)
+        pairs, bins, kl, kl_counts = compare_units(cells, units.scores, n_perm=settings.n_perm, seed=settings.seed)
         results.add("kl_items", _by_unit(pairs, units, comparison))
         bins = bins.merge(_children_bins(children), on="bin_low", how="left")
         results.add("kl_bins", _by_unit(bins, units, comparison))

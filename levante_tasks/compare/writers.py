@@ -46,7 +46,7 @@ def write_outputs(folder: Path, results: Results, summary: dict[str, object], se
     if settings.plots:
         from levante_tasks.compare import plots  # matplotlib is imported only when plots are drawn
 
-        figures = plots.write_all(results, folder / "plots")
+        figures = plots.write_all(results, folder / "plots", summary["data"])
     write_text(folder / "comparison.md", report.section(summary, figures, results.table("cross_language_items")))
 
 
