@@ -115,6 +115,18 @@ class AgeCurves:
         above = (t > high) | (~single & (inside >= self.last_edge[None, :]))
         return np.where(below, -np.inf, np.where(above, np.inf, inside))
 
+    def band(self, ages: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The curve at `ages` and its pointwise percentile band over the bootstrap curves (each read like the
+        curve: linear between its level sets' mean ages, flat beyond them)."""
+        ages = np.asarray(ages, dtype=float)
+        curves = np.empty((len(self.z), len(ages)))
+        for r, (start, end) in enumerate(zip(self.starts, self.ends, strict=True)):
+            blocks = slice(start, end + 1)
+            curves[r] = np.interp(ages, self.stacked_ages[blocks], self.stacked_levels[blocks] - r * SPACING)
+        alpha = (1.0 - level) / 2.0
+        low, high = np.quantile(curves, [alpha, 1.0 - alpha], axis=0)
+        return np.interp(ages, self.ages, self.levels), low, high
+
     def equivalents(self, theta: np.ndarray, se: np.ndarray, level: float = 0.95) -> list[dict[str, object]]:
         """Point age, percentile interval and flags per model (theta, SE arrays)."""
         draws = np.sort(self.draws(theta, se), axis=1)
