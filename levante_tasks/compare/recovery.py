@@ -16,7 +16,8 @@ give a 2PL bank instead: the 18 items repeated `bank_copies` times under new uid
 b = difficulty centre + N(0, 0.35) and a1 = exp(N(0, a1_sdlog)) (lognormal discriminations).
 
 Estimands: theta_m on the IRT scale; the age equivalent's truth is the age where the children's mean true theta
-equals theta_m (8.5 + (theta_m - group mean) / 0.3); the closest KL bin's truth is the bin holding theta_m.
+equals theta_m (8.5 + (theta_m - group mean) / 0.3); the closest KL bin's truth is the bin holding theta_m; a
+child-like model's accuracy (the by-age table's) has the truth mean_i P_i(correct | theta_m).
 The difficulty correlations (r_pb = Pearson r(correct, b) and Spearman rho, with their Fisher-z CIs) are
 statistics of one draw of the model's 0/1 answers on a fixed bank; their truth is the model's expected
 correlation over its answer draws given its true theta (`E[r | answers not constant]`, the same for rho: the
@@ -138,7 +139,8 @@ def child_distribution(truths: list, theta: float) -> tuple[np.ndarray, list[np.
 
 def _model_rows(truths: list, design: Design, rng: np.random.Generator,
                 truth_rng: np.random.Generator) -> tuple[list[dict], pd.DataFrame]:
-    """Records of every simulated model and the truth table (model, kind, true theta, true correlations)."""
+    """Records of every simulated model and the truth table (model, kind, true theta, true correlations, expected
+    accuracy)."""
     rows, truth_rows = [], []
     for k, theta in enumerate(rng.uniform(*design.model_theta_range, design.n_childlike)):
         name = f"childlike_{k:03d}"
@@ -149,7 +151,7 @@ def _model_rows(truths: list, design: Design, rng: np.random.Generator,
                          "option_scores": json.dumps(np.log(dist).tolist())})
         true_r, true_rho = expected_correlations(truths, float(theta), truth_rng)
         truth_rows.append({"model": name, "kind": "childlike", "true_theta": float(theta), "true_pearson_r": true_r,
-                           "true_spearman_rho": true_rho})
+                           "true_spearman_rho": true_rho, "true_accuracy": float(p.mean())})
     for kind in NULL_KINDS:
         for k in range(design.n_null_each):
             name = f"{kind}_{k:03d}"
@@ -161,7 +163,7 @@ def _model_rows(truths: list, design: Design, rng: np.random.Generator,
                              "option_scores": json.dumps(scores.tolist())})
             zero = 0.0 if kind in ZERO_CORRELATION_NULLS else math.nan
             truth_rows.append({"model": name, "kind": kind, "true_theta": math.nan, "true_pearson_r": zero,
-                               "true_spearman_rho": zero})
+                               "true_spearman_rho": zero, "true_accuracy": math.nan})
     return [dict(r, task=TASK) for r in rows], pd.DataFrame(truth_rows)
 
 
@@ -218,8 +220,8 @@ def replicate(truths: list, design: Design, index: int) -> pd.DataFrame:
         kl = pd.read_csv(out / "kl_summary.csv")
         difficulty = pd.read_csv(out / "difficulty.csv")
     table = truth.merge(age[AGE_COLUMNS], on="model")
-    table = table.merge(difficulty[["model", "pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho",
-                                    "spearman_ci_low", "spearman_ci_high"]], on="model")
+    table = table.merge(difficulty[["model", "accuracy", "pearson_r", "pearson_ci_low", "pearson_ci_high",
+                                    "spearman_rho", "spearman_ci_low", "spearman_ci_high"]], on="model")
     table = table.merge(kl[["model", "beta", "closest_bin", "closest_bin_mean_kl", "closest_bin_uniform_kl",
                             "better_than_uniform", "uniform_test_p"]], on="model")
     return table.assign(replicate=index, true_age=true_age(table["true_theta"]),
@@ -315,6 +317,7 @@ def figures(table: pd.DataFrame) -> dict[str, object]:
         "n_childlike": int(len(child)),
         **theta_age_figures(child),
         "by_true_age": by_true_age(child, low, high, covered),
+        "accuracy_bias": float((child["accuracy"] - child["true_accuracy"]).mean()),  # the by-age table's models
         "pearson_r": _interval_figures(child, "pearson_r"),
         "spearman_rho": _interval_figures(child, "spearman_rho"),
         "null_pearson_r": _interval_figures(nulls, "pearson_r"),
