@@ -9,8 +9,8 @@ Edges: a draw is "below youngest" when it falls below its bootstrap curve or inv
 youngest edge (the oldest age of its youngest level set or of its youngest `END_SHARE` of children, whichever is
 older), and likewise "above oldest" from its oldest edge. Within its end level set the curve is flat, and an
 isotonic fit's end levels are a minimum / maximum of running means over the fewest children (biased outward), so
-the curve cannot place an age there (recovery: without this rule 95% intervals covered 0.82-0.89 within two years
-below the youngest child and 0.85 in the oldest year; docs/comparison.md section 4). An interval end that falls
+the curve cannot place an age there (recovery: without this rule 95% intervals covered 0.86-0.93 at true ages
+2-6 and 0.88 at 11-12 with children aged 5-12, now 0.95-1.00; docs/comparison.md section 4). An interval end that falls
 among such draws is NaN with the flag `age_ci_low_flag` / `age_ci_high_flag`: a low end "below youngest" is open,
 a high end "below youngest" bounds the age at `youngest_edge_age` (the point curve's edge), and likewise
 `oldest_edge_age`.

@@ -8,7 +8,7 @@ theta-by-age curve with its band (age_curve.csv, the theta-by-age plot), per tas
   compare only on the same items; theta and the age equivalent compare across item sets.
 - Curve: the age-equivalence curve (`compare.age`) on a grid of ages, with its pointwise percentile band over the
   bootstrap curves, the band kept only between the `BAND_SHARE` and 1 - `BAND_SHARE` quantiles of the children's
-  ages (isotonic end levels are biased outward: recovery measured 0.65-0.85 coverage within the youngest and
+  ages (isotonic end levels are biased outward: recovery measured 0.65-0.89 coverage within the youngest and
   oldest 10% of ages, 0.93-0.98 between them).
 """
 
@@ -123,11 +123,12 @@ def report_lines(task: str, info: dict, figures: list[Path]) -> list[str]:
         lines.append(f"- {language_name(lang['children_language'])}: children aged {_fmt(ages['min'], 1)}-"
                      f"{_fmt(ages['max'], 1)} years (median {_fmt(ages['median'], 1)}; {ages['n_with_age']} with an "
                      f"age, {ages['n_without_age']} without){edges}.")
-    lines += ["", "Age intervals (95%), measured by recovery (docs/comparison.md section 4): 0.93-0.97 per 1-year "
-              "band of true age inside the children's ages, 0.95-1.00 in the youngest and oldest years and up to "
-              "2.5 years below the youngest child (a high end \"below youngest\" bounds the age at the edge above; a "
-              "low end \"below youngest\" is open). A numeric age within a year of the youngest or oldest child is "
-              "biased inward.", ""]
+    lines += ["", "Where the age interval is valid, measured by recovery (95% intervals, children aged 5-12; "
+              "docs/comparison.md section 4): coverage 0.91-0.99 per 1-year band of true age from the youngest to the "
+              "oldest child (0.95-0.99 in the youngest and oldest years), 0.99-1.00 for models up to 2.5 years "
+              "younger than the youngest child; not measured further out. A high end \"below youngest\" bounds the "
+              "age at the edge above, a low end \"below youngest\" is open (likewise above oldest). A numeric age "
+              "within a year of the youngest or oldest child is biased inward.", ""]
     names = {p.name for p in figures}
     shown = [figure_name(task, code) for code in languages if figures and figure_name(task, code) in names]
     lines += [f"![{Path(name).stem}](plots/{name})" for name in shown] + ([""] if shown else [])
