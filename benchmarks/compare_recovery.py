@@ -3,13 +3,16 @@ and how often null models are flagged better than the uniform model.
 
 Simulation: `levante_tasks.compare.recovery` (children from the synthetic release's generator on its vocab items,
 child-like models of known theta with true beta 1, four null models), each replicate a full `run_compare` on
-files. Two designs: the release's 18 Rasch vocab items, and a 2PL bank (the items 8 times, 144 items, lognormal
-a1: `recovery.TWO_PL`). Prints, per design, one JSON object of figures (docs/comparison.md quotes them) with the
-wall time, then a table of the figures per 1-year band of true age.
+files. Three designs: the release's 18 Rasch vocab items, a 2PL bank (the items 8 times, 144 items, lognormal
+a1: `recovery.TWO_PL`), and the 2PL bank with models younger than the youngest child (true ages 2.5-11.8:
+`recovery.YOUNGER`). Prints, per design, one JSON object of figures (docs/comparison.md quotes them) with the
+wall time, then a table of the figures per 1-year band of true age. Then the by-age view's readouts on their own
+(`compare.age_recovery`): the age interval per true-age band on a vocab-like curve (180 children, r = .49), the
+curve's band, and the children's accuracy per age band.
 
-Run: `.venv/bin/python benchmarks/compare_recovery.py` (about 1.5 minutes on 2 cores: 30 s for 30 Rasch replicates,
-50 s for 10 2PL replicates); `--replicates N` / `--two-pl-replicates N` to change the sizes (0 skips a design),
-`--quick` for 5 and 2.
+Run: `.venv/bin/python benchmarks/compare_recovery.py` (about 3 minutes on 2 cores); `--replicates N` /
+`--two-pl-replicates N` / `--younger-replicates N` / `--edge-replicates N` to change the sizes (0 skips a
+design), `--quick` for 5, 2, 2 and 20.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from dataclasses import replace
 
 from scipy import stats
 
-from levante_tasks.compare.recovery import TWO_PL, Design, figures, run
+from levante_tasks.compare import age_recovery
+from levante_tasks.compare.recovery import TWO_PL, YOUNGER, Design, figures, run
 
 
 def study(name: str, design: Design) -> None:
@@ -49,14 +53,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicates", type=int, default=30, help="Rasch design (18 items)")
     parser.add_argument("--two-pl-replicates", type=int, default=10, help="2PL design (144 items)")
-    parser.add_argument("--quick", action="store_true", help="5 Rasch and 2 2PL replicates")
+    parser.add_argument("--younger-replicates", type=int, default=10, help="2PL design, models from true age 2.5")
+    parser.add_argument("--edge-replicates", type=int, default=100, help="the by-age readouts on their own")
+    parser.add_argument("--quick", action="store_true", help="5 Rasch, 2 2PL, 2 younger and 20 edge replicates")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rasch = Design(replicates=5 if args.quick else args.replicates, seed=args.seed)
     two_pl = replace(rasch, replicates=2 if args.quick else args.two_pl_replicates, **TWO_PL)
-    for name, design in (("rasch_18_items", rasch), ("2pl_144_items", two_pl)):
+    younger = replace(two_pl, replicates=2 if args.quick else args.younger_replicates, **YOUNGER)
+    for name, design in (("rasch_18_items", rasch), ("2pl_144_items", two_pl), ("2pl_younger_models", younger)):
         if design.replicates:
             study(name, design)
+    edge = 20 if args.quick else args.edge_replicates
+    if edge:
+        by_age_view(age_recovery.EdgeDesign(replicates=edge, seed=args.seed), max(edge * 2 // 5, 1))
+
+
+def by_age_view(design: age_recovery.EdgeDesign, accuracy_replicates: int) -> None:
+    """Print the by-age view's readouts against their truth, per 1-year band (JSON objects)."""
+    start = time.perf_counter()
+    found = {"age_interval_coverage_by_true_age": age_recovery.coverage_by_band(age_recovery.run(design)),
+             "curve_band_by_age": age_recovery.curve_band_coverage(design),
+             "children_accuracy_by_age_band": age_recovery.accuracy_coverage(accuracy_replicates, seed=design.seed)}
+    print(json.dumps({"study": "by_age_view", "design": vars(design), "accuracy_replicates": accuracy_replicates,
+                      "figures": found, "wall_seconds": round(time.perf_counter() - start, 1)}, indent=1))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import optimize, stats
 
-from levante_tasks.compare.age import AgeCurves, fit_curve, invert
+from levante_tasks.compare.age import END_SHARE, AgeCurves, fit_curve, invert, level_sets
 from levante_tasks.compare.difficulty import correlate_many
 from levante_tasks.compare.distributions import Cells, compare_model, compare_units
 from levante_tasks.compare.golden_section import golden_section_min
@@ -49,12 +49,23 @@ def test_age_draws_equal_inverting_each_bootstrap_curve() -> None:
     replay = np.random.default_rng(4)  # AgeCurves draws resample indices, then the normal deviates z
     idx = replay.integers(0, 120, (80, 120))
     z = replay.standard_normal(80)
+    opened = 0
+    share = int(np.ceil(END_SHARE * 120))
     for r in range(80):
-        ages, levels = fit_curve(age[idx[r]], theta[idx[r]])
+        ages, levels, first_ages, last_ages = level_sets(age[idx[r]], theta[idx[r]])
+        assert np.array_equal((ages, levels), fit_curve(age[idx[r]], theta[idx[r]]))
+        resampled = np.sort(age[idx[r]])
+        youngest_edge = max(last_ages[0], resampled[share - 1])  # its youngest level set or youngest 5%
+        oldest_edge = min(first_ages[-1], resampled[-share])
         for m, (t, se) in enumerate([(0.3, 0.5), (1.4, 0.9)]):
             value, flag = invert(t + se * z[r], ages, levels)
+            if not flag and value <= youngest_edge:  # the curve cannot place an age there
+                flag, opened = "below_youngest", opened + 1
+            elif not flag and value >= oldest_edge:
+                flag, opened = "above_oldest", opened + 1
             want = {"below_youngest": -np.inf, "above_oldest": np.inf}.get(flag, value)
             assert draws[m, r] == pytest.approx(want, abs=1e-9), (r, m)
+    assert opened  # the end-set rule was exercised
 
 
 def cells_and_scores(seed: int = 0) -> tuple[pd.DataFrame, list[dict[str, list[float]]]]:

@@ -125,7 +125,7 @@ def test_compare_end_to_end(tmp_path: Path) -> None:
     assert excl[("", "records_task_without_irt_model")] == 1
     assert excl[("", "trials_response_unmatched")] == 1
     pngs = sorted((out / "plots").glob("*.png"))
-    assert len(pngs) == 3 and all(p.stat().st_size > 1000 for p in pngs)
+    assert len(pngs) == 4 and all(p.stat().st_size > 1000 for p in pngs)  # three plots and theta by age
     report = (out / "comparison.md").read_text()
     assert "negative = child-aligned" in report and "| aligned |" in report
     for unit, res in compared(summary)["models"].items():  # each p as the JSON says, never rounded to 0

@@ -275,7 +275,8 @@ def test_many_models_get_summary_plots(tmp_path: Path) -> None:
     from PIL import Image
 
     sizes = {p.name: Image.open(p).size for p in (out / "plots").glob("*.png")}
-    assert set(sizes) == {"accuracy_vs_difficulty_trog.png", "kl_by_bin_trog.png", "theta_on_children_trog.png"}
+    assert set(sizes) == {"accuracy_vs_difficulty_trog.png", "kl_by_bin_trog.png", "theta_on_children_trog.png",
+                          "theta_by_age_trog.png"}
     assert sizes["accuracy_vs_difficulty_trog.png"][1] < 600  # 15 rows of 0.14 in, not 15 panels of 2.4 in
 
 
@@ -286,4 +287,5 @@ def test_plots_without_any_kl_are_written(tmp_path: Path) -> None:
     out, _ = compare(tmp_path, trog_trials(), tmp_path / "records.csv", plots=True)
     assert "beta_at_bound" not in pd.read_csv(out / "kl_summary.csv").columns
     assert sorted(p.name for p in (out / "plots").iterdir()) == ["accuracy_vs_difficulty_trog.png",
+                                                                "theta_by_age_trog.png",
                                                                 "theta_on_children_trog.png"]

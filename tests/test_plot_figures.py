@@ -229,6 +229,6 @@ def test_compare_marks_the_plots_of_synthetic_children(tmp_path: Path, saved: li
     trials = compare_inputs.trog_trials().assign(dataset="synthetic")
     out, summary = compare_inputs.compare(tmp_path, trials, compare_inputs.records(tmp_path / "records.csv"),
                                           plots=True)
-    assert summary["data"]["synthetic_evidence"] and len(saved) == 3
+    assert summary["data"]["synthetic_evidence"] and len(saved) == 4  # the three of write_all, the theta by age
     assert all(len(figure_notes(fig)) == 1 and SYNTHETIC in figure_notes(fig)[0] for fig in saved)
-    assert len(list((out / "plots").glob("*.png"))) == 3
+    assert len(list((out / "plots").glob("*.png"))) == 4

@@ -3,9 +3,10 @@
 Children come from the synthetic release's generator (`levante_tasks.synth.children`) with two sites of one
 language (`POPULATIONS`: ages U(5, 12), per-task theta = 0.3 * (age - 8.5) + N(0, ~0.9^2) around the site means
 -0.2 / +0.2, one IRT group `all`; 2PL/Rasch answers with g at chance, a wrong answer picks a distractor with
-weights 2:1:1). Models: child-like ones of known ability theta_m, whose `correct` is drawn
-from the same item response functions and whose option scores are the log of a child's response distribution at
-theta_m (so their true beta is 1), and four null models whose scores carry nothing about children's choices:
+weights 2:1:1). Models: child-like ones of known ability theta_m ~ U(`Design.model_theta_range`), whose
+`correct` is drawn from the same item response functions and whose option scores are the log of a child's
+response distribution at theta_m (so their true beta is 1), and four null models whose scores carry nothing
+about children's choices:
 uniform (equal scores), random choice (one option scored 1), random scores (N(0, 1)), and one fixed presented
 position (the first letter, with the correct option placed at each letter equally often as the tasks' balanced
 shuffle does). Every replicate runs `run_compare` on files, as a user would, with all models in one records file.
@@ -15,7 +16,8 @@ give a 2PL bank instead: the 18 items repeated `bank_copies` times under new uid
 b = difficulty centre + N(0, 0.35) and a1 = exp(N(0, a1_sdlog)) (lognormal discriminations).
 
 Estimands: theta_m on the IRT scale; the age equivalent's truth is the age where the children's mean true theta
-equals theta_m (8.5 + (theta_m - group mean) / 0.3); the closest KL bin's truth is the bin holding theta_m.
+equals theta_m (8.5 + (theta_m - group mean) / 0.3); the closest KL bin's truth is the bin holding theta_m; a
+child-like model's accuracy (the by-age table's) has the truth mean_i P_i(correct | theta_m).
 The difficulty correlations (r_pb = Pearson r(correct, b) and Spearman rho, with their Fisher-z CIs) are
 statistics of one draw of the model's 0/1 answers on a fixed bank; their truth is the model's expected
 correlation over its answer draws given its true theta (`E[r | answers not constant]`, the same for rho: the
@@ -47,7 +49,10 @@ NULL_KINDS = ("uniform", "random_choice", "random_scores", "fixed_position")
 Z95 = 1.959963984540054
 CORRELATION_DRAWS = 4000
 ZERO_CORRELATION_NULLS = ("uniform", "random_choice", "random_scores")
-AGE_BANDS = (5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0)
+AGE_BANDS = tuple(float(age) for age in range(2, 14))  # 1-year bands of true age (a design's models may be younger
+# than its youngest child)
+AGE_COLUMNS = ["model", "theta", "se", "age_equivalent", "age_flag", "age_ci_low", "age_ci_high", "age_ci_low_flag",
+               "age_ci_high_flag", "youngest_edge_age", "oldest_edge_age"]  # age_equivalence.csv's, read back
 
 
 @dataclass(frozen=True)
@@ -63,9 +68,12 @@ class Design:
     seed: int = 0
     bank_copies: int = 1  # > 1: the vocab items repeated under new uids, each copy with its own parameters
     a1_sdlog: float = 0.0  # > 0: a1 = exp(N(0, a1_sdlog)) per item (2PL); 0 with one copy: the release's Rasch truth
+    model_theta_range: tuple[float, float] = (-1.0, 1.0)  # child-like models' true theta ~ U(range): true ages
+    # 5.2-11.8 by default; (-1.8, 1.0) reaches true age 2.5, below the youngest child (5)
 
 
 TWO_PL = {"bank_copies": 8, "a1_sdlog": 0.4}  # 144 items, a1 roughly 0.45-2.2 (5-95%)
+YOUNGER = {"model_theta_range": (-1.8, 1.0)}  # models' true ages 2.5-11.8: some younger than every child
 SLOPE = 0.3  # logits a year
 POPULATIONS = tuple(Population(f"synth_site_{name}", "synthetic", "en-US", 1, mean, 1.0, SLOPE)
                     for name, mean in (("a", -0.2), ("b", 0.2)))
@@ -131,9 +139,10 @@ def child_distribution(truths: list, theta: float) -> tuple[np.ndarray, list[np.
 
 def _model_rows(truths: list, design: Design, rng: np.random.Generator,
                 truth_rng: np.random.Generator) -> tuple[list[dict], pd.DataFrame]:
-    """Records of every simulated model and the truth table (model, kind, true theta, true correlations)."""
+    """Records of every simulated model and the truth table (model, kind, true theta, true correlations, expected
+    accuracy)."""
     rows, truth_rows = [], []
-    for k, theta in enumerate(rng.uniform(-1.0, 1.0, design.n_childlike)):
+    for k, theta in enumerate(rng.uniform(*design.model_theta_range, design.n_childlike)):
         name = f"childlike_{k:03d}"
         p, dists = child_distribution(truths, float(theta))
         correct = rng.random(len(truths)) < p
@@ -142,7 +151,7 @@ def _model_rows(truths: list, design: Design, rng: np.random.Generator,
                          "option_scores": json.dumps(np.log(dist).tolist())})
         true_r, true_rho = expected_correlations(truths, float(theta), truth_rng)
         truth_rows.append({"model": name, "kind": "childlike", "true_theta": float(theta), "true_pearson_r": true_r,
-                           "true_spearman_rho": true_rho})
+                           "true_spearman_rho": true_rho, "true_accuracy": float(p.mean())})
     for kind in NULL_KINDS:
         for k in range(design.n_null_each):
             name = f"{kind}_{k:03d}"
@@ -154,7 +163,7 @@ def _model_rows(truths: list, design: Design, rng: np.random.Generator,
                              "option_scores": json.dumps(scores.tolist())})
             zero = 0.0 if kind in ZERO_CORRELATION_NULLS else math.nan
             truth_rows.append({"model": name, "kind": kind, "true_theta": math.nan, "true_pearson_r": zero,
-                               "true_spearman_rho": zero})
+                               "true_spearman_rho": zero, "true_accuracy": math.nan})
     return [dict(r, task=TASK) for r in rows], pd.DataFrame(truth_rows)
 
 
@@ -210,10 +219,9 @@ def replicate(truths: list, design: Design, index: int) -> pd.DataFrame:
         age = pd.read_csv(out / "age_equivalence.csv")
         kl = pd.read_csv(out / "kl_summary.csv")
         difficulty = pd.read_csv(out / "difficulty.csv")
-    table = truth.merge(age[["model", "theta", "se", "age_equivalent", "age_flag", "age_ci_low", "age_ci_high",
-                             "age_ci_low_flag", "age_ci_high_flag"]], on="model")
-    table = table.merge(difficulty[["model", "pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho",
-                                    "spearman_ci_low", "spearman_ci_high"]], on="model")
+    table = truth.merge(age[AGE_COLUMNS], on="model")
+    table = table.merge(difficulty[["model", "accuracy", "pearson_r", "pearson_ci_low", "pearson_ci_high",
+                                    "spearman_rho", "spearman_ci_low", "spearman_ci_high"]], on="model")
     table = table.merge(kl[["model", "beta", "closest_bin", "closest_bin_mean_kl", "closest_bin_uniform_kl",
                             "better_than_uniform", "uniform_test_p"]], on="model")
     return table.assign(replicate=index, true_age=true_age(table["true_theta"]),
@@ -263,12 +271,16 @@ def by_true_age(child: pd.DataFrame, low: pd.Series, high: pd.Series, covered: p
 
 
 def age_interval(child: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """The age intervals' ends with an end "below youngest" as -inf and "above oldest" as +inf: an open end covers
-    every younger (older) age."""
-    low = pd.Series(np.where(child["age_ci_low_flag"].fillna("") == "below_youngest", -np.inf, child["age_ci_low"]),
+    """The age intervals' ends as the report reads them: a low end "below youngest" is -inf and a high end "above
+    oldest" +inf (open: it covers every younger / older age); a high end "below youngest" is the youngest edge
+    (`youngest_edge_age`: the whole interval lies at or below it) and a low end "above oldest" the oldest edge."""
+    low_flag, high_flag = child["age_ci_low_flag"].fillna(""), child["age_ci_high_flag"].fillna("")
+    low = pd.Series(np.where(low_flag == "below_youngest", -np.inf,
+                             np.where(low_flag == "above_oldest", child["oldest_edge_age"], child["age_ci_low"])),
                     index=child.index)
-    high = pd.Series(np.where(child["age_ci_high_flag"].fillna("") == "above_oldest", np.inf, child["age_ci_high"]),
-                     index=child.index)
+    high = pd.Series(np.where(high_flag == "above_oldest", np.inf,
+                              np.where(high_flag == "below_youngest", child["youngest_edge_age"],
+                                       child["age_ci_high"])), index=child.index)
     return low, high
 
 
@@ -305,6 +317,7 @@ def figures(table: pd.DataFrame) -> dict[str, object]:
         "n_childlike": int(len(child)),
         **theta_age_figures(child),
         "by_true_age": by_true_age(child, low, high, covered),
+        "accuracy_bias": float((child["accuracy"] - child["true_accuracy"]).mean()),  # the by-age table's models
         "pearson_r": _interval_figures(child, "pearson_r"),
         "spearman_rho": _interval_figures(child, "spearman_rho"),
         "null_pearson_r": _interval_figures(nulls, "pearson_r"),

@@ -35,14 +35,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from levante_tasks.compare.recovery import child_distribution, theta_age_figures
+from levante_tasks.compare.recovery import AGE_COLUMNS, child_distribution, theta_age_figures
 from levante_tasks.compare.results import Settings
 from levante_tasks.synth.populations import AGE_CENTRE, POPULATIONS, Population
 from levante_tasks.synth.records import language_of, locale_code
 
 THETA_HALF_RANGE_YEARS = 3.3  # models' true theta: the language's mean +- this many years of its slope
-MODEL_COLUMNS = ["model", "theta", "se", "age_equivalent", "age_flag", "age_ci_low", "age_ci_high",
-                 "age_ci_low_flag", "age_ci_high_flag"]
 
 
 @dataclass(frozen=True)
@@ -153,7 +151,7 @@ def _compare_all(design: LanguageDesign, folder: Path, records: dict[str, list[d
     table = pd.read_csv(folder / "out" / "age_equivalence.csv")
     language = {locale_code(p): p.language for p in POPULATIONS}
     unit = table["model"].str.split("/").str[0]  # a translated run's unit is `<model>/<locale code>`
-    return table.assign(model=unit, language=table["children_language"].map(language))[[*MODEL_COLUMNS, "language"]]
+    return table.assign(model=unit, language=table["children_language"].map(language))[[*AGE_COLUMNS, "language"]]
 
 
 def replicate(design: LanguageDesign, setup: tuple[list, dict, dict[str, list[dict]]], index: int) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from levante_tasks.compare import age_view
 from levante_tasks.compare.crosslanguage import cross_language_counts
 from levante_tasks.compare.languages import language_name
 from levante_tasks.markdown_table import markdown_table
@@ -100,7 +101,7 @@ def section(summary: dict, figures: list[Path], items: pd.DataFrame | None = Non
     ]
     tests = set(summary.get("data", {}).get("test_models", []))
     for task, info in summary["tasks"].items():
-        lines += _task(task, info, tests)
+        lines += _task(task, info, tests) + age_view.report_lines(task, info, figures)
     lines += _cross_language(items, summary["settings"].get("flag_drop"))
     if summary["exclusions"]:
         lines += ["### Exclusions (counted)", "", markdown_table(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from levante_tasks.compare import age_view
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.age import AgeCurves
 from levante_tasks.compare.alignment import align, duplicate_option_items, unmatched_responses
@@ -139,6 +140,11 @@ def compare_task(
     )
     curves = (AgeCurves(with_age["age"].to_numpy(float), with_age["theta_common"].to_numpy(float),
                         settings.n_boot, settings.seed) if len(with_age) >= 2 else None)
+    by_age, bands, curve = age_view.add_children(task_trials, children, curves, settings.level,
+                                                 {"task": task, "children_language": language})
+    info.update(by_age)
+    results.add("accuracy_by_age", bands)
+    results.add("age_curve", curve)
     units = Units.build(records, items)
     no_kl = "no option texts (pass --items): KL not computed" if items_file is None else NO_CELLS
     info["models"] = compare_units_of_task(comparison, units, children, cells, curves, settings, results, no_kl)

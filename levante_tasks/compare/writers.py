@@ -33,6 +33,8 @@ def write_outputs(folder: Path, results: Results, summary: dict[str, object], se
         "kl_summary",
         "age_equivalence",
         "children_theta",
+        "accuracy_by_age",
+        "age_curve",
         "cross_language_items",
     ]
     for name in names:
@@ -44,9 +46,10 @@ def write_outputs(folder: Path, results: Results, summary: dict[str, object], se
     write_json(folder / OUTPUT_MARKER, _jsonable(summary))
     figures = []
     if settings.plots:
-        from levante_tasks.compare import plots  # matplotlib is imported only when plots are drawn
+        from levante_tasks.compare import age_plot, plots  # matplotlib is imported only when plots are drawn
 
-        figures = plots.write_all(results, folder / "plots", summary["data"])
+        figures = (plots.write_all(results, folder / "plots", summary["data"])
+                   + age_plot.theta_by_age(results, folder / "plots", summary["data"]))
     write_text(folder / "comparison.md", report.section(summary, figures, results.table("cross_language_items")))
 
 
