@@ -8,8 +8,8 @@ marker; an interval end that reads below youngest / above oldest is drawn as an 
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import matplotlib
