@@ -588,8 +588,8 @@ def _task_names() -> set[str]:
 
 def test_mc_refusal_names_the_class_and_what_runs_instead_only_with_p14(trees, packages) -> None:
     """The refusal quoted the class's own NotImplementedError (`huggingface`'s names Qwen2.5_VL); with 0017 it names
-    the class run and, for LEVANTE `_mc` variants, their generation variants (each one of our tasks) and the option
-    scorers; another suite's task gets no LEVANTE advice."""
+    the class run and, for LEVANTE `_mc` variants, first the option scorers, then their generation variants (each one
+    of our tasks); another suite's task gets no LEVANTE advice."""
     tasks = _task_names()
     variants = tuple(sorted(name for name in tasks if re.search(r"_mc(?=_|$)", name)))
     assert "levante_vocab_mc" in variants and "levante_trog_mc_seed1" in variants and "levante_vocab_de_mc" in variants
@@ -597,11 +597,12 @@ def test_mc_refusal_names_the_class_and_what_runs_instead_only_with_p14(trees, p
     after = probe(trees["all"], "refusal", packages, tasks=variants)["refusal"]
     assert "Qwen2.5_VL" in before["levante"] and "levante_vlm_mc" not in before["levante"]
     assert "Qwen2.5_VL" not in after["levante"] and "\n" not in after["levante"]
-    assert after["levante"].startswith(f"model class Huggingface cannot run {', '.join(variants)}: ")
-    (generation,) = re.findall(r"generation variants with it \(([^)]*)\)", after["levante"])
+    assert after["levante"].startswith("model class Huggingface cannot run the _mc variants (no loglikelihood): use "
+                                       "--model levante_vlm_mc or levante_clip, or Huggingface on the generation "
+                                       "variants (")
+    (generation,) = re.findall(r"generation variants \(([^)]*)\)", after["levante"])
     assert generation.split(", ") == [re.sub(r"_mc(?=_|$)", "", name, count=1) for name in variants]
     assert set(generation.split(", ")) <= tasks and "levante_trog_seed1" in generation.split(", ")
-    assert after["levante"].endswith("score the options with --model levante_vlm_mc (generative VLMs) or "
-                                     "--model levante_clip (CLIP, SigLIP)")
+    assert after["levante"].endswith(f"); refused: {', '.join(variants)}")
     assert after["other"] == ("model class Huggingface cannot run mmlu: multiple_choice scores each option by "
                               "loglikelihood, which Huggingface does not implement")
