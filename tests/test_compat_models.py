@@ -69,7 +69,8 @@ CASES = {
     "qwen2_5_vl-simple-interleave": Case("qwen2_5_vl", "qwen2_5_vl", f"{QWEN_ARGS},interleave_visuals=True",
                                          simple=True, option="interleave_visuals=True"),
     "idefics2": Case("idefics2", "idefics2", model_args="", simple=True, patches=("0010",)),
-    "llava_hf-llava-1.5": Case("llava_hf", "llava-1.5", mc=True, patches=("0011", "0012")),
+    # no device_map: the class's default, as a user types it (`--device cpu` only; patch 0016)
+    "llava_hf-llava-1.5": Case("llava_hf", "llava-1.5", model_args="", mc=True, patches=("0011", "0012", "0016")),
     "llava_hf-llava-1.5-simple": Case("llava_hf", "llava-1.5", simple=True, mc=True, patches=("0011",)),
     "llava_hf-llava-onevision": Case("llava_hf", "llava-onevision", mc=True, patches=("0011", "0012")),
     "huggingface-idefics3": Case("huggingface", "idefics3", patches=("0005", "0009")),
@@ -168,18 +169,22 @@ def assert_summarize_and_compare_read(out: Path, records: dict[str, list[dict]],
 
 def test_mc_variant_is_refused_before_the_first_item_naming_class_and_variant(
         fixture_data: Path, checkpoints: Callable[[str], Path], tmp_path: Path) -> None:
-    """Patch 0013: a `_mc` variant with a class that has no loglikelihood stops before any request reaches the
-    model (the spy sees no processor call, although a generation task comes first), one line (no traceback) ending
-    stderr, exit 1."""
+    """Patches 0013 and 0017: a `_mc` variant with a class that has no loglikelihood stops before any request reaches
+    the model (the spy sees no processor call, although a generation task comes first), one line (no traceback)
+    ending stderr that names the class and what runs instead, exit 1."""
     case = Case("qwen2_vl", "qwen2_vl", simple=True)
     out, spy = tmp_path / "out", tmp_path / "spy.jsonl"
     run = run_lmms_eval(case, f"pretrained={checkpoints('qwen2_vl')},device_map=cpu", fixture_data, out, spy,
                         tasks=["levante_vocab", "levante_vocab_mc"])
     assert run.returncode == 1
-    refusal = ("model class Qwen2_VL cannot run levante_vocab_mc: multiple_choice needs loglikelihood, which it does "
-               "not implement")
+    from levante_tasks.matrix.state import error_line
+
+    refusal = ("model class Qwen2_VL cannot run the _mc variants (no loglikelihood): use --model levante_vlm_mc or "
+               "levante_clip, or Qwen2_VL on the generation variants (levante_vocab); refused: levante_vocab_mc")
     last = run.stderr.strip().splitlines()[-1]
-    assert refusal in last and "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert last == refusal and "Traceback" not in run.stderr, run.stderr[-3000:]
+    # a matrix report shows the line's first 160 characters as the cell's cause: the alternatives come first
+    assert refusal.split(" (levante_vocab)")[0] in error_line(run.stderr, run.returncode)
     assert read_log(spy) == [] and not list(out.rglob("*_results.json"))
 
 
@@ -200,8 +205,7 @@ def test_classes_without_loglikelihood_cannot_run_mc_variants(model: str) -> Non
     with pytest.raises(NotImplementedError):
         cls.loglikelihood(object.__new__(cls), [])
     # our words, not upstream's message: `huggingface`'s was copied from another class ("... for Qwen2.5_VL")
-    record_outcome(f"{model}-mc", Case(model, "-", mc=True), "refused",
-                   f"`{model}` has no loglikelihood (upstream raises NotImplementedError)")
+    record_outcome(f"{model}-mc", Case(model, "-", mc=True), "refused", f"no loglikelihood in `{name}`")
 
 
 def test_llava_onevision_class_needs_llava_next_which_pypi_lacks(checkpoints: Callable[[str], Path]) -> None:
@@ -226,7 +230,7 @@ def test_compat_table_is_rendered_from_case_results(tmp_path: Path) -> None:
     cases = [{"case": "a", "model": "idefics2", "checkpoint": "idefics2", "simple": True, "mc": False,
               "lmms_eval": "0.7.2", "status": "works", "detail": "", "patches": ["0010"]},
              {"case": "a-mc", "model": "idefics2", "checkpoint": "-", "simple": True, "mc": True,
-              "lmms_eval": "0.7.2", "status": "refused", "detail": "upstream: no loglikelihood", "patches": []},
+              "lmms_eval": "0.7.2", "status": "refused", "detail": "no loglikelihood in `Idefics2`", "patches": []},
              {"case": "b", "model": "qwen2_vl", "checkpoint": "qwen2_vl", "simple": True, "mc": False,
               "lmms_eval": "0.7.3", "status": "failed", "detail": "exit 1", "patches": []},
              {"case": "c", "model": "qwen2_vl", "checkpoint": "qwen2_vl", "simple": True, "mc": False,
@@ -240,7 +244,8 @@ def test_compat_table_is_rendered_from_case_results(tmp_path: Path) -> None:
     text = doc.read_text(encoding="utf-8")
     assert "old" not in text and text.startswith("intro\n") and text.endswith("end\n")
     assert ("| `idefics2` | idefics2 | simple (`--force_simple`) | 0.7.2 | works with patch 0010 | "
-            "refused: upstream: no loglikelihood |") in text
+            "refused: no loglikelihood in `Idefics2`; instead: `levante_vlm_mc` or `levante_clip`, or this class on "
+            "the generation variants |") in text
     assert "| `qwen2_vl` | qwen2_vl | simple (`--force_simple`) | 0.7.3 | failed: exit 1 | not in the suite |" in text
     assert ("| `qwen2_vl` | qwen2_vl | simple (`--force_simple`), `interleave_visuals=True` | 0.7.3 | works | "
             "not in the suite |") in text

@@ -34,6 +34,7 @@ P_MC, P_PLUGIN, P_ENTRY, P_HF, P_FILELOCK, P_EXIT, P_MC_CACHED = (
 )
 P_SKIP = BY_NUMBER.get("0004")  # 0.7.2 only: the 0.7.3 wheel ships the include templates
 P_GROUP_SKIP = BY_NUMBER["0014"]
+P_REFUSE_MC, P_LLAVA_DEVICE, P_REFUSAL_WORDS = (BY_NUMBER[n] for n in ("0013", "0016", "0017"))
 
 
 # ---------------------------------------------------------------- building trees
@@ -87,7 +88,7 @@ def _build_tree(root: Path, pristine: dict[str, str], patches: list[str]) -> Pat
 
 
 # A patch written on top of another one's lines cannot apply without it: leaving the base out drops both.
-BUILDS_ON = {P_MC_CACHED: P_MC, P_GROUP_SKIP: P_ENTRY}
+BUILDS_ON = {P_MC_CACHED: P_MC, P_GROUP_SKIP: P_ENTRY, P_REFUSAL_WORDS: P_REFUSE_MC}
 
 
 @pytest.fixture(scope="module")
@@ -275,14 +276,39 @@ if "index" in checks:
         out["index"] = {"error": type(exc).__name__}
     local = TaskManager("WARNING", include_path=sys.argv[3], include_defaults=False)
     out["local_index"] = {k: v for k, v in sorted(local.task_index.items())}
+if "llava_default" in checks:
+    from lmms_eval.models.simple.llava_hf import LlavaHf
+    try:
+        lm = LlavaHf(pretrained=sys.argv[2], device="cpu")  # no device_map: the class's default
+        out["llava_default"] = {"device_map": lm.device_map, "weights_on": str(next(lm.model.parameters()).device)}
+    except Exception as exc:
+        out["llava_default"] = {"error": f"{type(exc).__name__}: {exc}"}
+if "refusal" in checks:
+    import lmms_eval.evaluator as ev
+    class Huggingface:  # as upstream's class: its stub's message names another class
+        def loglikelihood(self, requests):
+            raise NotImplementedError("Loglikelihood is not implemented for Qwen2.5_VL")
+    class Request:
+        def __init__(self, task_name):
+            self.task_name = task_name
+    out["refusal"] = {}
+    for kind, names in (("levante", sys.argv[4].split(",")), ("other", ["mmlu", "mmlu"])):
+        try:
+            ev._refuse_unscorable_loglikelihood(Huggingface(), [Request(name) for name in names])
+            out["refusal"][kind] = None
+        except SystemExit as exc:
+            out["refusal"][kind] = str(exc)
 print("PROBE " + json.dumps(out, default=str))
 '''
 
 
-def probe(tree: Path, checks: str, packages: dict[str, Path], checkpoint: Path | str = "-") -> dict:
-    """Run PROBE with `tree`'s lmms_eval (and the entry-point task package on the path); return its JSON."""
+def probe(tree: Path, checks: str, packages: dict[str, Path], checkpoint: Path | str = "-",
+          tasks: tuple[str, ...] = ()) -> dict:
+    """Run PROBE with `tree`'s lmms_eval (and the entry-point task package on the path); return its JSON.
+    `tasks`: the task names the `refusal` check refuses."""
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, checks, str(checkpoint), str(packages["entry"] / "lptest_tasks")],
+        [sys.executable, "-c", PROBE, checks, str(checkpoint), str(packages["entry"] / "lptest_tasks"),
+         ",".join(tasks)],
         capture_output=True, text=True, env=_env(tree, packages["entry"]), cwd=packages["base"], timeout=600,
     )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
@@ -531,3 +557,52 @@ def test_group_leaves_out_members_that_do_not_apply_only_with_p11(trees, group_t
     assert empty_results is None and empty.returncode != 0 and "not in this data version" in empty.stdout
     failing, failing_results = run(trees["all"], "d", "lptest_failing")
     assert failing_results is None and failing.returncode != 0 and "lptest_broken: a real failure" in failing.stdout
+
+
+# ---------------------------------------------------------------- P13: llava_hf's default device_map
+
+@pytest.fixture(scope="module")
+def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random-init LLaVA-1.5 checkpoint with a working processor, built offline."""
+    from levante_tasks.testing.tiny_models import build_tiny_llava
+
+    return build_tiny_llava(tmp_path_factory.mktemp("tiny_llava") / "ckpt", "llava")
+
+
+def test_llava_hf_default_device_map_follows_device_only_with_p13(trees, packages, tiny_llava) -> None:
+    """Upstream's default `device_map=""` is no device map to transformers: every one-process run without
+    `device_map` failed while loading; with 0016 it is `--device`'s."""
+    before = probe(trees[P_LLAVA_DEVICE], "llava_default", packages, tiny_llava)["llava_default"]
+    after = probe(trees["all"], "llava_default", packages, tiny_llava)["llava_default"]
+    assert before["error"].startswith("ValueError") and "device_map" in before["error"], before
+    assert after == {"device_map": "cpu", "weights_on": "cpu"}
+
+
+# ---------------------------------------------------------------- P14: the words of the `_mc` refusal
+
+def _task_names() -> set[str]:
+    """Every task (not group) our YAMLs define."""
+    return {name for path in TASKS_DIR.rglob("*.yaml")
+            for name in re.findall(r"^task:\s*(\S+)\s*$", path.read_text(encoding="utf-8"), re.M)}
+
+
+def test_mc_refusal_names_the_class_and_what_runs_instead_only_with_p14(trees, packages) -> None:
+    """The refusal quoted the class's own NotImplementedError (`huggingface`'s names Qwen2.5_VL); with 0017 it names
+    the class run and, for LEVANTE `_mc` variants, first the option scorers, then their generation variants (each one
+    of our tasks); another suite's task gets no LEVANTE advice."""
+    tasks = _task_names()
+    variants = tuple(sorted(name for name in tasks if re.search(r"_mc(?=_|$)", name)))
+    assert "levante_vocab_mc" in variants and "levante_trog_mc_seed1" in variants and "levante_vocab_de_mc" in variants
+    before = probe(trees[P_REFUSAL_WORDS], "refusal", packages, tasks=variants)["refusal"]
+    after = probe(trees["all"], "refusal", packages, tasks=variants)["refusal"]
+    assert "Qwen2.5_VL" in before["levante"] and "levante_vlm_mc" not in before["levante"]
+    assert "Qwen2.5_VL" not in after["levante"] and "\n" not in after["levante"]
+    assert after["levante"].startswith("model class Huggingface cannot run the _mc variants (no loglikelihood): use "
+                                       "--model levante_vlm_mc or levante_clip, or Huggingface on the generation "
+                                       "variants (")
+    (generation,) = re.findall(r"generation variants \(([^)]*)\)", after["levante"])
+    assert generation.split(", ") == [re.sub(r"_mc(?=_|$)", "", name, count=1) for name in variants]
+    assert set(generation.split(", ")) <= tasks and "levante_trog_seed1" in generation.split(", ")
+    assert after["levante"].endswith(f"); refused: {', '.join(variants)}")
+    assert after["other"] == ("model class Huggingface cannot run mmlu: multiple_choice scores each option by "
+                              "loglikelihood, which Huggingface does not implement")

@@ -508,9 +508,10 @@ def test_a_failure_reason_is_the_last_exception_line_else_a_failed_process_s_las
 
     traceback = "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad model\nsummary line\n"
     assert error_line(traceback, 1) == error_line(traceback) == "ValueError: bad model"
-    refusal = ("loading model\nmodel class Qwen2_VL cannot run levante_vocab_mc: multiple_choice needs "
-               "loglikelihood, which it does not implement\n")
-    assert error_line(refusal, 1).startswith("model class Qwen2_VL cannot run levante_vocab_mc")
+    refusal = ("loading model\nmodel class Qwen2_VL cannot run the _mc variants (no loglikelihood): use --model "
+               "levante_vlm_mc or levante_clip, or Qwen2_VL on the generation variants (levante_vocab); refused: "
+               "levante_vocab_mc\n")
+    assert error_line(refusal, 1).startswith("model class Qwen2_VL cannot run the _mc variants (no loglikelihood)")
     assert error_line(refusal, 0) is None and error_line(refusal) is None
     stopped = "levante_trog: /home/someone/data/x.parquet: corrupt\n"
     assert error_line(stopped, 1) == "levante_trog: .../data/x.parquet: corrupt"

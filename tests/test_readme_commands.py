@@ -9,7 +9,8 @@ command is then checked against the tool that would run it, without weights or n
 - `levante-tasks ...` (and `python -m levante_tasks`): parsed by the CLI's parser (`levante_tasks.cli.build_parser`);
 - `lmms-eval ...`, `python -m lmms_eval`, `python -m levante_tasks.testing.lmms_cli`: every flag parsed by lmms-eval's
   parser (`lmms_eval.__main__.parse_eval_args`), every `--tasks` name one of our tasks or groups (the YAMLs under
-  TASKS_DIR) or lmms-eval's, every `--model` a registered model (the test doubles too, for lmms_cli);
+  TASKS_DIR) or lmms-eval's, every `--model` a registered model (the test doubles too, for lmms_cli), every
+  `--model_args` key a parameter of that model's class (`--force_simple` picks the simple one) or of a base class;
 - `inspect eval ...`: parsed by inspect's click command (`make_context`, which runs nothing), every task one of our
   registered @tasks, every `-T` name a parameter of it, the model's API a registered inspect model API;
 - `make X`: X is a target of the Makefile; `python path.py`, `bash path.sh`, `Rscript path.R`, `python -m pytest
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import shlex
@@ -275,7 +277,45 @@ def check_lmms_eval(args: list[str], test_models: bool = False) -> list[str]:
         models |= {m.model_id for m in MANIFESTS}
     if "--model" in args and namespace.model not in models | {PLACEHOLDER}:
         problems.append(f"--model {namespace.model}: not a registered lmms-eval model")
+    elif namespace.model in models and namespace.model_args:
+        problems += model_args_problems(namespace.model, namespace.model_args, namespace.force_simple)
     return problems
+
+
+def model_class(model: str, force_simple: bool = False) -> type:
+    """The class `lmms-eval --model MODEL` runs: a registered model's, else one of our test doubles' (lmms_cli)."""
+    from lmms_eval.models import MODEL_REGISTRY_V2
+
+    from levante_tasks.testing.models import MANIFESTS
+
+    if model in MODEL_REGISTRY_V2.list_model_names():
+        return MODEL_REGISTRY_V2.get_model_class(model, force_simple)
+    (manifest,) = [m for m in MANIFESTS if m.model_id == model]
+    module, _, name = (manifest.chat_class_path or manifest.simple_class_path).rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def init_parameters(cls: type) -> dict[str, object]:
+    """Named `__init__` parameters of `cls` and its bases (a class passing `**kwargs` up takes its bases'), with
+    their defaults (`inspect.Parameter.empty` where none)."""
+    import inspect as pyinspect
+
+    found: dict[str, object] = {}
+    for klass in reversed(cls.__mro__):
+        if "__init__" in vars(klass) and klass is not object:
+            for name, param in pyinspect.signature(klass.__init__).parameters.items():
+                if name != "self" and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                    found[name] = param.default
+    return found
+
+
+def model_args_problems(model: str, model_args: str, force_simple: bool) -> list[str]:
+    """Each `key=value` of `--model_args` names a parameter the model's class takes."""
+    from lmms_eval.utils import simple_parse_args_string
+
+    known = init_parameters(model_class(model, force_simple))
+    return [f"--model_args {key}: {model} takes no such argument" for key in simple_parse_args_string(model_args)
+            if key not in known]
 
 
 def check_inspect(args: list[str]) -> list[str]:
@@ -385,7 +425,10 @@ def test_a_bad_command_fails_each_check():
            "inspect eval levante_tasks/levante_trog --model levante-tiny/clip -T sed=1",
            "inspect eval levante_tasks/levante_trog --modell x", "make tests", "python scripts/nope.py",
            "python -m levante_tasks summarise", "frobnicate --all",
-           "levante-tasks matrix --config matrix.yaml --out runs/m1", "cp nosuch.yaml my.yaml"]
+           "levante-tasks matrix --config matrix.yaml --out runs/m1", "cp nosuch.yaml my.yaml",
+           "lmms-eval --model llava_hf --model_args pretrained=x,device_mapp=cpu --tasks levante_trog",
+           "lmms-eval --model qwen2_5_vl --model_args pretrained=x,chat_template=y --tasks levante_trog --force_simple",
+           "python -m levante_tasks.testing.lmms_cli --model levante_fixed --model_args leter=B --tasks levante_trog"]
     for text in bad:
         assert check(Command("t:1", tuple(shlex.split(text)), (), True)), text
 
@@ -470,3 +513,82 @@ def test_relative_links_in_the_docs_resolve():
             if not target.exists() or (anchor and target.suffix == ".md" and anchor not in _anchors(target)):
                 broken.append(f"{path.relative_to(ROOT)}: {link}")
     assert broken == []
+
+
+# ---------------------------------------------------------------- docs/compatibility.md: one command line per class
+
+COMPAT_DOC = ROOT / "docs" / "compatibility.md"
+DECORD_PROBE = """
+import importlib, json, sys
+sys.modules["decord"] = None  # what `import decord` meets where it is not installed
+needs = {}
+for module in sys.argv[1:]:
+    try:
+        importlib.import_module(module)
+        needs[module] = False
+    except ImportError as exc:
+        needs[module] = "decord" in str(exc)
+print(json.dumps(needs))
+"""
+
+
+def generating_classes() -> set[str]:
+    """The model classes docs/compatibility.md's generated table shows generating the tasks (some row works)."""
+    from levante_tasks.testing.compat_table import BEGIN, END
+
+    text = COMPAT_DOC.read_text(encoding="utf-8")
+    table = text[text.index(BEGIN):text.index(END)]
+    rows = re.findall(r"^\| `([^`]+)` \|[^|]*\|[^|]*\|[^|]*\| ([^|]*) \|", table, re.M)
+    return {model for model, generate in rows if generate.startswith("works")}
+
+
+def class_command_lines() -> dict[str, list[Command]]:
+    """docs/compatibility.md's `lmms-eval` command lines, by `--model`."""
+    found: dict[str, list[Command]] = {}
+    for command in extract(COMPAT_DOC):
+        if command.argv[0] == "lmms-eval" and "--model" in command.argv:
+            found.setdefault(command.argv[command.argv.index("--model") + 1], []).append(command)
+    return found
+
+
+def test_compatibility_doc_gives_each_working_class_a_command_line_a_user_can_type():
+    """Each class the table shows working has a line (checked by its tool like every documented command, above);
+    a CPU line says `--device cpu` and, where the class's default `device_map` is not `""` (which patches 0010 and
+    0016 make follow `--device`), `device_map=cpu`; `openai`'s line sets `OPENAI_API_BASE` and `OPENAI_API_KEY`."""
+    from lmms_eval.utils import simple_parse_args_string
+
+    working, lines = generating_classes(), class_command_lines()
+    assert {"llava_hf", "openai", "qwen2_vl"} <= working and working - set(lines) == set()
+    for model in working:
+        for command in lines[model]:
+            argv = list(command.argv)
+            args = simple_parse_args_string(argv[argv.index("--model_args") + 1])
+            if model == "openai":
+                assert {"OPENAI_API_BASE", "OPENAI_API_KEY"} <= dict(command.env).keys(), str(command)
+                continue
+            assert argv[argv.index("--device") + 1] == "cpu", str(command)
+            default = init_parameters(model_class(model, "--force_simple" in argv))["device_map"]
+            assert args.get("device_map", default) in ("", "cpu"), f"{command}: loads on {default!r}, not the CPU"
+
+
+def test_each_class_that_imports_decord_has_its_extra_named_in_the_docs_and_installed_by_make():
+    """A class whose module cannot be imported without decord (lmms-eval's `qwen2_vl`, `qwen2_5_vl`, `llava_hf`) has
+    an extra named for its family (a prefix of the class name) that lists decord; the doc's install lines name it,
+    and `make` installs it (the compatibility suite runs these classes)."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    documented = {extra for command in extract(COMPAT_DOC) if command.argv[:2] == ("pip", "install")
+                  for word in command.argv for group in re.findall(r"^\.\[([a-z,]+)\]$", word)
+                  for extra in group.split(",")}
+    (made,) = re.findall(r"pip install .*-e \"\.\[([a-z,]+)\]\"", (ROOT / "Makefile").read_text(encoding="utf-8"))
+    classes = {model: model_class(model).__module__ for model in generating_classes() if model != "openai"}
+    probe = subprocess.run([sys.executable, "-c", DECORD_PROBE, *classes.values()], capture_output=True, text=True,
+                           timeout=600, check=True)
+    needs = json.loads(probe.stdout.strip().splitlines()[-1])
+    decord_classes = sorted(model for model, module in classes.items() if needs[module])
+    assert decord_classes == ["llava_hf", "qwen2_5_vl", "qwen2_vl"], needs  # the probe tells them apart
+    for model in decord_classes:
+        family = [name for name in extras if model.startswith(name)]
+        assert family and all(any(r.startswith("decord") for r in extras[name]) for name in family), (model, extras)
+        assert set(family) <= documented and set(family) <= set(made.split(",")), (model, documented, made)

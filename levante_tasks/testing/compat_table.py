@@ -19,6 +19,8 @@ from typing import Any
 from levante_tasks.atomic import write_text
 from levante_tasks.markdown_table import markdown_table
 
+# What runs the `_mc` variants where a class has no loglikelihood (lmms-eval patch 0017's refusal says the same).
+MC_INSTEAD = "; instead: `levante_vlm_mc` or `levante_clip`, or this class on the generation variants"
 BEGIN, END = "<!-- compat-table:begin (generated: levante_tasks.testing.compat_table) -->", "<!-- compat-table:end -->"
 
 
@@ -39,7 +41,7 @@ def _mc_status(row: dict[str, Any], refused: dict[tuple[str, str], dict[str, Any
     if row["mc"]:
         return _status(row)
     refusal = refused.get((row["model"], row["lmms_eval"]))
-    return _status(refusal) if refusal else "not in the suite"
+    return _status(refusal) + MC_INSTEAD if refusal else "not in the suite"
 
 
 def full_table(rows: Iterable[dict[str, Any]]) -> str:
