@@ -13,7 +13,8 @@ standalone letter A-H of the answer: "B, D", "B. Wait, actually it is C."), a he
 the item's options, a tie of scores, and a bare `A` followed by a word ("The answer is A cat": the article).
 Negations: a form after a negating word in its clause states nothing ("The incorrect answer is C"), and a letter
 ruled out where it stands ("not C", "A is too small", "C: incorrect") is no answer and no second letter ("B. Because
-A is too small." is B); a negation negated ("C can't be ruled out") rules nothing out. A false reading is worse
+A is too small." is B); a negation negated ("C can't be ruled out") rules nothing out; a form asked or taken back
+right after it ("The answer is B?", "..., but it's wrong", "B (wrong)") states nothing. A false reading is worse
 than none: what the grammar does not know stays unparsed.
 Upper-case letters only, except where a letter cannot be an article: a JSON answer value and a line `ANSWER: b`.
 An item of a translated locale is read by these forms plus its locale's own (`core.answer_words`: "Die Antwort ist
@@ -97,6 +98,17 @@ _RULED_OUT = re.compile(_LINKED + r"(?i:\s+(?:is|are|was|were|seems?|looks?|(?:w
                         r"fails?\b|lacks?\b)" + _NOT_NEGATED +  # lower case: "(A) Cannot" may be a word of the answer
                         r"|\s*[:)\]\-\u2013\u2014]+\s*(?:not\b|wrong\b|incorrect\b|false\b|eliminated\b|excluded\b|"
                         r"ruled\s+out\b|impossible\b|unlikely\b))")
+# what takes back a form right after it: a question ("The answer is B?", "$\\boxed{B}$?"), a pronoun ruled out in
+# its sentence or the next ("The tempting answer is B, but it's wrong.", "... B, which is incorrect.", "...\nWait,
+# that's wrong."), a bracketed rejection ("Answer: B (wrong)")
+_ASKED = re.compile(r"[\s)\]}*\"'$]*\?")
+_TAKEN_BACK = re.compile(
+    r"(?:[^.!?\n]|[.!?](?!\s))*?(?:[.!?]+\s+(?:[^.!?\n]|[.!?](?!\s))*?)?"
+    r"(?i:\b(?:it|that|this|which)(?:['’]s|\s+(?:is|was|(?:would|must)\s+be|seems?(?:\s+to\s+be)?|looks?))\s+"
+    r"(?:also\s+|clearly\s+|actually\s+|definitely\s+|obviously\s+|certainly\s+)?"
+    r"(?:(?:wrong|incorrect|false)\b|not\s+(?:correct|right|it|the\s+(?:(?:correct|right)\s+)?answer)\b|not\s*(?:[.!,;]|$))"
+    r"|\b(?:it|that|this|which)\s+(?:isn['’]t|wasn['’]t)(?:\s+(?:correct|right|it)\b|\s*(?:[.!,;]|$)))"
+    r"|[\s$]*[\(\[]\s*(?i:wrong|incorrect|false|not\s+it)\s*[\)\]]")
 _CLAUSE = re.compile(r"[^.!?;,:\n]*$")  # the clause a position is in, back to its last boundary
 _UNBRACED = str.maketrans("{}", "()")
 _BRACKETED = re.compile(r"(?P<open>[\(\[])\s*(?P<letter>[A-Z])\s*(?P<close>[\)\]])")  # "8 (C)"
@@ -311,6 +323,11 @@ def _negated(text: str, start: int, grammar: _Grammar) -> bool:
     return bool(clause and grammar.negated.search(text, clause.start(), start))
 
 
+def _taken_back(text: str, end: int) -> bool:
+    """A form ending at `end` that the answer asks or takes back right after it (`_ASKED`, `_TAKEN_BACK`)."""
+    return bool(_ASKED.match(text, end) or _TAKEN_BACK.match(text, end))
+
+
 def _standalone_letters(text: str, grammar: _Grammar) -> tuple[set[str], set[str]]:
     """The letters A-H standing alone in `text` (not a word's first letter, not the article), except those that
     open the lines of a restated option list ("A) cat" / "B) dog"): (those that may state an answer, those ruled
@@ -333,7 +350,8 @@ def _valued(text: str, grammar: _Grammar, texts: Mapping[str, str]) -> set[str]:
         sentence = _SENTENCE.search(text, 0, match.start())
         value = _normalized(grammar.answer_prefix.sub("", sentence.group().lstrip()))
         owners = {letter for letter, option in texts.items() if value and option == value}
-        if not owners or _negated(text, match.start(), grammar) or _token_ruled_out(text, match, grammar):
+        if (not owners or _negated(text, match.start(), grammar) or _token_ruled_out(text, match, grammar)
+                or _taken_back(text, match.end())):
             continue
         if owners != {match.group("letter")}:
             raise ValueError("an option's text with another option's letter")
@@ -352,7 +370,8 @@ def _prose_letters(text: str, grammar: _Grammar, texts: Mapping[str, str] | None
             continue
         for match in (m for pattern in patterns for m in pattern.finditer(text)):
             if (match.group("letter").isupper() and _bounded(text, match, grammar)
-                    and not _negated(text, match.start(), grammar) and not _token_ruled_out(text, match, grammar)):
+                    and not _negated(text, match.start(), grammar) and not _token_ruled_out(text, match, grammar)
+                    and not _taken_back(text, match.end())):
                 found.setdefault(form, match.group("letter"))
                 seen.add(match.group("letter"))
     for letter in _valued(text, grammar, texts or {}):
@@ -385,7 +404,7 @@ def _declared(text: str, grammar: _Grammar) -> str | None:
         return None
     boxed = [m for m in grammar.boxed.finditer(lines[-1]) if m.group("letter").isupper()]
     if not grammar.answer_line.fullmatch(lines[-1]) and not (
-            boxed and not _negated(lines[-1], boxed[0].start(), grammar)
+            boxed and not _negated(lines[-1], boxed[0].start(), grammar) and not _taken_back(lines[-1], boxed[0].end())
             and _standalone_letters(lines[-1], grammar) == ({boxed[0].group("letter")}, set())):
         return None
     stated = {m.group(1).upper() for m in grammar.answer_line.finditer(text)}
