@@ -102,13 +102,13 @@ _RULED_OUT = re.compile(_LINKED + r"(?i:\s+(?:is|are|was|were|seems?|looks?|(?:w
 # its sentence or the next ("The tempting answer is B, but it's wrong.", "... B, which is incorrect.", "...\nWait,
 # that's wrong."), a bracketed rejection ("Answer: B (wrong)")
 _ASKED = re.compile(r"[\s)\]}*\"'$]*\?")
-_TAKEN_BACK = re.compile(
-    r"(?:[^.!?\n]|[.!?](?!\s))*?(?:[.!?]+\s+(?:[^.!?\n]|[.!?](?!\s))*?)?"
-    r"(?i:\b(?:it|that|this|which)(?:['’]s|\s+(?:is|was|(?:would|must)\s+be|seems?(?:\s+to\s+be)?|looks?))\s+"
-    r"(?:also\s+|clearly\s+|actually\s+|definitely\s+|obviously\s+|certainly\s+)?"
-    r"(?:(?:wrong|incorrect|false)\b|not\s+(?:correct|right|it|the\s+(?:(?:correct|right)\s+)?answer)\b|not\s*(?:[.!,;]|$))"
-    r"|\b(?:it|that|this|which)\s+(?:isn['’]t|wasn['’]t)(?:\s+(?:correct|right|it)\b|\s*(?:[.!,;]|$)))"
-    r"|[\s$]*[\(\[]\s*(?i:wrong|incorrect|false|not\s+it)\s*[\)\]]")
+_AFTER_FORM = r"(?:[^.!?\n]|[.!?](?!\s))*?(?:[.!?]+\s+(?:[^.!?\n]|[.!?](?!\s))*?)?"  # its sentence, or the next
+_TAKEN_BACK = (r"\b(?:it|that|this|which)(?:['’]s|\s+(?:is|was|(?:would|must)\s+be|seems?(?:\s+to\s+be)?|looks?))\s+"
+               r"(?:also\s+|clearly\s+|actually\s+|definitely\s+|obviously\s+|certainly\s+)?"
+               r"(?:(?:wrong|incorrect|false)\b|not\s+(?:correct|right|it|the\s+(?:(?:correct|right)\s+)?answer)\b|"
+               r"not\s*(?:[.!,;]|$))"
+               r"|\b(?:it|that|this|which)\s+(?:isn['’]t|wasn['’]t)(?:\s+(?:correct|right|it)\b|\s*(?:[.!,;]|$))")
+_REJECTED = r"[\s$]*[\(\[]\s*(?i:wrong|incorrect|false|not\s+it)\s*[\)\]]"  # "Answer: B (wrong)"
 _CLAUSE = re.compile(r"[^.!?;,:\n]*$")  # the clause a position is in, back to its last boundary
 _UNBRACED = str.maketrans("{}", "()")
 _BRACKETED = re.compile(r"(?P<open>[\(\[])\s*(?P<letter>[A-Z])\s*(?P<close>[\)\]])")  # "8 (C)"
@@ -140,6 +140,8 @@ class _Grammar:
     boxed: re.Pattern[str]  # LaTeX `\boxed{B}`, the closing form of math-trained models
     negated: re.Pattern[str]  # a negating word ("incorrect", "least", "not"), searched in a form's clause
     ruled_out: re.Pattern[str]  # a negating word right before a letter ("not C", "except the option D")
+    taken_back: re.Pattern[str]  # after a form: what refers back to it and rules it out (`_TAKEN_BACK`, the locale's)
+    negated_after: re.Pattern[str] | None  # a negating word right after a letter (German "Ich wähle B nicht")
 
 
 def _compile(words: AnswerWords | None) -> _Grammar:
@@ -178,6 +180,10 @@ def _compile(words: AnswerWords | None) -> _Grammar:
         ruled_out=re.compile(rf"(?i:{_NEGATION_NEGATED}\b(?:{negations})\s+(?:the\s+)?"
                              rf"(?:(?:option|choice|answer|picture)s?\s+)?)"
                              rf"(?:[\(\[*]*[A-H][\)\]*]*\s*(?i:or|and|nor|/)\s*)*{open_}$"),
+        taken_back=re.compile(rf"{_AFTER_FORM}(?i:{joined(_TAKEN_BACK, words.taken_back if words else '')})"
+                              rf"|{_REJECTED}"),
+        negated_after=(re.compile(rf"{close}\s+(?i:{words.negations_after})\b")
+                       if words and words.negations_after else None),
     )
 
 
@@ -308,7 +314,8 @@ def _ruled_out(text: str, start: int, end: int, grammar: _Grammar) -> bool:
     """The letters at text[start:end] (a token with its marks, or two joined: "A and C") are ruled out: right after
     a negating word ("not C", "except (D)", "rule out A") or followed by what rejects them ("A is too small", "A and
     C are wrong", "C: incorrect")."""
-    return bool(grammar.ruled_out.search(text, max(0, start - 80), start) or _RULED_OUT.match(text, end))
+    return bool(grammar.ruled_out.search(text, max(0, start - 80), start) or _RULED_OUT.match(text, end)
+                or (grammar.negated_after and grammar.negated_after.match(text, end)))
 
 
 def _token_ruled_out(text: str, match: re.Match, grammar: _Grammar) -> bool:
@@ -323,9 +330,9 @@ def _negated(text: str, start: int, grammar: _Grammar) -> bool:
     return bool(clause and grammar.negated.search(text, clause.start(), start))
 
 
-def _taken_back(text: str, end: int) -> bool:
-    """A form ending at `end` that the answer asks or takes back right after it (`_ASKED`, `_TAKEN_BACK`)."""
-    return bool(_ASKED.match(text, end) or _TAKEN_BACK.match(text, end))
+def _taken_back(text: str, end: int, grammar: _Grammar) -> bool:
+    """A form ending at `end` that the answer asks or takes back right after it (`_ASKED`, `_Grammar.taken_back`)."""
+    return bool(_ASKED.match(text, end) or grammar.taken_back.match(text, end))
 
 
 def _standalone_letters(text: str, grammar: _Grammar) -> tuple[set[str], set[str]]:
@@ -351,7 +358,7 @@ def _valued(text: str, grammar: _Grammar, texts: Mapping[str, str]) -> set[str]:
         value = _normalized(grammar.answer_prefix.sub("", sentence.group().lstrip()))
         owners = {letter for letter, option in texts.items() if value and option == value}
         if (not owners or _negated(text, match.start(), grammar) or _token_ruled_out(text, match, grammar)
-                or _taken_back(text, match.end())):
+                or _taken_back(text, match.end(), grammar)):
             continue
         if owners != {match.group("letter")}:
             raise ValueError("an option's text with another option's letter")
@@ -371,7 +378,7 @@ def _prose_letters(text: str, grammar: _Grammar, texts: Mapping[str, str] | None
         for match in (m for pattern in patterns for m in pattern.finditer(text)):
             if (match.group("letter").isupper() and _bounded(text, match, grammar)
                     and not _negated(text, match.start(), grammar) and not _token_ruled_out(text, match, grammar)
-                    and not _taken_back(text, match.end())):
+                    and not _taken_back(text, match.end(), grammar)):
                 found.setdefault(form, match.group("letter"))
                 seen.add(match.group("letter"))
     for letter in _valued(text, grammar, texts or {}):
@@ -404,7 +411,8 @@ def _declared(text: str, grammar: _Grammar) -> str | None:
         return None
     boxed = [m for m in grammar.boxed.finditer(lines[-1]) if m.group("letter").isupper()]
     if not grammar.answer_line.fullmatch(lines[-1]) and not (
-            boxed and not _negated(lines[-1], boxed[0].start(), grammar) and not _taken_back(lines[-1], boxed[0].end())
+            boxed and not _negated(lines[-1], boxed[0].start(), grammar)
+            and not _taken_back(lines[-1], boxed[0].end(), grammar)
             and _standalone_letters(lines[-1], grammar) == ({boxed[0].group("letter")}, set())):
         return None
     stated = {m.group(1).upper() for m in grammar.answer_line.finditer(text)}
