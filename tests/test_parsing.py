@@ -159,6 +159,8 @@ VALUES = ["4", "2", "8", "1"]  # option texts: C reads 8
         ("Option C can't be right and D is too small. I choose A.", "A", "i_choose"),
         ("It's not B. The answer is C.", "C", "answer_is"),
         ("Not A. Not B. C.", "C", "final_letter"),
+        # "it" after another option's letter refers to that option, not to the answer
+        ("B. A is too small, so it is wrong.", "B", "letter_first"),
     ],
 )
 def test_option_sentences_bold_lines_boxed_letters_valued_letters_and_explanations_are_read(
@@ -307,7 +309,7 @@ NEGATED = ["The incorrect answer is {x}.", "The least likely answer is {x}.", "T
 TAKEN_BACK = ["The answer is {x}", "Option {x}", "I choose {x}", "Answer: ({x})", "The answer is $\\boxed{{{x}}}$"]
 TAKEN_BY = ["?", ", but it's wrong.", ", which is incorrect.", ". That is not correct.", " (wrong)."]
 RULED_OUT = ["{y} is wrong.", "Option {y} is too small.", "Not {y}.", "{y} can't be right.", "Rule out {y}.",
-             "{y} is incorrect."]
+             "{y} is incorrect.", "{y} is too small, so it is wrong."]
 # what leaves another option standing although it negates: a negation negated (a bare "A can't" is the article)
 STANDING = ["{y} is not wrong either.", "({y}) can't be ruled out.", "I would not rule out {y}.",
             "We cannot exclude {y}.", "Option {y} is not the only wrong one."]

@@ -180,7 +180,7 @@ def _compile(words: AnswerWords | None) -> _Grammar:
         ruled_out=re.compile(rf"(?i:{_NEGATION_NEGATED}\b(?:{negations})\s+(?:the\s+)?"
                              rf"(?:(?:option|choice|answer|picture)s?\s+)?)"
                              rf"(?:[\(\[*]*[A-H][\)\]*]*\s*(?i:or|and|nor|/)\s*)*{open_}$"),
-        taken_back=re.compile(rf"{_AFTER_FORM}(?i:{joined(_TAKEN_BACK, words.taken_back if words else '')})"
+        taken_back=re.compile(rf"{_AFTER_FORM}(?P<ref>(?i:{joined(_TAKEN_BACK, words.taken_back if words else '')}))"
                               rf"|{_REJECTED}"),
         negated_after=(re.compile(rf"{close}\s+(?i:{words.negations_after})\b")
                        if words and words.negations_after else None),
@@ -331,8 +331,15 @@ def _negated(text: str, start: int, grammar: _Grammar) -> bool:
 
 
 def _taken_back(text: str, end: int, grammar: _Grammar) -> bool:
-    """A form ending at `end` that the answer asks or takes back right after it (`_ASKED`, `_Grammar.taken_back`)."""
-    return bool(_ASKED.match(text, end) or grammar.taken_back.match(text, end))
+    """A form ending at `end` that the answer asks or takes back right after it (`_ASKED`, `_Grammar.taken_back`);
+    a word referring back after another letter refers to that one ("B. A is too small, so it is wrong." is B)."""
+    if _ASKED.match(text, end):
+        return True
+    match = grammar.taken_back.match(text, end)
+    if not match or match.group("ref") is None:
+        return bool(match)
+    between = text[:match.start("ref")]
+    return not any(_bounded(between, letter, grammar) for letter in grammar.standalone.finditer(between, end))
 
 
 def _standalone_letters(text: str, grammar: _Grammar) -> tuple[set[str], set[str]]:
