@@ -159,6 +159,8 @@ VALUES = ["4", "2", "8", "1"]  # option texts: C reads 8
         ("Option C can't be right and D is too small. I choose A.", "A", "i_choose"),
         ("It's not B. The answer is C.", "C", "answer_is"),
         ("Not A. Not B. C.", "C", "final_letter"),
+        # "it" after another option's letter refers to that option, not to the answer
+        ("B. A is too small, so it is wrong.", "B", "letter_first"),
     ],
 )
 def test_option_sentences_bold_lines_boxed_letters_valued_letters_and_explanations_are_read(
@@ -202,6 +204,19 @@ def test_option_sentences_bold_lines_boxed_letters_valued_letters_and_explanatio
         "B. Because A is too small and C is the dog.",  # C is not ruled out
         "The answer is A or B, not C.",
         "The answer is B, though D is also possible.",
+        # a form asked as a question, or taken back by what refers to it ("it", "that", "which") or a bracket
+        "The answer is B?",
+        "So the answer is B? Wait, no, let me recount.",
+        "Option B is correct?",
+        "I choose (B)?",
+        "The dog is bigger.\n$\\boxed{B}$?",
+        "The tempting answer is B, but it's wrong.",
+        "The obvious answer is B, but actually it is wrong.",
+        "The answer is B, which is incorrect.",
+        "The answer should be B, but it isn't.",
+        "So the answer is $\\boxed{B}$.\nWait, that's wrong.",
+        "Answer: B (incorrect)",
+        "Answer: B [wrong]",
         # a negation negated leaves the other option standing
         "The answer is B. However, C is not wrong either.",
         "The answer is B, but C can't be ruled out.",
@@ -290,8 +305,11 @@ NEGATED = ["The incorrect answer is {x}.", "The least likely answer is {x}.", "T
            "Eliminated: {x}", "Not: {x}", "{x}: incorrect", "Option {x} is wrong.", "The answer is not {x}.",
            "Rule out {x}.", "It is not {x}.", "So the worst choice would be **{x}**.", "Excluded: {x}"]
 # what rules another option out in an explanation after the answer
+# what takes back a form naming {x} after it: a question, a pronoun ruled out, a bracketed rejection
+TAKEN_BACK = ["The answer is {x}", "Option {x}", "I choose {x}", "Answer: ({x})", "The answer is $\\boxed{{{x}}}$"]
+TAKEN_BY = ["?", ", but it's wrong.", ", which is incorrect.", ". That is not correct.", " (wrong)."]
 RULED_OUT = ["{y} is wrong.", "Option {y} is too small.", "Not {y}.", "{y} can't be right.", "Rule out {y}.",
-             "{y} is incorrect."]
+             "{y} is incorrect.", "{y} is too small, so it is wrong."]
 # what leaves another option standing although it negates: a negation negated (a bare "A can't" is the article)
 STANDING = ["{y} is not wrong either.", "({y}) can't be ruled out.", "I would not rule out {y}.",
             "We cannot exclude {y}.", "Option {y} is not the only wrong one."]
@@ -326,7 +344,8 @@ def test_fuzz_near_misses_stay_unparsed(first, second, n, data, prose) -> None:
     """Two forms naming different letters (one opening or inside the answer, one inside or closing it), a form and
     a second standalone letter, a letter beyond the item's options, the article, a lower-case prose letter, a hedge,
     a negated form or ruled-out letter (alone, after prose, or after a form naming the same letter), a form and a
-    second letter whose negation is negated ("C can't be ruled out"): all unparsed."""
+    second letter whose negation is negated ("C can't be ruled out"), a form asked or taken back ("The answer is B?",
+    "The answer is B, but it's wrong."): all unparsed."""
     letters = list("ABCDEFGH"[:n])
     x, y = data.draw(st.lists(st.sampled_from(letters), min_size=2, max_size=2, unique=True))
     outside = "ABCDEFGH"[n] if n < 8 else "Z"
@@ -348,6 +367,7 @@ def test_fuzz_near_misses_stay_unparsed(first, second, n, data, prose) -> None:
         f"{prose}.\n{negated}",
         _embed(first[0], first[1], x, prose, "") + f" {prose}. {x} is wrong.",
         _embed(first[0], first[1], x, prose, "") + f" {prose}. {standing}",
+        f"{prose}. " + data.draw(st.sampled_from(TAKEN_BACK)).format(x=x) + data.draw(st.sampled_from(TAKEN_BY)),
     ]
     for text in texts:
         assert parse_choice(text, letters).method == "none", text

@@ -120,6 +120,17 @@ DE, ES, FR, NL, CH = (locale(code) for code in ("de", "es-CO", "fr-CA", "nl", "d
     (NL, "Het minst waarschijnlijke antwoord is D.", None, "none"),
     (NL, "Niet: D", None, "none"),
     (NL, "Uitgesloten: A", None, "none"),
+    # a letter negated after it (German and Dutch put "nicht" / "niet" after the object), a form taken back by a
+    # word referring to it
+    (DE, "Ich wähle B nicht.", None, "none"),
+    (CH, "Ich nehme B nicht.", None, "none"),
+    (NL, "Ik kies B niet.", None, "none"),
+    (DE, "Die Antwort ist B, aber das ist falsch.", None, "none"),
+    (ES, "La respuesta es B, pero es incorrecta.", None, "none"),
+    (FR, "La réponse est B, mais c'est faux.", None, "none"),
+    (NL, "Het antwoord is B, maar dat is fout.", None, "none"),
+    (DE, "Ich wähle B, nicht C.", "B", "i_choose"),
+    (NL, "Ik kies B. Dat is juist.", "B", "i_choose"),
 ])
 def test_locale_forms(loc, text: str, letter: str | None, method: str) -> None:
     parsed = parse_choice(text, LETTERS, ["Katze", "Hund", "Vogel", "Fisch"] if loc.language == "de"

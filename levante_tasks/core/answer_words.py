@@ -30,6 +30,9 @@ class AnswerWords:
     option_text_prefix: str  # what may precede an option's text: "Die Antwort ist Hund"
     negations: str  # words that take back a form after them in its clause or a letter right after them, as English
     # "incorrect", "least", "not", "except": "Die falsche Antwort ist C", "nicht C"
+    taken_back: str = ""  # after a form, in its sentence or the next, what refers back to it and rules it out:
+    # "Die Antwort ist B, aber das ist falsch" (as English "..., but it's wrong")
+    negations_after: str = ""  # a negating word right after a letter that rules it out: "Ich wähle B nicht"
     elision: bool = False  # a capital before an apostrophe and a letter is an elided word (French "C'est", "D'après")
 
 
@@ -48,6 +51,9 @@ _GERMAN = dict(
     option_text_prefix=r"(?:die\s+)?antwort\s+(?:ist|lautet)\s*:?\s*",
     negations=r"nicht|kein\w*|nie|falsch\w*|unrichtig\w*|inkorrekt\w*|unwahrscheinlich\w*|wenigsten|"
               r"ausgeschlossen\w*|ausschlie(?:ß|ss)\w*|außer|ausser|ohne",
+    taken_back=r"\b(?:das|dies|die|sie|er|es)\s+(?:ist|wäre|waere|scheint)\s+(?:aber\s+|jedoch\s+|eindeutig\s+)?"
+               r"(?:falsch|inkorrekt|unrichtig|nicht\s+(?:richtig|korrekt|die\s+(?:richtige\s+)?antwort))\b",
+    negations_after=r"nicht",
 )
 
 # locale code -> its words (every translated locale of schema.locales)
@@ -71,6 +77,9 @@ WORDS: dict[str, AnswerWords] = {
         option_text_prefix=r"(?:la\s+)?respuesta\s+es\s*:?\s*",
         negations=r"no|nunca|incorrect[ao]s?|err[oó]ne[ao]s?|equivocad[ao]s?|fals[ao]s?|menos|descart\w*|"
                   r"excepto|salvo|elimin\w*",
+        taken_back=r"(?:\b(?:eso|esa|esta|ella|la\s+cual|lo\s+cual|que)\s+|(?<=[,;]\s)(?:pero\s+|aunque\s+)?|"
+                   r"\bpero\s+)(?:es|ser[ií]a|est[aá])\s+(?:incorrect[ao]|err[oó]ne[ao]|equivocad[ao]|fals[ao]|"
+                   r"mal)\b|(?:\bpero\s+|(?<=[,;]\s))no\s+es\s+(?:la\s+)?correct[ao]\b",
     ),
     "fr-CA": AnswerWords(
         version="2",
@@ -90,6 +99,9 @@ WORDS: dict[str, AnswerWords] = {
         option_text_prefix=r"(?:la\s+)?(?:réponse|reponse)\s+est\s*:?\s*",
         negations=r"pas|ne|n['’]\w+|jamais|incorrect\w*|mauvais\w*|faux|fausse\w*|erron\w*|moins|élimin\w*|"
                   r"elimin\w*|exclu\w*|sauf|excepté|hormis",
+        taken_back=r"(?:\bc['’]est|\b(?:elle|il|ce|cela|ceci|ça|qui)\s+(?:est|serait))\s+(?:pourtant\s+|clairement\s+)?"
+                   r"(?:faux|fausse|incorrecte?|erron[ée]e?|mauvaise?)\b"
+                   r"|\b(?:ce|elle|il|cela|ça)\s+n['’](?:est|serait)\s+pas\s+(?:la\s+bonne|correcte?|juste|exacte?)\b",
         elision=True,
     ),
     "nl": AnswerWords(
@@ -109,5 +121,8 @@ WORDS: dict[str, AnswerWords] = {
         option_text_prefix=r"(?:het\s+)?antwoord\s+is\s*:?\s*",
         negations=r"niet|geen|nooit|onjuist\w*|fout\w*|verkeerd\w*|incorrect\w*|minst\w*|onwaarschijnlijk\w*|"
                   r"uitgesloten|uitsluit\w*|behalve|zonder",
+        taken_back=r"\b(?:dat|die|dit|het|deze)\s+(?:is|lijkt|zou\s+zijn)\s+(?:echter\s+|duidelijk\s+)?"
+                   r"(?:fout|onjuist|verkeerd|incorrect|niet\s+(?:juist|correct|goed|het\s+(?:juiste\s+)?antwoord))\b",
+        negations_after=r"niet",
     ),
 }

@@ -13,7 +13,8 @@ standalone letter A-H of the answer: "B, D", "B. Wait, actually it is C."), a he
 the item's options, a tie of scores, and a bare `A` followed by a word ("The answer is A cat": the article).
 Negations: a form after a negating word in its clause states nothing ("The incorrect answer is C"), and a letter
 ruled out where it stands ("not C", "A is too small", "C: incorrect") is no answer and no second letter ("B. Because
-A is too small." is B); a negation negated ("C can't be ruled out") rules nothing out. A false reading is worse
+A is too small." is B); a negation negated ("C can't be ruled out") rules nothing out; a form asked or taken back
+right after it ("The answer is B?", "..., but it's wrong", "B (wrong)") states nothing. A false reading is worse
 than none: what the grammar does not know stays unparsed.
 Upper-case letters only, except where a letter cannot be an article: a JSON answer value and a line `ANSWER: b`.
 An item of a translated locale is read by these forms plus its locale's own (`core.answer_words`: "Die Antwort ist
@@ -97,6 +98,17 @@ _RULED_OUT = re.compile(_LINKED + r"(?i:\s+(?:is|are|was|were|seems?|looks?|(?:w
                         r"fails?\b|lacks?\b)" + _NOT_NEGATED +  # lower case: "(A) Cannot" may be a word of the answer
                         r"|\s*[:)\]\-\u2013\u2014]+\s*(?:not\b|wrong\b|incorrect\b|false\b|eliminated\b|excluded\b|"
                         r"ruled\s+out\b|impossible\b|unlikely\b))")
+# what takes back a form right after it: a question ("The answer is B?", "$\\boxed{B}$?"), a pronoun ruled out in
+# its sentence or the next ("The tempting answer is B, but it's wrong.", "... B, which is incorrect.", "...\nWait,
+# that's wrong."), a bracketed rejection ("Answer: B (wrong)")
+_ASKED = re.compile(r"[\s)\]}*\"'$]*\?")
+_AFTER_FORM = r"(?:[^.!?\n]|[.!?](?!\s))*?(?:[.!?]+\s+(?:[^.!?\n]|[.!?](?!\s))*?)?"  # its sentence, or the next
+_TAKEN_BACK = (r"\b(?:it|that|this|which)(?:['’]s|\s+(?:is|was|(?:would|must)\s+be|seems?(?:\s+to\s+be)?|looks?))\s+"
+               r"(?:also\s+|clearly\s+|actually\s+|definitely\s+|obviously\s+|certainly\s+)?"
+               r"(?:(?:wrong|incorrect|false)\b|not\s+(?:correct|right|it|the\s+(?:(?:correct|right)\s+)?answer)\b|"
+               r"not\s*(?:[.!,;]|$))"
+               r"|\b(?:it|that|this|which)\s+(?:isn['’]t|wasn['’]t)(?:\s+(?:correct|right|it)\b|\s*(?:[.!,;]|$))")
+_REJECTED = r"[\s$]*[\(\[]\s*(?i:wrong|incorrect|false|not\s+it)\s*[\)\]]"  # "Answer: B (wrong)"
 _CLAUSE = re.compile(r"[^.!?;,:\n]*$")  # the clause a position is in, back to its last boundary
 _UNBRACED = str.maketrans("{}", "()")
 _BRACKETED = re.compile(r"(?P<open>[\(\[])\s*(?P<letter>[A-Z])\s*(?P<close>[\)\]])")  # "8 (C)"
@@ -128,6 +140,8 @@ class _Grammar:
     boxed: re.Pattern[str]  # LaTeX `\boxed{B}`, the closing form of math-trained models
     negated: re.Pattern[str]  # a negating word ("incorrect", "least", "not"), searched in a form's clause
     ruled_out: re.Pattern[str]  # a negating word right before a letter ("not C", "except the option D")
+    taken_back: re.Pattern[str]  # after a form: what refers back to it and rules it out (`_TAKEN_BACK`, the locale's)
+    negated_after: re.Pattern[str] | None  # a negating word right after a letter (German "Ich wähle B nicht")
 
 
 def _compile(words: AnswerWords | None) -> _Grammar:
@@ -166,6 +180,10 @@ def _compile(words: AnswerWords | None) -> _Grammar:
         ruled_out=re.compile(rf"(?i:{_NEGATION_NEGATED}\b(?:{negations})\s+(?:the\s+)?"
                              rf"(?:(?:option|choice|answer|picture)s?\s+)?)"
                              rf"(?:[\(\[*]*[A-H][\)\]*]*\s*(?i:or|and|nor|/)\s*)*{open_}$"),
+        taken_back=re.compile(rf"{_AFTER_FORM}(?P<ref>(?i:{joined(_TAKEN_BACK, words.taken_back if words else '')}))"
+                              rf"|{_REJECTED}"),
+        negated_after=(re.compile(rf"{close}\s+(?i:{words.negations_after})\b")
+                       if words and words.negations_after else None),
     )
 
 
@@ -296,7 +314,8 @@ def _ruled_out(text: str, start: int, end: int, grammar: _Grammar) -> bool:
     """The letters at text[start:end] (a token with its marks, or two joined: "A and C") are ruled out: right after
     a negating word ("not C", "except (D)", "rule out A") or followed by what rejects them ("A is too small", "A and
     C are wrong", "C: incorrect")."""
-    return bool(grammar.ruled_out.search(text, max(0, start - 80), start) or _RULED_OUT.match(text, end))
+    return bool(grammar.ruled_out.search(text, max(0, start - 80), start) or _RULED_OUT.match(text, end)
+                or (grammar.negated_after and grammar.negated_after.match(text, end)))
 
 
 def _token_ruled_out(text: str, match: re.Match, grammar: _Grammar) -> bool:
@@ -309,6 +328,18 @@ def _negated(text: str, start: int, grammar: _Grammar) -> bool:
     likely answer is D", "I don't think the answer is B"."""
     clause = _CLAUSE.search(text, 0, start)
     return bool(clause and grammar.negated.search(text, clause.start(), start))
+
+
+def _taken_back(text: str, end: int, grammar: _Grammar) -> bool:
+    """A form ending at `end` that the answer asks or takes back right after it (`_ASKED`, `_Grammar.taken_back`);
+    a word referring back after another letter refers to that one ("B. A is too small, so it is wrong." is B)."""
+    if _ASKED.match(text, end):
+        return True
+    match = grammar.taken_back.match(text, end)
+    if not match or match.group("ref") is None:
+        return bool(match)
+    between = text[:match.start("ref")]
+    return not any(_bounded(between, letter, grammar) for letter in grammar.standalone.finditer(between, end))
 
 
 def _standalone_letters(text: str, grammar: _Grammar) -> tuple[set[str], set[str]]:
@@ -333,7 +364,8 @@ def _valued(text: str, grammar: _Grammar, texts: Mapping[str, str]) -> set[str]:
         sentence = _SENTENCE.search(text, 0, match.start())
         value = _normalized(grammar.answer_prefix.sub("", sentence.group().lstrip()))
         owners = {letter for letter, option in texts.items() if value and option == value}
-        if not owners or _negated(text, match.start(), grammar) or _token_ruled_out(text, match, grammar):
+        if (not owners or _negated(text, match.start(), grammar) or _token_ruled_out(text, match, grammar)
+                or _taken_back(text, match.end(), grammar)):
             continue
         if owners != {match.group("letter")}:
             raise ValueError("an option's text with another option's letter")
@@ -352,7 +384,8 @@ def _prose_letters(text: str, grammar: _Grammar, texts: Mapping[str, str] | None
             continue
         for match in (m for pattern in patterns for m in pattern.finditer(text)):
             if (match.group("letter").isupper() and _bounded(text, match, grammar)
-                    and not _negated(text, match.start(), grammar) and not _token_ruled_out(text, match, grammar)):
+                    and not _negated(text, match.start(), grammar) and not _token_ruled_out(text, match, grammar)
+                    and not _taken_back(text, match.end(), grammar)):
                 found.setdefault(form, match.group("letter"))
                 seen.add(match.group("letter"))
     for letter in _valued(text, grammar, texts or {}):
@@ -386,6 +419,7 @@ def _declared(text: str, grammar: _Grammar) -> str | None:
     boxed = [m for m in grammar.boxed.finditer(lines[-1]) if m.group("letter").isupper()]
     if not grammar.answer_line.fullmatch(lines[-1]) and not (
             boxed and not _negated(lines[-1], boxed[0].start(), grammar)
+            and not _taken_back(lines[-1], boxed[0].end(), grammar)
             and _standalone_letters(lines[-1], grammar) == ({boxed[0].group("letter")}, set())):
         return None
     stated = {m.group(1).upper() for m in grammar.answer_line.finditer(text)}
