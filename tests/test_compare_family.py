@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from levante_tasks.compare import report
 from levante_tasks.compare.family import adjust_uniform_tests, holm
 from levante_tasks.compare.results import Results
 from levante_tasks.compare.uniform_test import centred_scores, permutation_test
@@ -61,3 +62,19 @@ def test_null_models_beat_uniform_at_most_alpha_family_wise() -> None:
     first = results.tasks["task0"]["languages"]["en"]["models"]["null0"]["kl"]
     assert first["better_than_uniform"] == table.loc[0, "better_than_uniform"]
     assert first["uniform_test_p_holm"] == pytest.approx(table.loc[0, "uniform_test_p_holm"])
+
+
+def summary_with_family(size: int, n_perm: int) -> dict:
+    """The parts of comparison.json the permutation warning reads: one model tested `size` times."""
+    models = {"m": {"kl": {"uniform_test_family_size": size}}}
+    return {"settings": {"ci_level": 0.95, "n_perm": n_perm},
+            "tasks": {f"t{k}": {"languages": {"en": {"models": models}}} for k in range(size)}}
+
+
+def test_report_says_when_the_permutations_cannot_reach_the_level() -> None:
+    """With 7 tests the smallest Holm p is 7/(1 + n_perm): 99 permutations can never give 0.05 (0.07), 139 can."""
+    warning = report._too_few_permutations(summary_with_family(7, 99))
+    assert "99 permutations are too few for 7 tests" in warning and "--n-perm 139 or more" in warning
+    assert 7 / (1 + 139) <= 0.05 < 7 / (1 + 138)
+    assert report._too_few_permutations(summary_with_family(7, 139)) == ""
+    assert report._too_few_permutations(summary_with_family(1, 19)) == ""  # 1/20 = 0.05 is reachable

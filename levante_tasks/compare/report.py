@@ -86,10 +86,9 @@ def section(summary: dict, figures: list[Path], items: pd.DataFrame | None = Non
         f"{conv['beta_bounds']}. {conv['kl_weighting']}.",
         f"- Beats uniform: {conv['uniform_test']}; {summary['settings'].get('n_perm', 'n/a')} permutations. "
         f"**Multiple testing**: {conv['uniform_test_family']}; yes when the Holm p <= "
-        f"{1 - summary['settings']['ci_level']:.2f} and the KL is lower (the table gives p; Holm p). The KL has no "
-        "ability or "
-        "age readout (the bin with the lowest KL is pulled to the middle bins: docs/comparison.md); read ability "
-        "from theta and the age equivalent.",
+        f"{1 - summary['settings']['ci_level']:.2f} and the KL is lower (the table gives p; Holm p)."
+        f"{_too_few_permutations(summary)} The KL has no ability or age readout (the bin with the lowest KL is "
+        "pulled to the middle bins: docs/comparison.md); read ability from theta and the age equivalent.",
         f"- Languages: {conv['languages']}.",
         f"- Options: {conv['option_order']}.",
         f"- Ability: {conv['eap']}. Scale: {conv['theta_scale']}. {conv['ml']}.",
@@ -124,6 +123,21 @@ def _warnings(summary: dict) -> list[str]:
         lines.append(f"**Random-init test model(s)**: {', '.join(data['test_models'])}: a pipeline check, not a "
                      "capability result.")
     return [*lines, ""] if lines else []
+
+
+def _too_few_permutations(summary: dict) -> str:
+    """A bold sentence when the permutations cannot reach the level: the smallest Holm p of a family of m tests is
+    m / (1 + n_perm), so with m above level x (1 + n_perm) no model of that family can beat uniform (else '')."""
+    sizes = [res["kl"].get("uniform_test_family_size") for task in summary["tasks"].values()
+             for language in task["languages"].values() for res in language["models"].values()]
+    largest = max((int(size) for size in sizes if size), default=0)
+    level, n_perm = 1 - summary["settings"]["ci_level"], summary["settings"].get("n_perm")
+    if not largest or not n_perm or largest / (1 + n_perm) <= level:
+        return ""
+    needed = math.ceil(largest / level - 1)
+    return (f" **{n_perm} permutations are too few for {largest} tests**: the smallest Holm p is "
+            f"{largest}/(1 + {n_perm}) > {level:.2f}, so no such model can beat uniform; rerun with --n-perm "
+            f"{needed} or more.")
 
 
 def _calibration(info: dict) -> list[str]:
