@@ -35,6 +35,10 @@ P_MC, P_PLUGIN, P_ENTRY, P_HF, P_FILELOCK, P_EXIT, P_MC_CACHED = (
 P_SKIP = BY_NUMBER.get("0004")  # 0.7.2 only: the 0.7.3 wheel ships the include templates
 P_GROUP_SKIP = BY_NUMBER["0014"]
 P_REFUSE_MC, P_LLAVA_DEVICE, P_REFUSAL_WORDS = (BY_NUMBER[n] for n in ("0013", "0016", "0017"))
+# 0015 is one bug in three model classes: one patch file per class file (the patcher's rule: one file per patch).
+P_BATCH_TASK = {"Qwen2_VL": "0015-qwen2-vl-batch-items-own-task.patch",
+                "Qwen2_5_VL": "0015-qwen2-5-vl-batch-items-own-task.patch",
+                "Huggingface": "0015-hf-chat-batch-items-own-task.patch"}
 
 
 # ---------------------------------------------------------------- building trees
@@ -298,6 +302,43 @@ if "refusal" in checks:
             out["refusal"][kind] = None
         except SystemExit as exc:
             out["refusal"][kind] = str(exc)
+if "batch" in checks:
+    # One batch of two items from two tasks (t1 doc 0, t2 doc 1), each task with its own hook: which hook read
+    # which doc. The class is never loaded (no model): it stops at its first missing attribute after the lookups.
+    import importlib
+    from lmms_eval.api.instance import Instance
+    docs = {t: {"test": [{"name": f"{t} doc {i}"} for i in range(2)]} for t in ("t1", "t2")}
+    class Tokenizer:
+        eos_token_id = 0
+        def encode(self, text):
+            return [0] * len(text)
+        def decode(self, ids):
+            return ""
+    out["batch"] = {}
+    for path in ("lmms_eval.models.simple.qwen2_vl:Qwen2_VL", "lmms_eval.models.simple.qwen2_5_vl:Qwen2_5_VL",
+                 "lmms_eval.models.chat.huggingface:Huggingface"):
+        module, name = path.split(":")
+        cls = getattr(importlib.import_module(module), name)
+        looked = []
+        def hook(task):
+            def read(doc):
+                looked.append(f"{task} hook read {doc['name']}")
+                return []
+            return read
+        lm = object.__new__(cls)
+        lm.task_dict, lm._rank, lm.batch_size_per_gpu, lm._tokenizer = docs, 0, 2, Tokenizer()
+        chat = "chat" in module
+        requests = []
+        for index, (task, doc_id, context) in enumerate((("t1", 0, "short"), ("t2", 1, "a longer context"))):
+            gen = {"max_new_tokens": 2}
+            args = ((context, hook(task), gen, doc_id, task, "test") if chat
+                    else (context, gen, hook(task), doc_id, task, "test"))
+            requests.append(Instance("generate_until", args, index, {"task": task, "doc_id": doc_id, "repeats": 1}))
+        try:
+            cls.generate_until(lm, requests)
+        except Exception:
+            pass
+        out["batch"][name] = sorted(looked)
 print("PROBE " + json.dumps(out, default=str))
 '''
 
@@ -318,7 +359,7 @@ def probe(tree: Path, checks: str, packages: dict[str, Path], checkpoint: Path |
 
 @pytest.fixture(scope="module")
 def full_probe(trees, packages, tiny_vlm) -> dict:
-    return probe(trees["all"], "unwrap,select,load,filelock,index", packages, tiny_vlm)
+    return probe(trees["all"], "unwrap,select,load,filelock,index,batch", packages, tiny_vlm)
 
 
 @pytest.fixture(scope="module")
@@ -557,6 +598,19 @@ def test_group_leaves_out_members_that_do_not_apply_only_with_p11(trees, group_t
     assert empty_results is None and empty.returncode != 0 and "not in this data version" in empty.stdout
     failing, failing_results = run(trees["all"], "d", "lptest_failing")
     assert failing_results is None and failing.returncode != 0 and "lptest_broken: a real failure" in failing.stdout
+
+
+# ---------------------------------------------------------------- P12: a batch that mixes tasks
+
+def test_each_batch_item_is_read_with_its_own_task_only_with_p12(trees, packages, full_probe) -> None:
+    """`--batch_size > 1` with several tasks in one run: each item's doc comes from its own task and split, read by
+    its own task's hook. Without its patch a class reads another task's doc (the pictures of another item)."""
+    right = ["t1 hook read t1 doc 0", "t2 hook read t2 doc 1"]
+    assert full_probe["batch"] == dict.fromkeys(P_BATCH_TASK, right)
+    for name, patch in P_BATCH_TASK.items():
+        without = probe(trees[patch], "batch", packages)["batch"]
+        assert without[name] != right and len(without[name]) == 2, (name, without[name])
+        assert all(looked == right for other, looked in without.items() if other != name)
 
 
 # ---------------------------------------------------------------- P13: llava_hf's default device_map

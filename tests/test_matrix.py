@@ -401,6 +401,27 @@ def test_a_config_change_reruns_exactly_the_affected_cells(inputs: dict[str, Pat
     assert [c["model"] for c in summary["cells"]] == ["levante_fixed[letter=C]"]  # the old output is not reused
 
 
+def test_batch_above_one_for_a_class_patch_0015_fixes_is_refused_while_that_patch_is_not_in_effect(
+        inputs: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 31: unpatched, `qwen2_vl` at `batch_sizes: [4, 1]` on `levante` sends a quarter of the items another
+    task's pictures and the cell reports done; the plan refuses it before any cell runs, naming the model."""
+    def config(models: list[dict[str, str]], batch_sizes: list[int]):
+        return load_config(write_config(tmp_path, inputs, models=models, groups=None, compare=None,
+                                        tasks=["levante"], batch_sizes=batch_sizes))
+
+    qwen = [{"name": "qwen", "model": "qwen2_vl", "model_args": "pretrained=some/checkpoint"}]
+    lmms = {"version": "0.7.2", "commit": "c", "patch_set_sha256": "p"}
+    unpatched = {"lmms_eval": {**lmms, "patched": False}, "levante_tasks": "test"}
+    patched = {"lmms_eval": {**lmms, "patched": True}, "levante_tasks": "test"}
+    with pytest.raises(LevanteError, match=r"models: qwen: `qwen2_vl` at batch_sizes \[4, 1\] needs lmms-eval patch "
+                                           r"0015, which is not in effect .*`levante-tasks lmms-eval patch`"):
+        plan(config(qwen, [4, 1]), software=unpatched)
+    assert [c.lmms_task for c in plan(config(qwen, [4, 1]), software=patched)] == ["levante"]
+    assert len(plan(config(qwen, [1]), software=unpatched)) == 1  # one item per batch: nothing to mix up
+    clip = [{"name": "clip", "model": "levante_clip", "model_args": f"pretrained={inputs['clip']}"}]
+    assert len(plan(config(clip, [4, 1]), software=unpatched)) == 1  # our adapters read each item's own task
+
+
 def test_out_of_memory_falls_back_through_configured_sizes_and_a_failure_is_recorded(
         inputs: dict[str, Path], tmp_path: Path) -> None:
     models = [{"name": "oom", "model": "levante_oom", "model_args": "max_batch=2"},

@@ -192,9 +192,29 @@ def cell_spec(config: MatrixConfig, model: ModelSpec, task: str, seed: int, data
     }
 
 
+# lmms-eval classes that, without our patch 0015, read every item of a batch in the first item's task: a batch that
+# mixes tasks (`levante`, any group) gives items another task's pictures (issue 31).
+BATCH_NEEDS_PATCH = frozenset({"qwen2_vl", "qwen2_5_vl", "huggingface"})
+
+
+def check_batch_sizes(config: MatrixConfig, software: dict[str, Any]) -> None:
+    """Refuse, before anything runs, a batch size above 1 for a class in BATCH_NEEDS_PATCH when our current patch
+    set is not in effect: its cells would finish with wrong pictures."""
+    if software["lmms_eval"].get("patched") or max(config.batch_sizes) == 1:
+        return
+    for model in config.models:
+        if model.model in BATCH_NEEDS_PATCH:
+            raise LevanteError(
+                f"{display_path(config.path)}: models: {model.name}: `{model.model}` at batch_sizes "
+                f"{list(config.batch_sizes)} needs lmms-eval patch 0015, which is not in effect (without it an item "
+                "batched with another task's items gets that task's pictures): run `levante-tasks lmms-eval patch`, "
+                "or set batch_sizes: [1]")
+
+
 def plan(config: MatrixConfig, data: dict[str, Any] | None = None,
          software: dict[str, Any] | None = None) -> list[Cell]:
-    """All cells in a fixed order (models, then tasks, then seeds, as listed); an unknown seed variant is an error."""
+    """All cells in a fixed order (models, then tasks, then seeds, as listed); an unknown seed variant is an error,
+    and so is a batch size the installed lmms-eval gets wrong (check_batch_sizes)."""
     data = data if data is not None else data_facts(config)
     software = software if software is not None else software_facts()
     for task in config.tasks:
@@ -202,6 +222,7 @@ def plan(config: MatrixConfig, data: dict[str, Any] | None = None,
             check_task(task)
         except LevanteError as exc:
             raise LevanteError(f"{display_path(config.path)}: tasks: {exc}") from None
+    check_batch_sizes(config, software)
     cells = []
     for model in config.models:
         for task in config.tasks:
