@@ -156,8 +156,9 @@ def test_model_class_sends_each_item_its_pictures_in_prompt_order(
     record_outcome(name, case, "failed", f"exit {run.returncode}")
     folders = [out / f"batch-{size}" for size in BATCH_SIZES]
     runs = dict(zip(BATCH_SIZES, calls_by_run(read_log(spy), [last_write(f) for f in folders]), strict=True))
-    batches = {}
+    batches: dict[int, str] = {}
     for size, folder in zip(BATCH_SIZES, folders, strict=True):
+        record_outcome(name, case, "failed", f"batch size {size}, exit {run.returncode}", {**batches, size: "failed"})
         if size > 1 and case.batch_one_only:
             assert BATCH_ONE_ONLY in run.stderr and not item_records(folder), run.stderr[-3000:]
             batches[size] = "refused: upstream allows `--batch_size 1` only (AssertionError, exit 1)"
