@@ -11,7 +11,7 @@ DEMO_DIR ?= demo-out
 # suite (every case: the code each class runs differs between the versions, in files we do not patch too).
 LMMS_EVAL_073_TESTS := tests/test_patcher.py tests/test_lmms_patches.py \
 	tests/test_tasks.py::test_cli_run_writes_results_and_samples_and_lists_tasks \
-	tests/test_adapters_lmms.py::test_levante_clip_runs_levante_tasks_in_lmms_eval \
+	tests/test_adapters_lmms.py::test_levante_clip_runs_levante_tasks_in_lmms_eval_and_batch_8_scores_as_batch_1 \
 	tests/test_compat_models.py
 
 .PHONY: venv test test-lmms-eval-0.7.2 test-lmms-eval-0.7.3 demo lint clean-venv

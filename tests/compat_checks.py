@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,38 @@ def item_records(out: Path) -> dict[str, list[dict[str, Any]]]:
     return records
 
 
-def requests_of(calls: list[dict[str, Any]], phrase: str) -> list[list[int]]:
-    """The picture colours of every recorded request whose text names this item's phrase (`"phrase 12"`)."""
+def last_write(folder: Path) -> float:
+    """When a run finished writing its output folder (the newest file's mtime; infinity for a run that wrote none)."""
+    times = [path.stat().st_mtime for path in folder.rglob("*") if path.is_file()]
+    return max(times, default=math.inf)
+
+
+def calls_by_run(calls: list[dict[str, Any]], run_ends: list[float]) -> list[list[dict[str, Any]]]:
+    """The logged calls of one process that ran several evaluations in turn, split per run: a run's calls are those
+    logged after the previous run wrote its last file and before its own (`run_ends`, from `last_write`)."""
+    starts = [-math.inf, *run_ends[:-1]]
+    return [[call for call in calls if start < call["time"] <= end]
+            for start, end in zip(starts, run_ends, strict=True)]
+
+
+def pictures_by_text(call: dict[str, Any]) -> list[list[int] | None]:
+    """Each text's picture colours in one recorded call: a batched call's flat picture list split by the number of
+    picture tokens in each text (None for every text when the counts do not account for the pictures)."""
+    texts, counts = call["texts"], call.get("pictures_per_text")
+    if len(texts) == 1:
+        return [call["colours"]]
+    if counts is None or sum(counts) != len(call["colours"]):
+        return [None] * len(texts)
+    starts = [sum(counts[:i]) for i in range(len(counts))]
+    return [call["colours"][start:start + count] for start, count in zip(starts, counts, strict=True)]
+
+
+def requests_of(calls: list[dict[str, Any]], phrase: str) -> list[list[int] | None]:
+    """The picture colours of every recorded request whose text names this item's phrase (`"phrase 12"`), one entry
+    per text of a batched call (None when that call's pictures cannot be told apart by text)."""
     marker = re.compile(re.escape(f'"{phrase}"'))
-    return [call["colours"] for call in calls if any(marker.search(text) for text in call["texts"])]
+    return [colours for call in calls
+            for text, colours in zip(call["texts"], pictures_by_text(call), strict=True) if marker.search(text)]
 
 
 def picture_problems(calls: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]],

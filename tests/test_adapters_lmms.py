@@ -26,19 +26,24 @@ def data_dir(tmp_path_factory):
     return root
 
 
-def _run(tmp: Path, data_dir: Path, model: str, model_args: str, tasks: list[str], batch_size: int,
-         limit: int | None = None) -> Path:
-    """Run the lmms-eval CLI; return the results folder (the CLI exits 0 even on errors: check the files)."""
-    out = tmp / "out"
+def _run(tmp: Path, data_dir: Path, model: str, model_args: str, tasks: list[str], batch_sizes: tuple[int, ...],
+         limit: int | None = None) -> dict[int, Path]:
+    """Run the lmms-eval CLI once, one evaluation per batch size in turn (its `--config` list); return each
+    evaluation's results folder by batch size."""
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "lmms_eval", "--model", model, "--model_args", model_args,
-               "--tasks", ",".join(tasks), "--include_path", str(TASKS_DIR), "--output_path", str(out),
-               "--batch_size", str(batch_size), "--log_samples", "--verbosity", "WARNING",
-               *(["--limit", str(limit)] if limit else [])]
-    proc = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
-    results = sorted(out.rglob("*_results.json"))
-    assert proc.returncode == 0 and results, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return results[-1].parent
+    runs = [{"model": model, "model_args": model_args, "tasks": ",".join(tasks), "include_path": str(TASKS_DIR),
+             "output_path": str(tmp / f"out-batch-{size}"), "batch_size": size, "log_samples": True,
+             "verbosity": "WARNING", **({"limit": limit} if limit else {})} for size in batch_sizes]
+    config = tmp / "runs.yaml"
+    config.write_text(json.dumps(runs), encoding="utf-8")  # JSON is YAML
+    proc = subprocess.run([sys.executable, "-m", "lmms_eval", "--config", str(config)], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=600)
+    folders = {}
+    for size in batch_sizes:
+        results = sorted((tmp / f"out-batch-{size}").rglob("*_results.json"))
+        assert proc.returncode == 0 and results, proc.stdout[-2000:] + proc.stderr[-3000:]
+        folders[size] = results[-1].parent
+    return folders
 
 
 def _records(folder: Path, task: str) -> list[dict]:
@@ -65,22 +70,47 @@ def _check_task(folder: Path, task: str, kind: str, scorer: str | None) -> None:
     assert results[task]["levante_acc,none"] == pytest.approx(accuracy)
 
 
-def test_levante_clip_runs_levante_tasks_in_lmms_eval(tmp_path, data_dir):
+def _max_score_difference(one: Path, other: Path, tasks: list[str]) -> float:
+    """The largest absolute difference between two runs' per-item option scores (every item and option of every
+    task), after checking both hold the same items, each with as many scores (none for a slider item) in both."""
+    worst = 0.0
+    for task in tasks:
+        first = {r["levante_item"]["item_uid"]: r["levante_item"]["option_scores"] for r in _records(one, task)}
+        second = {r["levante_item"]["item_uid"]: r["levante_item"]["option_scores"] for r in _records(other, task)}
+        assert first.keys() == second.keys() and any(first.values()), task
+        for uid, scores in first.items():
+            assert len(scores or []) == len(second[uid] or []), (task, uid)
+            worst = max([worst, *(abs(a - b) for a, b in zip(scores or [], second[uid] or [], strict=True))])
+    return worst
+
+
+# Several tasks in one run, with 2, 3 and 4 options and pictures, so one batch holds items of different tasks and
+# option counts (the VLM left-pads its prompts, CLIP pads its texts): batch 8 must score every item as batch 1 does.
+MIXED_TASKS = ["levante_vocab", "levante_theory_of_mind", "levante_same_different", "levante_mental_rotation",
+               "levante_matrix_reasoning", "levante_egma_math"]
+SCORE_TOLERANCE = 1e-4  # float32 on CPU: padding and batch shape move a log-probability by ~1e-6
+
+
+def test_levante_clip_runs_levante_tasks_in_lmms_eval_and_batch_8_scores_as_batch_1(tmp_path, data_dir):
     clip = build_tiny_clip(tmp_path / "tiny-clip")
-    tasks = ["levante_vocab", "levante_matrix_reasoning", "levante_theory_of_mind", "levante_vocab_mc"]
-    folder = _run(tmp_path, data_dir, "levante_clip", f"pretrained={clip}", tasks, batch_size=8)
-    for task in tasks[:3]:
-        _check_task(folder, task, "logprob", "levante_clip")
-    _check_task(folder, "levante_vocab_mc", "neg_loss", None)
+    tasks = [*MIXED_TASKS, "levante_vocab_mc"]
+    folders = _run(tmp_path, data_dir, "levante_clip", f"pretrained={clip}", tasks, batch_sizes=(8, 1))
+    for task in ("levante_vocab", "levante_matrix_reasoning", "levante_theory_of_mind"):
+        _check_task(folders[8], task, "logprob", "levante_clip")
+    _check_task(folders[8], "levante_vocab_mc", "neg_loss", None)
+    difference = _max_score_difference(folders[1], folders[8], tasks)
+    assert difference <= SCORE_TOLERANCE, f"batch 8 vs 1: max abs score difference {difference:.2e}"
 
 
-def test_levante_vlm_mc_runs_levante_tasks_in_lmms_eval(tmp_path, data_dir):
+def test_levante_vlm_mc_runs_levante_tasks_in_lmms_eval_and_batch_8_scores_as_batch_1(tmp_path, data_dir):
     vlm = build_tiny_vlm(tmp_path / "tiny-vlm")
-    tasks = ["levante_trog", "levante_mental_rotation", "levante_trog_mc"]
-    folder = _run(tmp_path, data_dir, "levante_vlm_mc", f"pretrained={vlm}", tasks, batch_size=4)
-    for task in tasks[:2]:
-        _check_task(folder, task, "logprob", "levante_vlm_mc")
-    _check_task(folder, "levante_trog_mc", "neg_loss", None)
+    tasks = ["levante_trog", *MIXED_TASKS, "levante_trog_mc"]
+    folders = _run(tmp_path, data_dir, "levante_vlm_mc", f"pretrained={vlm}", tasks, batch_sizes=(8, 1))
+    for task in ("levante_trog", "levante_mental_rotation"):
+        _check_task(folders[8], task, "logprob", "levante_vlm_mc")
+    _check_task(folders[8], "levante_trog_mc", "neg_loss", None)
+    difference = _max_score_difference(folders[1], folders[8], tasks)
+    assert difference <= SCORE_TOLERANCE, f"batch 8 vs 1: max abs score difference {difference:.2e}"
 
 
 def test_levante_vlm_mc_yes_no_scoring_runs_in_lmms_eval_and_is_its_own_model(tmp_path, data_dir):
@@ -90,7 +120,7 @@ def test_levante_vlm_mc_yes_no_scoring_runs_in_lmms_eval_and_is_its_own_model(tm
 
     vlm = build_tiny_vlm(tmp_path / "tiny-vlm")
     folder = _run(tmp_path, data_dir, "levante_vlm_mc", f"pretrained={vlm},scoring=yes_no", ["levante_trog"],
-                  batch_size=4, limit=3)
+                  batch_sizes=(4,), limit=3)[4]
     lines = _records(folder, "levante_trog")
     assert len(lines) == 3
     for line in lines:

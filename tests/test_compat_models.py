@@ -3,9 +3,12 @@
 Each case is ONE real `python -m lmms_eval` process: an upstream model class on a tiny random-init checkpoint
 (real transformers classes and processors, built offline by `tiny_models`) or on a fake OpenAI-compatible server,
 every LEVANTE task (and the `_mc` variants where the class can score options) on the colour-coded fixture, whose
-first egma-math items have no picture. A spy on the processor (or the server) logs each request's pictures; every
-item's requests must carry exactly its pictures in the order its prompt numbers them (none for text-only items).
-With `$LEVANTE_COMPAT_RESULTS` set, each case writes its outcome there (`compat_table` renders docs/compatibility.md).
+first egma-math items have no picture; run at batch size 1, then 4 (lmms-eval's `--config` list: two runs in the
+one process, so the second costs no second start-up). lmms-eval batches the requests of all tasks of a run
+together, so the batch-4 run mixes tasks in a batch (issue 31). A spy on the processor (or the server) logs each
+request's pictures; every item's requests must carry exactly its pictures in the order its prompt numbers them
+(none for text-only items), at each batch size. With `$LEVANTE_COMPAT_RESULTS` set, each case writes its outcome
+there (`compat_table` renders docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from compat_checks import fixture_rows, item_records, picture_problems, placement_problems
+from compat_checks import calls_by_run, fixture_rows, item_records, last_write, picture_problems, placement_problems
 
 from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.testing import tiny_models
@@ -32,6 +35,8 @@ TASKS = ["levante_vocab", "levante_trog", "levante_egma_math", "levante_theory_o
          "levante_matrix_reasoning", "levante_mental_rotation", "levante_same_different"]
 MC_TASKS = [f"{task}_mc" for task in TASKS]
 LIMIT = 3  # the fixture's first 3 egma-math items are text-only (Number Identification)
+BATCH_SIZES = (1, 4)  # in this order, one lmms-eval run each; 4 > LIMIT, so every batch-4 batch mixes tasks
+BATCH_ONE_ONLY = "Do not support batch_size_per_gpu > 1"  # upstream `llava_hf`'s assertion (chat and simple)
 
 BUILDERS: dict[str, Callable[[Path], Path]] = {
     "qwen2_vl": lambda out: tiny_models.build_tiny_qwen_vl(out, "qwen2_vl"),
@@ -46,7 +51,8 @@ BUILDERS: dict[str, Callable[[Path], Path]] = {
 @dataclass(frozen=True)
 class Case:
     """One model class on one checkpoint kind; `patches` are ours that it needs; `mc`: it runs the `_mc` tasks;
-    `option`: a model_arg that changes how the class lays out pictures (shown in the table's layout column)."""
+    `option`: a model_arg that changes how the class lays out pictures (shown in the table's layout column);
+    `batch_one_only`: upstream asserts `--batch_size 1`, so its batch-4 run must stop with that assertion."""
 
     model: str
     checkpoint: str | None
@@ -56,23 +62,27 @@ class Case:
     patches: tuple[str, ...] = field(default_factory=tuple)
     versions: tuple[str, ...] = ("0.7.2", "0.7.3")
     option: str = ""
+    batch_one_only: bool = False
 
 
 # upstream's default min_pixels (256 x 28 x 28) blows each 32x24 picture up to 256 image tokens: keep CI cheap
 QWEN_ARGS = "device_map=cpu,min_pixels=3136,max_pixels=12544"
 QWEN_PICTURE = "<|vision_start|><|image_pad|><|vision_end|>"  # one picture in the Qwen processors' text
 CASES = {
-    "qwen2_vl": Case("qwen2_vl", "qwen2_vl", QWEN_ARGS, simple=True),
+    "qwen2_vl": Case("qwen2_vl", "qwen2_vl", QWEN_ARGS, simple=True, patches=("0015",)),
     "qwen2_5_vl": Case("qwen2_5_vl", "qwen2_5_vl", QWEN_ARGS),
-    "qwen2_5_vl-simple": Case("qwen2_5_vl", "qwen2_5_vl", QWEN_ARGS, simple=True),
+    "qwen2_5_vl-simple": Case("qwen2_5_vl", "qwen2_5_vl", QWEN_ARGS, simple=True, patches=("0015",)),
     # each picture at its `<image N>` marker (upstream's interleaving rule), not all of them first
     "qwen2_5_vl-simple-interleave": Case("qwen2_5_vl", "qwen2_5_vl", f"{QWEN_ARGS},interleave_visuals=True",
-                                         simple=True, option="interleave_visuals=True"),
+                                         simple=True, option="interleave_visuals=True", patches=("0015",)),
     "idefics2": Case("idefics2", "idefics2", model_args="", simple=True, patches=("0010",)),
     # no device_map: the class's default, as a user types it (`--device cpu` only; patch 0016)
-    "llava_hf-llava-1.5": Case("llava_hf", "llava-1.5", model_args="", mc=True, patches=("0011", "0012", "0016")),
-    "llava_hf-llava-1.5-simple": Case("llava_hf", "llava-1.5", simple=True, mc=True, patches=("0011",)),
-    "llava_hf-llava-onevision": Case("llava_hf", "llava-onevision", mc=True, patches=("0011", "0012")),
+    "llava_hf-llava-1.5": Case("llava_hf", "llava-1.5", model_args="", mc=True, patches=("0011", "0012", "0016"),
+                               batch_one_only=True),
+    "llava_hf-llava-1.5-simple": Case("llava_hf", "llava-1.5", simple=True, mc=True, patches=("0011",),
+                                      batch_one_only=True),
+    "llava_hf-llava-onevision": Case("llava_hf", "llava-onevision", mc=True, patches=("0011", "0012"),
+                                     batch_one_only=True),
     "huggingface-idefics3": Case("huggingface", "idefics3", patches=("0005", "0009")),
     "huggingface-qwen2_vl": Case("huggingface", "qwen2_vl", patches=("0005", "0009")),
     "openai": Case("openai", None, model_args="model_version=fake,api_key=fake"),
@@ -100,28 +110,36 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pat
     return get
 
 
-def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path,
-                  tasks: list[str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The real lmms-eval CLI, in its own process, with the processor spy installed (sitecustomize)."""
+def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path, tasks: list[str] | None = None,
+                  batch_sizes: tuple[int, ...] = BATCH_SIZES) -> subprocess.CompletedProcess[str]:
+    """The real lmms-eval CLI, in ONE process with the processor spy installed (sitecustomize): one run per batch
+    size, in order (lmms-eval's `--config` takes a list of runs), each writing to `out/batch-<n>`. A class that
+    allows batch size 1 only gets just the first task at a larger size (it stops at its first batch anyway)."""
     tasks = tasks or TASKS + (MC_TASKS if case.mc else [])
     path = os.pathsep.join(filter(None, [str(SPY_SITE), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
            SPY_ENV: str(spy), "PYTHONPATH": path}
     env.pop("LEVANTE_DATA_VERSION", None)
-    command = [sys.executable, "-m", "lmms_eval", "--model", case.model, "--model_args", model_args,
-               "--tasks", ",".join(tasks), "--limit", str(LIMIT), "--gen_kwargs", "max_new_tokens=2",
-               "--batch_size", "1", "--device", "cpu", "--output_path", str(out), "--log_samples",
-               "--verbosity", "WARNING", *(["--force_simple"] if case.simple else [])]
-    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent, timeout=300, check=False)
+    runs = [{"model": case.model, "model_args": model_args, "limit": LIMIT,
+             "tasks": ",".join(tasks[:1] if size > 1 and case.batch_one_only else tasks),
+             "gen_kwargs": "max_new_tokens=2", "batch_size": size, "device": "cpu", "log_samples": True,
+             "output_path": str(out / f"batch-{size}"), "verbosity": "WARNING", "force_simple": case.simple}
+            for size in batch_sizes]
+    config = out.parent / "runs.yaml"
+    config.write_text(json.dumps(runs, indent=1), encoding="utf-8")  # JSON is YAML
+    command = [sys.executable, "-m", "lmms_eval", "--config", str(config)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent, timeout=600, check=False)
 
 
-def record_outcome(name: str, case: Case, status: str, detail: str) -> None:
-    """Write this case's outcome for the compatibility table when `$LEVANTE_COMPAT_RESULTS` names a folder."""
+def record_outcome(name: str, case: Case, status: str, detail: str, batches: dict[int, str] | None = None) -> None:
+    """Write this case's outcome for the compatibility table when `$LEVANTE_COMPAT_RESULTS` names a folder;
+    `batches`: the outcome at each batch size run."""
     folder = os.environ.get("LEVANTE_COMPAT_RESULTS")
     if folder:
         line = {"case": name, "model": case.model, "checkpoint": case.checkpoint or "fake server",
                 "simple": case.simple, "mc": case.mc, "lmms_eval": VERSION, "status": status, "detail": detail,
-                "patches": list(case.patches), "option": case.option}
+                "patches": list(case.patches), "option": case.option,
+                "batches": {str(size): outcome for size, outcome in (batches or {}).items()}}
         Path(folder).mkdir(parents=True, exist_ok=True)
         (Path(folder) / f"{VERSION}-{name}.json").write_text(json.dumps(line, indent=1) + "\n", encoding="utf-8")
 
@@ -138,19 +156,34 @@ def test_model_class_sends_each_item_its_pictures_in_prompt_order(
         args = ",".join(filter(None, [f"pretrained={checkpoints(case.checkpoint)}", case.model_args]))
         run = run_lmms_eval(case, args, fixture_data, out, spy)
     record_outcome(name, case, "failed", f"exit {run.returncode}")
-    assert run.returncode == 0, run.stderr[-4000:]
-    records = item_records(out)
+    folders = [out / f"batch-{size}" for size in BATCH_SIZES]
+    runs = dict(zip(BATCH_SIZES, calls_by_run(read_log(spy), [last_write(f) for f in folders]), strict=True))
+    batches: dict[int, str] = {}
+    for size, folder in zip(BATCH_SIZES, folders, strict=True):
+        record_outcome(name, case, "failed", f"batch size {size}, exit {run.returncode}", {**batches, size: "failed"})
+        if size > 1 and case.batch_one_only:
+            assert BATCH_ONE_ONLY in run.stderr and not item_records(folder), run.stderr[-3000:]
+            batches[size] = "refused: upstream allows `--batch_size 1` only (AssertionError, exit 1)"
+            continue
+        assert_pictures_right(case, size, folder, runs[size], fixture_data, run.stderr)
+        assert_summarize_and_compare_read(folder, item_records(folder), tmp_path / f"summary-{size}")
+        batches[size] = "works"
+    assert run.returncode == (1 if case.batch_one_only else 0), run.stderr[-4000:]
+    record_outcome(name, case, "works", "", batches)
+
+
+def assert_pictures_right(case: Case, size: int, folder: Path, calls: list[dict], data: Path, stderr: str) -> None:
+    """The run at batch size `size` wrote every task's records, and every item's requests carried its pictures."""
+    records = item_records(folder)
     expected = TASKS + (MC_TASKS if case.mc else [])
-    assert sorted(records) == sorted(expected), run.stderr[-3000:]
+    assert sorted(records) == sorted(expected), f"batch {size}: " + stderr[-3000:]
     assert all(len(recs) == LIMIT for recs in records.values()), {t: len(r) for t, r in records.items()}
-    assert any(not row["stimulus_image"] for row in (fixture_rows(fixture_data)[r["item_uid"]]
-                                                      for r in records["levante_egma_math"])), "no text-only item"
-    problems = picture_problems(read_log(spy), records, fixture_rows(fixture_data))
+    rows = fixture_rows(data)
+    assert any(not rows[r["item_uid"]]["stimulus_image"] for r in records["levante_egma_math"]), "no text-only item"
+    problems = picture_problems(calls, records, rows)
     if case.option == "interleave_visuals=True":
-        problems += placement_problems(read_log(spy), records, fixture_rows(fixture_data), QWEN_PICTURE)
-    assert not problems, "\n".join(problems)
-    assert_summarize_and_compare_read(out, records, tmp_path / "summary")
-    record_outcome(name, case, "works", "")
+        problems += placement_problems(calls, records, rows, QWEN_PICTURE)
+    assert not problems, f"batch size {size}:\n" + "\n".join(problems)
 
 
 def assert_summarize_and_compare_read(out: Path, records: dict[str, list[dict]], summary: Path) -> None:
@@ -175,7 +208,7 @@ def test_mc_variant_is_refused_before_the_first_item_naming_class_and_variant(
     case = Case("qwen2_vl", "qwen2_vl", simple=True)
     out, spy = tmp_path / "out", tmp_path / "spy.jsonl"
     run = run_lmms_eval(case, f"pretrained={checkpoints('qwen2_vl')},device_map=cpu", fixture_data, out, spy,
-                        tasks=["levante_vocab", "levante_vocab_mc"])
+                        tasks=["levante_vocab", "levante_vocab_mc"], batch_sizes=(1,))
     assert run.returncode == 1
     from levante_tasks.matrix.state import error_line
 
@@ -234,8 +267,11 @@ def test_compat_table_is_rendered_from_case_results(tmp_path: Path) -> None:
              {"case": "b", "model": "qwen2_vl", "checkpoint": "qwen2_vl", "simple": True, "mc": False,
               "lmms_eval": "0.7.3", "status": "failed", "detail": "exit 1", "patches": []},
              {"case": "c", "model": "qwen2_vl", "checkpoint": "qwen2_vl", "simple": True, "mc": False,
-              "lmms_eval": "0.7.3", "status": "works", "detail": "", "patches": [],
-              "option": "interleave_visuals=True"}]
+              "lmms_eval": "0.7.3", "status": "works", "detail": "", "patches": ["0015"],
+              "option": "interleave_visuals=True", "batches": {"1": "works", "4": "works"}},
+             {"case": "d", "model": "llava_hf", "checkpoint": "llava-1.5", "simple": False, "mc": True,
+              "lmms_eval": "0.7.3", "status": "works", "detail": "", "patches": ["0011"],
+              "batches": {"1": "works", "4": "refused: batch size 1 only"}}]
     for case in cases:
         (results / f"{case['lmms_eval']}-{case['case']}.json").write_text(json.dumps(case), encoding="utf-8")
     doc = tmp_path / "doc.md"
@@ -243,12 +279,15 @@ def test_compat_table_is_rendered_from_case_results(tmp_path: Path) -> None:
     assert compat_table.main([str(results), "--doc", str(doc)]) == 0
     text = doc.read_text(encoding="utf-8")
     assert "old" not in text and text.startswith("intro\n") and text.endswith("end\n")
-    assert ("| `idefics2` | idefics2 | simple (`--force_simple`) | 0.7.2 | works with patch 0010 | "
+    assert ("| `idefics2` | idefics2 | simple (`--force_simple`) | 0.7.2 | 1 | works with patch 0010 | "
             "refused: no loglikelihood in `Idefics2`; instead: `levante_vlm_mc` or `levante_clip`, or this class on "
             "the generation variants |") in text
-    assert "| `qwen2_vl` | qwen2_vl | simple (`--force_simple`) | 0.7.3 | failed: exit 1 | not in the suite |" in text
-    assert ("| `qwen2_vl` | qwen2_vl | simple (`--force_simple`), `interleave_visuals=True` | 0.7.3 | works | "
+    assert ("| `qwen2_vl` | qwen2_vl | simple (`--force_simple`) | 0.7.3 | 1: failed | failed: exit 1 | "
             "not in the suite |") in text
+    assert ("| `qwen2_vl` | qwen2_vl | simple (`--force_simple`), `interleave_visuals=True` | 0.7.3 | 1, 4 | "
+            "works with patch 0015 | not in the suite |") in text
+    assert ("| `llava_hf` | llava-1.5 | chat | 0.7.3 | 1; 4: refused: batch size 1 only | works with patch 0011 | "
+            "works with patch 0011 |") in text
     short = compat_table.short_table(compat_table.load_results(results))
     assert "| `idefics2` | yes | no | not run | not run |" in short
     assert "| `qwen2_vl` | not run | not run | yes | not run |" in short  # some checkpoint and layout works

@@ -97,10 +97,12 @@ BUILDS_ON = {P_MC_CACHED: P_MC, P_GROUP_SKIP: P_ENTRY, P_REFUSAL_WORDS: P_REFUSE
 
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """`all` = every patch; `<patch>` = every patch but that one (and those that build on it)."""
+    """`all` = every patch; `<patch>` = every patch but that one (and those that build on it); `0015` = every patch
+    but the three files of 0015 (one bug in three classes: one probe shows it in each)."""
     base = tmp_path_factory.mktemp("lmms_trees")
     pristine = _pristine_targets(base / "pristine")
-    built = {"all": _build_tree(base / "all", pristine, PATCH_SET.series)}
+    built = {"all": _build_tree(base / "all", pristine, PATCH_SET.series),
+             "0015": _build_tree(base / "0015", pristine, [p for p in PATCH_SET.series if p[:4] != "0015"])}
     for name in PATCH_SET.series:
         kept = [p for p in PATCH_SET.series if p != name and BUILDS_ON.get(p) != name]
         built[name] = _build_tree(base / name, pristine, kept)
@@ -604,13 +606,14 @@ def test_group_leaves_out_members_that_do_not_apply_only_with_p11(trees, group_t
 
 def test_each_batch_item_is_read_with_its_own_task_only_with_p12(trees, packages, full_probe) -> None:
     """`--batch_size > 1` with several tasks in one run: each item's doc comes from its own task and split, read by
-    its own task's hook. Without its patch a class reads another task's doc (the pictures of another item)."""
+    its own task's hook. Without 0015 each class reads one item with the other task's hook or doc (`qwen2_vl`,
+    `qwen2_5_vl`: the pictures of another task's item)."""
     right = ["t1 hook read t1 doc 0", "t2 hook read t2 doc 1"]
     assert full_probe["batch"] == dict.fromkeys(P_BATCH_TASK, right)
-    for name, patch in P_BATCH_TASK.items():
-        without = probe(trees[patch], "batch", packages)["batch"]
-        assert without[name] != right and len(without[name]) == 2, (name, without[name])
-        assert all(looked == right for other, looked in without.items() if other != name)
+    assert sorted(name for name in PATCH_SET.series if name[:4] == "0015") == sorted(P_BATCH_TASK.values())
+    without = probe(trees["0015"], "batch", packages)["batch"]
+    for name, looked in without.items():
+        assert len(looked) == 2 and looked != right, (name, looked)  # both items read, one of them wrongly
 
 
 # ---------------------------------------------------------------- P13: llava_hf's default device_map

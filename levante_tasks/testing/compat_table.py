@@ -1,7 +1,8 @@
 """Render the model-class compatibility table (docs/compatibility.md, README) from the compatibility suite's results.
 
 `tests/test_compat_models.py`, run with `$LEVANTE_COMPAT_RESULTS=DIR` on each lmms-eval version, writes one JSON per
-case (model class, checkpoint, chat or simple, generate / MC, status, the patches of ours it needs). This module
+case (model class, checkpoint, chat or simple, generate / MC, status, the patches of ours it needs, the outcome at
+each batch size). This module
 turns them into tables; nothing in them is written by hand:
 
     python -m levante_tasks.testing.compat_table DIR --doc docs/compatibility.md --readme README.md
@@ -44,8 +45,19 @@ def _mc_status(row: dict[str, Any], refused: dict[tuple[str, str], dict[str, Any
     return _status(refusal) + MC_INSTEAD if refusal else "not in the suite"
 
 
+def _batches(row: dict[str, Any]) -> str:
+    """The batch sizes a case ran at: those that work listed, then any other with its outcome (`1` for a result
+    written before the suite ran several batch sizes; `-` for a class that was refused outright)."""
+    if row["status"] == "refused":
+        return "-"
+    outcomes = row.get("batches") or {"1": row["status"]}
+    works = [size for size, outcome in outcomes.items() if outcome == "works"]
+    others = [f"{size}: {outcome}" for size, outcome in outcomes.items() if outcome != "works"]
+    return "; ".join(filter(None, [", ".join(works), *others]))
+
+
 def full_table(rows: Iterable[dict[str, Any]]) -> str:
-    """Class x checkpoint x layout x lmms-eval version: generate and MC (`_mc` variants) status."""
+    """Class x checkpoint x layout x lmms-eval version: batch sizes run, generate and MC (`_mc` variants) status."""
     rows = list(rows)
     refused = {(r["model"], r["lmms_eval"]): r for r in rows if r["status"] == "refused" and r["mc"]}
     table = []
@@ -60,8 +72,9 @@ def full_table(rows: Iterable[dict[str, Any]]) -> str:
             layout = "-"
         else:
             generate, mc = _status(row), _mc_status(row, refused)
-        table.append([f"`{row['model']}`", row["checkpoint"], layout, row["lmms_eval"], generate, mc])
-    header = ["model class", "checkpoint", "layout", "lmms-eval", "generate (every task)", "MC (`_mc` variants)"]
+        table.append([f"`{row['model']}`", row["checkpoint"], layout, row["lmms_eval"], _batches(row), generate, mc])
+    header = ["model class", "checkpoint", "layout", "lmms-eval", "batch sizes", "generate (every task)",
+              "MC (`_mc` variants)"]
     return markdown_table(header, table) + "\n"
 
 

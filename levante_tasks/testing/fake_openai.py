@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible chat server on 127.0.0.1 that logs what each request carried, as the processor spy does.
 
 Every `POST .../chat/completions` appends `{"processor": "openai-server", "texts": [...], "colours": [...]}` (the
-colour code of each `image_url` picture, in message order; see `fixture_data`) to the log and answers `reply`.
+colour code of each `image_url` picture, in message order; see `fixture_data`) and its `time` to the log and answers
+`reply`.
 It runs in a daemon thread and stops when the `serve` context ends.
 """
 
@@ -11,6 +12,7 @@ import base64
 import io
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,7 +47,7 @@ def serve(log: Path, reply: str = "A") -> Iterator[str]:
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
             with lock, open(log, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(request_line(body)) + "\n")
+                handle.write(json.dumps({**request_line(body), "time": time.time()}) + "\n")
             answer = json.dumps({
                 "id": "fake", "object": "chat.completion", "created": 0, "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "finish_reason": "stop",

@@ -2,7 +2,9 @@
 
 The compatibility suite (tests/test_compat_models.py) runs upstream lmms-eval model classes in their own process;
 `tests/compat_site/sitecustomize.py` installs this spy there when `$LEVANTE_PROCESSOR_SPY` names a log file. With the
-colour-coded fixture (`fixture_data`), each line says which pictures, in which order, one request carried.
+colour-coded fixture (`fixture_data`), each line says which pictures, in which order, one request carried, and when
+(`time`: which run of a process that ran several); for a batched call (several texts), `pictures_per_text` counts
+the processor's picture token in each text, so the flat picture list can be split back into each item's pictures.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,8 +47,11 @@ def _wrap(call: Callable[..., Any], log: Path) -> Callable[..., Any]:
         if outer:
             images = kwargs.get("images", args[0] if args and not isinstance(args[0], str | list) else None)
             text = kwargs.get("text", next((a for a in args if isinstance(a, str | list)), None))
-            line = {"processor": type(self).__name__, "texts": _texts(text),
-                    "colours": [decode_colour(image) for image in flat_images(images)]}
+            texts, token = _texts(text), getattr(self, "image_token", None)
+            line = {"processor": type(self).__name__, "texts": texts,
+                    "colours": [decode_colour(image) for image in flat_images(images)],
+                    "pictures_per_text": [t.count(token) for t in texts] if isinstance(token, str) else None,
+                    "time": time.time()}
             with open(log, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(line) + "\n")
         _depth.busy = True
