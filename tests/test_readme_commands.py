@@ -538,8 +538,10 @@ def generating_classes() -> set[str]:
 
     text = COMPAT_DOC.read_text(encoding="utf-8")
     table = text[text.index(BEGIN):text.index(END)]
-    rows = re.findall(r"^\| `([^`]+)` \|[^|]*\|[^|]*\|[^|]*\| ([^|]*) \|", table, re.M)
-    return {model for model, generate in rows if generate.startswith("works")}
+    lines = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()
+             if line.startswith("| ")]
+    column = lines[0].index("generate (every task)")  # the header names the column (batch sizes came before it)
+    return {row[0].strip("`") for row in lines[1:] if row[column].startswith("works")}
 
 
 def class_command_lines() -> dict[str, list[Command]]:
