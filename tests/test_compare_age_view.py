@@ -32,9 +32,12 @@ def test_child_accuracy_skips_missing_answers() -> None:
 
 def test_accuracy_bands_are_one_year_with_a_t_interval() -> None:
     rng = np.random.default_rng(3)
-    children = pd.DataFrame({"age": np.r_[rng.uniform(5, 7, 40), 9.5, np.nan], "accuracy": rng.uniform(0, 1, 42)})
+    children = pd.DataFrame({"age": np.r_[rng.uniform(5, 7, 40), 9.5, np.nan, 11.2, 11.7],
+                             "accuracy": np.r_[rng.uniform(0, 1, 42), 0.83, 0.83]})
     bands = accuracy_by_age(children, 0.95).set_index("age_band")
-    assert list(bands.index) == ["5-6", "6-7", "9-10"]  # [a, a + 1); a child without an age is left out
+    assert list(bands.index) == ["5-6", "6-7", "9-10", "11-12"]  # [a, a + 1); a child without an age is left out
+    assert bands.loc["11-12", "mean_accuracy"] == pytest.approx(0.83)
+    assert math.isnan(bands.loc["11-12", "ci_low"]) and math.isnan(bands.loc["11-12", "ci_high"])  # not [0.83, 0.83]
     for band, low in (("5-6", 5), ("6-7", 6)):
         values = children.loc[(children["age"] >= low) & (children["age"] < low + 1), "accuracy"]
         ci = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))

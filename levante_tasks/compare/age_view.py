@@ -43,14 +43,14 @@ def child_accuracy(trials: pd.DataFrame) -> pd.DataFrame:
 
 def accuracy_by_age(children: pd.DataFrame, level: float) -> pd.DataFrame:
     """BAND_COLUMNS per 1-year band [a, a + 1) of `children`'s age (columns age, accuracy): the children's mean
-    accuracy with its t interval (NaN for a band of one child)."""
+    accuracy with its t interval (NaN for a band of one child, or of children who all scored alike: there the t
+    interval is a point, a certainty two children at 0.83 do not give)."""
     rows = []
     valid = children.dropna(subset=["age", "accuracy"])
     for low, part in valid.groupby(np.floor(valid["age"].to_numpy(float))):
         n, values = len(part), part["accuracy"].to_numpy(float)
-        mean = float(values.mean())
-        half = (float(stats.t.ppf((1 + level) / 2, n - 1) * values.std(ddof=1) / math.sqrt(n)) if n > 1
-                else math.nan)
+        mean, spread = float(values.mean()), float(values.std(ddof=1)) if n > 1 else 0.0
+        half = float(stats.t.ppf((1 + level) / 2, n - 1) * spread / math.sqrt(n)) if spread > 0 else math.nan
         rows.append({"age_band": f"{low:g}-{low + 1:g}", "band_low": float(low), "band_high": float(low) + 1.0,
                      "n_children": int(n), "mean_accuracy": mean, "ci_low": max(mean - half, 0.0),
                      "ci_high": min(mean + half, 1.0)})
