@@ -30,13 +30,15 @@ def shuffle_visuals(docs: list[dict[str, Any]]) -> None:
     if len(with_images) < 2:
         return
     original = {id(d): list(d["visual_paths"]) for d in with_images}
+    rank = {id(d): position for position, d in enumerate(with_images)}
     groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for doc in with_images:
         groups[len(doc["visual_paths"])].append(doc)
     for group in groups.values():
         pool = group if len(group) >= 2 else with_images
-        for doc in group:
-            donor = pool[(pool.index(doc) + 1) % len(pool)]
+        first = 0 if pool is group else rank[id(group[0])]  # positions by identity: linear in the docs
+        for offset, doc in enumerate(group):
+            donor = pool[(first + offset + 1) % len(pool)]
             doc["visual_paths"] = _fit(original[id(donor)], len(original[id(doc)]))
             doc["visual_donor"] = donor["item_uid"]
 
