@@ -1,8 +1,10 @@
-"""Lazy image access: datasets store paths relative to the version dir; pixels are read only when asked."""
+"""Lazy image access: datasets store paths relative to the version dir; pixels are read only when asked, and decoded
+once per process (`core.image_cache`)."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 from collections.abc import Iterator
@@ -10,6 +12,7 @@ from pathlib import Path
 
 from PIL import Image, ImageFile
 
+from levante_tasks.core.image_cache import shared_cache
 from levante_tasks.errors import LevanteError
 
 
@@ -34,21 +37,33 @@ def resolve_image(version_root: str | os.PathLike[str], relpath: str) -> Path:
 
 
 def open_image(version_root: str | os.PathLike[str], relpath: str) -> Image.Image:
-    """Open one referenced image as RGB, decoded now, so a damaged file fails here, naming itself.
+    """Open one referenced image as RGB, decoded now, so a damaged file fails here, naming itself. A picture this
+    process already decoded (the same bytes) comes from the decoded-image cache (`core.image_cache`), as a copy."""
+    path = resolve_image(version_root, relpath)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _unreadable(relpath, exc) from None
+    return shared_cache().get(hashlib.sha256(data).digest(), lambda: decode_image(relpath, data))
+
+
+def decode_image(relpath: str, data: bytes) -> Image.Image:
+    """Verify and decode a picture file's bytes as RGB.
 
     `verify()` first: lmms-eval sets `ImageFile.LOAD_TRUNCATED_IMAGES`, which makes a truncated file decode
     silently as grey; verify still rejects it (and checks PNG chunk checksums). Pillow reports damage as
     OSError, SyntaxError ("broken PNG file"), ValueError or EOFError.
     """
-    path = resolve_image(version_root, relpath)
     try:
-        data = path.read_bytes()
         with Image.open(io.BytesIO(data)) as image:
             image.verify()
         with Image.open(io.BytesIO(data)) as image:
             return image.convert("RGB")
-    except OSError as exc:
-        problem = "permission denied" if isinstance(exc, PermissionError) else exc.__class__.__name__
-        raise LevanteError(f"{relpath}: unreadable image ({problem})") from None
-    except (SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
-        raise LevanteError(f"{relpath}: unreadable image ({exc.__class__.__name__})") from None
+    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
+        raise _unreadable(relpath, exc) from None
+
+
+def _unreadable(relpath: str, exc: BaseException) -> LevanteError:
+    """The one-line error for a picture file that cannot be read or decoded."""
+    problem = "permission denied" if isinstance(exc, PermissionError) else exc.__class__.__name__
+    return LevanteError(f"{relpath}: unreadable image ({problem})")
