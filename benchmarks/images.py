@@ -2,11 +2,12 @@
 
 - Pictures: `levante_vocab_mc` (lmms-eval's multiple_choice path asks `doc_to_visual` once per option) and
   `levante_vocab`, run in this process by lmms-eval's evaluator with the offline image oracle on the test fixture,
-  its pictures redrawn at vocab's size (224 x 224 noise, a distinct file per option and item, the option colour kept
-  in the centre). For each: pictures decoded per item and CPU per item with the decoded-image cache (`core.image_cache`)
-  and without it (`$LEVANTE_IMAGE_CACHE_MIB=0`, the anchor), and the ratio. `pictures` is CPU spent opening pictures
-  (`core.images.open_image`, hand-out copies included); `run` is the whole evaluate call (lmms-eval's task building,
-  the model, scoring) over the items. Goal: decodes per item = pictures per item for both output types.
+  its pictures redrawn like vocab's (224 x 224 WebP of random shapes, a distinct file per option and item, the
+  option colour kept in the centre). For each: pictures decoded per item and CPU per item with the decoded-image
+  cache (`core.image_cache`) and without it (`$LEVANTE_IMAGE_CACHE_MIB=0`, the anchor), and the ratio. `pictures`
+  is CPU spent opening pictures (`core.images.open_image`: read, sha256, verify and decode or a cached copy); `run`
+  is the whole evaluate call (lmms-eval's task building, the model, scoring) over the items. Goal: decodes per
+  item = pictures per item for both output types.
 - `_shuffled`: CPU seconds of `core.controls.shuffle_visuals` on 1k, 4k and 16k docs (1 to 4 pictures each) vs the
   first, quadratic exchange (`testing.reference_shuffle`), whose output it must reproduce. Goal: 16k docs < 0.1 s.
 
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from levante_tasks.core import controls, hooks, image_cache
 from levante_tasks.schema.task_source import TASKS_DIR
@@ -39,15 +40,22 @@ TASKS = ("levante_vocab_mc", "levante_vocab")
 
 
 def redraw_pictures(version_root: Path, side: int) -> int:
-    """Redraw every vocab picture as `side` x `side` noise with its colour in the centre; the number redrawn."""
+    """Redraw every vocab picture as `side` x `side` random shapes with its colour in the centre, stored as WebP like
+    the real vocab pictures; the number redrawn."""
     rng = random.Random(0)
     paths = sorted((version_root / "release" / "visual" / "vocab").glob("*.png"))
     for path in paths:
         with Image.open(path) as small:
             colour = small.convert("RGB").getpixel((small.width // 2, small.height // 2))
-        picture = Image.frombytes("RGB", (side, side), rng.randbytes(side * side * 3))
-        picture.paste(colour, (side // 4, side // 4, 3 * side // 4, 3 * side // 4))
-        picture.save(path)
+        picture = Image.new("RGB", (side, side), (255, 255, 255))
+        draw = ImageDraw.Draw(picture)
+        for _ in range(48):
+            x, y = rng.randrange(side), rng.randrange(side)
+            box = (x, y, x + rng.randrange(4, side // 2), y + rng.randrange(4, side // 2))
+            fill = tuple(rng.randrange(256) for _ in range(3))
+            (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(box, fill=fill, outline=(0, 0, 0), width=2)
+        draw.rectangle((side // 4, side // 4, 3 * side // 4, 3 * side // 4), fill=colour)
+        picture.save(path, format="WEBP")  # Pillow reads a file by its content, not its name
     return len(paths)
 
 

@@ -21,26 +21,30 @@ SHUFFLE_SALT = "levante-shuffle"
 
 def _fit(images: list[str], count: int) -> list[str]:
     """`count` paths taken cyclically from `images`."""
+    if count == len(images):  # a donor of the same image-count group: the common case
+        return list(images)
     return [images[i % len(images)] for i in range(count)]
 
 
 def shuffle_visuals(docs: list[dict[str, Any]]) -> None:
-    """Replace every doc's `visual_paths` with another item's (in place, deterministic)."""
+    """Replace every doc's `visual_paths` with another item's (in place, deterministic; linear in the docs)."""
     with_images = sorted((d for d in docs if d["visual_paths"]), key=lambda d: stable_hash(d["item_uid"], SHUFFLE_SALT))
     if len(with_images) < 2:
         return
-    original = {id(d): list(d["visual_paths"]) for d in with_images}
     rank = {id(d): position for position, d in enumerate(with_images)}
     groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for doc in with_images:
         groups[len(doc["visual_paths"])].append(doc)
+    exchanges = []  # (receiver, donor): every donor is read before any doc's paths are replaced
     for group in groups.values():
         pool = group if len(group) >= 2 else with_images
-        first = 0 if pool is group else rank[id(group[0])]  # positions by identity: linear in the docs
-        for offset, doc in enumerate(group):
-            donor = pool[(first + offset + 1) % len(pool)]
-            doc["visual_paths"] = _fit(original[id(donor)], len(original[id(doc)]))
-            doc["visual_donor"] = donor["item_uid"]
+        first = 0 if pool is group else rank[id(group[0])]
+        exchanges += [(doc, pool[(first + offset + 1) % len(pool)]) for offset, doc in enumerate(group)]
+    updates = [(doc, _fit(donor["visual_paths"], len(doc["visual_paths"])), donor["item_uid"])
+               for doc, donor in exchanges]
+    for doc, paths, donor_uid in updates:
+        doc["visual_paths"] = paths
+        doc["visual_donor"] = donor_uid
 
 
 def blank_like(image: Image.Image) -> Image.Image:
