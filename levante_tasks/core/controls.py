@@ -35,16 +35,17 @@ def shuffle_visuals(docs: list[dict[str, Any]]) -> None:
     groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for doc in with_images:
         groups[len(doc["visual_paths"])].append(doc)
-    exchanges = []  # (receiver, donor): every donor is read before any doc's paths are replaced
+    receivers: list[dict[str, Any]] = []
+    donors: list[dict[str, Any]] = []  # every donor is read before any doc's paths are replaced
     for group in groups.values():
         pool = group if len(group) >= 2 else with_images
         first = 0 if pool is group else rank[id(group[0])]
-        exchanges += [(doc, pool[(first + offset + 1) % len(pool)]) for offset, doc in enumerate(group)]
-    updates = [(doc, _fit(donor["visual_paths"], len(doc["visual_paths"])), donor["item_uid"])
-               for doc, donor in exchanges]
-    for doc, paths, donor_uid in updates:
-        doc["visual_paths"] = paths
-        doc["visual_donor"] = donor_uid
+        receivers += group
+        donors += [pool[(first + offset + 1) % len(pool)] for offset in range(len(group))]
+    paths = [_fit(d["visual_paths"], len(r["visual_paths"])) for r, d in zip(receivers, donors, strict=True)]
+    for doc, donor, new in zip(receivers, donors, paths, strict=True):
+        doc["visual_paths"] = new
+        doc["visual_donor"] = donor["item_uid"]
 
 
 def blank_like(image: Image.Image) -> Image.Image:
