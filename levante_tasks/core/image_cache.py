@@ -4,10 +4,10 @@ lmms-eval's multiple_choice variants call `doc_to_visual` once per option (4 dec
 item); batches, seeds and controls in one process show the same files again. Entries are keyed by the sha256 of the
 file's bytes, not by path and stat: a file replaced between two runs of one process, even at the same size within
 one mtime tick, is decoded anew; reading plus hashing a file costs about 1% of decoding it (the sample's vocab
-WebPs: 0.03 of 2.4 ms). The least recently
-used pictures are dropped beyond a budget of decoded bytes (`$LEVANTE_IMAGE_CACHE_MIB`, default 256; 0 turns the
-cache off). Callers get a copy: PIL images are mutable, and a model that draws on or resizes its picture in place
-must not change what the next option is shown (a copy costs about 0.4% of a decode).
+WebPs: 0.03 of 2.4 ms). The least recently used pictures are dropped beyond a budget of decoded bytes
+(`$LEVANTE_IMAGE_CACHE_MIB`, default 256; 0 turns the cache off). Callers get a copy: PIL images are mutable, and
+a model that draws on or resizes its picture in place must not change what the next option is shown (a copy costs
+about 0.4% of a decode).
 """
 
 from __future__ import annotations
