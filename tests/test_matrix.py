@@ -26,7 +26,7 @@ import levante_tasks
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import load_config
 from levante_tasks.matrix.plan import data_facts, datasets_of, plan, plan_sha256
-from levante_tasks.matrix.run import plan_document, run_cell, select_cells, set_aside_superseded
+from levante_tasks.matrix.run import plan_document, run_model_cells, select_cells, set_aside_superseded
 from levante_tasks.matrix.slurm import cell_script, chunk_cells
 from levante_tasks.matrix.state import live_runner, process_start, write_state
 from levante_tasks.schema.tasks import TASKS, TaskInfo
@@ -302,7 +302,7 @@ def test_a_cell_whose_lmms_eval_process_is_alive_is_not_run_twice(inputs: dict[s
     folder.mkdir(parents=True)
     write_state(folder, {"status": "running", "pid": os.getpid(), "pid_start": process_start(os.getpid())})
     with pytest.raises(LevanteError, match=rf"{cell.rel_dir}: still being run by process {os.getpid()}"):
-        run_cell(config, cell, folder, data_facts(config))
+        run_model_cells(config, [cell], tmp_path / "out", data_facts(config))
     write_state(folder, {"status": "running", "pid": os.getpid(), "pid_start": "1"})  # the pid was reused
     assert live_runner(folder) is None
 
