@@ -27,7 +27,7 @@ from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import load_config
 from levante_tasks.matrix.plan import data_facts, datasets_of, plan, plan_sha256
 from levante_tasks.matrix.run import plan_document, run_model_cells, select_cells, set_aside_superseded
-from levante_tasks.matrix.slurm import cell_script, chunk_cells
+from levante_tasks.matrix.slurm import cell_script, chunk_models
 from levante_tasks.matrix.state import live_runner, process_start, write_state
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.testing.tiny_models import build_tiny_clip
@@ -454,7 +454,7 @@ def test_out_of_memory_falls_back_through_configured_sizes_and_a_failure_is_reco
     assert f"levante-tasks: error: {crash['cell_id']}: lmms-eval exit" in done.stderr
 
 
-def test_the_cell_script_runs_offset_plus_task_id_from_any_folder_with_an_empty_environment(
+def test_the_cell_script_runs_the_model_offset_plus_task_id_from_any_folder_with_an_empty_environment(
         inputs: dict[str, Path], tmp_path: Path) -> None:
     """What --export=NONE gives a job: no PATH, no venv, another working folder; the script sets them."""
     config = load_config(write_config(tmp_path, inputs, compare=None, limit=3, groups=None,
@@ -471,9 +471,9 @@ def test_the_cell_script_runs_offset_plus_task_id_from_any_folder_with_an_empty_
     assert task.returncode == 0, task.stdout + task.stderr
     states = {p.parent.name.split("__")[0]: json.loads(p.read_text(encoding="utf-8"))
               for p in (out / "cells").rglob("state.json")}
-    assert list(states) == ["b"] and states["b"]["status"] == "done"  # offset 1 + task 0 = cell 1 only
-    log = (out / "slurm" / "logs" / "cell-1.log").read_text(encoding="utf-8")
-    assert log.startswith("=== cell 1: job 7_0, restart 0, ") and f"{cells[1].cell_id}: done" in log
+    assert list(states) == ["b"] and states["b"]["status"] == "done"  # offset 1 + task 0 = model 1 only
+    log = (out / "slurm" / "logs" / "model-1.log").read_text(encoding="utf-8")
+    assert log.startswith("=== model 1: job 7_0, restart 0, ") and f"{cells[1].cell_id}: done" in log
     assert not (out / "report.md").exists()  # the end step is its own job
 
 
@@ -484,9 +484,11 @@ def test_arrays_split_at_max_array_size_and_where_resources_change(inputs: dict[
                                              "models": {"c": {"gres": "gpu:2", "time": "08:00:00"}},
                                              "end_step": {"partition": "cpu", "gres": "none"}}))
     cells = plan(config)
-    chunks = chunk_cells(config, [c for c in cells if c.index != 1], 3, "m1")  # cell 1 finished earlier
-    assert [(c.offset, c.indices, c.array_spec()) for c in chunks] == [
-        (0, (0,), "0%4"), (2, (2, 3), "0-1%4"), (4, (4, 5), "0-1%4")]
+    chunks = chunk_models(config, [c for c in cells if c.index != 1], 3, "m1")  # cell 1 finished earlier
+    assert [(c.offset, c.indices, c.models, c.array_spec()) for c in chunks] == [  # one task per model
+        (0, (0, 1), ("a", "b"), "0-1%4"), (2, (2,), ("c",), "0%4")]
+    assert chunk_models(config, cells[2:4], 3, "m1")[0].indices == (1,)  # model b alone: its index in the config
+    assert [c.offset for c in chunk_models(config, cells, 2, "m1")] == [0, 2]  # task ids below MaxArraySize 2
     assert chunks[0].resources.sbatch_args() == ["--partition=gpu", "--gres=gpu:1", "--job-name=m1-a",
                                                  "--constraint=a100"]
     assert chunks[2].resources.sbatch_args() == ["--partition=gpu", "--gres=gpu:2", "--time=08:00:00",
@@ -497,7 +499,7 @@ def test_arrays_split_at_max_array_size_and_where_resources_change(inputs: dict[
                                      slurm={"partition": "gpu", "gres": "gpu:1", "time": "04:00:00",
                                             "options": ["--constraint=a100"], "end_step": {"options": ["--x=1"]}}))
     assert plain.slurm.for_end_step().sbatch_args() == ["--partition=gpu", "--time=04:00:00", "--x=1"]
-    one = chunk_cells(config, cells[:2], 1, "m1")  # MaxArraySize 1: one task per array
+    one = chunk_models(config, cells[:4], 1, "m1")  # MaxArraySize 1: one task per array
     assert [(c.offset, c.array_spec()) for c in one] == [(0, "0%4"), (1, "0%4")]
     with pytest.raises(LevanteError, match=r"matrix.yaml: slurm.models: 'z' is not a model name"):
         load_config(write_config(tmp_path, inputs, slurm={"models": {"z": {"time": "1:00"}}}))

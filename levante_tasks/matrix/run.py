@@ -470,8 +470,15 @@ def by_model(cells: list[Cell]) -> list[list[Cell]]:
     return list(groups.values())
 
 
-def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: int | None) -> list[Cell]:
-    """The cells this invocation runs: all, one shard (index % n == i), or one cell by index."""
+def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: int | None,
+                 model_index: int | None = None) -> list[Cell]:
+    """The cells this invocation runs: all, one shard (index % n == i), one cell by index, or one model's (by its
+    index in the config: the unit of a Slurm array task)."""
+    if model_index is not None:
+        models = by_model(cells)
+        if not 0 <= model_index < len(models):
+            raise LevanteError(f"--model {model_index}: the matrix has models 0..{len(models) - 1}")
+        return models[model_index]
     if cell_index is not None:
         if not 0 <= cell_index < len(cells):
             raise LevanteError(f"--cell {cell_index}: the matrix has cells 0..{len(cells) - 1}")
@@ -483,8 +490,9 @@ def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: i
 
 
 def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: tuple[int, int] | None = None,
-               cell_index: int | None = None, dry_run: bool = False, expect_plan: str | None = None,
-               report_only: bool = False, echo: Callable[[str], None] = print) -> MatrixRun:
+               cell_index: int | None = None, model_index: int | None = None, dry_run: bool = False,
+               expect_plan: str | None = None, report_only: bool = False,
+               echo: Callable[[str], None] = print) -> MatrixRun:
     """Plan, run the selected cells that are not finished, and (for a whole matrix) write the report.
     `expect_plan`: the plan_sha256 a Slurm job was submitted with; another plan is refused before anything runs.
     `report_only`: the end step of an earlier matrix (it must hold matrix-plan.json) over the cells as they are:
@@ -495,8 +503,8 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
         raise LevanteError(f"{display_path(config.path)}: the plan changed after it was submitted to Slurm (plan "
                            f"{expect_plan[:12]} then, {plan_sha256(cells)[:12]} now: the config, the prepared data "
                            "or the software changed); nothing was run: submit again")
-    selected = select_cells(cells, shard, cell_index)
-    partial = shard is not None or cell_index is not None
+    selected = select_cells(cells, shard, cell_index, model_index)
+    partial = shard is not None or cell_index is not None or model_index is not None
     run = MatrixRun(config, out, cells, selected)
     if dry_run:
         for cell in selected:
