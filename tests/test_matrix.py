@@ -378,6 +378,75 @@ def test_sigkill_mid_cell_then_resume_equals_an_uninterrupted_run(inputs: dict[s
     assert matrix_view(out) == matrix_view(reference / "out")
 
 
+def counted_config(folder: Path, inputs: dict[str, Path]) -> Path:
+    """matrix.yaml: one model (`levante_counted`: each construction appends a line to builds.txt) x 2 tasks x
+    2 seeds, limit 2."""
+    return write_config(folder, inputs, groups=None, compare=None, limit=2, seeds=[0, 1],
+                        tasks=["levante_trog", "levante_vocab"],
+                        models=[{"name": "counted", "model": "levante_counted",
+                                 "model_args": "letter=B,builds=builds.txt"}])
+
+
+def test_a_models_cells_share_one_process_and_one_model_load(inputs: dict[str, Path], tmp_path: Path) -> None:
+    """2 tasks x 2 seeds of one model: one lmms-eval process (a --config list), the model built once (patch 0019),
+    each run's output in its own cell, the loads in matrix.json and the report."""
+    config = counted_config(tmp_path, inputs)
+    done = run_cli(["matrix", "--config", config, "--out", tmp_path / "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len((tmp_path / "builds.txt").read_text(encoding="utf-8").splitlines()) == 1  # __init__ ran once
+    document = json.loads((tmp_path / "out" / "matrix.json").read_text(encoding="utf-8"))
+    assert [(c["task"], c["seed"], c["status"]) for c in document["cells"]] == [
+        ("levante_trog", 0, "done"), ("levante_trog", 1, "done"), ("levante_vocab", 0, "done"),
+        ("levante_vocab", 1, "done")]
+    assert document["model_loads"] == {"per_model": {"counted": 1}, "total": 1}
+    assert [a["model_load"] for c in document["cells"] for a in c["attempts"]] == [True, False, False, False]
+    assert "Model loads: 1 (counted 1)." in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    for cell in document["cells"]:  # each cell holds its own run's results and only its run's log
+        folder = tmp_path / "out" / cell["dir"]
+        results = json.loads(next(folder.rglob("*_results.json")).read_text(encoding="utf-8"))
+        assert cell["lmms_task"] in results["results"]
+        log = (folder / "cell.log").read_text(encoding="utf-8")
+        assert log.count("Evaluation tracker args") == 1 and f"{cell['dir']}/lmms" in log
+    assert not list((tmp_path / "out").glob(".runs-*"))  # the process's runs file is removed
+
+
+def test_a_kill_midway_keeps_the_finished_runs_and_a_rerun_runs_only_the_missing_ones(
+        inputs: dict[str, Path], tmp_path: Path) -> None:
+    config = counted_config(tmp_path, inputs)
+    out = tmp_path / "out"
+    args = ["matrix", "--config", config, "--out", out]
+    process = subprocess.Popen(cli_command(args), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def done_cells() -> list[Path]:
+        return [p.parent for p in out.glob("cells/all/*/state.json")
+                if json.loads(p.read_text(encoding="utf-8") or "{}").get("status") == "done"]
+
+    deadline = time.monotonic() + 300
+    try:
+        while len(done_cells()) < 2:
+            assert process.poll() is None, "the matrix finished before the kill point"
+            assert time.monotonic() < deadline, "two runs never finished"
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGKILL)  # the runner and its lmms-eval, as a lost node would
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    kept = {folder.name: tree_snapshot(folder) for folder in done_cells()}
+    assert len(kept) in (2, 3) and not (out / "report.md").exists()
+    done = run_cli([*args, "--resume"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("kept (finished earlier)") == len(kept)
+    assert {name: tree_snapshot(out / "cells" / "all" / name) for name in kept} == kept  # byte-identical
+    document = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
+    assert [c["status"] for c in document["cells"]] == ["done"] * 4
+    rerun = [c for c in document["cells"] if Path(c["dir"]).name not in kept]
+    assert [a["model_load"] for c in rerun for a in c["attempts"]] == [True] + [False] * (len(rerun) - 1)
+    assert document["model_loads"]["total"] == 2  # one per process
+    assert len((tmp_path / "builds.txt").read_text(encoding="utf-8").splitlines()) == 2
+
+
 def test_a_config_change_reruns_exactly_the_affected_cells(inputs: dict[str, Path], reference: Path,
                                                             tmp_path: Path) -> None:
     shutil.copytree(reference / "out", tmp_path / "out")

@@ -529,6 +529,8 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
     config, cells, selected = run.config, run.cells, run.selected
     if not partial:
         clean_stale(target, recursive=True)  # what writers killed earlier left (temp files, staging folders)
+        for leftover in target.glob(RUNS_FILE.format(model="*", pid="*")):  # of a killed process (none runs now)
+            leftover.unlink(missing_ok=True)
     try:
         write_json(target / PLAN_FILE, plan_document(config, cells))
     except OSError as exc:  # a read-only or full --out: name the folder, not the temp file
