@@ -212,7 +212,6 @@ class _Cell:
     cell: Cell
     folder: Path
     base: dict[str, Any]
-    began: float
     attempts: list[dict[str, Any]] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
     output: str = ""  # the last attempt's output (its reason and tail when it ends failed)
@@ -224,7 +223,7 @@ def _attempts(config: MatrixConfig, cells: list[Cell], out: Path, data: dict[str
     size, holding the cells still to run at that size (all, then those that ran out of memory)."""
     env = cell_env(config, data)
     records = [_Cell(c, out / c.rel_dir, {"cell_id": c.cell_id, "sha256": c.sha256, "spec": c.spec,
-                                          "started": _now()}, time.monotonic()) for c in cells]
+                                          "started": _now()}) for c in cells]
     pending = records
     for batch_size in config.batch_sizes:
         outcomes = _process(config, pending, batch_size, out, env)
@@ -350,7 +349,7 @@ def _finish(record: _Cell, results: str | None, output: str, problem: str | None
     write_text(record.folder / LOG_FILE, "\n".join(record.logs))
     state = {**record.base, "status": "done" if results else "failed", "batch_size": attempts[-1]["batch_size"],
              "attempts": attempts, "results": results, "finished": _now(),
-             "seconds": round(time.monotonic() - record.began, 1), "error": None}
+             "seconds": round(sum(a["seconds"] for a in attempts), 1), "error": None}  # its runs' own time
     if not results:
         _clear(record.folder / LMMS_DIR)  # no partial samples for the summary to meet
         sizes = ", ".join(str(a["batch_size"]) for a in attempts)
