@@ -554,10 +554,18 @@ def test_arrays_split_at_max_array_size_and_where_resources_change(inputs: dict[
                                              "end_step": {"partition": "cpu", "gres": "none"}}))
     cells = plan(config)
     chunks = chunk_models(config, [c for c in cells if c.index != 1], 3, "m1")  # cell 1 finished earlier
-    assert [(c.offset, c.indices, c.models, c.array_spec()) for c in chunks] == [  # one task per model
-        (0, (0, 1), ("a", "b"), "0-1%4"), (2, (2,), ("c",), "0%4")]
-    assert chunk_models(config, cells[2:4], 3, "m1")[0].indices == (1,)  # model b alone: its index in the config
-    assert [c.offset for c in chunk_models(config, cells, 2, "m1")] == [0, 2]  # task ids below MaxArraySize 2
+    assert [(c.offset, c.indices, c.models, c.array_spec()) for c in chunks] == [  # one task per model, each its
+        (0, (0,), ("a",), "0%4"), (1, (1,), ("b",), "0%4"), (2, (2,), ("c",), "0%4")]  # own job name: own array
+    shared = load_config(write_config(tmp_path, inputs, models=models, groups=None, seeds=[0, 1],
+                                      slurm={"job_name": "grid", "models": {"c": {"time": "08:00:00"}}}))
+    assert [(c.offset, c.indices, c.models) for c in chunk_models(shared, cells, 3, "m1")] == [
+        (0, (0, 1), ("a", "b")), (2, (2,), ("c",))]  # a and b share their resources: one array, a task each
+    assert chunk_models(shared, cells[2:4], 3, "m1")[0].indices == (1,)  # model b alone: its index in the config
+    four_models = dict(models=[{"name": n, "model": "levante_fixed", "model_args": f"letter={n.upper()}"}
+                                for n in "abcd"],
+                       groups=None, slurm={"job_name": "grid"})
+    four = load_config(write_config(tmp_path, inputs, **four_models))
+    assert [c.indices for c in chunk_models(four, plan(four), 2, "m1")] == [(0, 1), (2, 3)]  # below MaxArraySize 2
     assert chunks[0].resources.sbatch_args() == ["--partition=gpu", "--gres=gpu:1", "--job-name=m1-a",
                                                  "--constraint=a100"]
     assert chunks[2].resources.sbatch_args() == ["--partition=gpu", "--gres=gpu:2", "--time=08:00:00",
