@@ -8,16 +8,22 @@ Three measurements on the synthetic release (prepared here), each a fresh proces
    runner builds, `plan.cell_argv`/`plan.cell_env`): the runner's overhead is state files, the results check and
    the end step (summary of the finished cell, report);
 3. resume: a 12-cell matrix (4 models x 1 task x 3 seeds) run once, then `--resume` with every cell finished:
-   no lmms-eval process starts, only the checks and the end step.
+   no lmms-eval process starts, only the checks and the end step;
+4. model loads: one model x 2 tasks x 2 seeds run as one process per cell (`--cell K` each: the anchor, how the
+   matrix ran before) against one process for the model (`--model 0`: a `--config` list of the 4 runs, one model
+   load with lmms-eval patch 0019): model loads (from the cells' states) and CPU seconds per run.
 
 Reported: wall and CPU seconds (user + system of the process tree; what to compare on a shared machine).
 The model is the offline fixed-letter double (`levante_fixed` via `levante_tasks.testing.matrix_doubles`) on
 `levante_trog` with --limit 8, so the figures are the harness's and the runner's, not a model's.
-Run: `.venv/bin/python benchmarks/matrix.py` (about 3 minutes on 2 cores).
+Run: `.venv/bin/python benchmarks/matrix.py` (about 4 minutes on 2 cores); `--tiny`: one repeat, planning at
+1 model, resume and model loads at 2 cells (about a minute: every lmms-eval process costs its start-up).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import resource
 import statistics
@@ -34,6 +40,8 @@ TASKS = ["levante_vocab", "levante_trog", "levante_egma_math", "levante_theory_o
 DOUBLES = "levante_tasks.testing.matrix_doubles"
 CLI = [sys.executable, "-m", "levante_tasks"]
 REPEATS = 3
+SIZES = {"full": {"plan_models": (1, 10, 100, 1000), "resume": (4, 3), "loads": (2, 2)},
+         "tiny": {"plan_models": (1,), "resume": (1, 2), "loads": (1, 2)}}  # loads: (tasks, seeds)
 
 
 def write_config(folder: Path, data: Path, models: int, tasks: list[str], seeds: list[int]) -> Path:
@@ -71,11 +79,11 @@ def median_of(make_command, cwd: Path, env: dict[str, str] | None = None) -> tup
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
-def planning(tmp: Path, data: Path) -> None:
+def planning(tmp: Path, data: Path, sizes: tuple[int, ...]) -> None:
     startup = median_of(lambda k: [*CLI, "matrix", "--help"], tmp)[1]
     print(f"\n1. planning (--dry-run; CPU seconds; the CLI's start-up alone: {startup:.2f} s)")
     print(f"{'models':>7} {'cells':>7} {'wall s':>7} {'cpu s':>7} {'cpu - start-up':>15} {'per cell ms':>12}")
-    for models in (1, 10, 100, 1000):
+    for models in sizes:
         config = write_config(tmp / f"plan{models}", data, models, TASKS, [0, 1, 2])
         cells = models * len(TASKS) * 3
         wall, cpu = median_of(lambda k, c=config: [*CLI, "matrix", "--config", str(c), "--out",
@@ -100,27 +108,62 @@ def one_cell(tmp: Path, data: Path) -> None:
           f"(cell + summary + report): CPU overhead {runner[1] - bare[1]:+.2f} s, ratio {runner[1] / bare[1]:.2f}x")
 
 
-def resume(tmp: Path, data: Path) -> None:
-    config = write_config(tmp / "resume", data, 4, ["levante_trog"], [0, 1, 2])
+def resume(tmp: Path, data: Path, models: int, seeds: int) -> None:
+    config = write_config(tmp / "resume", data, models, ["levante_trog"], list(range(seeds)))
+    cells = models * seeds
     out = tmp / "resume" / "out"
     first = timed([*CLI, "matrix", "--config", str(config), "--out", str(out)], config.parent)
     again = median_of(lambda k: [*CLI, "matrix", "--config", str(config), "--out", str(out), "--resume"],
                       config.parent)
-    print("\n3. resume (4 models x levante_trog x 3 seeds = 12 cells): wall / CPU seconds")
-    print(f"first run {first[0]:.2f} / {first[1]:.2f} ({first[1] / 12:.2f} CPU s per cell); --resume with all "
+    print(f"\n3. resume ({models} model(s) x levante_trog x {seeds} seeds = {cells} cells): wall / CPU seconds")
+    print(f"first run {first[0]:.2f} / {first[1]:.2f} ({first[1] / cells:.2f} CPU s per cell); --resume with all "
           f"finished {again[0]:.2f} / {again[1]:.2f} ({first[1] / again[1]:.1f}x less CPU: checks and end step only)")
 
 
+def loads_of(out: Path) -> int:
+    """Model loads the cells' states record (attempts whose run built its model)."""
+    states = [json.loads(p.read_text(encoding="utf-8")) for p in out.glob("cells/*/*/state.json")]
+    if not states or any(s.get("status") != "done" for s in states):
+        raise SystemExit(f"model loads: not every cell of {out.name} finished")
+    return sum(a.get("model_load", True) for s in states for a in s["attempts"])
+
+
+def model_loads(tmp: Path, data: Path, tasks: int, seeds: int) -> None:
+    config = write_config(tmp / "loads", data, 1, TASKS[:tasks], list(range(seeds)))
+    runs = tasks * seeds
+    base = [*CLI, "matrix", "--config", str(config), "--out"]
+
+    def per_cell(k: int) -> list[tuple[float, float]]:  # the anchor: one process per cell
+        return [timed([*base, str(tmp / "loads" / f"cells{k}"), "--cell", str(i)], config.parent)
+                for i in range(runs)]
+
+    before_runs = [per_cell(k) for k in range(REPEATS)]
+    before = statistics.median(sum(cpu for _, cpu in r) for r in before_runs)
+    after = median_of(lambda k: [*base, str(tmp / "loads" / f"model{k}"), "--model", "0"], config.parent)[1]
+    loads_before, loads_after = loads_of(tmp / "loads" / "cells0"), loads_of(tmp / "loads" / "model0")
+    print(f"\n4. model loads (1 model x {tasks} task(s) x {seeds} seeds = {runs} runs; CPU seconds, no end step)")
+    print(f"model loads: one process per cell (anchor) {loads_before}, one process per model {loads_after}")
+    print(f"CPU per run: anchor {before / runs:.2f}, one process per model {after / runs:.2f} "
+          f"(ratio {before / after:.2f}x; start-up saved per run {(before - after) / runs:.2f} s)")
+
+
 def main() -> None:
+    global REPEATS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true", help="smallest sizes, one repeat (the test suite's run)")
+    size = SIZES["tiny" if parser.parse_args().tiny else "full"]
+    if size is SIZES["tiny"]:
+        REPEATS = 1
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     with tempfile.TemporaryDirectory(prefix="matrix-bench-") as name:
         tmp = Path(name)
         timed([*CLI, "demo", "--prepare-only", "--out", str(tmp / "demo")], tmp)
         data = tmp / "demo" / "data"
         print(f"levante-tasks matrix benchmark; {os.cpu_count()} CPU(s); median of {REPEATS} fresh processes")
-        planning(tmp, data)
+        planning(tmp, data, size["plan_models"])
         one_cell(tmp, data)
-        resume(tmp, data)
+        resume(tmp, data, *size["resume"])
+        model_loads(tmp, data, *size["loads"])
 
 
 if __name__ == "__main__":

@@ -663,3 +663,42 @@ def test_mc_refusal_names_the_class_and_what_runs_instead_only_with_p14(trees, p
     assert after["levante"].endswith(f"); refused: {', '.join(variants)}")
     assert after["other"] == ("model class Huggingface cannot run mmlu: multiple_choice scores each option by "
                               "loglikelihood, which Huggingface does not implement")
+
+
+# ---------------------------------------------------------------- P15: one model per --config list
+
+# Counts constructions of lmms-eval's own `dummy` model in every process that has this folder on its path.
+BUILD_COUNTER = '''
+import os
+from lmms_eval.models.simple.dummy import Dummy
+_built = Dummy.__init__
+def _counted(self, *args, **kwargs):
+    with open(os.environ["LP_BUILDS"], "a") as log:
+        log.write(f"{kwargs.get('batch_size')}\\n")
+    _built(self, *args, **kwargs)
+Dummy.__init__ = _counted
+'''
+
+
+def test_a_config_list_builds_its_model_once_per_setting_only_with_p15(trees, packages, tmp_path,
+                                                                       monkeypatch) -> None:
+    """Three runs of one `--config` list: two seeds at batch size 1, then batch size 2. Upstream builds the model
+    for every run (3); with 0019 the second run reuses the first's model and the third builds its own (2); every
+    run still finishes."""
+    counter = tmp_path / "counter"
+    counter.mkdir()
+    (counter / "sitecustomize.py").write_text(BUILD_COUNTER)
+    runs = [{"tasks": "lptest_gen", "seed": [seed, 1234 + seed, 1234 + seed, 1234 + seed], "batch_size": size}
+            for seed, size in ((0, 1), (1, 1), (0, 2))]
+    (tmp_path / "runs.yaml").write_text(json.dumps(runs))
+    built = {}
+    for name in ("all", BY_NUMBER["0019"]):
+        log = tmp_path / f"builds-{name}.txt"
+        monkeypatch.setenv("LP_BUILDS", str(log))
+        proc, _ = run_lmms_eval(trees[name], tmp_path / f"out-{name}", "--model", "dummy", "--config",
+                                str(tmp_path / "runs.yaml"), "--limit", "2", extra=(packages["entry"], counter))
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        assert proc.stdout.count("|lptest_gen|") == 3, proc.stdout[-3000:]  # three result tables
+        built[name] = log.read_text().split()
+    assert built[BY_NUMBER["0019"]] == ["1", "1", "2"]
+    assert built["all"] == ["1", "2"]

@@ -26,8 +26,8 @@ import levante_tasks
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import load_config
 from levante_tasks.matrix.plan import data_facts, datasets_of, plan, plan_sha256
-from levante_tasks.matrix.run import plan_document, run_cell, select_cells, set_aside_superseded
-from levante_tasks.matrix.slurm import cell_script, chunk_cells
+from levante_tasks.matrix.run import plan_document, run_model_cells, select_cells, set_aside_superseded
+from levante_tasks.matrix.slurm import cell_script, chunk_models
 from levante_tasks.matrix.state import live_runner, process_start, write_state
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.testing.tiny_models import build_tiny_clip
@@ -302,7 +302,7 @@ def test_a_cell_whose_lmms_eval_process_is_alive_is_not_run_twice(inputs: dict[s
     folder.mkdir(parents=True)
     write_state(folder, {"status": "running", "pid": os.getpid(), "pid_start": process_start(os.getpid())})
     with pytest.raises(LevanteError, match=rf"{cell.rel_dir}: still being run by process {os.getpid()}"):
-        run_cell(config, cell, folder, data_facts(config))
+        run_model_cells(config, [cell], tmp_path / "out", data_facts(config))
     write_state(folder, {"status": "running", "pid": os.getpid(), "pid_start": "1"})  # the pid was reused
     assert live_runner(folder) is None
 
@@ -376,6 +376,75 @@ def test_sigkill_mid_cell_then_resume_equals_an_uninterrupted_run(inputs: dict[s
     assert first_state.stat().st_mtime_ns == first_mtime  # the finished cell was not run again
     assert not partial.exists()
     assert matrix_view(out) == matrix_view(reference / "out")
+
+
+def counted_config(folder: Path, inputs: dict[str, Path]) -> Path:
+    """matrix.yaml: one model (`levante_counted`: each construction appends a line to builds.txt) x 2 tasks x
+    2 seeds, limit 2."""
+    return write_config(folder, inputs, groups=None, compare=None, limit=2, seeds=[0, 1],
+                        tasks=["levante_trog", "levante_vocab"],
+                        models=[{"name": "counted", "model": "levante_counted",
+                                 "model_args": "letter=B,builds=builds.txt"}])
+
+
+def test_a_models_cells_share_one_process_and_one_model_load(inputs: dict[str, Path], tmp_path: Path) -> None:
+    """2 tasks x 2 seeds of one model: one lmms-eval process (a --config list), the model built once (patch 0019),
+    each run's output in its own cell, the loads in matrix.json and the report."""
+    config = counted_config(tmp_path, inputs)
+    done = run_cli(["matrix", "--config", config, "--out", tmp_path / "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len((tmp_path / "builds.txt").read_text(encoding="utf-8").splitlines()) == 1  # __init__ ran once
+    document = json.loads((tmp_path / "out" / "matrix.json").read_text(encoding="utf-8"))
+    assert [(c["task"], c["seed"], c["status"]) for c in document["cells"]] == [
+        ("levante_trog", 0, "done"), ("levante_trog", 1, "done"), ("levante_vocab", 0, "done"),
+        ("levante_vocab", 1, "done")]
+    assert document["model_loads"] == {"per_model": {"counted": 1}, "total": 1}
+    assert [a["model_load"] for c in document["cells"] for a in c["attempts"]] == [True, False, False, False]
+    assert "Model loads: 1 (counted 1)." in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    for cell in document["cells"]:  # each cell holds its own run's results and only its run's log
+        folder = tmp_path / "out" / cell["dir"]
+        results = json.loads(next(folder.rglob("*_results.json")).read_text(encoding="utf-8"))
+        assert cell["lmms_task"] in results["results"]
+        log = (folder / "cell.log").read_text(encoding="utf-8")
+        assert log.count("Evaluation tracker args") == 1 and f"{cell['dir']}/lmms" in log
+    assert not list((tmp_path / "out").glob(".runs-*"))  # the process's runs file is removed
+
+
+def test_a_kill_midway_keeps_the_finished_runs_and_a_rerun_runs_only_the_missing_ones(
+        inputs: dict[str, Path], tmp_path: Path) -> None:
+    config = counted_config(tmp_path, inputs)
+    out = tmp_path / "out"
+    args = ["matrix", "--config", config, "--out", out]
+    process = subprocess.Popen(cli_command(args), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def done_cells() -> list[Path]:
+        return [p.parent for p in out.glob("cells/all/*/state.json")
+                if json.loads(p.read_text(encoding="utf-8") or "{}").get("status") == "done"]
+
+    deadline = time.monotonic() + 300
+    try:
+        while len(done_cells()) < 2:
+            assert process.poll() is None, "the matrix finished before the kill point"
+            assert time.monotonic() < deadline, "two runs never finished"
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGKILL)  # the runner and its lmms-eval, as a lost node would
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    kept = {folder.name: tree_snapshot(folder) for folder in done_cells()}
+    assert len(kept) in (2, 3) and not (out / "report.md").exists()
+    done = run_cli([*args, "--resume"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("kept (finished earlier)") == len(kept)
+    assert {name: tree_snapshot(out / "cells" / "all" / name) for name in kept} == kept  # byte-identical
+    document = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
+    assert [c["status"] for c in document["cells"]] == ["done"] * 4
+    rerun = [c for c in document["cells"] if Path(c["dir"]).name not in kept]
+    assert [a["model_load"] for c in rerun for a in c["attempts"]] == [True] + [False] * (len(rerun) - 1)
+    assert document["model_loads"]["total"] == 2  # one per process
+    assert len((tmp_path / "builds.txt").read_text(encoding="utf-8").splitlines()) == 2
 
 
 def test_a_config_change_reruns_exactly_the_affected_cells(inputs: dict[str, Path], reference: Path,
@@ -454,7 +523,7 @@ def test_out_of_memory_falls_back_through_configured_sizes_and_a_failure_is_reco
     assert f"levante-tasks: error: {crash['cell_id']}: lmms-eval exit" in done.stderr
 
 
-def test_the_cell_script_runs_offset_plus_task_id_from_any_folder_with_an_empty_environment(
+def test_the_cell_script_runs_the_model_offset_plus_task_id_from_any_folder_with_an_empty_environment(
         inputs: dict[str, Path], tmp_path: Path) -> None:
     """What --export=NONE gives a job: no PATH, no venv, another working folder; the script sets them."""
     config = load_config(write_config(tmp_path, inputs, compare=None, limit=3, groups=None,
@@ -471,9 +540,9 @@ def test_the_cell_script_runs_offset_plus_task_id_from_any_folder_with_an_empty_
     assert task.returncode == 0, task.stdout + task.stderr
     states = {p.parent.name.split("__")[0]: json.loads(p.read_text(encoding="utf-8"))
               for p in (out / "cells").rglob("state.json")}
-    assert list(states) == ["b"] and states["b"]["status"] == "done"  # offset 1 + task 0 = cell 1 only
-    log = (out / "slurm" / "logs" / "cell-1.log").read_text(encoding="utf-8")
-    assert log.startswith("=== cell 1: job 7_0, restart 0, ") and f"{cells[1].cell_id}: done" in log
+    assert list(states) == ["b"] and states["b"]["status"] == "done"  # offset 1 + task 0 = model 1 only
+    log = (out / "slurm" / "logs" / "model-1.log").read_text(encoding="utf-8")
+    assert log.startswith("=== model 1: job 7_0, restart 0, ") and f"{cells[1].cell_id}: done" in log
     assert not (out / "report.md").exists()  # the end step is its own job
 
 
@@ -484,9 +553,19 @@ def test_arrays_split_at_max_array_size_and_where_resources_change(inputs: dict[
                                              "models": {"c": {"gres": "gpu:2", "time": "08:00:00"}},
                                              "end_step": {"partition": "cpu", "gres": "none"}}))
     cells = plan(config)
-    chunks = chunk_cells(config, [c for c in cells if c.index != 1], 3, "m1")  # cell 1 finished earlier
-    assert [(c.offset, c.indices, c.array_spec()) for c in chunks] == [
-        (0, (0,), "0%4"), (2, (2, 3), "0-1%4"), (4, (4, 5), "0-1%4")]
+    chunks = chunk_models(config, [c for c in cells if c.index != 1], 3, "m1")  # cell 1 finished earlier
+    assert [(c.offset, c.indices, c.models, c.array_spec()) for c in chunks] == [  # one task per model, each its
+        (0, (0,), ("a",), "0%4"), (1, (1,), ("b",), "0%4"), (2, (2,), ("c",), "0%4")]  # own job name: own array
+    shared = load_config(write_config(tmp_path, inputs, models=models, groups=None, seeds=[0, 1],
+                                      slurm={"job_name": "grid", "models": {"c": {"time": "08:00:00"}}}))
+    assert [(c.offset, c.indices, c.models) for c in chunk_models(shared, cells, 3, "m1")] == [
+        (0, (0, 1), ("a", "b")), (2, (2,), ("c",))]  # a and b share their resources: one array, a task each
+    assert chunk_models(shared, cells[2:4], 3, "m1")[0].indices == (1,)  # model b alone: its index in the config
+    four_models = dict(models=[{"name": n, "model": "levante_fixed", "model_args": f"letter={n.upper()}"}
+                                for n in "abcd"],
+                       groups=None, slurm={"job_name": "grid"})
+    four = load_config(write_config(tmp_path, inputs, **four_models))
+    assert [c.indices for c in chunk_models(four, plan(four), 2, "m1")] == [(0, 1), (2, 3)]  # below MaxArraySize 2
     assert chunks[0].resources.sbatch_args() == ["--partition=gpu", "--gres=gpu:1", "--job-name=m1-a",
                                                  "--constraint=a100"]
     assert chunks[2].resources.sbatch_args() == ["--partition=gpu", "--gres=gpu:2", "--time=08:00:00",
@@ -497,7 +576,7 @@ def test_arrays_split_at_max_array_size_and_where_resources_change(inputs: dict[
                                      slurm={"partition": "gpu", "gres": "gpu:1", "time": "04:00:00",
                                             "options": ["--constraint=a100"], "end_step": {"options": ["--x=1"]}}))
     assert plain.slurm.for_end_step().sbatch_args() == ["--partition=gpu", "--time=04:00:00", "--x=1"]
-    one = chunk_cells(config, cells[:2], 1, "m1")  # MaxArraySize 1: one task per array
+    one = chunk_models(config, cells[:4], 1, "m1")  # MaxArraySize 1: one task per array
     assert [(c.offset, c.array_spec()) for c in one] == [(0, "0%4"), (1, "0%4")]
     with pytest.raises(LevanteError, match=r"matrix.yaml: slurm.models: 'z' is not a model name"):
         load_config(write_config(tmp_path, inputs, slurm={"models": {"z": {"time": "1:00"}}}))

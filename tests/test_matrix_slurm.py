@@ -102,7 +102,8 @@ def wait_job(env: dict[str, str], job: str, timeout: float = 240) -> str:
 
 
 def cell_log(out: Path, index: int) -> str:
-    return (out / "slurm" / "logs" / f"cell-{index}.log").read_text(encoding="utf-8")
+    """The array task log of model `index` (these matrices have one cell per model: the same index)."""
+    return (out / "slurm" / "logs" / f"model-{index}.log").read_text(encoding="utf-8")
 
 
 def test_a_submitted_matrix_equals_a_local_run_and_its_outputs_name_no_absolute_path(
@@ -120,7 +121,7 @@ def test_a_submitted_matrix_equals_a_local_run_and_its_outputs_name_no_absolute_
     assert view == reference  # matrix.json minus timing, every cell's files, state and records, summaries
     for index in (0, 1):
         log = cell_log(out, index)
-        assert re.search(rf"=== cell {index}: job \d+_0, restart 0, ", log)
+        assert re.search(rf"=== model {index}: job \d+_0, restart 0, ", log)
         assert re.search(r"^\[1/1\] [ab]__levante_trog__s0__\w+: done \(batch size 4", log, re.MULTILINE)
     cell_logs = [p.read_text(encoding="utf-8") for p in out.rglob("cell.log")]
     assert cell_logs and not any("\x1b[" in text or "it/s]" in text for text in cell_logs)  # no colours or bars

@@ -1,4 +1,4 @@
-"""`levante-tasks matrix --config matrix.yaml --out DIR [--resume] [--dry-run] [--shard i/n | --cell K]
+"""`levante-tasks matrix --config matrix.yaml --out DIR [--resume] [--dry-run] [--shard i/n | --cell K | --model K]
 [--submit] [--report-only]`: model x task x seed evaluations through lmms-eval, resumable (docs/matrix.md)."""
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument("--shard", type=shard_arg, metavar="I/N",
                        help="run only the cells whose index is I modulo N (no end step)")
     which.add_argument("--cell", type=int, metavar="K", help="run only cell K (0-based; no end step)")
+    which.add_argument("--model", type=int, metavar="K", dest="model_index",
+                       help="run only the cells of model K (0-based, config order; one process; no end step)")
     parser.add_argument("--submit", action="store_true",
                         help="submit the unfinished cells to Slurm as job arrays, and the end step after them")
     parser.add_argument("--report-only", action="store_true",
@@ -58,18 +60,21 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     if args.submit:
-        if args.dry_run or args.shard or args.cell is not None or args.plan_sha256:
-            raise LevanteError("--submit: submits the whole matrix; drop --dry-run, --shard, --cell and --plan-sha256")
+        if args.dry_run or args.shard or args.cell is not None or args.model_index is not None or args.plan_sha256:
+            raise LevanteError("--submit: submits the whole matrix; drop --dry-run, --shard, --cell, --model and "
+                               "--plan-sha256")
         if args.report_only:
             raise LevanteError("--submit: the end step it submits is --report-only; drop --report-only")
         submit(config, args.out, args.resume)
         return 0
-    if args.report_only and (args.resume or args.dry_run or args.shard or args.cell is not None):
+    if args.report_only and (args.resume or args.dry_run or args.shard or args.cell is not None
+                             or args.model_index is not None):
         raise LevanteError("--report-only: runs no cell and reports on the whole matrix in --out; drop --resume, "
-                           "--dry-run, --shard and --cell")
+                           "--dry-run, --shard, --cell and --model")
     try:
         result = run_matrix(config, args.out, resume=args.resume, shard=args.shard, cell_index=args.cell,
-                            dry_run=args.dry_run, expect_plan=args.plan_sha256, report_only=args.report_only)
+                            model_index=args.model_index, dry_run=args.dry_run, expect_plan=args.plan_sha256,
+                            report_only=args.report_only)
     except (KeyboardInterrupt, Interrupted) as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
         print(f"levante-tasks: error: interrupted by {signal.Signals(signum).name}; finished cells are kept, "

@@ -247,16 +247,20 @@ def relative_to_base(config: MatrixConfig, path: Path) -> str:
     return Path(os.path.relpath(os.path.realpath(path), os.path.realpath(config.base))).as_posix()
 
 
-def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, cell_output: Path) -> list[str]:
-    """The command of one cell attempt, as an argument list (never a shell string); `accelerate launch` when the
-    config asks for more than one process. lmms-eval records its argv in every results file, so paths are
-    relative to the cell's working folder, and a patched lmms-eval (it finds our tasks through their entry
-    point) gets no --include_path."""
+def _launcher(config: MatrixConfig) -> list[str]:
+    """`python -m <module>`, or `accelerate launch` of it when the config asks for more than one process."""
     module = config.lmms_eval_module
-    launcher = [sys.executable, "-m", module] if config.num_processes == 1 else [
+    return [sys.executable, "-m", module] if config.num_processes == 1 else [
         sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(config.num_processes),
         "-m", module]
-    argv = [*launcher, "--model", cell.model.model]
+
+
+def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, cell_output: Path) -> list[str]:
+    """The command of one cell attempt alone, as an argument list (never a shell string); `accelerate launch` when
+    the config asks for more than one process. lmms-eval records its argv in every results file, so paths are
+    relative to the cell's working folder, and a patched lmms-eval (it finds our tasks through their entry
+    point) gets no --include_path."""
+    argv = [*_launcher(config), "--model", cell.model.model]
     if cell.model.model_args:
         argv += ["--model_args", cell.model.model_args]
     argv += ["--tasks", cell.lmms_task]
@@ -269,6 +273,33 @@ def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, cell_output: Pa
     if config.device is not None:
         argv += ["--device", config.device]
     return [*argv, *config.extra_args]
+
+
+_PER_RUN = {"--tasks": "tasks", "--output_path": "output_path", "--seed": "seed"}
+
+
+def runs_list(config: MatrixConfig, cells: list[Cell], outputs: list[Path]) -> list[dict[str, Any]]:
+    """lmms-eval's `--config` list for cells of one model: per run what differs between its cells (task, output
+    path, seed), as `cell_argv` gives them."""
+    runs = []
+    for cell, output in zip(cells, outputs, strict=True):
+        argv = cell_argv(config, cell, 1, output)
+        run = {key: argv[argv.index(flag) + 1] for flag, key in _PER_RUN.items()}
+        run["seed"] = [int(part) for part in run["seed"].split(",")]  # a --config value is not parsed as --seed is
+        runs.append(run)
+    return runs
+
+
+def config_argv(config: MatrixConfig, cell: Cell, batch_size: int, runs_file: Path) -> list[str]:
+    """The command of one process running a `--config` list of a model's runs (runs_list in `runs_file`): the
+    cell's argv without its per-run flags, which lmms-eval applies to every run of the list. With patch 0019 the
+    runs share one model instance."""
+    argv = cell_argv(config, cell, batch_size, runs_file)
+    for flag in _PER_RUN:
+        at = argv.index(flag)
+        del argv[at:at + 2]
+    at = argv.index("--batch_size")
+    return [*argv[:at], "--config", relative_to_base(config, runs_file), *argv[at:]]
 
 
 def cell_env_overrides(config: MatrixConfig, data: dict[str, Any]) -> dict[str, str]:

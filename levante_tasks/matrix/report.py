@@ -36,7 +36,8 @@ def _writing(out: Path, rel: str) -> Iterator[None]:
 def _cell_entry(cell: Cell, state: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
     """matrix.json's record of one cell (no times: those are under `timing`); `model_label` is the summary's name of
     its model (runs.model.model_label) once a summary read the cell, else None."""
-    attempts = [{k: a[k] for k in ("batch_size", "outcome", "exit_code")} for a in state.get("attempts", [])]
+    attempts = [{k: a[k] for k in ("batch_size", "outcome", "exit_code")} | {"model_load": _loaded(a)}
+                for a in state.get("attempts", [])]
     return {"cell_id": cell.cell_id, "dir": cell.rel_dir, "model": cell.model.name,
             "public_id": cell.model.public_id, "revision": cell.model.revision, "group": cell.model.group,
             "model_label": labels.get(Path(cell.rel_dir).name),
@@ -44,6 +45,19 @@ def _cell_entry(cell: Cell, state: dict[str, Any], labels: dict[str, str]) -> di
             "status": state.get("status", "not run"), "batch_size": state.get("batch_size"),
             "oom_fallback": len(attempts) > 1 and state.get("status") == "done", "attempts": attempts,
             "error": state.get("error")}
+
+
+def _loaded(attempt: dict[str, Any]) -> bool:
+    """Whether an attempt's run built its model (an attempt recorded before runs shared a process: its own)."""
+    return bool(attempt.get("model_load", True))
+
+
+def model_loads(run: MatrixRun, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """How many times each model was built for the attempts its cells record (one per lmms-eval process with
+    patch 0019, else one per run), and the total."""
+    per_model = {m.name: sum(_loaded(a) for c in run.cells if c.model.name == m.name
+                             for a in states[c.cell_id].get("attempts", [])) for m in run.config.models}
+    return {"per_model": per_model, "total": sum(per_model.values())}
 
 
 def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str], None]) -> dict[str, Any]:
@@ -88,7 +102,10 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
 def _markdown(document: dict[str, Any], timing: dict[str, float]) -> str:
     """report.md: where the summaries and comparisons are, then one row per cell."""
     lines = ["# Matrix report", "", f"Config: `{document['config']}`; {len(document['cells'])} cell(s), "
-             f"{sum(c['status'] == 'done' for c in document['cells'])} done.", "", "## Groups", ""]
+             f"{sum(c['status'] == 'done' for c in document['cells'])} done.", "",
+             f"Model loads: {document['model_loads']['total']} ("
+             + ", ".join(f"{name} {n}" for name, n in document["model_loads"]["per_model"].items())
+             + ").", "", "## Groups", ""]
     for group, entry in document["groups"].items():
         links = [f"[summary]({entry['summary']})" if entry["summary"] else "no summary"]
         if entry["comparison"]:
@@ -128,7 +145,8 @@ def write_report(run: MatrixRun, echo: Callable[[str], None] = print) -> dict[st
     labels = {folder: label for entry in groups.values() for folder, label in entry.pop("labels").items()}
     timing = {c.cell_id: states[c.cell_id]["seconds"] for c in run.cells if "seconds" in states[c.cell_id]}
     document = {"schema": SCHEMA_VERSION, "config": run.config.path.name,
-                "cells": [_cell_entry(c, states[c.cell_id], labels) for c in run.cells], "groups": groups,
+                "cells": [_cell_entry(c, states[c.cell_id], labels) for c in run.cells],
+                "model_loads": model_loads(run, states), "groups": groups,
                 "timing": {"cell_seconds": timing}}
     with _writing(run.out, "matrix.json"):
         write_json(run.out / "matrix.json", document)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import datetime as dt
+import json
 import os
 import re
 import shutil
@@ -29,7 +30,18 @@ from levante_tasks import folder_lock
 from levante_tasks.atomic import clean_stale, write_json, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error, problem_text
 from levante_tasks.matrix.config import MatrixConfig
-from levante_tasks.matrix.plan import Cell, cell_argv, cell_env, data_facts, plan, plan_sha256, shell_command
+from levante_tasks.matrix.plan import (
+    Cell,
+    cell_argv,
+    cell_env,
+    config_argv,
+    data_facts,
+    plan,
+    plan_sha256,
+    relative_to_base,
+    runs_list,
+    shell_command,
+)
 from levante_tasks.matrix.state import (
     LMMS_DIR,
     LOG_FILE,
@@ -165,87 +177,207 @@ def _parses(cell_dir: Path, lmms_task: str) -> tuple[str | None, str | None]:
     return (None, problem) if problem else (rel, None)
 
 
-def run_cell(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, Any],
-             note: str | None = None) -> dict[str, Any]:
-    """Run one cell (stale output removed first), falling back through the configured batch sizes on
-    out-of-memory only; returns the final state (also written to the cell's state.json). The cell folder is
-    locked meanwhile; an interrupt (Ctrl-C, SIGTERM) or an error stops lmms-eval, and an interrupt is recorded.
-    `note` (why it runs again) is printed once the cell is known to be ours: not when another process runs it."""
-    with folder_lock.hold_folder(cell_dir, f"{cell.rel_dir}: another matrix process is running this cell; wait for "
-                                        "it, then rerun with --resume"):
-        pid = live_runner(cell_dir)
-        if pid is not None:
-            raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then "
-                               "rerun")
-        if note:
-            tqdm.write(note)
+def run_model_cells(config: MatrixConfig, cells: list[Cell], out: Path, data: dict[str, Any],
+                    notes: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Run cells of one model in one lmms-eval process per attempt (one model load: patch 0019), stale output
+    removed first, falling back through the configured batch sizes for the cells that ran out of memory; returns
+    each cell's final state (also in its state.json). Every cell folder is locked meanwhile; an interrupt (Ctrl-C,
+    SIGTERM) or an error stops lmms-eval, and an interrupt is recorded in the cells not finished. A `notes` line
+    (why a cell runs again) is printed once the cells are known to be ours: not when another process runs one."""
+    with contextlib.ExitStack() as locks:
+        for cell in cells:
+            cell_dir = out / cell.rel_dir
+            locks.enter_context(folder_lock.hold_folder(
+                cell_dir, f"{cell.rel_dir}: another matrix process is running this cell; wait for it, then rerun "
+                          "with --resume"))
+            pid = live_runner(cell_dir)
+            if pid is not None:
+                raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then "
+                                   "rerun")
+        for cell in cells:
+            if (notes or {}).get(cell.cell_id):
+                tqdm.write(notes[cell.cell_id])
         try:
-            clean_stale(cell_dir)
-            return _attempts(config, cell, cell_dir, data)
+            for cell in cells:
+                clean_stale(out / cell.rel_dir)
+            return _attempts(config, cells, out, data)
         except OSError as exc:  # a full disk, a read-only folder: name the cell, not a temp file
-            raise LevanteError(f"{cell.rel_dir}: {problem_text(exc)}") from None
+            raise LevanteError(f"{cells[0].rel_dir}: {problem_text(exc)}") from None
 
 
-def _attempts(config: MatrixConfig, cell: Cell, cell_dir: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """The attempts of one cell (see run_cell), with the cell folder locked."""
-    base = {"cell_id": cell.cell_id, "sha256": cell.sha256, "spec": cell.spec, "started": _now()}
-    attempts: list[dict[str, Any]] = []
-    logs: list[str] = []
+@dataclass
+class _Cell:
+    """One cell's record across its attempts: the state's fixed part, attempts, log parts, final state."""
+
+    cell: Cell
+    folder: Path
+    base: dict[str, Any]
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
+    output: str = ""  # the last attempt's output (its reason and tail when it ends failed)
+    state: dict[str, Any] | None = None
+
+
+def _attempts(config: MatrixConfig, cells: list[Cell], out: Path, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The attempts of a model's cells (see run_model_cells), with their folders locked: one process per batch
+    size, holding the cells still to run at that size (all, then those that ran out of memory)."""
     env = cell_env(config, data)
-    started = time.monotonic()
-    results: str | None = None
-    problem: str | None = None
-    output = ""
+    records = [_Cell(c, out / c.rel_dir, {"cell_id": c.cell_id, "sha256": c.sha256, "spec": c.spec,
+                                          "started": _now()}) for c in cells]
+    pending = records
     for batch_size in config.batch_sizes:
-        _clear(cell_dir / LMMS_DIR)  # a killed or failed attempt's files never count
-        argv = cell_argv(config, cell, batch_size, cell_dir / LMMS_DIR)
-        began = time.monotonic()
-        process = subprocess.Popen(argv, cwd=config.base, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, errors="replace", preexec_fn=_PDEATHSIG)
-        try:
-            write_state(cell_dir, {**base, "status": "running", "batch_size": batch_size, "attempts": attempts,
-                                   "pid": process.pid, "pid_start": process_start(process.pid)})
-            output, _ = process.communicate()
-        except (KeyboardInterrupt, Interrupted) as exc:
-            _stop(process)
-            name = exc.args[0] if isinstance(exc, Interrupted) else "SIGINT"
-            attempts.append({"batch_size": batch_size, "outcome": "interrupted", "exit_code": process.returncode,
-                             "seconds": round(time.monotonic() - began, 1)})
-            with contextlib.suppress(OSError):  # a full disk must not hide the interrupt; resume reruns the cell
-                _clear(cell_dir / LMMS_DIR)
-                write_text(cell_dir / LOG_FILE, "\n".join([*logs, f"=== batch size {batch_size}: interrupted by "
-                                                                    f"{name} ==="]))
-                write_state(cell_dir, {**base, "status": "failed", "batch_size": batch_size, "attempts": attempts,
-                                       "results": None, "finished": _now(), "error": {
-                                           "reason": f"interrupted by {name}", "tail": []}})
-            raise
-        except BaseException:
-            _stop(process)
-            raise
-        results, problem = _parses(cell_dir, cell.lmms_task)
-        outcome = "done" if results else "oom" if OOM.search(output) and not problem else "failed"
-        attempts.append({"batch_size": batch_size, "outcome": outcome, "exit_code": process.returncode,
-                         "seconds": round(time.monotonic() - began, 1)})
-        logs.append(f"=== batch size {batch_size}: exit {process.returncode}, {outcome} ===\n{log_text(output)}")
-        if outcome != "oom":
+        outcomes = _process(config, pending, batch_size, out, env)
+        pending = [r for r in pending if outcomes[r.cell.cell_id] == "oom"]
+        if not pending:
             break
-    write_text(cell_dir / LOG_FILE, "\n".join(logs))
-    state = {**base, "status": "done" if results else "failed", "batch_size": attempts[-1]["batch_size"],
+    for record in pending:  # out of memory at every size
+        _finish(record, None, record.output)
+    return {r.cell.cell_id: r.state or {} for r in records}
+
+
+def _marker(line: str, by_output: dict[str, _Cell]) -> _Cell | None:
+    """The run a line of lmms-eval's output starts: its per-run `Evaluation tracker args` line names the run's
+    output path (our only way to attribute the output of one process to its runs)."""
+    found = _TRACKER.search(line)
+    return by_output.get(found[1]) if found else None
+
+
+REUSED = "levante-tasks: reusing the"  # patch 0019's line for a run that reused the previous run's model
+_TRACKER = re.compile(r"Evaluation tracker args: .*'output_path': '([^']+)'")
+
+
+def _process(config: MatrixConfig, records: list[_Cell], batch_size: int, out: Path,
+             env: dict[str, str]) -> dict[str, str]:
+    """One lmms-eval process running `records` at `batch_size`; each run's cell is settled as soon as the next run
+    starts (so a kill later keeps it) and the rest when the process ends. Returns each cell's outcome."""
+    for record in records:
+        _clear(record.folder / LMMS_DIR)  # a killed or failed attempt's files never count
+    argv, runs_file = _process_argv(config, records, batch_size, out)
+    by_output = {relative_to_base(config, r.folder / LMMS_DIR): r for r in records}
+    began = time.monotonic()
+    process = subprocess.Popen(argv, cwd=config.base, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, errors="replace", preexec_fn=_PDEATHSIG)
+    lines: dict[int, list[str]] = {id(r): [] for r in records}
+    started: list[tuple[_Cell, float]] = []
+    preamble: list[str] = []
+    outcomes: dict[str, str] = {}
+    try:
+        for record in records:
+            write_state(record.folder, {**record.base, "status": "running", "batch_size": batch_size,
+                                        "attempts": record.attempts, "pid": process.pid,
+                                        "pid_start": process_start(process.pid)})
+        assert process.stdout is not None
+        for line in process.stdout:
+            record = _marker(line, by_output)
+            if record is not None:
+                if started:  # the previous run has written all its files: settle it if it finished
+                    previous, since = started[-1]
+                    output = "".join(lines[id(previous)])
+                    outcomes.update(_settle(previous, batch_size, None, output, since, REUSED not in output,
+                                            final=False))
+                else:  # what came before the first run (start-up, task indexing) is the first run's
+                    lines[id(record)] += preamble
+                    preamble.clear()
+                started.append((record, time.monotonic()))
+            (lines[id(started[-1][0])] if started else preamble).append(line)
+        process.wait()
+    except (KeyboardInterrupt, Interrupted) as exc:
+        _stop(process)
+        name = exc.args[0] if isinstance(exc, Interrupted) else "SIGINT"
+        for record in records:
+            if record.cell.cell_id not in outcomes:
+                _interrupted(record, batch_size, process.returncode, began, name)
+        raise
+    except BaseException:
+        _stop(process)
+        raise
+    finally:
+        if runs_file is not None:
+            with contextlib.suppress(OSError):
+                runs_file.unlink(missing_ok=True)
+    whole = "".join([*preamble, *(line for r, _ in started for line in lines[id(r)])])
+    since = {id(r): at for r, at in started}
+    reuse = bool(records[0].cell.spec["software"]["lmms_eval"].get("patched"))  # patch 0019 in effect
+    for record in records:
+        if record.cell.cell_id in outcomes:
+            continue
+        if id(record) in since:
+            output = "".join(lines[id(record)])
+            built = REUSED not in output
+        else:  # no marker line (a --verbosity above INFO, or the run never started): the whole output
+            output, built = whole, not started and (record is records[0] or not reuse)
+        outcomes.update(_settle(record, batch_size, process.returncode, output, since.get(id(record), began),
+                                built, final=True))
+    return outcomes
+
+
+RUNS_FILE = ".runs-{model}-{pid}.yaml"  # in the matrix folder while a model's process runs (its --config list)
+
+
+def _process_argv(config: MatrixConfig, records: list[_Cell], batch_size: int,
+                  out: Path) -> tuple[list[str], Path | None]:
+    """The argv of one process and the runs file it reads (written here; None for one cell: its own argv)."""
+    cells, outputs = [r.cell for r in records], [r.folder / LMMS_DIR for r in records]
+    if len(cells) == 1:
+        return cell_argv(config, cells[0], batch_size, outputs[0]), None
+    path = out / RUNS_FILE.format(model=cells[0].model.name, pid=os.getpid())
+    write_text(path, json.dumps(runs_list(config, cells, outputs), indent=1) + "\n")  # JSON is YAML
+    return config_argv(config, cells[0], batch_size, path), path
+
+
+def _settle(record: _Cell, batch_size: int, exit_code: int | None, output: str, since: float, built: bool,
+            final: bool) -> dict[str, str]:
+    """Record one run's attempt: done when its results file parses, else, at the process's end (`final`), oom or
+    failed (a run not finished when the next one starts waits for the end). `built`: the process built a model
+    for this run (it did not reuse the previous run's)."""
+    results, problem = _parses(record.folder, record.cell.lmms_task)
+    if not results and not final:
+        return {}
+    outcome = "done" if results else "oom" if OOM.search(output) and not problem else "failed"
+    record.attempts.append({"batch_size": batch_size, "outcome": outcome, "exit_code": exit_code,
+                            "seconds": round(time.monotonic() - since, 1), "model_load": built})
+    record.logs.append(f"=== batch size {batch_size}: exit {exit_code}, {outcome} ===\n{log_text(output)}")
+    record.output = output
+    if outcome in ("done", "failed"):
+        _finish(record, results, output, problem)
+    return {record.cell.cell_id: outcome}
+
+
+def _finish(record: _Cell, results: str | None, output: str, problem: str | None = None) -> None:
+    """Write a cell's log and final state (done, or failed with its reason)."""
+    attempts = record.attempts
+    write_text(record.folder / LOG_FILE, "\n".join(record.logs))
+    state = {**record.base, "status": "done" if results else "failed", "batch_size": attempts[-1]["batch_size"],
              "attempts": attempts, "results": results, "finished": _now(),
-             "seconds": round(time.monotonic() - started, 1), "error": None}
+             "seconds": round(sum(a["seconds"] for a in attempts), 1), "error": None}  # its runs' own time
     if not results:
-        _clear(cell_dir / LMMS_DIR)  # no partial samples for the summary to meet
+        _clear(record.folder / LMMS_DIR)  # no partial samples for the summary to meet
         sizes = ", ".join(str(a["batch_size"]) for a in attempts)
+        exit_code = attempts[-1]["exit_code"]
         reason = (f"out of memory at every configured batch size ({sizes})" if attempts[-1]["outcome"] == "oom"
-                  else f"lmms-eval exit {attempts[-1]['exit_code']}, {problem}" if problem
-                  else f"lmms-eval exit {attempts[-1]['exit_code']}, no results file that parses")
+                  else f"lmms-eval exit {exit_code}, {problem}" if problem
+                  else f"lmms-eval exit {exit_code}, no results file that parses")
         # with a results file that is not the cell's, only an exception line explains more than `problem` does
-        cause = error_line(output, None if problem else attempts[-1]["exit_code"])
+        cause = error_line(output, None if problem else exit_code)
         if cause and attempts[-1]["outcome"] != "oom":
             reason = f"{reason}: {cause}"
         state["error"] = {"reason": reason, "tail": tail(output)}
-    write_state(cell_dir, state)
-    return state
+    write_state(record.folder, state)
+    record.state = state
+
+
+def _interrupted(record: _Cell, batch_size: int, exit_code: int | None, began: float, name: str) -> None:
+    """Record an interrupted cell (its partial output removed); resume reruns it. A full disk must not hide the
+    interrupt."""
+    record.attempts.append({"batch_size": batch_size, "outcome": "interrupted", "exit_code": exit_code,
+                            "seconds": round(time.monotonic() - began, 1), "model_load": False})
+    with contextlib.suppress(OSError):
+        _clear(record.folder / LMMS_DIR)
+        write_text(record.folder / LOG_FILE, "\n".join([*record.logs, f"=== batch size {batch_size}: interrupted by "
+                                                                      f"{name} ==="]))
+        write_state(record.folder, {**record.base, "status": "failed", "batch_size": batch_size,
+                                    "attempts": record.attempts, "results": None, "finished": _now(),
+                                    "error": {"reason": f"interrupted by {name}", "tail": []}})
 
 
 def check_out(out: Path, resume: bool, partial: bool) -> Path:
@@ -328,8 +460,24 @@ def describe(state: dict[str, Any], kept: bool) -> str:
     return f"{state.get('status', 'failed')}: {(state.get('error') or {}).get('reason', 'unknown')}"
 
 
-def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: int | None) -> list[Cell]:
-    """The cells this invocation runs: all, one shard (index % n == i), or one cell by index."""
+def by_model(cells: list[Cell]) -> list[list[Cell]]:
+    """`cells` split into one list per model, in order: each runs in one lmms-eval process (one model load). A
+    model's cells share its resources (its Slurm settings are per model), so the model is the only key."""
+    groups: dict[str, list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(cell.model.name, []).append(cell)
+    return list(groups.values())
+
+
+def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: int | None,
+                 model_index: int | None = None) -> list[Cell]:
+    """The cells this invocation runs: all, one shard (index % n == i), one cell by index, or one model's (by its
+    index in the config: the unit of a Slurm array task)."""
+    if model_index is not None:
+        models = by_model(cells)
+        if not 0 <= model_index < len(models):
+            raise LevanteError(f"--model {model_index}: the matrix has models 0..{len(models) - 1}")
+        return models[model_index]
     if cell_index is not None:
         if not 0 <= cell_index < len(cells):
             raise LevanteError(f"--cell {cell_index}: the matrix has cells 0..{len(cells) - 1}")
@@ -341,8 +489,9 @@ def select_cells(cells: list[Cell], shard: tuple[int, int] | None, cell_index: i
 
 
 def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: tuple[int, int] | None = None,
-               cell_index: int | None = None, dry_run: bool = False, expect_plan: str | None = None,
-               report_only: bool = False, echo: Callable[[str], None] = print) -> MatrixRun:
+               cell_index: int | None = None, model_index: int | None = None, dry_run: bool = False,
+               expect_plan: str | None = None, report_only: bool = False,
+               echo: Callable[[str], None] = print) -> MatrixRun:
     """Plan, run the selected cells that are not finished, and (for a whole matrix) write the report.
     `expect_plan`: the plan_sha256 a Slurm job was submitted with; another plan is refused before anything runs.
     `report_only`: the end step of an earlier matrix (it must hold matrix-plan.json) over the cells as they are:
@@ -353,8 +502,8 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
         raise LevanteError(f"{display_path(config.path)}: the plan changed after it was submitted to Slurm (plan "
                            f"{expect_plan[:12]} then, {plan_sha256(cells)[:12]} now: the config, the prepared data "
                            "or the software changed); nothing was run: submit again")
-    selected = select_cells(cells, shard, cell_index)
-    partial = shard is not None or cell_index is not None
+    selected = select_cells(cells, shard, cell_index, model_index)
+    partial = shard is not None or cell_index is not None or model_index is not None
     run = MatrixRun(config, out, cells, selected)
     if dry_run:
         for cell in selected:
@@ -379,6 +528,8 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
     config, cells, selected = run.config, run.cells, run.selected
     if not partial:
         clean_stale(target, recursive=True)  # what writers killed earlier left (temp files, staging folders)
+        for leftover in target.glob(RUNS_FILE.format(model="*", pid="*")):  # of a killed process (none runs now)
+            leftover.unlink(missing_ok=True)
     try:
         write_json(target / PLAN_FILE, plan_document(config, cells))
     except OSError as exc:  # a read-only or full --out: name the folder, not the temp file
@@ -389,24 +540,36 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
         for rel in restore_superseded(target, cells):
             echo(f"restored from superseded/ (same config again): {rel}")
     bar = tqdm(total=len(selected), desc="matrix cells", unit="cell", disable=None)
+    done = 0
+
+    def show(cell: Cell, kept: bool) -> None:
+        nonlocal done
+        done += 1
+        bar.update(1)
+        tqdm.write(f"[{done}/{len(selected)}] {cell.cell_id}: {describe(run.states[cell.cell_id], kept)}")
+
     try:
-        for k, cell in enumerate(selected, start=1):
-            cell_dir = target / cell.rel_dir
-            reason = unfinished_reason(cell_dir, cell.sha256, cell.lmms_task)
-            kept = reason is None
-            note = f"{cell.rel_dir}: {reason}; running it again" if reason not in (None, "not run yet") else None
-            bar.set_postfix_str(f"{cell.cell_id}: {'kept' if kept else 'reported' if report_only else 'running'}")
-            if kept:
-                state = read_state(cell_dir)
-            elif report_only:
-                state = unfinished_state(cell_dir, cell.sha256, reason)  # its files stay: the report reads done cells
-            else:
-                state = run_cell(config, cell, cell_dir, data, note)
-            run.states[cell.cell_id] = state or {}
-            if kept:
-                run.kept.add(cell.cell_id)
-            bar.update(1)
-            tqdm.write(f"[{k}/{len(selected)}] {cell.cell_id}: {describe(run.states[cell.cell_id], kept)}")
+        for model_cells in by_model(selected):
+            to_run, notes = [], {}
+            for cell in model_cells:
+                cell_dir = target / cell.rel_dir
+                reason = unfinished_reason(cell_dir, cell.sha256, cell.lmms_task)
+                if reason is None:
+                    run.states[cell.cell_id] = read_state(cell_dir) or {}
+                    run.kept.add(cell.cell_id)
+                    show(cell, True)
+                elif report_only:  # its files stay: the report reads done cells
+                    run.states[cell.cell_id] = unfinished_state(cell_dir, cell.sha256, reason)
+                    show(cell, False)
+                else:
+                    to_run.append(cell)
+                    if reason != "not run yet":
+                        notes[cell.cell_id] = f"{cell.rel_dir}: {reason}; running it again"
+            if to_run:
+                bar.set_postfix_str(f"{to_run[0].model.name}: running {len(to_run)} cell(s) in one process")
+                run.states.update(run_model_cells(config, to_run, target, data, notes))
+                for cell in to_run:
+                    show(cell, False)
     finally:
         bar.close()
     if not partial:

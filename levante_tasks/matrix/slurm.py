@@ -1,11 +1,13 @@
-"""`--submit`: the matrix on a Slurm cluster as job arrays (one cell per array task) and an end-step job.
+"""`--submit`: the matrix on a Slurm cluster as job arrays (one model per array task) and an end-step job.
 
-The unfinished cells are grouped into arrays by their sbatch resources (the config's `slurm:` defaults and
-per-model settings), each at most the cluster's MaxArraySize wide (an array task id plus the array's offset is
-the cell index). The end step (`--report-only`: summaries, comparisons and the report from the cells that
-finished; it runs no cell, records the others as they ended and exits 1 if any did not finish) waits for them
-with `--dependency=afterany`, so it runs however the cells ended. Rerunning what did not finish is a second
-`--submit --resume`: it submits arrays of only those cells. Every job checks the plan's SHA-256 before it runs
+Each array task runs the unfinished cells of one model in one lmms-eval process (`--model K`: one model load).
+The models with unfinished cells are grouped into arrays by their sbatch resources (the config's `slurm:`
+defaults and per-model settings), each at most the cluster's MaxArraySize wide (an array task id plus the
+array's offset is the model's index in the config). The end step (`--report-only`: summaries, comparisons and
+the report from the cells that finished; it runs no cell, records the others as they ended and exits 1 if any
+did not finish) waits for them with `--dependency=afterany`, so it runs however the cells ended. Rerunning what
+did not finish is a second `--submit --resume`: it submits arrays of only the models with such cells, each
+running only those. Every job checks the plan's SHA-256 before it runs
 anything, so a config, data or software changed after the submission is refused.
 
 The scripts name absolute paths (they must work from any folder and under `--export=NONE`: they set PATH, the
@@ -45,7 +47,8 @@ _MAX_ARRAY = re.compile(r"^MaxArraySize\s*=\s*(\d+)\s*$", re.MULTILINE)
 
 @dataclass(frozen=True)
 class Chunk:
-    """One job array: cells `indices` (each one's array task id is index - offset) sharing `resources`."""
+    """One job array: models `indices` (config order; each one's array task id is index - offset) sharing
+    `resources`."""
 
     offset: int
     indices: tuple[int, ...]
@@ -96,20 +99,21 @@ def _gpus(config: MatrixConfig) -> int | None:
     return config.num_processes if (config.device or "").startswith("cuda") else None
 
 
-def chunk_cells(config: MatrixConfig, cells: list[Cell], max_size: int, prefix: str) -> list[Chunk]:
-    """The arrays for `cells` (in index order): a new one where the resources change or an array would need a
-    task id >= max_size. A model without a job name gets `<prefix>-<model>`."""
+def chunk_models(config: MatrixConfig, cells: list[Cell], max_size: int, prefix: str) -> list[Chunk]:
+    """The arrays for the models of `cells` (the unfinished ones; in config order), one array task per model: a new
+    array where the resources change or an array would need a task id >= max_size. A model without a job name gets
+    `<prefix>-<model>`."""
+    index = {m.name: k for k, m in enumerate(config.models)}
     chunks: list[Chunk] = []
-    for cell in cells:
-        resources = config.slurm.for_model(cell.model.name, _gpus(config))
+    for name in dict.fromkeys(c.model.name for c in cells):
+        resources = config.slurm.for_model(name, _gpus(config))
         if resources.job_name is None:
-            resources = replace(resources, job_name=f"{prefix}-{cell.model.name}")
-        last = chunks[-1] if chunks else None
-        if last is not None and last.resources == resources and cell.index - last.offset < max_size:
-            models = last.models if cell.model.name in last.models else (*last.models, cell.model.name)
-            chunks[-1] = Chunk(last.offset, (*last.indices, cell.index), resources, models)
+            resources = replace(resources, job_name=f"{prefix}-{name}")
+        last, k = chunks[-1] if chunks else None, index[name]
+        if last is not None and last.resources == resources and k - last.offset < max_size:
+            chunks[-1] = Chunk(last.offset, (*last.indices, k), resources, (*last.models, name))
         else:
-            chunks.append(Chunk(cell.index, (cell.index,), resources, (cell.model.name,)))
+            chunks.append(Chunk(k, (k,), resources, (name,)))
     return chunks
 
 
@@ -132,17 +136,18 @@ def _levante(config: MatrixConfig, out: Path, digest: str) -> str:
 
 
 def cell_script(config: MatrixConfig, out: Path, digest: str) -> str:
-    """The array job: cell = offset ($1) + array task id; its output appended to slurm/logs/cell-<index>.log."""
+    """The array job: model = offset ($1) + array task id, its unfinished cells in one process; its output
+    appended to slurm/logs/model-<index>.log."""
     logs = shlex.quote(str((out / SLURM_DIR / "logs").absolute()))
     return "\n".join([
         "#!/bin/bash",
-        "# Generated by `levante-tasks matrix --submit`: one matrix cell per array task (cell = $1 + task id).",
+        "# Generated by `levante-tasks matrix --submit`: one model's cells per array task (model = $1 + task id).",
         *_preamble(config),
-        'cell=$(( ${1:?the array offset} + ${SLURM_ARRAY_TASK_ID:?run this script with sbatch --array} ))',
-        f'exec >>{logs}/cell-"$cell".log 2>&1',
-        'echo "=== cell $cell: job ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}, restart ${SLURM_RESTART_COUNT:-0},'
+        'model=$(( ${1:?the array offset} + ${SLURM_ARRAY_TASK_ID:?run this script with sbatch --array} ))',
+        f'exec >>{logs}/model-"$model".log 2>&1',
+        'echo "=== model $model: job ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}, restart ${SLURM_RESTART_COUNT:-0},'
         ' $(date -u +%Y-%m-%dT%H:%M:%SZ) ==="',
-        f'{_levante(config, out, digest)} --cell "$cell"',
+        f'{_levante(config, out, digest)} --model "$model"',
         "",
     ])
 
@@ -191,7 +196,7 @@ def submit(config: MatrixConfig, out: Path, resume: bool, echo: Callable[[str], 
     digest = plan_sha256(cells)
     todo = [c for c in cells if unfinished_reason(out / c.rel_dir, c.sha256, c.lmms_task) is not None]
     prefix = out.absolute().name
-    chunks = chunk_cells(config, todo, max_array_size(), prefix) if todo else []
+    chunks = chunk_models(config, todo, max_array_size(), prefix) if todo else []
     folder = out / SLURM_DIR
     try:
         (folder / "logs").mkdir(parents=True, exist_ok=True)
@@ -213,7 +218,8 @@ def submit(config: MatrixConfig, out: Path, resume: bool, echo: Callable[[str], 
                            str(folder / CELL_SCRIPT), str(chunk.offset)])
             arrays.append(job)
             options = " ".join(chunk.resources.sbatch_args()) or "the cluster's defaults"
-            echo(f"submitted array {job}: {len(chunk.indices)} cell(s) of {', '.join(chunk.models)} "
+            cells = sum(c.model.name in chunk.models for c in todo)
+            echo(f"submitted array {job}: {cells} cell(s) of {', '.join(chunk.models)}, one task per model "
                  f"(--array={chunk.array_spec()}, {options})")
         dependency = [f"--dependency=afterany:{':'.join([*arrays, *waits_for])}"] if arrays or waits_for else []
         end_resources = config.slurm.for_end_step()
@@ -231,7 +237,7 @@ def submit(config: MatrixConfig, out: Path, resume: bool, echo: Callable[[str], 
          f"finished (it runs none; rerun the others with --submit --resume); logs in "
          f"{display_path(folder / 'logs')}/")
     earlier.append({"plan_sha256": digest, "arrays": arrays, "end_step": end,
-                    "cells": [c.index for c in todo]})
+                    "cells": [c.index for c in todo], "models": [m for chunk in chunks for m in chunk.models]})
     try:
         write_json(folder / JOBS_FILE, {"schema": 1, "submissions": earlier})
     except OSError as exc:

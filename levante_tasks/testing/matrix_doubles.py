@@ -3,11 +3,13 @@ plus two that fail on purpose, for the matrix runner's tests (config key `lmms_e
 
 `levante_oom` answers like `levante_fixed` but raises torch's out-of-memory error when the batch size exceeds
 `max_batch` (model_args `max_batch=1`), as a real model on a too-small GPU would; `levante_crash` raises a plain
-error (not memory) on every request.
+error (not memory) on every request; `levante_counted` answers like `levante_fixed` and appends a line to the file
+`builds=<path>` each time it is constructed (model loads, counted).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -40,6 +42,15 @@ class OutOfMemoryModel(FixedLetterModel):
         return super().loglikelihood(requests)
 
 
+class CountedModel(FixedLetterModel):
+    """FixedLetterModel that appends `<pid>` to the file `builds` whenever an instance is built."""
+
+    def __init__(self, builds: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        with open(builds, "a", encoding="utf-8") as log:
+            log.write(f"{os.getpid()}\n")
+
+
 class CrashingModel(FixedLetterModel):
     """Fails every request with an error that is not about memory."""
 
@@ -53,6 +64,7 @@ class CrashingModel(FixedLetterModel):
 MANIFESTS = (
     ModelManifest(model_id="levante_oom", simple_class_path=f"{_MODULE}.OutOfMemoryModel"),
     ModelManifest(model_id="levante_crash", simple_class_path=f"{_MODULE}.CrashingModel"),
+    ModelManifest(model_id="levante_counted", simple_class_path=f"{_MODULE}.CountedModel"),
 )
 
 
