@@ -167,15 +167,17 @@ def _stage_locales(result: ReleaseItems, accounts: dict[str, dict[str, int]], re
 
 
 def stage_datasets(release_root: Path, version: str, strict: bool, build_key: str, staging: Path,
-                   allow_empty_tasks: bool = False, locales: LocaleRequest | None = None) -> list[TaskSummary]:
+                   allow_empty_tasks: bool = False, locales: LocaleRequest | None = None,
+                   jobs: int = 1) -> list[TaskSummary]:
     """Validate the release at `release_root` and write `datasets/` and `generated/` under `staging` only (with
-    `locales`, also `datasets/locales/<code>/` and build.json's `locales`).
+    `locales`, also `datasets/locales/<code>/` and build.json's `locales`); pictures are decoded on up to `jobs`
+    processes (the same bytes for every `jobs`).
 
     Image references stay `release/...` (relative to the version dir). Raises ValidationError/LevanteError
     before anything is written when the release is not usable.
     """
     log = ProblemLog()
-    result = read_release_items(release_root, log)
+    result = read_release_items(release_root, log, jobs)
     if log.file_problems():
         raise ValidationError(log.file_problems(), "fix the release files named above")
     if strict and log.item_problems():
