@@ -137,6 +137,18 @@ def _base_item(row: ManifestRow) -> dict[str, Any]:
                    prompt_phrase=row.get("prompt_phrase"), manifest_row=row.row).as_dict()
 
 
+def shown_pictures(visuals: VisualIndex, rows: list[ManifestRow]) -> list[str]:
+    """Every picture the rows may show (an option's, a prompt's), once each, in the order the rows name them: the
+    pictures a build decodes."""
+    shown: dict[str, None] = {}
+    for row in rows:
+        for key in (*row.options(), row.get("prompt_image")):
+            rel = visuals.find(row.task, key) if key else None
+            if rel:
+                shown[rel] = None
+    return list(shown)
+
+
 class _Builder:
     """Holds the release-wide context (visual index, ToM pairing, problem log) while rows are converted."""
 
@@ -151,17 +163,8 @@ class _Builder:
             self.tom_pairs = tom.align_with_manifest(tom.read_tom_corpus(root / tom.CORPUS_RELPATH), tom_rows)
         self.sds_context = ""
         self._image_problems: dict[str, str | None] = {}  # each distinct file is decoded once
-        self._decoded = self._decode_in_advance(rows, jobs)
-
-    def _decode_in_advance(self, rows: list[ManifestRow], jobs: int) -> dict[str, Verdict]:
-        """The decode verdict of every picture a row may show (an option's, its prompt's), taken on `jobs` cores."""
-        shown: dict[str, None] = {}
-        for row in rows:
-            for key in (*row.options(), row.get("prompt_image")):
-                rel = self.visuals.find(row.task, key) if key else None
-                if rel:
-                    shown[rel] = None
-        return dict(zip(shown, decode_all([self.visuals.absolute(rel) for rel in shown], jobs), strict=True))
+        shown = shown_pictures(self.visuals, rows)  # decoded in advance, on `jobs` cores
+        self._decoded = dict(zip(shown, decode_all([self.visuals.absolute(rel) for rel in shown], jobs), strict=True))
 
     def problem(self, row: ManifestRow, kind: str, message: str) -> None:
         self.log.add(Problem(layout.MANIFEST_FILE, kind, f"{row.item_uid}: {message}", row=row.row,
