@@ -53,8 +53,9 @@ def command_modules(command: str | None = None) -> list[ModuleType]:
 
 
 def named_command(argv: Sequence[str]) -> str | None:
-    """The command `argv` names: its first word that is not an option (the top level has no option values)."""
-    return next((arg for arg in argv if not arg.startswith("-")), None)
+    """The command `argv` starts with; None when it starts with a top-level option (`--help`, `--version`: both
+    exit before any command runs, the help listing every command)."""
+    return argv[0] if argv and not argv[0].startswith("-") else None
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from data_helpers import write_release
+
+from levante_tasks.cli import COMMANDS, main
 
 HEAVY = ("torch", "transformers", "lmms_eval", "inspect_ai", "evaluate", "datasets", "scipy", "matplotlib")
 OTHER_COMMANDS = ("levante_tasks.compare", "levante_tasks.summary", "levante_tasks.matrix", "levante_tasks.lmms",
@@ -47,3 +50,10 @@ def test_prepare_loads_only_the_data_layer(tmp_path: Path) -> None:
     assert "levante_tasks.data.prepare" in modules and (tmp_path / "data/2026-01-01/datasets/build.json").is_file()
     assert found(modules, (*HEAVY, *OTHER_COMMANDS)) == []
     assert "requests" not in modules  # a local release needs no HTTP client
+
+
+def test_help_before_a_command_lists_every_command(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help", "prepare"])
+    listed = capsys.readouterr().out
+    assert all(f"    {name}" in listed for name in COMMANDS), listed
