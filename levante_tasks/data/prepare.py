@@ -240,7 +240,8 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
         files = plan.files
         if plan.changed:
             with _step(version_root, "fetching release files"):
-                downloads, fetched = fetch_files(source, version, version_root, plan.fetch, progress)
+                downloads = fetch_files(source, version, version_root, plan.fetch, progress)
+                fetched = len(downloads.sha256)
             with _step(version_root, "staging the release"):
                 staged_release, files = stage_release(release, plan, downloads, listing)
         build = locked.get("build") or {}

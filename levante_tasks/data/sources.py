@@ -146,8 +146,9 @@ class LocalSource:
         except OSError as exc:
             raise self._read_error(version, relpath, exc) from exc
 
-    def copy(self, version: str, relpath: str, dest: Path, on_bytes: Callable[[int], None]) -> None:
-        """Copy one release file to `dest`; read failures name the release file, write failures stay OSError."""
+    def copy(self, version: str, relpath: str, dest: Path, on_chunk: Callable[[bytes], None]) -> None:
+        """Copy one release file to `dest`, showing `on_chunk` each chunk written; read failures name the release
+        file, write failures stay OSError."""
         try:
             src = open(self.base / version / relpath, "rb")  # closed by the `with` below
         except OSError as exc:
@@ -161,7 +162,7 @@ class LocalSource:
                 if not chunk:
                     break
                 out.write(chunk)
-                on_bytes(len(chunk))
+                on_chunk(chunk)
 
 
 class HttpSource:
@@ -235,14 +236,14 @@ class HttpSource:
             raise LevanteError(f"{self.url}/{version}: no files listed for this version")
         return sorted(files, key=lambda f: f.relpath)
 
-    def copy(self, version: str, relpath: str, dest: Path, on_bytes: Callable[[int], None]) -> None:
+    def copy(self, version: str, relpath: str, dest: Path, on_chunk: Callable[[bytes], None]) -> None:
         url = f"{self.bucket_url}/{quote(self._key(version, relpath))}"
         with self.session.get(url, stream=True, timeout=TIMEOUT_SECONDS) as response:
             response.raise_for_status()
             with open(dest, "wb") as out:
                 for chunk in response.iter_content(_CHUNK):
                     out.write(chunk)
-                    on_bytes(len(chunk))
+                    on_chunk(chunk)
 
 
 def _children(element: ET.Element, local_name: str) -> list[ET.Element]:
@@ -320,21 +321,24 @@ def _transient(source: LocalSource | HttpSource) -> tuple[type[Exception], ...]:
 
 
 def copy_file_with_retries(source: LocalSource | HttpSource, version: str, remote: RemoteFile, dest: Path,
-                           on_bytes: Callable[[int], None]) -> None:
+                           on_bytes: Callable[[int], None]) -> str:
     """Copy one file to `dest` (a temp path), retrying transient failures; a short file counts as a failure.
+    Returns the sha256 of the bytes written (hashed as they are written: the copy is not read again).
 
     Only network errors and short reads are retried: a local read error (LevanteError) or a failed write
     (OSError: disk full, read-only) will not go away by trying again.
     """
     transient = _transient(source)
 
-    def attempt() -> None:
+    def attempt() -> str:
         written = 0
+        digest = hashlib.sha256()
 
-        def count(n: int) -> None:
+        def count(chunk: bytes) -> None:
             nonlocal written
-            written += n
-            on_bytes(n)
+            written += len(chunk)
+            digest.update(chunk)
+            on_bytes(len(chunk))
 
         try:
             source.copy(version, remote.relpath, dest, count)
@@ -343,8 +347,9 @@ def copy_file_with_retries(source: LocalSource | HttpSource, version: str, remot
         except transient:
             on_bytes(-written)
             raise
+        return digest.hexdigest()
 
     try:
-        _retrying(*transient)(attempt)
+        return _retrying(*transient)(attempt)
     except transient as exc:
         raise LevanteError(f"{remote.relpath}: download failed after {RETRIES} attempts ({exc})") from exc
