@@ -3,6 +3,7 @@ in the same order; a kill -9 leaves no worker behind (a forked worker shares pre
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -81,17 +82,21 @@ def test_bad_pictures_give_the_same_error_lines_on_two_processes(tmp_path, capsy
 
 def test_decode_all_keeps_the_order_and_spreads_over_the_processes(tmp_path, monkeypatch):
     paths = [tmp_path / f"p{i:03d}.png" for i in range(4 * decoding.PICTURES_PER_WORKER)]
-    monkeypatch.setattr(decoding, "decode_problem", lambda path: f"{path.name} {os.getpid()}")  # forked: inherited
+    for path in paths:
+        path.write_bytes(path.name.encode())
+    monkeypatch.setattr(decoding, "decode_problem", lambda data: f"{data.decode()} {os.getpid()}")  # forked: inherited
     for jobs, expected_pids in ((1, 1), (2, 2)):
         verdicts = decoding.decode_all(paths, jobs)
-        assert [why.split()[0] for why, _ in verdicts] == [path.name for path in paths]
-        pids = {int(why.split()[1]) for why, _ in verdicts}
+        assert [v.why.split()[0] for v in verdicts] == [path.name for path in paths]
+        assert [v.sha256 for v in verdicts] == [hashlib.sha256(path.read_bytes()).hexdigest() for path in paths]
+        pids = {int(v.why.split()[1]) for v in verdicts}
         assert len(pids) == expected_pids and (os.getpid() in pids) == (jobs == 1)
 
 
 def test_a_picture_that_cannot_be_opened_is_reported_as_its_error(tmp_path):
     verdicts = decoding.decode_all([tmp_path / "missing.png"] * (2 * decoding.PICTURES_PER_WORKER), 2)
-    assert all(why is None and isinstance(error, FileNotFoundError) for why, error in verdicts)
+    assert all(why is None and isinstance(error, FileNotFoundError) and sha256 is None
+               for why, error, sha256 in verdicts)
 
 
 def _children(pid: int) -> set[int]:

@@ -438,13 +438,13 @@ def test_the_manifest_counter_drops_the_number_lines_prepare_drops(tmp_path):
 def test_real_sample_images_are_decoded_once_each(sample_base, tmp_path, monkeypatch):
     """Every vocab picture of the real sample is decoded, each distinct file once (pictures recur as distractors)."""
     decoded: Counter = Counter()
-    decode = decoding.decode_problem
+    read_and_decode = decoding.verdict
 
     def counting(path):
         decoded["release/" + path.relative_to(sample_base / "2026-03-24").as_posix()] += 1
-        return decode(path)
+        return read_and_decode(path)
 
-    monkeypatch.setattr(decoding, "decode_problem", counting)  # jobs=1: decoded in this process
+    monkeypatch.setattr(decoding, "verdict", counting)  # jobs=1: decoded in this process
     staging = tmp_path / "staging"
     summaries = stage_datasets(sample_base / "2026-03-24", "2026-03-24", False, "key", staging,
                                allow_empty_tasks=True)

@@ -1,13 +1,15 @@
 """Decode many pictures on several cores: one verdict per file, in the order asked, the same as one core's.
 
-A verdict is (why the picture does not decode or None, the OSError that kept it from being opened or None).
-Workers only read: they write nothing, so a killed run leaves no output of theirs. On Linux they are forked (no
+A verdict is (why the picture does not decode or None, the OSError that kept it from being read or None, the sha256
+of the bytes read and decoded or None): each file is read once, and its hash comes from the bytes decoded. Workers
+only read: they write nothing, so a killed run leaves no output of theirs. On Linux they are forked (no
 interpreter start-up) and die with the process that started them (a forked worker shares the parent's open
 files, `prepare`'s lock included: an orphan would hold it); elsewhere they start fresh (`spawn`), sharing nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 import signal
@@ -16,11 +18,20 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import NamedTuple
 
 from levante_tasks.data.visuals import decode_problem
 from levante_tasks.errors import LevanteError
 
-Verdict = tuple[str | None, OSError | None]
+
+class Verdict(NamedTuple):
+    """Whether one picture decodes: why not (None: it does), the error that kept it from being read, its sha256."""
+
+    why: str | None
+    error: OSError | None
+    sha256: str | None
+
+
 PICTURES_PER_WORKER = 32  # below this many pictures per core, starting a worker costs more than it saves
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -33,12 +44,12 @@ def available_cores() -> int:
 
 
 def verdict(path: str | os.PathLike[str]) -> Verdict:
-    """Decode one picture fully: (None, None) when it decodes, (why, None) when not, (None, error) when it
-    cannot be opened."""
+    """Read one picture once, hash and fully decode those bytes; the error instead when it cannot be read."""
     try:
-        return decode_problem(Path(path)), None
+        data = Path(path).read_bytes()
     except OSError as exc:
-        return None, exc
+        return Verdict(None, exc, None)
+    return Verdict(decode_problem(data), None, hashlib.sha256(data).hexdigest())
 
 
 def _start_worker(parent: int) -> None:

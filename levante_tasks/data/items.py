@@ -55,6 +55,7 @@ class ReleaseItems:
     generated: dict[str, tuple[float, float, float | None]] = field(default_factory=dict)
     exact_duplicates: int = 0
     rows_by_task: Counter = field(default_factory=Counter)  # manifest rows per task (exact duplicates once)
+    picture_sha256: dict[str, str] = field(default_factory=dict)  # each decoded picture's hash, from the bytes decoded
 
 
 def _float(text: str) -> float | None:
@@ -185,8 +186,10 @@ class _Builder:
         """Whether the image file decodes fully; records an item problem (or a file problem) when not."""
         shown = rel.removeprefix(f"{layout.RELEASE_DIR}/")
         if rel not in self._image_problems:
-            why, error = self._verdict(rel)
+            why, error, sha256 = self._verdict(rel)
             self._image_problems[rel] = why if error is None else _CANNOT_OPEN
+            if sha256 is not None:
+                self.result.picture_sha256[rel] = sha256
             if error is not None:  # the file cannot be opened: a file-level problem, fatal in every mode
                 self.log.add(Problem(shown, "unreadable_file", problem_text(error)))
         why = self._image_problems[rel]

@@ -5,6 +5,7 @@ A folder that cannot be listed is recorded (`unreadable`), never mistaken for on
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from pathlib import Path
@@ -81,14 +82,11 @@ class VisualIndex:
         return len(set(self._by_task.get(task, {}).values()))
 
 
-def decode_problem(path: Path) -> str | None:
-    """None when the image file at `path` decodes fully, else why not (`verify()` alone skips the pixel data).
-
-    Opening the file is not decoding it: an OSError from `open` (permission denied...) propagates.
-    """
-    with open(path, "rb") as handle, strict_decoding():
+def decode_problem(data: bytes) -> str | None:
+    """None when the bytes of an image file decode fully, else why not (`verify()` alone skips the pixel data)."""
+    with strict_decoding():
         try:
-            with Image.open(handle) as image:
+            with Image.open(io.BytesIO(data)) as image:
                 image.load()
         except UnidentifiedImageError:
             return "not an image format Pillow can read"
