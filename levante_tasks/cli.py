@@ -1,27 +1,35 @@
-"""`levante-tasks` command line: the top-level help and the subcommands, registered in pipeline order."""
+"""`levante-tasks` command line: the top-level help and the subcommands, registered in pipeline order.
+
+A run imports only the module of the command it names (`levante-tasks prepare` never loads compare's or the
+harnesses' libraries); `--help`, a missing or an unknown command imports them all to list them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from levante_tasks import __version__, demo
-from levante_tasks.compare import cli as compare_cli
-from levante_tasks.data import cli as prepare_cli
-from levante_tasks.data import standins
+from levante_tasks import __version__
 from levante_tasks.errors import LevanteError, describe_os_error
-from levante_tasks.l0 import cli as l0_cli
-from levante_tasks.lmms.patcher import cli as patcher_cli
-from levante_tasks.matrix import cli as matrix_cli
-from levante_tasks.summary import cli as summary_cli
-from levante_tasks.summary import rescore
-from levante_tasks.synth import cli as synth_cli
 
-# Each module's `register(subparsers)` adds its subcommands; the help lists them in this order.
-COMMAND_MODULES = (demo, synth_cli, prepare_cli, standins, patcher_cli, matrix_cli, summary_cli, rescore,
-                   compare_cli, l0_cli)
+# Each command and the module whose `register(subparsers)` adds it; the help lists them in this order.
+COMMANDS = {
+    "demo": "levante_tasks.demo",
+    "synth": "levante_tasks.synth.cli",
+    "prepare": "levante_tasks.data.cli",
+    "standins": "levante_tasks.data.standins",
+    "lmms-eval": "levante_tasks.lmms.patcher.cli",
+    "matrix": "levante_tasks.matrix.cli",
+    "summarize": "levante_tasks.summary.cli",
+    "verify": "levante_tasks.summary.cli",
+    "rescore": "levante_tasks.summary.rescore",
+    "compare": "levante_tasks.compare.cli",
+    "l0": "levante_tasks.l0.cli",
+}
 
 DESCRIPTION = """\
 Evaluate vision-language models on the LEVANTE developmental tasks with lmms-eval or
@@ -38,13 +46,25 @@ inspect_ai (`inspect eval levante_tasks/levante_trog ...`).
 Manual: README.md and docs/ in the levante-tasks source."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every command module's subcommands."""
+def command_modules(command: str | None = None) -> list[ModuleType]:
+    """The module that registers `command`, or (None or unknown) every command module, in help order."""
+    names = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    return [importlib.import_module(name) for name in names]
+
+
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command `argv` starts with; None when it starts with a top-level option (`--help`, `--version`: both
+    exit before any command runs, the help listing every command)."""
+    return argv[0] if argv and not argv[0].startswith("-") else None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser with `command`'s subcommands, or (None) every command module's."""
     parser = argparse.ArgumentParser(prog="levante-tasks", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"levante-tasks {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
-    for module in COMMAND_MODULES:
+    for module in command_modules(command):
         module.register(subparsers)
     return parser
 
@@ -62,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     The one error path: LevanteError (bad input, named by the code that read it), and OSError from any file
     operation (disk full, read-only, permission denied, not a directory), which names its file.
     """
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(named_command(argv)).parse_args(argv)
     try:
         status = args.func(args)
     except LevanteError as exc:

@@ -28,7 +28,19 @@ def _one_line_helps(parser: argparse.ArgumentParser) -> dict[str, str]:
 def test_every_module_with_a_register_function_is_a_command_module() -> None:
     defining = {".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
                 for path in PACKAGE.rglob("*.py") if re.search(r"^def register\(subparsers", path.read_text(), re.M)}
-    assert defining == {module.__name__ for module in cli.COMMAND_MODULES}
+    assert defining == set(cli.COMMANDS.values())
+
+
+def test_each_command_is_registered_by_the_module_the_table_names() -> None:
+    """`levante-tasks CMD` imports only COMMANDS[CMD]: that module must be the one adding CMD."""
+    for module in cli.command_modules():
+        parser = argparse.ArgumentParser()
+        module.register(parser.add_subparsers())
+        assert {name: cli.COMMANDS.get(name) for name in _subcommands(parser)} == \
+            dict.fromkeys(_subcommands(parser), module.__name__)
+    for name in cli.COMMANDS:
+        assert list(_subcommands(cli.build_parser(name))) == [n for n, m in cli.COMMANDS.items()
+                                                              if m == cli.COMMANDS[name]]
 
 
 def test_top_level_help_lists_every_registered_command_with_its_line_in_pipeline_order() -> None:
@@ -48,7 +60,7 @@ def test_top_level_help_lists_every_registered_command_with_its_line_in_pipeline
 def test_help_texts_are_for_users_not_module_docstrings() -> None:
     parser = cli.build_parser()
     assert parser.description == cli.DESCRIPTION and cli.__doc__ not in parser.format_help()
-    docstrings = {module.__doc__.strip() for module in cli.COMMAND_MODULES if module.__doc__}
+    docstrings = {module.__doc__.strip() for module in cli.command_modules() if module.__doc__}
     for name, sub in _subcommands(parser).items():
         assert sub.description, f"levante-tasks {name} --help has no description"
         assert sub.description.strip() not in docstrings, f"levante-tasks {name} --help shows its module docstring"

@@ -189,11 +189,11 @@ def test_interrupt_mid_file_leaves_no_partial_file(tmp_path, monkeypatch):
     write_release(tmp_path / "rel")
     real_copy = sources.LocalSource.copy
 
-    def copy_then_interrupt(self, version, relpath, dest, on_bytes):
+    def copy_then_interrupt(self, version, relpath, dest, on_chunk):
         if relpath.endswith("dog.png"):
             dest.write_bytes(b"half")
             raise KeyboardInterrupt
-        return real_copy(self, version, relpath, dest, on_bytes)
+        return real_copy(self, version, relpath, dest, on_chunk)
 
     monkeypatch.setattr(sources.LocalSource, "copy", copy_then_interrupt)
     with pytest.raises(KeyboardInterrupt):

@@ -27,11 +27,11 @@ from PIL import Image, ImageFile
 
 from levante_tasks.atomic import clean_stale
 from levante_tasks.cli import main
+from levante_tasks.data import decoding
 from levante_tasks.data.build import stage_datasets
 from levante_tasks.data.items import count_manifest_items
 from levante_tasks.data.manifest import MANIFEST_COLUMNS
 from levante_tasks.data.tom import CORPUS_COLUMNS, CORPUS_RELPATH
-from levante_tasks.data.visuals import VisualIndex
 from levante_tasks.errors import LevanteError
 
 VERSION = "2026-01-01"
@@ -438,13 +438,13 @@ def test_the_manifest_counter_drops_the_number_lines_prepare_drops(tmp_path):
 def test_real_sample_images_are_decoded_once_each(sample_base, tmp_path, monkeypatch):
     """Every vocab picture of the real sample is decoded, each distinct file once (pictures recur as distractors)."""
     decoded: Counter = Counter()
-    decode = VisualIndex.decode_problem
+    read_and_decode = decoding.verdict
 
-    def counting(self, rel):
-        decoded[rel] += 1
-        return decode(self, rel)
+    def counting(path):
+        decoded["release/" + path.relative_to(sample_base / "2026-03-24").as_posix()] += 1
+        return read_and_decode(path)
 
-    monkeypatch.setattr(VisualIndex, "decode_problem", counting)
+    monkeypatch.setattr(decoding, "verdict", counting)  # jobs=1: decoded in this process
     staging = tmp_path / "staging"
     summaries = stage_datasets(sample_base / "2026-03-24", "2026-03-24", False, "key", staging,
                                allow_empty_tasks=True)

@@ -78,7 +78,7 @@ def _json_safe(value: Any) -> Any:
 def dataset_fingerprint(items: list[dict[str, Any]], resolve: Callable[[str], Path],
                         cache: dict[str, str] | None = None) -> str:
     """sha256 over each item row (key-sorted JSON, in order) and the bytes of every image it references (`cache`:
-    image hashes already taken, shared by the datasets of one build)."""
+    image hashes already taken from the bytes read in this build, shared by its datasets)."""
     digest = hashlib.sha256()
     cache = {} if cache is None else cache
     for item in items:
@@ -167,15 +167,17 @@ def _stage_locales(result: ReleaseItems, accounts: dict[str, dict[str, int]], re
 
 
 def stage_datasets(release_root: Path, version: str, strict: bool, build_key: str, staging: Path,
-                   allow_empty_tasks: bool = False, locales: LocaleRequest | None = None) -> list[TaskSummary]:
+                   allow_empty_tasks: bool = False, locales: LocaleRequest | None = None,
+                   jobs: int = 1) -> list[TaskSummary]:
     """Validate the release at `release_root` and write `datasets/` and `generated/` under `staging` only (with
-    `locales`, also `datasets/locales/<code>/` and build.json's `locales`).
+    `locales`, also `datasets/locales/<code>/` and build.json's `locales`); pictures are decoded on up to `jobs`
+    processes (the same bytes for every `jobs`).
 
     Image references stay `release/...` (relative to the version dir). Raises ValidationError/LevanteError
     before anything is written when the release is not usable.
     """
     log = ProblemLog()
-    result = read_release_items(release_root, log)
+    result = read_release_items(release_root, log, jobs)
     if log.file_problems():
         raise ValidationError(log.file_problems(), "fix the release files named above")
     if strict and log.item_problems():
@@ -192,7 +194,7 @@ def stage_datasets(release_root: Path, version: str, strict: bool, build_key: st
     _check_nothing_emptied(result, accounts, allow_empty_tasks)
     (staging / layout.GENERATED_DIR).mkdir(parents=True, exist_ok=True)
     _draw_generated(result, staging)
-    image_hashes: dict[str, str] = {}
+    image_hashes = dict(result.picture_sha256)  # each picture hashed from the bytes it was decoded from
     synthetic = (release_root / SYNTHETIC_RELEASE_MARKER).is_file()
     summaries: list[TaskSummary] = []
     for task in tasks:

@@ -40,8 +40,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--locales", default=None, metavar="CODES",
                         help="only these translated locales, comma-separated (e.g. de,es-CO; default: every locale "
                              "the table translates at least one item into)")
+    parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                        help="decode the pictures on N processes (default: every core this process may use); the "
+                             "output is the same for every N")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return int(text)
 
 
 def _task_lines(tasks: list[TaskSummary]) -> list[str]:
@@ -67,6 +77,6 @@ def run(args: argparse.Namespace) -> int:
     locales = [code.strip() for code in args.locales.split(",") if code.strip()] if args.locales else None
     result = prepare(args.release, args.version, args.data_dir, args.strict, progress=not args.quiet,
                      verify=args.verify, allow_empty_tasks=args.allow_empty_tasks, translations=args.translations,
-                     locales=locales)
+                     locales=locales, jobs=args.jobs)
     print(format_result(result))
     return 0

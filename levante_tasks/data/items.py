@@ -21,6 +21,7 @@ from typing import Any
 
 from levante_tasks.core import prompts
 from levante_tasks.data import numberline, tom
+from levante_tasks.data.decoding import Verdict, decode_all, verdict
 from levante_tasks.data.manifest import ManifestRow, load_manifest
 from levante_tasks.data.problems import Problem, ProblemLog
 from levante_tasks.data.rules import ItemRules
@@ -54,6 +55,7 @@ class ReleaseItems:
     generated: dict[str, tuple[float, float, float | None]] = field(default_factory=dict)
     exact_duplicates: int = 0
     rows_by_task: Counter = field(default_factory=Counter)  # manifest rows per task (exact duplicates once)
+    picture_sha256: dict[str, str] = field(default_factory=dict)  # each decoded picture's hash, from the bytes decoded
 
 
 def _float(text: str) -> float | None:
@@ -136,10 +138,22 @@ def _base_item(row: ManifestRow) -> dict[str, Any]:
                    prompt_phrase=row.get("prompt_phrase"), manifest_row=row.row).as_dict()
 
 
+def shown_pictures(visuals: VisualIndex, rows: list[ManifestRow]) -> list[str]:
+    """Every picture the rows may show (an option's, a prompt's), once each, in the order the rows name them: the
+    pictures a build decodes."""
+    shown: dict[str, None] = {}
+    for row in rows:
+        for key in (*row.options(), row.get("prompt_image")):
+            rel = visuals.find(row.task, key) if key else None
+            if rel:
+                shown[rel] = None
+    return list(shown)
+
+
 class _Builder:
     """Holds the release-wide context (visual index, ToM pairing, problem log) while rows are converted."""
 
-    def __init__(self, root: Path, rows: list[ManifestRow], log: ProblemLog, result: ReleaseItems) -> None:
+    def __init__(self, root: Path, rows: list[ManifestRow], log: ProblemLog, result: ReleaseItems, jobs: int) -> None:
         self.root, self.log, self.result = root, log, result
         self.visuals = VisualIndex(root)
         for folder, why in self.visuals.unreadable:
@@ -150,6 +164,8 @@ class _Builder:
             self.tom_pairs = tom.align_with_manifest(tom.read_tom_corpus(root / tom.CORPUS_RELPATH), tom_rows)
         self.sds_context = ""
         self._image_problems: dict[str, str | None] = {}  # each distinct file is decoded once
+        shown = shown_pictures(self.visuals, rows)  # decoded in advance, on `jobs` cores
+        self._decoded = dict(zip(shown, decode_all([self.visuals.absolute(rel) for rel in shown], jobs), strict=True))
 
     def problem(self, row: ManifestRow, kind: str, message: str) -> None:
         self.log.add(Problem(layout.MANIFEST_FILE, kind, f"{row.item_uid}: {message}", row=row.row,
@@ -170,15 +186,20 @@ class _Builder:
         """Whether the image file decodes fully; records an item problem (or a file problem) when not."""
         shown = rel.removeprefix(f"{layout.RELEASE_DIR}/")
         if rel not in self._image_problems:
-            try:
-                self._image_problems[rel] = self.visuals.decode_problem(rel)
-            except OSError as exc:  # the file cannot be opened: a file-level problem, fatal in every mode
-                self._image_problems[rel] = _CANNOT_OPEN
-                self.log.add(Problem(shown, "unreadable_file", problem_text(exc)))
+            why, error, sha256 = self._verdict(rel)
+            self._image_problems[rel] = why if error is None else _CANNOT_OPEN
+            if sha256 is not None:
+                self.result.picture_sha256[rel] = sha256
+            if error is not None:  # the file cannot be opened: a file-level problem, fatal in every mode
+                self.log.add(Problem(shown, "unreadable_file", problem_text(error)))
         why = self._image_problems[rel]
         if why is not None and why != _CANNOT_OPEN:
             self.problem(row, "image_unreadable", f"{role} image {shown} is unreadable ({why})")
         return why is None
+
+    def _verdict(self, rel: str) -> Verdict:
+        """The decode verdict of `rel`: taken in advance (every picture a row may show), else decoded now."""
+        return self._decoded.pop(rel) if rel in self._decoded else verdict(self.visuals.absolute(rel))
 
     def convert(self, row: ManifestRow) -> dict[str, Any] | None:
         """One manifest row -> item dict, or None (excluded or problem, already recorded)."""
@@ -296,13 +317,16 @@ def _number_repeated_uids(items: list[dict[str, Any]]) -> None:
             item["item_uid"] = f"{uid}__{seen[uid]}"
 
 
-def read_release_items(release_root: Path, log: ProblemLog) -> ReleaseItems:
-    """Read a release folder into items per task; problems go to `log` (rows with problems yield no item)."""
+def read_release_items(release_root: Path, log: ProblemLog, jobs: int = 1) -> ReleaseItems:
+    """Read a release folder into items per task; problems go to `log` (rows with problems yield no item).
+
+    The pictures the rows may show are decoded first, on up to `jobs` processes (data.decoding); the items and
+    the problems are the same for every `jobs`."""
     result = ReleaseItems()
     manifest = load_manifest(release_root / layout.MANIFEST_FILE, log)
     result.exact_duplicates, result.rows_by_task = manifest.exact_duplicates, manifest.rows_by_task
     rows = _drop_conflicting_duplicates(manifest.rows, log)
-    builder = _Builder(release_root, rows, log, result)
+    builder = _Builder(release_root, rows, log, result, jobs)
     for row in rows:
         item = builder.convert(row)
         if item is not None:

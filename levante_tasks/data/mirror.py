@@ -151,30 +151,37 @@ def _cache_name(remote: RemoteFile) -> str:
     return hashlib.sha256(f"{remote.relpath}\0{remote.size}\0{remote.stamp}".encode()).hexdigest()[:40]
 
 
-def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Path, todo: list[RemoteFile],
-                progress: bool) -> tuple[dict[str, Path], int]:
-    """Download `todo` into `<version_root>/.fetch/`, reusing complete files an interrupted run left there.
+@dataclass
+class Fetched:
+    """The files `fetch_files` brought into `.fetch/` (relpath -> file), and the sha256 of those it copied in this
+    run, hashed from the bytes as they were written (a file an interrupted run left is hashed when staged)."""
 
-    Returns (relpath -> fetched file, number of files actually downloaded).
-    """
+    paths: dict[str, Path]
+    sha256: dict[str, str]
+
+
+def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Path, todo: list[RemoteFile],
+                progress: bool) -> Fetched:
+    """Download `todo` into `<version_root>/.fetch/`, reusing complete files an interrupted run left there."""
     cache = version_root / FETCH_DIR
-    fetched: dict[str, Path] = {}
+    fetched = Fetched({}, {})
     missing = []
     for remote in todo:
         path = cache / _cache_name(remote)
-        fetched[remote.relpath] = path
+        fetched.paths[remote.relpath] = path
         if not (path.is_file() and path.stat().st_size == remote.size):
             missing.append(remote)
     with tqdm(total=sum(f.size for f in missing), unit="B", unit_scale=True, desc=f"fetch {version}",
               disable=True if not progress or not missing else None, leave=False) as bar:  # None: off unless a tty
         for remote in missing:
-            with atomic_path(fetched[remote.relpath]) as tmp:
-                copy_file_with_retries(source, version, remote, tmp, bar.update)
-    return fetched, len(missing)
+            with atomic_path(fetched.paths[remote.relpath]) as tmp:
+                fetched.sha256[remote.relpath] = copy_file_with_retries(source, version, remote, tmp, bar.update)
+    return fetched
 
 
-def _link_or_copy(src: Path, dest: Path) -> None:
-    """Hard-link `src` at `dest` (no bytes copied); copy with times kept where the file system has no links."""
+def _link_or_copy(src: Path, dest: Path) -> bool:
+    """Hard-link `src` at `dest` (no bytes copied: True); copy with times kept where the file system has no links
+    (False)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.link(src, dest)
@@ -182,13 +189,16 @@ def _link_or_copy(src: Path, dest: Path) -> None:
         if exc.errno not in _NO_LINK:
             raise
         shutil.copy2(src, dest)
+        return False
+    return True
 
 
-def stage_release(release: Path, plan: MirrorPlan, fetched: dict[str, Path], listing: Iterable[RemoteFile]
+def stage_release(release: Path, plan: MirrorPlan, fetched: Fetched, listing: Iterable[RemoteFile]
                   ) -> tuple[Path, dict[str, dict[str, Any]]]:
     """Assemble the new mirror in a staging folder next to `release`; return it with its lock entries.
 
-    Kept files are hard links to the current mirror, so the old tree stays whole until the caller swaps.
+    Kept files are hard links to the current mirror, so the old tree stays whole until the caller swaps. A file
+    linked in from a copy of this run keeps the hash of the bytes written; any other fetched file is hashed here.
     """
     staging = make_staging_dir(release)
     files: dict[str, dict[str, Any]] = {}
@@ -197,10 +207,11 @@ def stage_release(release: Path, plan: MirrorPlan, fetched: dict[str, Path], lis
         for rel, entry in plan.files.items():
             _link_or_copy(release / rel, staging / rel)
             files[rel] = {**entry, **file_entry(staging / rel, entry["sha256"])}
-        for rel, path in fetched.items():
-            _link_or_copy(path, staging / rel)
+        for rel, path in fetched.paths.items():
+            linked = _link_or_copy(path, staging / rel)
             stamp = stamps.get(rel)
-            files[rel] = {**file_entry(staging / rel, sha256_file(staging / rel)),
+            sha256 = (linked and fetched.sha256.get(rel)) or sha256_file(staging / rel)
+            files[rel] = {**file_entry(staging / rel, sha256),
                           **({"source_stamp": stamp} if stamp else {})}
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -29,6 +29,7 @@ from typing import Any
 from levante_tasks import folder_lock
 from levante_tasks.atomic import atomic_path, clean_stale, make_staging_dir, swap_dir, write_json, write_text
 from levante_tasks.data.build import BUILDER_VERSION, LocaleRequest, TaskSummary, stage_datasets
+from levante_tasks.data.decoding import available_cores
 from levante_tasks.data.localize import LOCALIZER_VERSION
 from levante_tasks.data.mirror import (
     FETCH_DIR,
@@ -224,7 +225,7 @@ def _commit(version_root: Path, data_root: Path, version: str, staged_release: P
 
 def _prepare_locked(source: LocalSource | HttpSource | None, version: str, version_root: Path, data_root: Path,
                     strict: bool, progress: bool, verify: bool, allow_empty_tasks: bool, translations: str | None,
-                    chosen: tuple[Locale, ...] | None) -> PrepareResult:
+                    chosen: tuple[Locale, ...] | None, jobs: int) -> PrepareResult:
     release = version_root / layout.RELEASE_DIR
     with _step(version_root, "checking the local mirror"):
         locked = read_lock(version_root / layout.RELEASE_LOCK_FILE)
@@ -239,7 +240,8 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
         files = plan.files
         if plan.changed:
             with _step(version_root, "fetching release files"):
-                downloads, fetched = fetch_files(source, version, version_root, plan.fetch, progress)
+                downloads = fetch_files(source, version, version_root, plan.fetch, progress)
+                fetched = len(downloads.sha256)
             with _step(version_root, "staging the release"):
                 staged_release, files = stage_release(release, plan, downloads, listing)
         build = locked.get("build") or {}
@@ -252,7 +254,7 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
             with _step(version_root, "building the datasets"):
                 staged_build = make_staging_dir(version_root / layout.DATASETS_DIR)
                 tasks = stage_datasets(staged_release or release, version, strict, key, staged_build,
-                                       allow_empty_tasks=allow_empty_tasks, locales=locales)
+                                       allow_empty_tasks=allow_empty_tasks, locales=locales, jobs=jobs)
                 if table_file is not None:  # kept with the locales it built, so a prepare without it rebuilds them
                     copy = staged_build / layout.DATASETS_DIR / layout.LOCALES_DIR / layout.KEPT_TRANSLATIONS_FILE
                     copy.parent.mkdir(parents=True, exist_ok=True)
@@ -290,13 +292,14 @@ def _open(release: str, version: str | None, data_dir: str | None) -> tuple[Loca
 
 def prepare(release: str, version: str | None, data_dir: str | None, strict: bool, progress: bool = True,
             verify: bool = False, allow_empty_tasks: bool = False, translations: str | None = None,
-            locales: Sequence[str] | None = None) -> PrepareResult:
+            locales: Sequence[str] | None = None, jobs: int | None = None) -> PrepareResult:
     """Mirror, validate and build; returns what was done. Raises LevanteError with one line per problem.
 
     `verify` re-hashes every mirror file, dataset file (and local source file) instead of trusting
     size + mtime; `allow_empty_tasks` lets a lenient build keep a task whose items were all dropped.
     `translations`: a translation table file (default: the release's own, if it has one); `locales`: the
-    translated locales to build (default: every one the table translates at least one item into).
+    translated locales to build (default: every one the table translates at least one item into). `jobs`: how
+    many processes decode the pictures (default: every core this process may use); the output is the same.
     """
     chosen = _requested_locales(locales)
     source, resolved = _open(release, version, data_dir)
@@ -306,5 +309,5 @@ def prepare(release: str, version: str | None, data_dir: str | None, strict: boo
         with _step(version_root, "removing leftovers of an interrupted run"):
             _tidy(version_root, data_root)
         return _prepare_locked(source, resolved, version_root, data_root, strict, progress, verify, allow_empty_tasks,
-                               translations, chosen)
+                               translations, chosen, jobs or available_cores())
 

@@ -17,13 +17,15 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
-
-import requests
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.schema import layout
+
+if TYPE_CHECKING:  # imported where a bucket is used: a local release never needs them (~0.2 s of start-up)
+    import requests
+    from tenacity import Retrying
 
 DATED_VERSION = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 RETRIES = 3
@@ -144,8 +146,9 @@ class LocalSource:
         except OSError as exc:
             raise self._read_error(version, relpath, exc) from exc
 
-    def copy(self, version: str, relpath: str, dest: Path, on_bytes: Callable[[int], None]) -> None:
-        """Copy one release file to `dest`; read failures name the release file, write failures stay OSError."""
+    def copy(self, version: str, relpath: str, dest: Path, on_chunk: Callable[[bytes], None]) -> None:
+        """Copy one release file to `dest`, showing `on_chunk` each chunk written; read failures name the release
+        file, write failures stay OSError."""
         try:
             src = open(self.base / version / relpath, "rb")  # closed by the `with` below
         except OSError as exc:
@@ -159,7 +162,7 @@ class LocalSource:
                 if not chunk:
                     break
                 out.write(chunk)
-                on_bytes(len(chunk))
+                on_chunk(chunk)
 
 
 class HttpSource:
@@ -174,6 +177,8 @@ class HttpSource:
         self.label = self.url
         self.bucket_url = f"{parts.scheme}://{parts.netloc}/{segments[0]}"
         self.prefix = "/".join(segments[1:])
+        import requests
+
         self.session = session or requests.Session()
 
     def _key(self, *parts: str) -> str:
@@ -231,14 +236,14 @@ class HttpSource:
             raise LevanteError(f"{self.url}/{version}: no files listed for this version")
         return sorted(files, key=lambda f: f.relpath)
 
-    def copy(self, version: str, relpath: str, dest: Path, on_bytes: Callable[[int], None]) -> None:
+    def copy(self, version: str, relpath: str, dest: Path, on_chunk: Callable[[bytes], None]) -> None:
         url = f"{self.bucket_url}/{quote(self._key(version, relpath))}"
         with self.session.get(url, stream=True, timeout=TIMEOUT_SECONDS) as response:
             response.raise_for_status()
             with open(dest, "wb") as out:
                 for chunk in response.iter_content(_CHUNK):
                     out.write(chunk)
-                    on_bytes(len(chunk))
+                    on_chunk(chunk)
 
 
 def _children(element: ET.Element, local_name: str) -> list[ET.Element]:
@@ -255,6 +260,8 @@ def _find_text(element: ET.Element, local_name: str) -> str | None:
 def _retrying(*transient: type[Exception]) -> Retrying:
     """Up to RETRIES tries while a `transient` exception is raised, BACKOFF_SECONDS * 2**k apart; the last one
     is re-raised (any other exception at once)."""
+    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
     return Retrying(stop=stop_after_attempt(RETRIES), wait=wait_exponential(multiplier=BACKOFF_SECONDS),
                     retry=retry_if_exception_type(transient), reraise=True)
 
@@ -264,6 +271,7 @@ def _with_retries(call: Callable[[], requests.Response], what: str) -> requests.
 
     Running out of retries raises SourceUnreachable (the source may be down); a 4xx is a definite answer.
     """
+    import requests
 
     def attempt() -> requests.Response:
         response = call()
@@ -303,31 +311,45 @@ def resolve_version(source: LocalSource | HttpSource, requested: str | None) -> 
     return dated[-1]
 
 
+def _transient(source: LocalSource | HttpSource) -> tuple[type[Exception], ...]:
+    """The copy failures worth another try: a short read, and from a bucket any network error."""
+    if isinstance(source, LocalSource):
+        return (_ShortRead,)
+    import requests
+
+    return (_ShortRead, requests.RequestException)
+
+
 def copy_file_with_retries(source: LocalSource | HttpSource, version: str, remote: RemoteFile, dest: Path,
-                           on_bytes: Callable[[int], None]) -> None:
+                           on_bytes: Callable[[int], None]) -> str:
     """Copy one file to `dest` (a temp path), retrying transient failures; a short file counts as a failure.
+    Returns the sha256 of the bytes written (hashed as they are written: the copy is not read again).
 
     Only network errors and short reads are retried: a local read error (LevanteError) or a failed write
     (OSError: disk full, read-only) will not go away by trying again.
     """
+    transient = _transient(source)
 
-    def attempt() -> None:
+    def attempt() -> str:
         written = 0
+        digest = hashlib.sha256()
 
-        def count(n: int) -> None:
+        def count(chunk: bytes) -> None:
             nonlocal written
-            written += n
-            on_bytes(n)
+            written += len(chunk)
+            digest.update(chunk)
+            on_bytes(len(chunk))
 
         try:
             source.copy(version, remote.relpath, dest, count)
             if written != remote.size:
                 raise _ShortRead(f"got {written} of {remote.size} bytes")
-        except (_ShortRead, requests.RequestException):
+        except transient:
             on_bytes(-written)
             raise
+        return digest.hexdigest()
 
     try:
-        _retrying(_ShortRead, requests.RequestException)(attempt)
-    except (_ShortRead, requests.RequestException) as exc:
+        return _retrying(*transient)(attempt)
+    except transient as exc:
         raise LevanteError(f"{remote.relpath}: download failed after {RETRIES} attempts ({exc})") from exc

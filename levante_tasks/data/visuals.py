@@ -5,6 +5,7 @@ A folder that cannot be listed is recorded (`unreadable`), never mistaken for on
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from pathlib import Path
@@ -76,21 +77,19 @@ class VisualIndex:
         """The file behind a relative reference returned by `find`."""
         return self._root / Path(rel).relative_to(self._prefix)
 
-    def decode_problem(self, rel: str) -> str | None:
-        """None when the image behind `rel` decodes fully, else why not (`verify()` alone skips the pixel data).
-
-        Opening the file is not decoding it: an OSError from `open` (permission denied...) propagates.
-        """
-        with open(self.absolute(rel), "rb") as handle, strict_decoding():
-            try:
-                with Image.open(handle) as image:
-                    image.load()
-            except UnidentifiedImageError:
-                return "not an image format Pillow can read"
-            except Exception:  # noqa: BLE001 - any decoder failure (OSError, SyntaxError, ...) means unusable
-                return "the image data does not decode"
-        return None
-
     def count(self, task: str) -> int:
         """Number of distinct image files under `visual/<task>/`."""
         return len(set(self._by_task.get(task, {}).values()))
+
+
+def decode_problem(data: bytes) -> str | None:
+    """None when the bytes of an image file decode fully, else why not (`verify()` alone skips the pixel data)."""
+    with strict_decoding():
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                image.load()
+        except UnidentifiedImageError:
+            return "not an image format Pillow can read"
+        except Exception:  # noqa: BLE001 - any decoder failure (OSError, SyntaxError, ...) means unusable
+            return "the image data does not decode"
+    return None

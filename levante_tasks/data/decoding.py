@@ -1,0 +1,83 @@
+"""Decode many pictures on several cores: one verdict per file, in the order asked, the same as one core's.
+
+A verdict is (why the picture does not decode or None, the OSError that kept it from being read or None, the sha256
+of the bytes read and decoded or None): each file is read once, and its hash comes from the bytes decoded. Workers
+only read: they write nothing, so a killed run leaves no output of theirs. On Linux they are forked (no
+interpreter start-up) and die with the process that started them (a forked worker shares the parent's open
+files, `prepare`'s lock included: an orphan would hold it); elsewhere they start fresh (`spawn`), sharing nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import NamedTuple
+
+from levante_tasks.data.visuals import decode_problem
+from levante_tasks.errors import LevanteError
+
+
+class Verdict(NamedTuple):
+    """Whether one picture decodes: why not (None: it does), the error that kept it from being read, its sha256."""
+
+    why: str | None
+    error: OSError | None
+    sha256: str | None
+
+
+PICTURES_PER_WORKER = 32  # below this many pictures per core, starting a worker costs more than it saves
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS reports one, else the machine's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def verdict(path: str | os.PathLike[str]) -> Verdict:
+    """Read one picture once, hash and fully decode those bytes; the error instead when it cannot be read."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        return Verdict(None, exc, None)
+    return Verdict(decode_problem(data), None, hashlib.sha256(data).hexdigest())
+
+
+def _start_worker(parent: int) -> None:
+    """Leave Ctrl-C to the parent, and (Linux) have the kernel end this worker when the parent dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before the line above took effect
+            os._exit(1)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    return multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+
+
+def decode_all(paths: Sequence[str | os.PathLike[str]], jobs: int) -> list[Verdict]:
+    """The verdict of every picture in `paths`, in order, decoded on up to `jobs` processes (here when 1, or when
+    there are too few pictures to share)."""
+    workers = min(jobs, len(paths) // PICTURES_PER_WORKER)
+    if workers <= 1:
+        return [verdict(path) for path in paths]
+    executor = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker,
+                                   initargs=(os.getpid(),))
+    try:
+        return list(executor.map(verdict, paths, chunksize=max(1, len(paths) // (workers * 8))))
+    except BrokenProcessPool as exc:
+        raise LevanteError(f"decoding the pictures: a worker process died ({exc}); rerun with --jobs 1") from exc
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
