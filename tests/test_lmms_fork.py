@@ -8,13 +8,14 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from levante_tasks.schema.task_source import TASKS_DIR
-from levante_tasks.testing.lmms_fork import COMMAND, run_cli
+from levante_tasks.testing.lmms_fork import MODULES, run_cli
 
 CLOCK = ("date", "start_time", "end_time", "total_evaluation_time_seconds")
 ADDRESS = re.compile(r" at 0x[0-9a-f]+>")
@@ -29,8 +30,10 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def both(args: list[str], data: Path, tmp_path: Path) -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
-    """Run `args` as a real `lmms_cli` process and through `run_cli`, each in its own folder (`--output_path out`)."""
+def both(args: list[str], data: Path, tmp_path: Path,
+         entry: str = "lmms_cli") -> dict[str, tuple[subprocess.CompletedProcess[str], Path]]:
+    """Run `python -m MODULES[entry] args` as a real process and through `run_cli`, each in its own folder
+    (`--output_path out`)."""
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("LEVANTE_DATA_VERSION", None)
     runs = {}
@@ -38,10 +41,10 @@ def both(args: list[str], data: Path, tmp_path: Path) -> dict[str, tuple[subproc
         (tmp_path / way).mkdir()
         full = [*args, "--output_path", "out"]
         if way == "real":
-            done = subprocess.run([*COMMAND, *full], cwd=tmp_path / way, env=env, capture_output=True, text=True,
-                                  timeout=600, check=False)
+            done = subprocess.run([sys.executable, "-m", MODULES[entry], *full], cwd=tmp_path / way, env=env,
+                                  capture_output=True, text=True, timeout=600, check=False)
         else:
-            done = run_cli(full, cwd=tmp_path / way, env=env)
+            done = run_cli(full, cwd=tmp_path / way, env=env, entry=entry)
         runs[way] = (done, tmp_path / way / "out")
     return runs
 
@@ -69,11 +72,13 @@ def test_a_good_run_gives_the_same_results_and_samples(data: Path, tmp_path: Pat
     assert runs["fork"][0].stdout.splitlines()[-4:] == runs["real"][0].stdout.splitlines()[-4:]  # the table
 
 
-@pytest.mark.parametrize("args", [["--model", "levante_fixed", "--tasks", "no_such_task_x"],
-                                  ["--model", "levante_fixed", "--tasks", "levante_trog", "--no_such_flag"]],
-                         ids=["unknown-task", "unknown-flag"])
-def test_a_bad_run_fails_alike(args: list[str], data: Path, tmp_path: Path) -> None:
-    runs = both(args, data, tmp_path)
+@pytest.mark.parametrize(("entry", "args"), [
+    ("lmms_cli", ["--model", "levante_fixed", "--tasks", "no_such_task_x"]),
+    ("lmms_cli", ["--model", "levante_fixed", "--tasks", "levante_trog", "--no_such_flag"]),
+    ("lmms_eval", ["--model", "dummy", "--tasks", "levante_trog", "--no_such_flag"]),
+], ids=["unknown-task", "unknown-flag", "lmms_eval-unknown-flag"])
+def test_a_bad_run_fails_alike(entry: str, args: list[str], data: Path, tmp_path: Path) -> None:
+    runs = both(args, data, tmp_path, entry)
     (real, _), (fork, _) = runs["real"], runs["fork"]
     assert real.returncode in (1, 2) and fork.returncode == real.returncode, (real.stderr[-2000:], fork.stderr[-2000:])
     assert fork.stderr.strip().splitlines()[-1] == real.stderr.strip().splitlines()[-1]

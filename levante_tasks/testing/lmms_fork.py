@@ -1,13 +1,14 @@
 """`lmms_cli` without its start-up per run: lmms-eval's own CLI in a fork of a server that imported it once.
 
-A test that runs `python -m levante_tasks.testing.lmms_cli ARGS` pays about 5 s of CPU to import lmms-eval before
-any item. `run_cli(ARGS, cwd=..., env=...)` returns what `subprocess.run(that command, capture_output=True,
-text=True)` would (a `CompletedProcess` with the exit status and both streams), but the command runs in a child
-forked from one server per test process (one per xdist worker): a clean interpreter that imported
-`lmms_eval.__main__` and registered the test models, and never runs a model itself, so forking it is safe. The
-child takes the run's working folder, environment, `sys.argv` and new `PYTHONPATH` entries, then calls lmms-eval's
-`cli_evaluate` as the console script does; its exit status is the interpreter's (SystemExit code, 1 and a traceback
-on an uncaught exception, -N when killed by signal N).
+A test that runs `python -m levante_tasks.testing.lmms_cli ARGS` (or `python -m lmms_eval ARGS`) pays about 5 s of
+CPU to import lmms-eval before any item. `run_cli(ARGS, cwd=..., env=...)` returns what `subprocess.run(that
+command, capture_output=True, text=True)` would (a `CompletedProcess` with the exit status and both streams), but
+the command runs in a child forked from one server per test process (one per xdist worker): a clean interpreter that
+imported `lmms_eval.__main__` and the test models, and never runs a model itself, so forking it is safe. The child
+takes the run's working folder, environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module
+runs (`lmms_cli` registers the test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher); its exit
+status is the interpreter's (SystemExit code, 1 and a traceback on an uncaught exception, -N when killed by signal
+N).
 Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF) cannot change
 in a fork: a run whose values differ from the server's gets its own server. Tests that check the real command
 (console scripts, README commands, the matrix) still start real processes.
@@ -26,23 +27,26 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
                    "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS",
                    "MKL_NUM_THREADS")
-PROGRAM = str(Path(__file__).with_name("lmms_cli.py"))  # sys.argv[0] under `python -m ...lmms_cli` (argparse's prog)
-COMMAND = [sys.executable, "-m", "levante_tasks.testing.lmms_cli"]  # what a run stands for
+# What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
+# `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
+MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval"}
+COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
 _SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}
 
 
-def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str],
-            timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """lmms-eval's CLI with the test models registered (as `lmms_cli`), run in a fork: the run's status and output."""
+def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float = 600,
+            entry: str = "lmms_cli") -> subprocess.CompletedProcess[str]:
+    """`python -m MODULES[entry] ARGS` run in a fork: the run's status and output, as `subprocess.run` gives them."""
     server = _server(env)
-    request = {"args": [str(a) for a in args], "cwd": str(cwd), "env": dict(env), "timeout": timeout}
+    request = {"args": [str(a) for a in args], "cwd": str(cwd), "env": dict(env), "timeout": timeout,
+               "entry": entry}
     assert server.stdin is not None and server.stdout is not None
     server.stdin.write(json.dumps(request) + "\n")
     server.stdin.flush()
@@ -51,7 +55,7 @@ def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str],
         _SERVERS.pop(_key(env), None)
         raise RuntimeError(f"lmms_fork: the server stopped (exit {server.wait()}) before answering")
     reply = json.loads(line)
-    command = [*COMMAND, *request["args"]]
+    command = [sys.executable, "-m", MODULES[entry], *request["args"]]
     if reply["timed_out"]:
         raise subprocess.TimeoutExpired(command, timeout, reply["stdout"], reply["stderr"])
     return subprocess.CompletedProcess(command, reply["returncode"], reply["stdout"], reply["stderr"])
@@ -114,12 +118,11 @@ def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
         paths = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
         sys.path[0] = os.getcwd()  # `python -m`'s first entry: the working folder
         sys.path[1:1] = paths  # then PYTHONPATH, as a new interpreter puts them
-        sys.argv = [PROGRAM, *request["args"]]
-        from lmms_eval.__main__ import cli_evaluate
-
+        run = _entry_point(request["entry"])  # sets sys.argv[0] as `python -m` would (argparse's prog)
+        sys.argv[1:] = request["args"]
         outcome: BaseException | None = None
         try:
-            cli_evaluate()
+            run()
         except BaseException as exc:  # noqa: BLE001 - the interpreter's own handling of any ending
             outcome = exc
         status = _exit_status(outcome)
@@ -134,6 +137,21 @@ def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
             except Exception:  # noqa: BLE001 - a closed stream: nothing left to flush
                 pass
         os._exit(status)
+
+
+def _entry_point(entry: str) -> Callable[[], object]:
+    """The function `python -m MODULES[entry]` runs, with sys.argv[0] set to that module's file."""
+    if entry == "lmms_cli":
+        from levante_tasks.testing import lmms_cli
+
+        lmms_cli.register_test_models()
+        sys.argv = [lmms_cli.__file__ or "", *sys.argv[1:]]
+        return lmms_cli.cli_evaluate
+    import lmms_eval
+    from lmms_eval.cli.dispatch import main
+
+    sys.argv = [str(Path(lmms_eval.__file__ or "").with_name("__main__.py")), *sys.argv[1:]]
+    return main
 
 
 def _run_request(request: dict[str, Any]) -> dict[str, Any]:
@@ -164,12 +182,12 @@ def _text(stream: IO[bytes]) -> str:
 
 
 def serve() -> None:
-    """Import lmms-eval and register the test models once, then answer each request line with a forked run."""
+    """Import lmms-eval's CLI and the test models once, then answer each request line with a forked run."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # what the imports print must not reach the replies
-    from levante_tasks.testing.lmms_cli import register_test_models
+    import lmms_eval.cli.dispatch  # noqa: F401 - imported here so that no run pays for it
 
-    register_test_models()
+    import levante_tasks.testing.lmms_cli  # noqa: F401 - imports lmms_eval.__main__ and the test models
     for line in sys.stdin:
         replies.write(json.dumps(_run_request(json.loads(line))) + "\n")
         replies.flush()
