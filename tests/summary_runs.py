@@ -1,12 +1,12 @@
 """Real lmms-eval output for the summary tests: two offline models on the tiny task fixture, made once per session.
 
 `real_runs(tmp_path_factory)` runs lmms-eval's CLI (`levante_tasks.testing.lmms_cli`, which registers the test
-models) twice, levante_fixed letter=B and levante_image_oracle, over option-order seeds 0 and 1, the blank and
-shuffled controls, egma-math (per-sub-type metrics) and one multiple_choice task, with `--log_samples`; later
-calls return the same folder. `group_run(tmp_path_factory)` is one run of the `levante` group (levante_fixed
-letter=B, every item: tasks of 6 to 39 items) on a fixture version whose build.json says it lacks mental-rotation,
-so lmms-eval (patch 0014) leaves that member out: the group rows of a real run. Tests copy them before breaking
-anything.
+models; forked by `lmms_fork`) twice, levante_fixed letter=B and levante_image_oracle, over option-order seeds 0 and
+1, the blank and shuffled controls, egma-math (per-sub-type metrics) and one multiple_choice task, with
+`--log_samples`; later calls return the same folder. `group_run(tmp_path_factory)` is one run of the `levante` group
+(levante_fixed letter=B, every item: tasks of 6 to 39 items) on a fixture version whose build.json says it lacks
+mental-rotation, so lmms-eval (patch 0014) leaves that member out: the group rows of a real run. Tests copy them
+before breaking anything.
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from levante_tasks.schema import task_source
 from levante_tasks.schema.layout import BUILD_FILE, DATASET_INFO_FILE, DATASETS_DIR
+from levante_tasks.testing.lmms_fork import run_cli
 
 TASKS_DIR = task_source.TASKS_DIR
 TASKS = ["levante_vocab", "levante_vocab_seed1", "levante_vocab_blank", "levante_vocab_shuffled",
@@ -34,12 +33,11 @@ _MADE: dict[str, Path] = {}
 def _run(model: str, model_args: str, out: Path, data: Path, cwd: Path, tasks: list[str] = TASKS) -> None:
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("LEVANTE_DATA_VERSION", None)
-    command = [sys.executable, "-m", "levante_tasks.testing.lmms_cli", "--model", model, "--tasks", ",".join(tasks),
-               "--include_path", str(TASKS_DIR), "--output_path", str(out), "--log_samples",
-               "--seed", "0,1234,1234,1234", "--verbosity", "WARNING"]
+    args = ["--model", model, "--tasks", ",".join(tasks), "--include_path", str(TASKS_DIR), "--output_path", str(out),
+            "--log_samples", "--seed", "0,1234,1234,1234", "--verbosity", "WARNING"]
     if model_args:
-        command[5:5] = ["--model_args", model_args]
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
+        args[2:2] = ["--model_args", model_args]
+    done = run_cli(args, cwd=cwd, env=env, timeout=600)
     results = sorted(out.rglob("*_results.json"))
     assert done.returncode == 0 and len(results) == 1, done.stdout[-2000:] + done.stderr[-3000:]
 

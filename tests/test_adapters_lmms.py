@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from levante_tasks.schema import task_source
+from levante_tasks.testing.lmms_fork import run_cli
 from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_vlm
 
 TASKS_DIR = task_source.TASKS_DIR
@@ -36,8 +35,7 @@ def _run(tmp: Path, data_dir: Path, model: str, model_args: str, tasks: list[str
              "verbosity": "WARNING", **({"limit": limit} if limit else {})} for size in batch_sizes]
     config = tmp / "runs.yaml"
     config.write_text(json.dumps(runs), encoding="utf-8")  # JSON is YAML
-    proc = subprocess.run([sys.executable, "-m", "lmms_eval", "--config", str(config)], cwd=tmp, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = run_cli(["--config", str(config)], cwd=tmp, env=env, timeout=600, entry="lmms_eval")
     folders = {}
     for size in batch_sizes:
         results = sorted((tmp / f"out-batch-{size}").rglob("*_results.json"))

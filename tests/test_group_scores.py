@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from levante_tasks.cli import main
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.testing.fixture_data import write_fixture
+from levante_tasks.testing.lmms_fork import run_cli
 from levante_tasks.testing.models import FixedLetterModel
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
@@ -59,10 +58,10 @@ def test_cli_group_rows_equal_pooled_accuracy_and_verify(data_dir: Path, tmp_pat
     clip = build_tiny_clip(tmp_path / "tiny-clip")
     out = tmp_path / "out"
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "lmms_eval", "--model", "levante_clip", "--model_args", f"pretrained={clip}",
-               "--tasks", ",".join(GROUPS), "--include_path", str(TASKS_DIR), "--output_path", str(out),
-               "--batch_size", "16", "--log_samples", "--limit", str(limit), "--verbosity", "WARNING"]
-    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    args = ["--model", "levante_clip", "--model_args", f"pretrained={clip}", "--tasks", ",".join(GROUPS),
+            "--include_path", str(TASKS_DIR), "--output_path", str(out), "--batch_size", "16", "--log_samples",
+            "--limit", str(limit), "--verbosity", "WARNING"]
+    proc = run_cli(args, cwd=tmp_path, env=env, timeout=600, entry="lmms_eval")
     found = sorted(out.rglob("*_results.json"))
     assert proc.returncode == 0 and found, proc.stdout[-2000:] + proc.stderr[-3000:]
     results = json.loads(found[-1].read_text())

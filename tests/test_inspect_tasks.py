@@ -24,6 +24,7 @@ from levante_tasks.schema.tasks import TASKS
 from levante_tasks.summary import summarize_runs, verify_runs
 from levante_tasks.testing.fixture_data import decode_colour
 from levante_tasks.testing.inspect_model import decode_image
+from levante_tasks.testing.lmms_fork import run_cli
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
 TASKS_DIR = task_source.TASKS_DIR
@@ -118,10 +119,10 @@ def _inspect_run(log_dir: Path, clip: Path, data_dir: Path) -> list:
 
 def _lmms_run(out: Path, clip: Path, data_dir: Path) -> Path:
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "lmms_eval", "--model", "levante_clip", "--model_args", f"pretrained={clip}",
-               "--tasks", ",".join(f"{t}_seed1" for t in COMPARED), "--include_path", str(TASKS_DIR),
-               "--output_path", str(out), "--batch_size", "8", "--log_samples", "--verbosity", "WARNING"]
-    proc = subprocess.run(command, cwd=out.parent, env=env, capture_output=True, text=True, timeout=600)
+    args = ["--model", "levante_clip", "--model_args", f"pretrained={clip}", "--tasks",
+            ",".join(f"{t}_seed1" for t in COMPARED), "--include_path", str(TASKS_DIR), "--output_path", str(out),
+            "--batch_size", "8", "--log_samples", "--verbosity", "WARNING"]
+    proc = run_cli(args, cwd=out.parent, env=env, timeout=600, entry="lmms_eval")
     results = sorted(out.rglob("*_results.json"))
     assert proc.returncode == 0 and results, proc.stdout[-2000:] + proc.stderr[-3000:]
     return results[-1].parent

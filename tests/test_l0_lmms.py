@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from levante_tasks.cli import main
 from levante_tasks.l0 import aggregate, task
 from levante_tasks.l0.scoring import score_response
 from levante_tasks.schema import task_source
+from levante_tasks.testing.lmms_fork import run_cli
 
 TASKS_DIR = task_source.TASKS_DIR
 BINS = (1, 2, 3, 4)
@@ -191,10 +190,10 @@ def test_tiny_causal_lm_runs_l0_trace_through_the_lmms_eval_cli(data_dir: Path, 
     model_dir = build_tiny_causal_lm(tmp_path / "tiny-llama")
     out = tmp_path / "out"
     env = {**os.environ, task.DATA_ENV: str(data_dir), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    command = [sys.executable, "-m", "lmms_eval", "--model", "huggingface",
-               "--model_args", f"pretrained={model_dir},device=cpu,device_map=cpu", "--tasks", "l0_trace",
-               "--limit", "5", "--gen_kwargs", "max_new_tokens=8", "--output_path", str(out), "--log_samples"]
-    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    args = ["--model", "huggingface", "--model_args", f"pretrained={model_dir},device=cpu,device_map=cpu",
+            "--tasks", "l0_trace", "--limit", "5", "--gen_kwargs", "max_new_tokens=8", "--output_path", str(out),
+            "--log_samples"]
+    proc = run_cli(args, cwd=tmp_path, env=env, timeout=600, entry="lmms_eval")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (results_file,) = out.rglob("*_results.json")
     results = json.loads(results_file.read_text(encoding="utf-8"))

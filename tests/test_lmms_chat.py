@@ -7,7 +7,6 @@ import copy
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from levante_tasks.lmms.model_bridge import KwargsAndHook
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.testing.fixture_data import write_fixture
+from levante_tasks.testing.lmms_fork import run_cli
 from levante_tasks.testing.models import ChatImageOracle, ImageIndexOracle
 
 IMAGE_TASKS = ["levante_vocab", "levante_trog", "levante_theory_of_mind", "levante_matrix_reasoning",
@@ -72,10 +72,9 @@ def test_request_arguments_serve_both_layouts() -> None:
 
 def cli(fixture_dir: Path, out: Path, model: str, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LEVANTE_DATA_DIR": str(fixture_dir), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "levante_tasks.testing.lmms_cli", "--model", model, "--tasks",
-               "levante_matrix_reasoning", "--include_path", str(TASKS_DIR), "--output_path", str(out),
-               "--log_samples", *extra]
-    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent, timeout=600, check=False)
+    args = ["--model", model, "--tasks", "levante_matrix_reasoning", "--include_path", str(TASKS_DIR),
+            "--output_path", str(out), "--log_samples", *extra]
+    return run_cli(args, cwd=out.parent, env=env, timeout=600)
 
 
 def samples(out: Path) -> list[dict[str, Any]]:

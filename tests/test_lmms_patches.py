@@ -34,7 +34,9 @@ P_MC, P_PLUGIN, P_ENTRY, P_HF, P_FILELOCK, P_EXIT, P_MC_CACHED = (
 )
 P_SKIP = BY_NUMBER.get("0004")  # 0.7.2 only: the 0.7.3 wheel ships the include templates
 P_GROUP_SKIP = BY_NUMBER["0014"]
-P_REFUSE_MC, P_LLAVA_DEVICE, P_REFUSAL_WORDS = (BY_NUMBER[n] for n in ("0013", "0016", "0017"))
+P_REFUSE_MC, P_LLAVA_DEVICE, P_REFUSAL_WORDS, P_LAZY_EVALUATE = (
+    BY_NUMBER[n] for n in ("0013", "0016", "0017", "0018")
+)
 # 0015 is one bug in three model classes: one patch file per class file (the patcher's rule: one file per patch).
 P_BATCH_TASK = {"Qwen2_VL": "0015-qwen2-vl-batch-items-own-task.patch",
                 "Qwen2_5_VL": "0015-qwen2-5-vl-batch-items-own-task.patch",
@@ -665,7 +667,7 @@ def test_mc_refusal_names_the_class_and_what_runs_instead_only_with_p14(trees, p
                               "loglikelihood, which Huggingface does not implement")
 
 
-# ---------------------------------------------------------------- P15: one model per --config list
+# ---------------------------------------------------------------- P16: one model per --config list
 
 # Counts constructions of lmms-eval's own `dummy` model in every process that has this folder on its path.
 BUILD_COUNTER = '''
@@ -680,7 +682,7 @@ Dummy.__init__ = _counted
 '''
 
 
-def test_a_config_list_builds_its_model_once_per_setting_only_with_p15(trees, packages, tmp_path,
+def test_a_config_list_builds_its_model_once_per_setting_only_with_p16(trees, packages, tmp_path,
                                                                        monkeypatch) -> None:
     """Three runs of one `--config` list: two seeds at batch size 1, then batch size 2. Upstream builds the model
     for every run (3); with 0019 the second run reuses the first's model and the third builds its own (2); every
@@ -702,3 +704,41 @@ def test_a_config_list_builds_its_model_once_per_setting_only_with_p15(trees, pa
         built[name] = log.read_text().split()
     assert built[BY_NUMBER["0019"]] == ["1", "1", "2"]
     assert built["all"] == ["1", "2"]
+# ---------------------------------------------------------------- P15: HF `evaluate` imported on demand
+
+EVALUATE_PROBE = r"""
+import json, sys
+from lmms_eval.__main__ import cli_evaluate
+seen = {"import": "evaluate" in sys.modules}
+sys.argv = ["lmms-eval", "--model", "dummy", "--tasks", "levante_vocab,levante_vocab_mc", "--limit", "2",
+            "--output_path", "out", "--verbosity", "WARNING"]
+try:
+    cli_evaluate()
+    seen["exit"] = 0
+except SystemExit as exc:
+    seen["exit"] = exc.code
+seen["run"] = "evaluate" in sys.modules
+from lmms_eval.api.registry import get_metric
+seen["hf_metric"] = get_metric("levante_no_such_metric", hf_evaluate_metric=True)  # upstream's fallback: None
+seen["fallback"] = "evaluate" in sys.modules
+print("PROBE " + json.dumps(seen))
+"""
+
+
+def test_evaluate_imported_only_by_an_hf_metric_with_p15(trees, tmp_path) -> None:
+    """Upstream imported HF `evaluate` (about 6 s of CPU) at every start-up; with 0018 importing lmms-eval and running
+    LEVANTE tasks (generation and MC) never imports it, and a metric looked up in HF Evaluate still does."""
+    from levante_tasks.testing.fixture_data import write_fixture
+
+    write_fixture(tmp_path / "data")
+    seen = {}
+    for name in ("all", P_LAZY_EVALUATE):
+        env = {**_env(trees[name]), "LEVANTE_DATA_DIR": str(tmp_path / "data")}
+        (tmp_path / name).mkdir()
+        proc = subprocess.run([sys.executable, "-c", EVALUATE_PROBE], capture_output=True, text=True, env=env,
+                              cwd=tmp_path / name, timeout=600)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
+        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+        seen[name] = json.loads(lines[-1][6:])
+    assert seen["all"] == {"import": False, "exit": 0, "run": False, "hf_metric": None, "fallback": True}
+    assert seen[P_LAZY_EVALUATE] == {"import": True, "exit": 0, "run": True, "hf_metric": None, "fallback": True}

@@ -19,6 +19,7 @@ from levante_tasks.schema.locales import locale
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.schema.variant import parse_name
+from levante_tasks.testing.lmms_fork import run_cli
 from levante_tasks.testing.models import FixedLetterModel
 
 VERSION = "2026-03-24"
@@ -149,10 +150,9 @@ def test_lmms_eval_runs_locale_tasks_and_a_fixed_letter_is_at_chance(data, tmp_p
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "LEVANTE_DATA_VERSION": VERSION,
            "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "levante_tasks.testing.lmms_cli", "--model", "levante_fixed", "--model_args",
-               "letter=B", "--tasks", "levante_trog_de,levante_vocab_es_co", "--output_path", str(out),
-               "--log_samples"]
-    ran = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900, check=False)
+    args = ["--model", "levante_fixed", "--model_args", "letter=B", "--tasks", "levante_trog_de,levante_vocab_es_co",
+            "--output_path", str(out), "--log_samples"]
+    ran = run_cli(args, cwd=tmp_path, env=env, timeout=900)
     assert ran.returncode == 0, ran.stderr[-3000:]
     results = json.loads(next(out.rglob("*_results.json")).read_text())
     build = built(data)["locales"]

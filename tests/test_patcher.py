@@ -422,16 +422,20 @@ def test_folder_without_lmms_eval_is_refused(tmp_path: Path) -> None:
         resolve_target(tmp_path)
 
 
+# The last patch on a file an earlier patch also changes: a tree patched before it existed has that file outdated.
+LAST_CHAINED = [pin for pin in PATCH_SET.pins if len(PATCH_SET.chains[pin.path]) >= 3][-1]  # upstream + 2 patches
+
+
 def _older_patch_set(tmp_path: Path) -> PatchSet:
-    """The shipped set without its last patch (what a tree patched before that patch existed carries)."""
+    """The shipped set without LAST_CHAINED (what a tree patched before that patch existed carries)."""
     folder = tmp_path / "older" / f"v{VERSION}"
     shutil.copytree(PATCH_SET.folder, folder)
-    last = PATCH_SET.series[-1]
     for name in ("series", "pins.txt"):
         lines = (folder / name).read_text().splitlines(keepends=True)
-        (folder / name).write_text("".join(ln for ln in lines if not ln.startswith(last)))
+        (folder / name).write_text("".join(ln for ln in lines if not ln.startswith(LAST_CHAINED.name)))
     older = PatchSet(folder)
-    assert older.series == PATCH_SET.series[:-1] and len(older.chains[PATCH_SET.pins[-1].path]) >= 2
+    assert older.series == [name for name in PATCH_SET.series if name != LAST_CHAINED.name]
+    assert len(older.chains[LAST_CHAINED.path]) >= 2
     return older
 
 
@@ -439,7 +443,7 @@ def test_tree_patched_by_an_older_set_is_upgraded_and_reverted(tree: Path, tmp_p
     pristine = snapshot(tree)
     older = _older_patch_set(tmp_path)
     apply_patch_set(target_of(tree), older)
-    upgraded_file = PATCH_SET.pins[-1].path
+    upgraded_file = LAST_CHAINED.path
     states = file_states(target_of(tree), PATCH_SET)
     assert states.pop(upgraded_file) == "outdated" and set(states.values()) == {"patched"}
     capsys.readouterr()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from faults import DROP_DAC, IS_ROOT
 
 from levante_tasks.schema import task_source
 from levante_tasks.testing.fixture_data import write_fixture
+from levante_tasks.testing.lmms_fork import COMMAND, run_cli
 
 TASKS_DIR = task_source.TASKS_DIR
 VERSION = "fixture-v1"
@@ -42,10 +42,12 @@ def lmms_eval(data: Path, out: Path, model: str = "levante_fixed", task: str = "
         pytest.skip("dropping capabilities needs root (CI runs as root)")
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("LEVANTE_DATA_VERSION", None)
-    command = [sys.executable, "-m", "levante_tasks.testing.lmms_cli", "--model", model, "--tasks", task,
-               "--include_path", str(TASKS_DIR), "--output_path", str(out), "--verbosity", "WARNING"]
-    return subprocess.run([*DROP_DAC, *command] if drop_dac else command, capture_output=True, text=True, env=env,
-                          cwd=out.parent, timeout=600, check=False)
+    args = ["--model", model, "--tasks", task, "--include_path", str(TASKS_DIR), "--output_path", str(out),
+            "--verbosity", "WARNING"]
+    if drop_dac:  # a real process: capabilities are dropped for it alone
+        return subprocess.run([*DROP_DAC, *COMMAND, *args], capture_output=True, text=True, env=env, cwd=out.parent,
+                              timeout=600, check=False)
+    return run_cli(args, cwd=out.parent, env=env, timeout=600)
 
 
 def one_line(result: subprocess.CompletedProcess[str], task: str, *words: str) -> str:

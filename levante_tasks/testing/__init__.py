@@ -1,5 +1,6 @@
 """Test doubles of levante-tasks, in one place: offline lmms-eval models (`models`, `scripted`), the lmms-eval
-CLI with them registered (`lmms_cli`), a tiny prepared data dir whose images encode their own index
+CLI with them registered (`lmms_cli`, and `lmms_fork`, which runs it forked from one process that imported
+lmms-eval once), a tiny prepared data dir whose images encode their own index
 (`fixture_data`), random-init checkpoints built offline (`tiny_models`) and adapter-shaped docs and requests
 (`adapter_docs`).
 

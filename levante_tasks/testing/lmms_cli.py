@@ -13,10 +13,15 @@ from lmms_eval.models import MODEL_REGISTRY_V2
 from levante_tasks.testing.models import MANIFESTS
 
 
-def main() -> None:
-    """Register the test models, then hand over to lmms-eval's CLI (it reads sys.argv)."""
+def register_test_models() -> None:
+    """Make the test doubles known to lmms-eval's model registry by their ids."""
     for manifest in MANIFESTS:
         MODEL_REGISTRY_V2.register_manifest(manifest, overwrite=True)
+
+
+def main() -> None:
+    """Register the test models, then hand over to lmms-eval's CLI (it reads sys.argv)."""
+    register_test_models()
     cli_evaluate()
 
 

@@ -1,0 +1,197 @@
+"""`lmms_cli` without its start-up per run: lmms-eval's own CLI in a fork of a server that imported it once.
+
+A test that runs `python -m levante_tasks.testing.lmms_cli ARGS` (or `python -m lmms_eval ARGS`) pays about 5 s of
+CPU to import lmms-eval before any item. `run_cli(ARGS, cwd=..., env=...)` returns what `subprocess.run(that
+command, capture_output=True, text=True)` would (a `CompletedProcess` with the exit status and both streams), but
+the command runs in a child forked from one server per test process (one per xdist worker): a clean interpreter that
+imported `lmms_eval.__main__` and the test models, and never runs a model itself, so forking it is safe. The child
+takes the run's working folder, environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module
+runs (`lmms_cli` registers the test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher); its exit
+status is the interpreter's (SystemExit code, 1 and a traceback on an uncaught exception, -N when killed by signal
+N).
+Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF) cannot change
+in a fork: a run whose values differ from the server's gets its own server. Tests that check the real command
+(console scripts, README commands, the matrix) still start real processes.
+Run as `python -m levante_tasks.testing.lmms_fork`, this module is that server: one JSON request a line on stdin,
+one JSON reply a line on the descriptor it was started with as stdout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
+                   "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS",
+                   "MKL_NUM_THREADS")
+# What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
+# `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
+MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval"}
+COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
+_SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}
+
+
+def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float = 600,
+            entry: str = "lmms_cli") -> subprocess.CompletedProcess[str]:
+    """`python -m MODULES[entry] ARGS` run in a fork: the run's status and output, as `subprocess.run` gives them."""
+    server = _server(env)
+    request = {"args": [str(a) for a in args], "cwd": str(cwd), "env": dict(env), "timeout": timeout,
+               "entry": entry}
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(json.dumps(request) + "\n")
+    server.stdin.flush()
+    line = server.stdout.readline()
+    if not line:
+        _SERVERS.pop(_key(env), None)
+        raise RuntimeError(f"lmms_fork: the server stopped (exit {server.wait()}) before answering")
+    reply = json.loads(line)
+    command = [sys.executable, "-m", MODULES[entry], *request["args"]]
+    if reply["timed_out"]:
+        raise subprocess.TimeoutExpired(command, timeout, reply["stdout"], reply["stderr"])
+    return subprocess.CompletedProcess(command, reply["returncode"], reply["stdout"], reply["stderr"])
+
+
+def _key(env: Mapping[str, str]) -> tuple[str | None, ...]:
+    return tuple(env.get(name) for name in IMPORT_TIME_ENV)
+
+
+def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
+    """The server for `env`'s import-time variables, started on first use and stopped when this process exits."""
+    key = _key(env)
+    if key not in _SERVERS or _SERVERS[key].poll() is not None:
+        server_env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
+        server_env.update({name: value for name, value in zip(IMPORT_TIME_ENV, key, strict=True) if value is not None})
+        _SERVERS[key] = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, env=server_env, text=True, encoding="utf-8")
+    return _SERVERS[key]
+
+
+@atexit.register
+def _stop_servers() -> None:
+    """Close each server's requests and reap it, so its CPU time is counted with this process's children."""
+    for server in _SERVERS.values():
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait()
+    _SERVERS.clear()
+
+
+# ---------------------------------------------------------------- the server side
+
+def _exit_status(exc: BaseException | None) -> int:
+    """The interpreter's exit status for a run that ended with `exc` (None: it returned); prints what it prints."""
+    if exc is None:
+        return 0
+    if isinstance(exc, SystemExit):
+        if exc.code is None:
+            return 0
+        if isinstance(exc.code, int):
+            return exc.code
+        print(exc.code, file=sys.stderr)
+        return 1
+    traceback.print_exception(exc)
+    return 1
+
+
+def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
+    """In the fork: become the run's process, run lmms-eval's CLI, exit with its status (never returns)."""
+    status = 1
+    try:
+        os.setpgid(0, 0)  # the run's own process group: a timeout kills its helpers too
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # the server's stdin carries requests: the run reads nothing, as under capture_output
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        paths = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
+        sys.path[0] = os.getcwd()  # `python -m`'s first entry: the working folder
+        sys.path[1:1] = paths  # then PYTHONPATH, as a new interpreter puts them
+        run = _entry_point(request["entry"])  # sets sys.argv[0] as `python -m` would (argparse's prog)
+        sys.argv[1:] = request["args"]
+        outcome: BaseException | None = None
+        try:
+            run()
+        except BaseException as exc:  # noqa: BLE001 - the interpreter's own handling of any ending
+            outcome = exc
+        status = _exit_status(outcome)
+        try:
+            atexit._run_exitfuncs()
+        except BaseException:  # noqa: BLE001 - an atexit error does not change the status, as in the interpreter
+            traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - a closed stream: nothing left to flush
+                pass
+        os._exit(status)
+
+
+def _entry_point(entry: str) -> Callable[[], object]:
+    """The function `python -m MODULES[entry]` runs, with sys.argv[0] set to that module's file."""
+    if entry == "lmms_cli":
+        from levante_tasks.testing import lmms_cli
+
+        lmms_cli.register_test_models()
+        sys.argv = [lmms_cli.__file__ or "", *sys.argv[1:]]
+        return lmms_cli.cli_evaluate
+    import lmms_eval
+    from lmms_eval.cli.dispatch import main
+
+    sys.argv = [str(Path(lmms_eval.__file__ or "").with_name("__main__.py")), *sys.argv[1:]]
+    return main
+
+
+def _run_request(request: dict[str, Any]) -> dict[str, Any]:
+    """Fork a child for one run, wait for it up to its timeout, return its status and streams."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:
+            _child(request, out.fileno(), err.fileno())
+        deadline = time.monotonic() + request["timeout"]
+        timed_out = False
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                timed_out = True
+                os.killpg(pid, signal.SIGKILL)
+                _, status = os.waitpid(pid, 0)
+                break
+            time.sleep(0.02)
+        return {"returncode": os.waitstatus_to_exitcode(status), "timed_out": timed_out,
+                "stdout": _text(out), "stderr": _text(err)}
+
+
+def _text(stream: IO[bytes]) -> str:
+    stream.seek(0)
+    return stream.read().decode("utf-8", errors="replace")
+
+
+def serve() -> None:
+    """Import lmms-eval's CLI and the test models once, then answer each request line with a forked run."""
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # what the imports print must not reach the replies
+    import lmms_eval.cli.dispatch  # noqa: F401 - imported here so that no run pays for it
+
+    import levante_tasks.testing.lmms_cli  # noqa: F401 - imports lmms_eval.__main__ and the test models
+    for line in sys.stdin:
+        replies.write(json.dumps(_run_request(json.loads(line))) + "\n")
+        replies.flush()
+
+
+if __name__ == "__main__":
+    serve()
