@@ -9,12 +9,11 @@ published) runs the LEVANTE tasks of the synthetic release through the real lmms
   same sizes. Neither class scores options (no loglikelihood: docs/compatibility.md), so it runs the generation
   variants with `max_new_tokens=2` (a letter and its end token: what a trained model spends; random weights never
   stop early).
-Printed per run: items/s of the evaluation (after the model load), peak memory of the run (GPU: weights +
-torch.cuda.max_memory_allocated above what was allocated when the run began; CPU: the process's peak RSS) and our
-ratio to the anchor at the same batch size. Then a small matrix (one model x 2 tasks x 2 seeds, `levante_vlm_mc`;
-`--tiny`: 1 task):
-its model loads, from matrix.json's `model_loads` when it has one, else one per lmms-eval process in the cell logs,
-against its cell count (one load per cell).
+Printed per run: items/s of the evaluation (after the model load: `load s`, the first run's with the start-up),
+peak memory of the run (GPU: weights + torch.cuda.max_memory_allocated above what was allocated when the run began;
+CPU: the process's peak RSS) and our ratio to the anchor at the same batch size. Then a small matrix (one model x
+2 tasks x 2 seeds of `levante_vlm_mc`; `--tiny`: 1 task): its model loads, from matrix.json's `model_loads` when it
+has one, else one per lmms-eval process in the cell logs, against its cell count (one load per cell).
 
 Run (GPU, the figures to quote; about 5 minutes on one H100): `.venv/bin/python benchmarks/gpu.py --full --device
 cuda --out gpu-bench`. `--tiny`: tiny shapes on CPU at batch 1 and 2 (the suite's smoke run, under a minute).
@@ -29,6 +28,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,10 +70,13 @@ ARCHS = (
 
 
 def checkpoint(arch: Arch, work: Path, full: bool) -> Path:
-    """The architecture's checkpoint under `work`, built on first use (a rerun with the same --work reuses it)."""
+    """The architecture's checkpoint under `work`, built on first use (a rerun with the same --work reuses it; a
+    build cut short is never taken for one: it is renamed into place when complete)."""
     folder = work / f"{arch.name}-{'full' if full else 'tiny'}"
-    if not (folder / "config.json").is_file():
-        arch.build(folder, full)
+    if not folder.is_dir():
+        partial = work / f"{folder.name}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        arch.build(partial, full).rename(folder)
     return folder
 
 
