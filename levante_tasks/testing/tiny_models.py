@@ -3,8 +3,8 @@ LLaVA-OneVision checkpoints with working processors.
 
 No weights or hub files are needed: tokenizers are byte-level BPE models assembled in code, image processors come
 from their default classes, and models from transformers configs. Tests use the `tiny` sizes (< 10 s each on CPU);
-the benchmark uses real-size shapes (ViT-B/32 CLIP, SmolVLM-256M) with the same code; the generative families serve the
-model-class compatibility suite (tests/test_compat_models.py, docs/compatibility.md).
+the benchmarks use real-size shapes (ViT-B/32 CLIP, SmolVLM-256M, Qwen2-VL-2B) with the same code; the generative
+families serve the model-class compatibility suite (tests/test_compat_models.py, docs/compatibility.md).
 """
 
 from __future__ import annotations
