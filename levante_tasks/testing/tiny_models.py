@@ -3,8 +3,8 @@ LLaVA-OneVision checkpoints with working processors.
 
 No weights or hub files are needed: tokenizers are byte-level BPE models assembled in code, image processors come
 from their default classes, and models from transformers configs. Tests use the `tiny` sizes (< 10 s each on CPU);
-the benchmark uses real-size shapes (ViT-B/32 CLIP, SmolVLM-256M) with the same code; the generative families serve the
-model-class compatibility suite (tests/test_compat_models.py, docs/compatibility.md).
+the benchmarks use real-size shapes (ViT-B/32 CLIP, SmolVLM-256M, Qwen2-VL-2B) with the same code; the generative
+families serve the model-class compatibility suite (tests/test_compat_models.py, docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -87,6 +87,14 @@ def _save(model: torch.nn.Module, processor: object, out_dir: str | Path) -> Pat
     return out
 
 
+def _random_init(model_cls: type, config: object, dtype: torch.dtype) -> torch.nn.Module:
+    """A random-init model in eval mode; float32 is built as the tests always built it (same weights per seed),
+    another dtype is initialised in that dtype (a real-size model never exists in float32: half the memory)."""
+    if dtype == torch.float32:
+        return model_cls(config).eval()
+    return model_cls._from_config(config, dtype=dtype).eval()
+
+
 def build_tiny_clip(out_dir: str | Path, size: str = "tiny", seed: int = 0) -> Path:
     """Build and save a random-init CLIP (`tiny`, or `vit-b-32` = the ViT-B/32 shape) with a CLIPProcessor."""
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
@@ -153,11 +161,13 @@ def build_tiny_siglip(out_dir: str | Path, seed: int = 0, max_length: int = 16) 
     return _save(model, SiglipProcessor(image_processor=image_processor, tokenizer=tokenizer), out_dir)
 
 
-def build_tiny_vlm(out_dir: str | Path, size: str = "tiny", seed: int = 0) -> Path:
+def build_tiny_vlm(out_dir: str | Path, size: str = "tiny", seed: int = 0, dtype: torch.dtype = torch.float32) -> Path:
     """Build and save a random-init Idefics3 (SmolVLM v1 family) with an Idefics3Processor and chat template.
 
     `size="tiny"`: 32-px images, 4 image tokens, 2-layer Llama (fast tests). `size="smolvlm-256m"`: the
-    SmolVLM-256M shapes (512-px SigLIP-B/16 tower, 64 image tokens, 30-layer 576-wide Llama, 49280 vocab).
+    SmolVLM-256M shapes (512-px SigLIP-B/16 tower, 64 image tokens, 30-layer 576-wide Llama, 49280 vocab), one
+    512-px tile per picture (the published processor also splits large pictures into tiles). `dtype`: of the
+    saved weights.
     """
     from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor, Idefics3Processor
 
@@ -194,7 +204,7 @@ def build_tiny_vlm(out_dir: str | Path, size: str = "tiny", seed: int = 0) -> Pa
         pad_token_id=tok.token_to_id("<|endoftext|>"),
     )
     torch.manual_seed(seed)
-    model = Idefics3ForConditionalGeneration(config).eval()
+    model = _random_init(Idefics3ForConditionalGeneration, config, dtype)
     edge = vision["image_size"]
     image_processor = Idefics3ImageProcessor(
         do_image_splitting=False, size={"longest_edge": edge}, max_image_size={"longest_edge": edge}
@@ -234,13 +244,33 @@ QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|
                  "<|image_pad|>", "<|video_pad|>"]
 
 
-def build_tiny_qwen_vl(out_dir: str | Path, family: str = "qwen2_vl", seed: int = 0) -> Path:
+# Qwen2-VL-2B-Instruct's shapes, from its published config.json: the language model is Qwen2-1.5B's (1536 wide,
+# 28 layers, 12 heads, 2 KV heads, 8960 MLP, 151936 vocab, tied embeddings, rope theta 1e6, mrope_section
+# [16, 24, 24] of its 128-wide heads); the vision tower is transformers' `Qwen2VLVisionConfig` default (the tower
+# of every Qwen2-VL size: 32 blocks, 1280 wide, 16 heads, MLP ratio 4, 14-px patches, 2x2 merge), whose merger
+# outputs the language model's width.
+QWEN2_VL_2B_TEXT = dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
+                        num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768, rms_norm_eps=1e-6,
+                        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                         "mrope_section": [16, 24, 24]})
+QWEN2_VL_2B_VISION = dict(depth=32, embed_dim=1280, hidden_size=1536, mlp_ratio=4, num_heads=16, patch_size=14,
+                          spatial_merge_size=2, temporal_patch_size=2)
+
+
+def build_tiny_qwen_vl(out_dir: str | Path, family: str = "qwen2_vl", seed: int = 0, size: str = "tiny",
+                       dtype: torch.dtype = torch.float32) -> Path:
     """Build and save a random-init Qwen2-VL (`family="qwen2_vl"`) or Qwen2.5-VL (`"qwen2_5_vl"`) with its
-    processor (image + video processors, Qwen's `<|vision_start|><|image_pad|><|vision_end|>` chat layout)."""
+    processor (image + video processors, Qwen's `<|vision_start|><|image_pad|><|vision_end|>` chat layout).
+
+    `size="tiny"`: 2-layer 64-wide, 4 to 16 image tokens per picture (fast tests); `size="qwen2-vl-2b"` (Qwen2-VL
+    only): the Qwen2-VL-2B shapes above with the image processor's default pixel range. `dtype`: of the weights.
+    """
     import transformers as tf
 
     if family not in ("qwen2_vl", "qwen2_5_vl"):
         raise ValueError(f"unknown Qwen VL family {family!r}")
+    if size not in ("tiny", "qwen2-vl-2b") or (size != "tiny" and family != "qwen2_vl"):
+        raise ValueError(f"unknown {family} size {size!r}")
     tok = _byte_level_tokenizer(QWEN_SPECIALS, bos=None, eos=None)
     ids = {t: tok.token_to_id(t) for t in QWEN_SPECIALS}
     tokenizer = _fast_tokenizer(
@@ -248,10 +278,12 @@ def build_tiny_qwen_vl(out_dir: str | Path, family: str = "qwen2_vl", seed: int 
         extra_special_tokens={"image_token": "<|image_pad|>", "video_token": "<|video_pad|>",
                               "vision_bos_token": "<|vision_start|>", "vision_eos_token": "<|vision_end|>"},
     )
+    special = dict(pad_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"])
     text = dict(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
-                pad_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], tie_word_embeddings=False)
+                tie_word_embeddings=False, **special)
+    pixels = dict(min_pixels=56 * 56, max_pixels=112 * 112)  # 4 to 16 image tokens per picture
     if family == "qwen2_vl":
         vision = dict(depth=2, embed_dim=32, hidden_size=64, num_heads=2, patch_size=14, spatial_merge_size=2,
                       temporal_patch_size=2)
@@ -261,14 +293,18 @@ def build_tiny_qwen_vl(out_dir: str | Path, family: str = "qwen2_vl", seed: int 
                       spatial_merge_size=2, temporal_patch_size=2, window_size=56, fullatt_block_indexes=[1])
         config_cls, model_cls = tf.Qwen2_5_VLConfig, tf.Qwen2_5_VLForConditionalGeneration
         processor_cls = tf.Qwen2_5_VLProcessor
+    tied = {}
+    if size == "qwen2-vl-2b":
+        text, vision, pixels = {**QWEN2_VL_2B_TEXT, **special}, QWEN2_VL_2B_VISION, {}
+        tied = dict(tie_word_embeddings=True)
     config = config_cls(
         text_config=text, vision_config=vision, image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"], vision_start_token_id=ids["<|vision_start|>"],
         vision_end_token_id=ids["<|vision_end|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+        **tied,
     )
     torch.manual_seed(seed)
-    model = model_cls(config).eval()
-    pixels = dict(min_pixels=56 * 56, max_pixels=112 * 112)  # 4 to 16 image tokens per picture
+    model = _random_init(model_cls, config, dtype)
     processor = processor_cls(
         image_processor=tf.Qwen2VLImageProcessor(**pixels), video_processor=tf.Qwen2VLVideoProcessor(**pixels),
         tokenizer=tokenizer,
