@@ -13,7 +13,8 @@ Three measurements on the synthetic release (prepared here), each a fresh proces
 Reported: wall and CPU seconds (user + system of the process tree; what to compare on a shared machine).
 The model is the offline fixed-letter double (`levante_fixed` via `levante_tasks.testing.matrix_doubles`) on
 `levante_trog` with --limit 8, so the figures are the harness's and the runner's, not a model's.
-Run: `.venv/bin/python benchmarks/matrix.py` (about 3 minutes on 2 cores).
+Run: `.venv/bin/python benchmarks/matrix.py` (about 3 minutes on 2 cores); `--tiny`: one repeat, 1 and 10 models
+planned, part 2's 1-cell matrix resumed (the test suite runs it).
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ TASKS = ["levante_vocab", "levante_trog", "levante_egma_math", "levante_theory_o
          "levante_matrix_reasoning", "levante_mental_rotation", "levante_same_different"]
 DOUBLES = "levante_tasks.testing.matrix_doubles"
 CLI = [sys.executable, "-m", "levante_tasks"]
-REPEATS = 3
+REPEATS = 3  # --tiny: 1
+PLAN_MODELS = (1, 10, 100, 1000)  # --tiny: 1 and 10
+RESUME_MODELS, RESUME_SEEDS = 4, [0, 1, 2]  # --tiny: 1 model x 1 seed
 
 
 def write_config(folder: Path, data: Path, models: int, tasks: list[str], seeds: list[int]) -> Path:
@@ -75,7 +78,7 @@ def planning(tmp: Path, data: Path) -> None:
     startup = median_of(lambda k: [*CLI, "matrix", "--help"], tmp)[1]
     print(f"\n1. planning (--dry-run; CPU seconds; the CLI's start-up alone: {startup:.2f} s)")
     print(f"{'models':>7} {'cells':>7} {'wall s':>7} {'cpu s':>7} {'cpu - start-up':>15} {'per cell ms':>12}")
-    for models in (1, 10, 100, 1000):
+    for models in PLAN_MODELS:
         config = write_config(tmp / f"plan{models}", data, models, TASKS, [0, 1, 2])
         cells = models * len(TASKS) * 3
         wall, cpu = median_of(lambda k, c=config: [*CLI, "matrix", "--config", str(c), "--out",
@@ -84,7 +87,8 @@ def planning(tmp: Path, data: Path) -> None:
         print(f"{models:>7} {cells:>7} {wall:>7.2f} {cpu:>7.2f} {extra:>15.2f} {extra / cells * 1e3:>12.3f}")
 
 
-def one_cell(tmp: Path, data: Path) -> None:
+def one_cell(tmp: Path, data: Path) -> tuple[Path, Path, tuple[float, float]]:
+    """Print part 2; returns the 1-cell matrix's config, its first output folder and the runner's seconds."""
     from levante_tasks.matrix.config import load_config
     from levante_tasks.matrix.plan import cell_argv, cell_env, data_facts, plan
 
@@ -98,20 +102,32 @@ def one_cell(tmp: Path, data: Path) -> None:
     print("\n2. one cell (levante_fixed, levante_trog, limit 8): wall / CPU seconds")
     print(f"bare lmms-eval {bare[0]:.2f} / {bare[1]:.2f}; levante-tasks matrix {runner[0]:.2f} / {runner[1]:.2f} "
           f"(cell + summary + report): CPU overhead {runner[1] - bare[1]:+.2f} s, ratio {runner[1] / bare[1]:.2f}x")
+    return config_path, tmp / "one" / "m0", runner
 
 
-def resume(tmp: Path, data: Path) -> None:
-    config = write_config(tmp / "resume", data, 4, ["levante_trog"], [0, 1, 2])
-    out = tmp / "resume" / "out"
-    first = timed([*CLI, "matrix", "--config", str(config), "--out", str(out)], config.parent)
+def resume(tmp: Path, data: Path, done: tuple[Path, Path, tuple[float, float]] | None = None) -> None:
+    """Print part 3; `done` (--tiny): part 2's finished 1-cell matrix (config, output, seconds) is the first run."""
+    cells = RESUME_MODELS * len(RESUME_SEEDS)
+    if done:
+        config, out, first = done
+    else:
+        config = write_config(tmp / "resume", data, RESUME_MODELS, ["levante_trog"], RESUME_SEEDS)
+        out = tmp / "resume" / "out"
+        first = timed([*CLI, "matrix", "--config", str(config), "--out", str(out)], config.parent)
     again = median_of(lambda k: [*CLI, "matrix", "--config", str(config), "--out", str(out), "--resume"],
                       config.parent)
-    print("\n3. resume (4 models x levante_trog x 3 seeds = 12 cells): wall / CPU seconds")
-    print(f"first run {first[0]:.2f} / {first[1]:.2f} ({first[1] / 12:.2f} CPU s per cell); --resume with all "
+    print(f"\n3. resume ({RESUME_MODELS} models x levante_trog x {len(RESUME_SEEDS)} seeds = {cells} cells): "
+          "wall / CPU seconds")
+    print(f"first run {first[0]:.2f} / {first[1]:.2f} ({first[1] / cells:.2f} CPU s per cell); --resume with all "
           f"finished {again[0]:.2f} / {again[1]:.2f} ({first[1] / again[1]:.1f}x less CPU: checks and end step only)")
 
 
 def main() -> None:
+    global REPEATS, PLAN_MODELS, RESUME_MODELS, RESUME_SEEDS
+    if sys.argv[1:] == ["--tiny"]:  # a few lmms-eval start-ups: the test suite runs it
+        REPEATS, PLAN_MODELS, RESUME_MODELS, RESUME_SEEDS = 1, (1, 10), 1, [0]
+    elif sys.argv[1:]:
+        raise SystemExit("usage: benchmarks/matrix.py [--tiny]")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     with tempfile.TemporaryDirectory(prefix="matrix-bench-") as name:
         tmp = Path(name)
@@ -119,8 +135,8 @@ def main() -> None:
         data = tmp / "demo" / "data"
         print(f"levante-tasks matrix benchmark; {os.cpu_count()} CPU(s); median of {REPEATS} fresh processes")
         planning(tmp, data)
-        one_cell(tmp, data)
-        resume(tmp, data)
+        done = one_cell(tmp, data)
+        resume(tmp, data, done if REPEATS == 1 and RESUME_MODELS * len(RESUME_SEEDS) == 1 else None)
 
 
 if __name__ == "__main__":
