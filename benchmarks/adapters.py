@@ -7,7 +7,8 @@
 - levante_clip (ViT-B/32 shape): encodes per unique input and items/s of the de-duplicated batched scorer vs a
   per-item unbatched loop (query and every option encoded for every item), plus the max probability difference.
 
-Run: `.venv/bin/python benchmarks/adapters.py` (CPU: a few minutes; `--vlm-size tiny` for a quick smoke run).
+Run: `.venv/bin/python benchmarks/adapters.py` (CPU: a few minutes; `--vlm-size tiny` for a quick smoke run; `--tiny`
+for tiny shapes throughout: a few seconds, the test suite runs it).
 """
 
 from __future__ import annotations
@@ -84,9 +85,9 @@ def _per_item_loop(model: LevanteClip, docs: list[dict]) -> tuple[list[list[floa
     return results, encodes
 
 
-def bench_clip(n_items: int, seeds: int, workdir: Path) -> None:
+def bench_clip(n_items: int, seeds: int, workdir: Path, size: str = "vit-b-32") -> None:
     """Print encodes per unique input and items/s: de-duplicated batched scorer vs per-item unbatched loop."""
-    path = build_tiny_clip(workdir / "clip-b32", size="vit-b-32")
+    path = build_tiny_clip(workdir / f"clip-{size}", size=size)
     docs = make_docs(n_items, seeds=tuple(range(seeds)), kind="text->images", pool_size=2 * n_items)
     model = LevanteClip(pretrained=str(path), device="cpu", batch_size=32)
     model.task_dict = {"synthetic": {"test": docs}}
@@ -120,11 +121,14 @@ def main() -> None:
     parser.add_argument("--vlm-options", default="2,4", help="option counts of the yes_no comparison")
     parser.add_argument("--clip-items", type=int, default=10)
     parser.add_argument("--clip-seeds", type=int, default=3)
+    parser.add_argument("--tiny", action="store_true", help="tiny VLM and CLIP shapes, 1 VLM item, 4 CLIP items")
     args = parser.parse_args()
+    if args.tiny:
+        args.vlm_size, args.vlm_items, args.vlm_options, args.clip_items, args.clip_seeds = "tiny", 1, "2", 4, 2
     torch.manual_seed(0)
     print(f"torch threads: {torch.get_num_threads()}, device: cpu")
     with tempfile.TemporaryDirectory() as tmp:
-        bench_clip(args.clip_items, args.clip_seeds, Path(tmp))
+        bench_clip(args.clip_items, args.clip_seeds, Path(tmp), "tiny" if args.tiny else "vit-b-32")
         vlm = build_tiny_vlm(Path(tmp) / f"vlm-{args.vlm_size}", size=args.vlm_size)
         bench_vlm(vlm, args.vlm_size, args.vlm_items, args.vlm_kind)
         bench_yes_no(vlm, args.vlm_size, args.vlm_items, args.vlm_kind,

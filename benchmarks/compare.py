@@ -9,8 +9,14 @@ model records with option scores. Each configuration runs in a fresh Python proc
 (CPU time is what to compare on a shared machine: the wall time also counts other processes), and the peak
 resident memory of that process (`resource.getrusage`, includes the interpreter and imported libraries).
 
-Run: `.venv/bin/python benchmarks/compare.py` (about 1-2 minutes on 2 cores, most of it generating the 1M-trial
-file); `--quick` for 10k/100k trials only; `--models 100 --trials 1000000` for one configuration.
+Each configuration is also run as the whole command (`python -m levante_tasks compare ... --no-plots`, a fresh
+process: start-up, imports and `run_compare`), its CPU seconds (user + system) and peak memory from its own rusage
+(wait4). Goals (issue 35): the whole command under 5 CPU s at 100 models x 1M trials, under 2 GiB at 1,000 models;
+the last lines print each goal's figure at the largest configuration run, with its anchor and the ratio.
+
+Run: `.venv/bin/python benchmarks/compare.py` (about 2-3 minutes on 2 cores, most of it generating the 1M-trial
+file); `--quick` for 10k/100k trials only; `--models 100 --trials 1000000` for one configuration (`--models 1000`
+for the memory goal); `--tiny` (1 and 2 models, 1k trials: a few seconds, the test suite runs it).
 """
 
 from __future__ import annotations
@@ -175,13 +181,44 @@ def run_once(folder: Path, n_models: int, n_boot: int) -> dict[str, float]:
     return {"seconds": seconds, "cpu_seconds": cpu, "peak_mib": peak}
 
 
+def whole_command(folder: Path, n_models: int, n_boot: int) -> dict[str, float]:
+    """CPU seconds (user + system) and peak RSS (MiB) of `python -m levante_tasks compare` in a fresh process."""
+    irt = [arg for path in sorted(folder.glob("irt_*.csv")) for arg in ("--irt", str(path))]
+    with tempfile.TemporaryDirectory(dir=folder) as out:
+        command = [sys.executable, "-m", "levante_tasks", "compare", *irt, "--trials", str(folder / "trials.csv"),
+                   "--runs", str(folder / "runs.csv"), "--models", str(folder / f"records_{n_models}.csv"),
+                   "--items", str(folder / "items.csv"), "--out", str(Path(out) / "out"), "--n-boot", str(n_boot),
+                   "--no-plots"]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        stderr = process.stderr.read().decode("utf-8", "replace") if process.stderr else ""
+        _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"levante-tasks compare failed:\n{stderr[-2000:]}")
+    return {"command_cpu_seconds": usage.ru_utime + usage.ru_stime, "command_peak_mib": usage.ru_maxrss / 1024}
+
+
 def measure(folder: Path, n_models: int, n_boot: int) -> dict[str, float]:
-    """Run one configuration in a fresh interpreter (so peak memory is its own) and read its figures."""
+    """Run one configuration in a fresh interpreter (so peak memory is its own) and read its figures, then the
+    whole command."""
     done = subprocess.run([sys.executable, __file__, "--_once", str(folder), str(n_models), str(n_boot)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"benchmark run failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), **whole_command(folder, n_models, n_boot)}
+
+
+def print_goals(results: dict[tuple[int, int], dict[str, float]]) -> None:
+    """Each goal's figure at the largest configuration run, with its anchor (the goal) and the ratio."""
+    n_trials, n_models = max(results, key=lambda key: (key[1], key[0]))
+    res = results[(n_trials, n_models)]
+    at = f"{n_models} models x {n_trials} trials"
+    for figure, value, anchor, unit, goal_at in (
+        ("whole-command CPU", res["command_cpu_seconds"], 5.0, "s", "100 models x 1000000 trials"),
+        ("whole-command peak memory", res["command_peak_mib"], 2048.0, "MiB", "1000 models x 1000000 trials"),
+    ):
+        verdict = ("met" if value < anchor else "NOT met") if at == goal_at else f"the goal is at {goal_at}"
+        print(f"goal, {figure} at {at}: {value:.2f} {unit} (anchor: the goal, under {anchor:g} {unit}), ratio "
+              f"{value / anchor:.2f} ({verdict})")
 
 
 def main() -> None:
@@ -191,17 +228,21 @@ def main() -> None:
     parser.add_argument("--trials", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--n-boot", type=int, default=2000)
     parser.add_argument("--quick", action="store_true", help="10k and 100k trials only")
+    parser.add_argument("--tiny", action="store_true", help="1 and 2 models, 1k trials, n_boot 100")
     parser.add_argument("--_once", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._once:
         folder, n_models, n_boot = args._once
         print(json.dumps(run_once(Path(folder), int(n_models), int(n_boot))))
         return
+    if args.tiny:
+        args.models, args.trials, args.n_boot = [1, 2], [1_000], 100
     trials_sizes = [t for t in args.trials if t <= 100_000] if args.quick else args.trials
     results: dict[tuple[int, int], dict[str, float]] = {}
     print(f"levante-tasks compare: {len(TASKS)} tasks x {ITEMS_PER_TASK} items, n_boot {args.n_boot}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (other processes make wall > CPU)")
-    print(f"{'trials':>9} {'models':>7} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9}")
+    print(f"{'':>17} | {'run_compare':>27} | {'whole command':>19}")
+    print(f"{'trials':>9} {'models':>7} | {'wall s':>8} {'CPU s':>8} {'peak MiB':>9} | {'CPU s':>8} {'peak MiB':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         for n_trials in trials_sizes:
             folder = Path(tmp) / f"t{n_trials}"
@@ -209,19 +250,22 @@ def main() -> None:
             generate(folder, n_trials, args.models)
             for n_models in args.models:
                 res = results[(n_trials, n_models)] = measure(folder, n_models, args.n_boot)
-                print(f"{n_trials:>9} {n_models:>7} {res['seconds']:>8.2f} {res['cpu_seconds']:>8.2f} "
-                      f"{res['peak_mib']:>9.0f}", flush=True)
+                print(f"{n_trials:>9} {n_models:>7} | {res['seconds']:>8.2f} {res['cpu_seconds']:>8.2f} "
+                      f"{res['peak_mib']:>9.0f} | {res['command_cpu_seconds']:>8.2f} {res['command_peak_mib']:>9.0f}",
+                      flush=True)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     print("growth with models (CPU time at the most models / at the fewest, same trials):")
     low, high = min(args.models), max(args.models)
     for n_trials in trials_sizes:
         ratio = results[(n_trials, high)]["cpu_seconds"] / results[(n_trials, low)]["cpu_seconds"]
         print(f"  {n_trials:>9} trials: {low} -> {high} models x{high / low:g}: time x{ratio:.2f}")
-    print("growth with trials (CPU time, same models):")
     first, last = trials_sizes[0], trials_sizes[-1]
-    for n_models in args.models:
+    if first != last:
+        print("growth with trials (CPU time, same models):")
+    for n_models in args.models if first != last else []:
         ratio = results[(last, n_models)]["cpu_seconds"] / results[(first, n_models)]["cpu_seconds"]
         print(f"  {n_models:>3} models: {first} -> {last} trials x{last / first:g}: time x{ratio:.2f}")
+    print_goals(results)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ wall time, then a table of the figures per 1-year band of true age. Then the by-
 curve's band, and the children's accuracy per age band.
 
 Run: `.venv/bin/python benchmarks/compare_recovery.py` (about 3 minutes on 2 cores); `--replicates N` /
-`--two-pl-replicates N` / `--younger-replicates N` / `--edge-replicates N` to change the sizes (0 skips a
+`--two-pl-replicates N` / `--younger-replicates N` / `--edge-replicates N` to change the sizes (`--tiny`: 1 / 1 / 0 /
+2, the test suite runs it; 0 skips a
 design), `--quick` for 5, 2, 2 and 20.
 """
 
@@ -27,6 +28,8 @@ from scipy import stats
 from levante_tasks.compare import age_recovery
 from levante_tasks.compare.recovery import TWO_PL, YOUNGER, Design, figures, run
 
+NOMINAL = 0.95  # the intervals' nominal coverage: the anchor of each coverage figure
+
 
 def study(name: str, design: Design) -> None:
     """Run one design and print its figures and its per-age-band table."""
@@ -41,6 +44,8 @@ def study(name: str, design: Design) -> None:
     print(json.dumps({"study": name, "design": vars(design), "figures": found, "wall_seconds": round(seconds, 1)},
                      indent=1))
     columns = list(next(iter(bands.values())))
+    print(f"{name}: " + "; ".join(f"{key.replace('_', ' ')} {found[key]:.3f} (anchor: nominal {NOMINAL:g}), ratio "
+                                  f"{found[key] / NOMINAL:.2f}" for key in ("theta_coverage", "age_coverage")))
     print(f"{name}, by true age (age bias over numeric points; open = interval end below youngest / above oldest):")
     print("true age | " + " | ".join(columns))
     for band, row in bands.items():
@@ -56,8 +61,11 @@ def main() -> None:
     parser.add_argument("--younger-replicates", type=int, default=10, help="2PL design, models from true age 2.5")
     parser.add_argument("--edge-replicates", type=int, default=100, help="the by-age readouts on their own")
     parser.add_argument("--quick", action="store_true", help="5 Rasch, 2 2PL, 2 younger and 20 edge replicates")
+    parser.add_argument("--tiny", action="store_true", help="1 Rasch, 1 2PL, 0 younger and 2 edge replicates")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.tiny:
+        args.replicates, args.two_pl_replicates, args.younger_replicates, args.edge_replicates = 1, 1, 0, 2
     rasch = Design(replicates=5 if args.quick else args.replicates, seed=args.seed)
     two_pl = replace(rasch, replicates=2 if args.quick else args.two_pl_replicates, **TWO_PL)
     younger = replace(two_pl, replicates=2 if args.quick else args.younger_replicates, **YOUNGER)

@@ -9,7 +9,7 @@ per design: the design, the figures per language and the wall time (docs/compari
 
 Run: `.venv/bin/python benchmarks/compare_recovery_language.py` (about 3 minutes on the loaded 2-core machine);
 `--replicates N` for the two main designs (default 10), `--swap-replicates N` for the failure checks (default 2),
-`--quick` for 2 and 1.
+`--quick` for 2 and 1, `--tiny` for 1 and 0 (the test suite runs it).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import asdict
 from levante_tasks.compare.recovery_language import LanguageDesign, figures, run
 
 SWAP = ("es-CO", "de-DE")
+NOMINAL = 0.95  # the intervals' nominal coverage: the anchor of each coverage figure
 
 
 def study(name: str, design: LanguageDesign) -> None:
@@ -32,6 +33,10 @@ def study(name: str, design: LanguageDesign) -> None:
     rounded = {language: {k: round(v, 3) for k, v in values.items()} for language, values in found.items()}
     print(json.dumps({"study": name, "design": asdict(design), "figures": rounded, "wall_seconds": round(seconds, 1)},
                      indent=1))
+    for language, values in found.items():
+        print(f"{name}, {language}: " + "; ".join(
+            f"{key.replace('_', ' ')} {values[key]:.3f} (anchor: nominal {NOMINAL:g}), ratio "
+            f"{values[key] / NOMINAL:.2f}" for key in ("theta_coverage", "age_coverage")))
 
 
 def main() -> None:
@@ -40,8 +45,11 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=10)
     parser.add_argument("--swap-replicates", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="2 replicates, 1 for the failure checks")
+    parser.add_argument("--tiny", action="store_true", help="1 replicate of vocab and trog, no failure checks")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.tiny:
+        args.replicates, args.swap_replicates = 1, 0
     main_n, swap_n = (2, 1) if args.quick else (args.replicates, args.swap_replicates)
     designs = [
         ("vocab_by_language", LanguageDesign(task="vocab", replicates=main_n, seed=args.seed)),

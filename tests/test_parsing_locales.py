@@ -313,6 +313,16 @@ def test_reparse_reads_the_locale_its_parser_version_names() -> None:
         reparse.record_doc(saved | {"parser_version": "3+xx.1"})
 
 
+def test_reparse_parses_again_for_other_option_texts_and_takes_unhashable_ones() -> None:
+    """The memo of parse_choice that verify relies on is keyed by the option texts too (the same response reads
+    as another letter), and an option text that cannot be a key (a hand-edited record) is parsed without it."""
+    saved = records.choice_record(_doc(None), parse_choice("x", LETTERS), option_texts=["cat", "dog", "bird", "fish"])
+    assert reparse.reparse(saved, ["dog"])["choice_letter"] == "B"
+    assert reparse.reparse(saved | {"option_texts": ["dog", "cat", "bird", "fish"]}, ["dog"])["choice_letter"] == "A"
+    edited = reparse.reparse(saved | {"option_texts": [["dog"], "cat", "bird", "fish"]}, ["cat"])
+    assert (edited["choice_letter"], edited["option_texts"]) == ("B", ["['dog']", "cat", "bird", "fish"])
+
+
 @pytest.fixture(scope="module")
 def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from levante_tasks.testing.fixture_data import write_fixture

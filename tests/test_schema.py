@@ -78,6 +78,18 @@ def test_records_carry_exactly_the_schema_keys_in_order() -> None:
     assert list(records.slider_record(slider_doc, None, "none")) == [f.name for f in dataclasses.fields(SliderRecord)]
 
 
+def test_record_as_dict_is_dataclasses_asdict_and_shares_no_list() -> None:
+    choice = ItemRecord("generate_until", "u", "trog", "noun", 1, "original", [2, 0, 1], "B", 0, 1, "lone_letter",
+                        0.8, "3", ["cat", "dog", "hat"], [0.5, -1.0, 2.0], "logprob")
+    slider = SliderRecord("generate_until", "s", "egma-math", "slider", 0, "original", [0], None, None, 0, "none",
+                          0.0, "3", [], None, None, None, None, 0.0, 10.0, 3.0, 1.5, 0.3)
+    for record in (choice, slider):
+        plain = record.as_dict()
+        assert plain == dataclasses.asdict(record) and list(plain) == list(dataclasses.asdict(record))
+        record.presented_order.append(9)
+        assert plain["presented_order"] != record.presented_order  # a copy, as asdict gives
+
+
 def test_an_item_with_more_options_than_letters_is_a_validation_problem(tmp_path: Path, capsys) -> None:
     many = ",".join(str(n) for n in range(3, 3 + len(items.LETTERS)))  # answer + len(LETTERS) distractors
     write_release(tmp_path / "rel", rows=[*default_rows(), math_row("math_add_1_2", "1+2", "99", many)])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy.special import stdtrit  # what scipy.stats.t.ppf evaluates, without scipy.stats' ~1 s import
 
 from levante_tasks.compare.age import AgeCurves
 from levante_tasks.compare.languages import language_name
@@ -50,7 +50,7 @@ def accuracy_by_age(children: pd.DataFrame, level: float) -> pd.DataFrame:
     for low, part in valid.groupby(np.floor(valid["age"].to_numpy(float))):
         n, values = len(part), part["accuracy"].to_numpy(float)
         mean, spread = float(values.mean()), float(values.std(ddof=1)) if n > 1 else 0.0
-        half = float(stats.t.ppf((1 + level) / 2, n - 1) * spread / math.sqrt(n)) if spread > 0 else math.nan
+        half = float(stdtrit(n - 1, (1 + level) / 2) * spread / math.sqrt(n)) if spread > 0 else math.nan
         rows.append({"age_band": f"{low:g}-{low + 1:g}", "band_low": float(low), "band_high": float(low) + 1.0,
                      "n_children": int(n), "mean_accuracy": mean, "ci_low": max(mean - half, 0.0),
                      "ci_high": min(mean + half, 1.0)})

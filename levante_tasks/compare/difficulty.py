@@ -13,7 +13,7 @@ Fewer than MIN_ITEMS items or constant correctness: NaN with a `note`.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy.special import ndtri, stdtr  # what scipy.stats' norm.ppf and t.sf evaluate; scipy.stats adds ~1 s of import
 
 MIN_ITEMS = 10
 SPEARMAN_VARIANCE = 1.06  # var(atanh(rho)) ~ 1.06 / (n - 3) (Fieller, Hartley & Pearson 1957)
@@ -34,7 +34,21 @@ def _p_values(r: np.ndarray, n: int) -> np.ndarray:
     r = np.clip(np.asarray(r, dtype=float), -1.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = r * np.sqrt((n - 2) / ((1.0 - r) * (1.0 + r)))
-    return np.where(np.abs(r) >= 1.0, 0.0, 2.0 * stats.t.sf(np.abs(t), n - 2))
+    return np.where(np.abs(r) >= 1.0, 0.0, 2.0 * stdtr(n - 2, -np.abs(t)))
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, tied values sharing their mean rank (scipy.stats.rankdata's default); all NaN if any is NaN."""
+    values = np.asarray(values, dtype=float)
+    if np.isnan(values).any():
+        return np.full(len(values), np.nan)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    counts = np.diff(np.r_[starts, len(values)])
+    ranks = np.empty(len(values))
+    ranks[order] = np.repeat(starts + 1 + (counts - 1) / 2, counts)
+    return ranks
 
 
 def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -49,7 +63,7 @@ def fisher_interval(r: np.ndarray, n: int, level: float = 0.95,
     """tanh(atanh(r) -+ q sqrt(variance / (n - 3))), q the normal quantile of `level` (two-sided); variance 1 for
     Pearson r, SPEARMAN_VARIANCE for Spearman rho; n > 3. r = +-1 gives [r, r]."""
     r = np.clip(np.asarray(r, dtype=float), -1.0, 1.0)
-    half = stats.norm.ppf(0.5 + level / 2.0) * np.sqrt(variance / (n - 3))
+    half = ndtri(0.5 + level / 2.0) * np.sqrt(variance / (n - 3))
     with np.errstate(divide="ignore"):
         z = np.arctanh(r)
     return np.tanh(z - half), np.tanh(z + half)
@@ -79,7 +93,7 @@ def correlate_many(correct: np.ndarray, b: np.ndarray, level: float = 0.95) -> l
         return results
     x = correct[todo]
     with np.errstate(invalid="ignore", divide="ignore"):  # constant b: r is NaN
-        r, rho = row_pearson(x, b), row_pearson(x, stats.rankdata(b))
+        r, rho = row_pearson(x, b), row_pearson(x, average_ranks(b))
     r_low, r_high = fisher_interval(r, n, level)
     rho_low, rho_high = fisher_interval(rho, n, level, SPEARMAN_VARIANCE)
     p_r, p_rho = _p_values(r, n), _p_values(rho, n)

@@ -11,13 +11,14 @@ a record whose decisions stand is kept as saved, byte for byte.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from levante_tasks.core import parsing, records
 from levante_tasks.core.locale_text import item_locale
 from levante_tasks.schema.items import letters_for
-from levante_tasks.schema.locales import LocaleError
+from levante_tasks.schema.locales import Locale, LocaleError
 
 IDENTITY = ("item_uid", "task", "trial_type", "seed", "variant", "presented_order")
 # what the parser decides of a response: the answer, its form and confidence, the slider value, correctness
@@ -66,8 +67,19 @@ def reparse(record: Mapping[str, Any], response: Any) -> dict[str, Any]:
     if "target_value" in record:
         return records.slider_record(doc, *parsing.parse_number(text))
     options = list(record["option_texts"])
-    parsed = parsing.parse_choice(text, doc["letters"], options, item_locale(doc))
+    try:
+        parsed = _parse_choice(text, tuple(doc["letters"]), tuple(options), item_locale(doc))
+    except TypeError:  # an option text that is not hashable (a hand-edited record): parsed without the memo
+        parsed = parsing.parse_choice(text, doc["letters"], options, item_locale(doc))
     return records.choice_record(doc, parsed, option_texts=options)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_choice(text: str, letters: tuple[str, ...], options: tuple[Any, ...],
+                  locale: Locale) -> parsing.Parsed:
+    """`parsing.parse_choice`, once per distinct (response, letters, options, locale): `verify` re-parses every
+    record of every run, and lone-letter answers repeat across items, seeds and models (Parsed is frozen)."""
+    return parsing.parse_choice(text, letters, options, locale)
 
 
 def answer_of(record: Mapping[str, Any]) -> Any:

@@ -102,22 +102,30 @@ def imported_package_files(path: Path, package_root: Path = PACKAGE_ROOT) -> lis
         own = path.resolve().relative_to(package_root.resolve().parent).with_suffix("").parts
     except ValueError:  # a module outside the package (a local utils.py): its relative imports name no package file
         own = ()
-    names: list[str] = []
-    for node in ast.walk(ast.parse(path.read_bytes(), filename=path.name)):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base_parts = list(own[: len(own) - node.level]) if node.level else []
-            base = ".".join([*base_parts, *([node.module] if node.module else [])])
-            names += [base, *(f"{base}.{alias.name}" for alias in node.names)]
     files = []
-    for name in names:
+    for name in _imported_names(path.read_bytes(), path.name, own):
         parts = name.split(".")
         if parts[0] != package_root.name:
             continue
         target = package_root.parent.joinpath(*parts)
         files += [f for f in (target.with_suffix(".py"), target / "__init__.py") if f.is_file()]
     return files
+
+
+@functools.lru_cache(maxsize=512)
+def _imported_names(source: bytes, filename: str, own: tuple[str, ...]) -> tuple[str, ...]:
+    """The dotted names a module's source imports (relative ones resolved against its own dotted path `own`); keyed
+    by the source bytes, so each module is parsed once per process although every task's closure shares most of
+    them (an edited file is parsed again)."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base_parts = list(own[: len(own) - node.level]) if node.level else []
+            base = ".".join([*base_parts, *([node.module] if node.module else [])])
+            names += [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    return tuple(names)
 
 
 def package_closure(entry: list[Path], package_root: Path = PACKAGE_ROOT,

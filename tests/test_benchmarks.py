@@ -1,0 +1,46 @@
+"""Every benchmark under benchmarks/ runs at HEAD at its `--tiny` size and prints its figures, so none can rot.
+
+Each `benchmarks/*.py --tiny` (found by glob: a new benchmark is included without editing this file) runs as a
+subprocess; it must exit 0 and print at least one figure line: a figure with its ratio (`ratio 0.54`, `x2.1`,
+`3.94x`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = sorted((ROOT / "benchmarks").glob("*.py"))
+RATIO = re.compile(r"\bratio\b[^\n]*?\d|\bx\d+(\.\d+)?\b|\b\d+(\.\d+)?x\b")
+TIMEOUT_S = 600  # a loaded 2-core machine; --tiny takes seconds to a few tens of seconds
+
+
+def printed_figures(output: str) -> list[str]:
+    """The lines of a benchmark's output that state a figure with its ratio."""
+    return [line for line in output.splitlines() if RATIO.search(line)]
+
+
+def test_figure_lines_are_recognised_and_other_lines_are_not() -> None:
+    assert printed_figures("goal, CPU 2.72 s (anchor 5 s), ratio 0.54\nload average 8.98\n  ratio: 3.94x fewer") == [
+        "goal, CPU 2.72 s (anchor 5 s), ratio 0.54", "  ratio: 3.94x fewer"]
+    assert printed_figures("1 -> 2 models x2: time x0.96") and not printed_figures("matrix benchmark; 2 CPU(s)")
+
+
+def test_there_are_benchmarks() -> None:
+    assert len(BENCHMARKS) >= 6, [path.name for path in BENCHMARKS]
+
+
+@pytest.mark.parametrize("script", BENCHMARKS, ids=[path.stem for path in BENCHMARKS])
+def test_benchmark_runs_at_its_tiny_size_and_prints_figures(script: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(script), "--tiny"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT_S, check=False)
+    assert done.returncode == 0, f"{script.name} --tiny exited {done.returncode}:\n{done.stderr[-3000:]}"
+    assert printed_figures(done.stdout), f"{script.name} --tiny printed no figure with a ratio:\n{done.stdout[-3000:]}"
