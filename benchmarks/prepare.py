@@ -101,7 +101,7 @@ def median_row(label: str, runs: list[tuple[float, float]]) -> str:
 def ratio_row(label: str, tops: list[tuple[float, float]], bottoms: list[tuple[float, float]]) -> str:
     wall = statistics.median(t[0] / b[0] for t, b in zip(tops, bottoms, strict=True))
     cpu = statistics.median(t[1] / b[1] for t, b in zip(tops, bottoms, strict=True))
-    return f"{label:<44} wall {wall:7.2f}     CPU {cpu:7.2f}"
+    return f"{label:<44} ratio wall {wall:5.2f}   CPU {cpu:5.2f}"
 
 
 def main() -> int:

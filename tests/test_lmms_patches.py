@@ -669,24 +669,36 @@ def test_mc_refusal_names_the_class_and_what_runs_instead_only_with_p14(trees, p
 
 # ---------------------------------------------------------------- P16: one model per --config list
 
-# Counts constructions of lmms-eval's own `dummy` model in every process that has this folder on its path.
+# Counts constructions and cleanings of lmms-eval's own `dummy` model in every process that has this folder on its
+# path; each model holds a torch module, as real classes do, and answers only while it still holds it (upstream's
+# evaluate() ends with lm.clean(), which deletes every module: a reused model must not have been cleaned).
 BUILD_COUNTER = '''
 import os
+import torch
 from lmms_eval.models.simple.dummy import Dummy
-_built = Dummy.__init__
-def _counted(self, *args, **kwargs):
+_built, _clean, _generate = Dummy.__init__, Dummy.clean, Dummy.generate_until
+def _log(line):
     with open(os.environ["LP_BUILDS"], "a") as log:
-        log.write(f"{kwargs.get('batch_size')}\\n")
+        log.write(line + "\\n")
+def _counted(self, *args, **kwargs):
+    _log(str(kwargs.get("batch_size")))
     _built(self, *args, **kwargs)
-Dummy.__init__ = _counted
+    self.weights = torch.nn.Linear(1, 1)
+def _cleaned(self):
+    _log("clean")
+    _clean(self)
+def _answer(self, requests, *args, **kwargs):
+    self.weights  # AttributeError once cleaned
+    return _generate(self, requests, *args, **kwargs)
+Dummy.__init__, Dummy.clean, Dummy.generate_until = _counted, _cleaned, _answer
 '''
 
 
 def test_a_config_list_builds_its_model_once_per_setting_only_with_p16(trees, packages, tmp_path,
                                                                        monkeypatch) -> None:
     """Three runs of one `--config` list: two seeds at batch size 1, then batch size 2. Upstream builds the model
-    for every run (3); with 0019 the second run reuses the first's model and the third builds its own (2); every
-    run still finishes."""
+    for every run (3) and cleans each after its run; with 0019 the second run reuses the first's model, uncleaned,
+    and the third builds its own after cleaning it (2 builds, 1 cleaning); every run still finishes."""
     counter = tmp_path / "counter"
     counter.mkdir()
     (counter / "sitecustomize.py").write_text(BUILD_COUNTER)
@@ -702,8 +714,8 @@ def test_a_config_list_builds_its_model_once_per_setting_only_with_p16(trees, pa
         assert proc.returncode == 0, proc.stdout[-3000:]
         assert proc.stdout.count("|lptest_gen|") == 3, proc.stdout[-3000:]  # three result tables
         built[name] = log.read_text().split()
-    assert built[BY_NUMBER["0019"]] == ["1", "1", "2"]
-    assert built["all"] == ["1", "2"]
+    assert built[BY_NUMBER["0019"]] == ["1", "clean", "1", "clean", "2", "clean"]
+    assert built["all"] == ["1", "clean", "2"]
 # ---------------------------------------------------------------- P15: HF `evaluate` imported on demand
 
 EVALUATE_PROBE = r"""
