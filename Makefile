@@ -8,7 +8,9 @@ DEMO_DIR ?= demo-out
 # pytest on 2 workers (pytest-xdist). loadfile runs each test file whole on one worker, so its module fixtures are
 # built once; the session fixtures that several files use are built once per run (tests/built_once.py). Not
 # loadgroup: with pytest 9.2, xdist 3.8 no longer tags the nodes with their group and it acts as plain `load`.
-PYTEST_WORKERS := -n 2 --dist loadfile
+# --no-loadscope-reorder: files in collection order; xdist's default starts the files with most tests first, which
+# leaves the slow files with few tests (test_compat_models.py, test_lmms_patches.py) to the end, one worker idle.
+PYTEST_WORKERS := -n 2 --dist loadfile --no-loadscope-reorder
 
 # The lmms-eval-dependent tests that `make test` also runs against lmms-eval 0.7.3 (the rest of the suite runs on
 # the default 0.7.2 only): the patcher, each patch's bug and fix, two end-to-end task runs, and the whole model-class
