@@ -5,6 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.levante-installed
 DEMO_DIR ?= demo-out
+# pytest on 2 workers (pytest-xdist). loadfile runs each test file whole on one worker, so its module fixtures are
+# built once; the session fixtures that several files use are built once per run (tests/built_once.py). Not
+# loadgroup: with pytest 9.2, xdist 3.8 no longer tags the nodes with their group and it acts as plain `load`.
+# --no-loadscope-reorder: files in collection order; xdist's default starts the files with most tests first, which
+# leaves the slow files with few tests (test_compat_models.py, test_lmms_patches.py) to the end, one worker idle.
+PYTEST_WORKERS := -n 2 --dist loadfile --no-loadscope-reorder
 
 # The lmms-eval-dependent tests that `make test` also runs against lmms-eval 0.7.3 (the rest of the suite runs on
 # the default 0.7.2 only): the patcher, each patch's bug and fix, two end-to-end task runs, and the whole model-class
@@ -31,7 +37,7 @@ test: $(STAMP)
 	bash scripts/ensure_r.sh
 	bash scripts/ensure_slurm.sh
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_WORKERS)
 	$(MAKE) --no-print-directory test-lmms-eval-0.7.2 test-lmms-eval-0.7.3
 
 # Each supported lmms-eval version in a throwaway venv layered on $(VENV) (no second full install): its pinned
@@ -40,7 +46,7 @@ test-lmms-eval-0.7.2: $(STAMP)
 	VENV=$(VENV) bash scripts/test_lmms_eval_version.sh 0.7.2
 
 test-lmms-eval-0.7.3: $(STAMP)
-	VENV=$(VENV) bash scripts/test_lmms_eval_version.sh 0.7.3 -q $(LMMS_EVAL_073_TESTS)
+	VENV=$(VENV) bash scripts/test_lmms_eval_version.sh 0.7.3 -q $(PYTEST_WORKERS) $(LMMS_EVAL_073_TESTS)
 
 demo: $(STAMP)
 	$(VENV)/bin/levante-tasks demo --out $(DEMO_DIR)

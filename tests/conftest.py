@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from built_once import built_once
 from PIL import Image
 from shared_paths import shared_dir
 
@@ -37,22 +38,24 @@ REAL_TABLE = "item_bank_translations.csv"  # the 1cb5bfc version: real de and es
 
 @pytest.fixture(scope="session")
 def real_sample_data(sample_base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real sample with labelled stand-in pictures, prepared once per session (lenient) with LEVANTE's real
-    translation table read in place (CC-BY-NC: never copied into the repository): English and every locale."""
-    from levante_tasks.data.prepare import prepare
-    from levante_tasks.data.standins import TAG, write_standin_release
+    """The real sample with labelled stand-in pictures, prepared once per test run (lenient; one build shared by
+    every xdist worker: built_once) with LEVANTE's real translation table read in place (CC-BY-NC: never copied
+    into the repository): English and every locale."""
 
-    base = tmp_path_factory.mktemp("standin-release")
-    made = write_standin_release(sample_base, REAL_VERSION, base)
-    assert not any(rel.startswith("visual/vocab/") for rel in made)  # vocab keeps its real pictures
+    def build(root: Path) -> None:
+        from levante_tasks.data.prepare import prepare
+        from levante_tasks.data.standins import TAG, write_standin_release
 
+        base = root / "standin-release"
+        made = write_standin_release(sample_base, REAL_VERSION, base)
+        assert not any(rel.startswith("visual/vocab/") for rel in made)  # vocab keeps its real pictures
+        with Image.open(base / REAL_VERSION / made[0]) as image:
+            assert image.text["Source"] == TAG
+        table = sample_base / "translations" / REAL_TABLE
+        prepare(str(base), REAL_VERSION, str(root / "standin-data"), strict=False, progress=False,
+                translations=str(table))
 
-    with Image.open(base / REAL_VERSION / made[0]) as image:
-        assert image.text["Source"] == TAG
-    data = tmp_path_factory.mktemp("standin-data")
-    table = sample_base / "translations" / REAL_TABLE
-    prepare(str(base), REAL_VERSION, str(data), strict=False, progress=False, translations=str(table))
-    return data
+    return built_once(tmp_path_factory, "real-sample-data", build) / "standin-data"
 
 
 @pytest.fixture
@@ -62,3 +65,4 @@ def vocab_extended(monkeypatch: pytest.MonkeyPatch) -> catalogue.TaskInfo:
     monkeypatch.setattr(catalogue, "TASKS", (*catalogue.TASKS, row))
     monkeypatch.setattr(catalogue, "BY_NAME", {**catalogue.BY_NAME, row.name: row})
     return row
+

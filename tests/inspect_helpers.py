@@ -1,17 +1,17 @@
-"""Fixtures shared by the inspect_ai task tests: a fixture data dir (per test module) and the env pointing at it."""
+"""Fixtures shared by the inspect_ai task tests: a fixture data dir (one per test run) and the env pointing at it."""
 
 from __future__ import annotations
 
 import pytest
+from built_once import built_once
 
 from levante_tasks.testing.fixture_data import write_fixture
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def data_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("levante-data")
-    write_fixture(root)
-    return root
+    """The fixture data, written once per test run (shared by the xdist workers); tests only read it."""
+    return built_once(tmp_path_factory, "inspect-fixture-data", write_fixture)
 
 
 @pytest.fixture()

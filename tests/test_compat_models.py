@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from built_once import built_once
 from compat_checks import calls_by_run, fixture_rows, item_records, last_write, picture_problems, placement_problems
 
 from levante_tasks.lmms.patcher import installed_lmms_eval
@@ -92,22 +93,14 @@ VERSION = installed_lmms_eval()["version"]
 
 @pytest.fixture(scope="session")
 def fixture_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("compat-data")
-    write_fixture(root)
-    return root
+    """The colour-coded fixture, written once per test run (shared by the xdist workers)."""
+    return built_once(tmp_path_factory, "compat-data", write_fixture)
 
 
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """Each tiny checkpoint kind, built once per session on first use."""
-    root, built = tmp_path_factory.mktemp("compat-models"), {}
-
-    def get(kind: str) -> Path:
-        if kind not in built:
-            built[kind] = BUILDERS[kind](root / kind)
-        return built[kind]
-
-    return get
+    """Each tiny checkpoint kind, built once per test run (shared by the xdist workers) on first use."""
+    return lambda kind: built_once(tmp_path_factory, f"compat-model-{kind}", BUILDERS[kind])
 
 
 def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path, tasks: list[str] | None = None,
