@@ -89,6 +89,20 @@ def test_results_are_deterministic_across_instances(clip_dir):
     assert _scorer(clip_dir, docs).generate_until(generate_requests(docs)) == first
 
 
+@pytest.mark.parametrize("kind", ["text->texts", "text->images"])
+def test_a_reused_instance_scores_a_new_run_as_a_fresh_one(clip_dir, kind):
+    """Patch 0019 hands the next run of a `--config` list this instance with its task_dict emptied: what an earlier
+    run embedded (in other batches, which move an embedding by ~1e-7) must not serve the new run, so a cell's
+    scores do not depend on the runs before it in its process (nor differ when it is rerun alone)."""
+    earlier, docs = make_docs(6, seeds=(0, 1), kind=kind), make_docs(2, seeds=(2,), kind=kind)
+    reused = _scorer(clip_dir, earlier, batch_size=8)
+    reused.generate_until(generate_requests(earlier))
+    reused.task_dict = {}  # as patch 0019 hands it over; evaluate() then adds the run's tasks
+    reused.task_dict["synthetic"] = {"test": docs}
+    fresh = _scorer(clip_dir, docs, batch_size=8)
+    assert reused.generate_until(generate_requests(docs)) == fresh.generate_until(generate_requests(docs))
+
+
 def test_multiple_choice_returns_losses_consistent_with_generate(clip_dir):
     docs = make_docs(4, seeds=(0, 1), kind="text->images")
     model = _scorer(clip_dir, docs)

@@ -98,11 +98,23 @@ class LevanteClip(lmms):
         self.identity = resolve_identity(
             pretrained, getattr(self.model.config, "_commit_hash", None), model_id, revision
         ) | test_model_mark(self.model.config)
-        self._embeddings: dict[Ref, torch.Tensor] = {}
-        self._images: dict[str, Any] = {}
         self.encoded = {"image": 0, "text": 0}
         self.encoder_calls = {"image": 0, "text": 0}
         logger.info(f"levante_clip: {self.identity} on {self.device}, text padding {self.text_padding}")
+
+    @property
+    def task_dict(self) -> dict:
+        """The docs of the run being evaluated (lmms-eval fills it per run)."""
+        return self._task_dict
+
+    @task_dict.setter
+    def task_dict(self, docs: dict) -> None:
+        """A new run (built, or reused by patch 0019 for the next run of a `--config` list) starts with no
+        embeddings, as a freshly built model does: one taken in an earlier run's batches differs by ~1e-7 and
+        would make a cell's scores depend on the runs before it in its process."""
+        self._task_dict = docs
+        self._embeddings: dict[Ref, torch.Tensor] = {}
+        self._images: dict[str, Any] = {}
 
     def _max_text_length(self) -> int:
         """The text tower's position limit (SigLIP's max_length padding target)."""
