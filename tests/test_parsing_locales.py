@@ -323,6 +323,15 @@ def test_reparse_parses_again_for_other_option_texts_and_takes_unhashable_ones()
     assert (edited["choice_letter"], edited["option_texts"]) == ("B", ["['dog']", "cat", "bird", "fish"])
 
 
+def test_reparse_of_number_option_texts_does_not_depend_on_what_was_parsed_before() -> None:
+    """A hand-edited record's option texts may be numbers: 1 and 1.0 are one key of a dict (equal, same hash) but
+    read differently ("1.0" names option 1.0, not option 1), so the memo must not hand one the other's reading."""
+    saved = records.choice_record(_doc(None), parse_choice("x", LETTERS), option_texts=["cat", "dog", "bird", "fish"])
+    ints, floats = saved | {"option_texts": [1, 2, 3, 4]}, saved | {"option_texts": [1.0, 2.0, 3.0, 4.0]}
+    letters = [reparse.reparse(r, ["The answer is 1.0"])["choice_letter"] for r in (ints, floats, ints, floats)]
+    assert letters == [None, "A", None, "A"]
+
+
 @pytest.fixture(scope="module")
 def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from levante_tasks.testing.fixture_data import write_fixture

@@ -67,9 +67,9 @@ def reparse(record: Mapping[str, Any], response: Any) -> dict[str, Any]:
     if "target_value" in record:
         return records.slider_record(doc, *parsing.parse_number(text))
     options = list(record["option_texts"])
-    try:
+    if all(isinstance(option, str) for option in options):
         parsed = _parse_choice(text, tuple(doc["letters"]), tuple(options), item_locale(doc))
-    except TypeError:  # an option text that is not hashable (a hand-edited record): parsed without the memo
+    else:  # a hand-edited record's option texts (a list, a number: 1 and 1.0 would be one memo key) unmemoized
         parsed = parsing.parse_choice(text, doc["letters"], options, item_locale(doc))
     return records.choice_record(doc, parsed, option_texts=options)
 
