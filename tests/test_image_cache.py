@@ -136,7 +136,8 @@ def test_least_recently_used_pictures_are_dropped_beyond_the_budget() -> None:
     assert cache.held_bytes == cache.budget_bytes and cache.hits == 2
 
 
-def test_a_bad_budget_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(image_cache.BUDGET_ENV, "lots")
+@pytest.mark.parametrize("value", ["lots", "\u00b2", "-1"])
+def test_a_bad_budget_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(image_cache.BUDGET_ENV, value)
     with pytest.raises(LevanteError, match=r"^\$LEVANTE_IMAGE_CACHE_MIB: expected a whole number of MiB"):
-        image_cache.shared_cache()
+        image_cache.budget_from_env()

@@ -76,7 +76,7 @@ class DecodedImages:
 def budget_from_env() -> int:
     """The cache budget in bytes from `$LEVANTE_IMAGE_CACHE_MIB` (a whole number of MiB; 0 = no cache)."""
     text = os.environ.get(BUDGET_ENV, str(DEFAULT_BUDGET_MIB)).strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # "²" is a digit to str.isdigit, not to int()
         raise LevanteError(f"${BUDGET_ENV}: expected a whole number of MiB (0 turns the cache off), got {text!r}")
     return int(text) * 2**20
 
