@@ -12,5 +12,6 @@ from __future__ import annotations
 
 SYNTHETIC_RELEASE_MARKER = "SYNTHETIC.md"
 TEST_MODEL_CONFIG_KEY = "levante_test_model"
-TEST_DOUBLE_ADAPTERS = ("levante_fixed", "levante_image_oracle", "levante_chat_oracle", "levante_oom", "levante_crash")
+TEST_DOUBLE_ADAPTERS = ("levante_fixed", "levante_image_oracle", "levante_chat_oracle", "levante_oom", "levante_crash",
+                        "levante_counted")
 TEST_INSPECT_PROVIDER = "levante-tiny"
