@@ -154,20 +154,6 @@ def print_arch(arch: Arch, figures: list[dict[str, Any]], full: bool, device: st
               f"{f['before_s']:>7.1f} {ratio:>18} {mem_ratio:>17}")
 
 
-def find_key(document: Any, key: str) -> Any:
-    """The first value of `key` anywhere in a JSON document (None when absent)."""
-    if isinstance(document, dict):
-        if key in document:
-            return document[key]
-        document = list(document.values())
-    if isinstance(document, list):
-        for value in document:
-            found = find_key(value, key)
-            if found is not None:
-                return found
-    return None
-
-
 def matrix_loads(path: Path, data: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """Run a 1-model x (up to) 2-task x 2-seed matrix of `levante_vlm_mc`; its model loads against its cells."""
     tasks, seeds = [f"{t}_mc" for t in args.tasks[:2]], [0, 1]
@@ -180,15 +166,12 @@ def matrix_loads(path: Path, data: Path, args: argparse.Namespace, out: Path) ->
     (out / "matrix.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     wall, cpu = timed([sys.executable, "-m", "levante_tasks", "matrix", "--config", "matrix.yaml", "--out", "m"], out)
     document = json.loads((out / "m" / "matrix.json").read_text(encoding="utf-8"))
-    loads, source = find_key(document, "model_loads"), "matrix.json model_loads"
-    if not isinstance(loads, int):
-        logs = [p.read_text(encoding="utf-8") for p in (out / "m").rglob("cell.log")]
-        loads, source = sum(log.count("=== batch size ") for log in logs), "lmms-eval processes in cell.log"
+    loads = document["model_loads"]["total"]
     cells = len(tasks) * len(seeds)
     print(f"\nmatrix [1 model x {len(tasks)} tasks x {len(seeds)} seeds = {cells} cells, limit {config['limit']}]: "
-          f"{loads} model loads ({source}); anchor one load per cell = {cells}: {cells / loads:.2f}x fewer loads; "
+          f"{loads} model loads (matrix.json); anchor one load per cell = {cells}: {cells / loads:.2f}x fewer loads; "
           f"wall {wall:.1f} s, CPU {cpu:.1f} s")
-    return {"cells": cells, "model_loads": loads, "source": source, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+    return {"cells": cells, "model_loads": loads, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
 
 
 def _reset_peak_rss() -> None:
