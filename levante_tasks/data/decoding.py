@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from levante_tasks.data.visuals import decode_problem
 from levante_tasks.errors import LevanteError
+from levante_tasks.parent_death import parent_death_signal
 
 
 class Verdict(NamedTuple):
@@ -33,7 +34,7 @@ class Verdict(NamedTuple):
 
 
 PICTURES_PER_WORKER = 32  # below this many pictures per core, starting a worker costs more than it saves
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_DIE_WITH_PARENT = parent_death_signal(signal.SIGKILL)
 
 
 def available_cores() -> int:
@@ -55,10 +56,8 @@ def verdict(path: str | os.PathLike[str]) -> Verdict:
 def _start_worker(parent: int) -> None:
     """Leave Ctrl-C to the parent, and (Linux) have the kernel end this worker when the parent dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform == "linux":
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _DIE_WITH_PARENT is not None:
+        _DIE_WITH_PARENT()
         if os.getppid() != parent:  # the parent died before the line above took effect
             os._exit(1)
 

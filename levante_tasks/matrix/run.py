@@ -9,7 +9,6 @@ matrix goes on with the next cell.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import datetime as dt
 import json
 import os
@@ -57,6 +56,7 @@ from levante_tasks.matrix.state import (
     unfinished_state,
     write_state,
 )
+from levante_tasks.parent_death import parent_death_signal
 from levante_tasks.runs.lmms import FileProblem, read_results
 
 PLAN_FILE = "matrix-plan.json"  # marks a folder as a matrix (and lists its cells)
@@ -100,22 +100,8 @@ def _matrix_lock(out: Path, partial: bool) -> contextlib.AbstractContextManager[
                          what="the matrix lock", shared=partial, wait_seconds=float(wait) if wait else None)
 
 
-def _parent_death_signal() -> Callable[[], None] | None:
-    """On Linux, a preexec function that asks the kernel to SIGTERM lmms-eval when the runner dies (kill -9, OOM
-    killer), so no orphan keeps the GPU and writes into a cell nobody owns; resolved here, not in the child."""
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong]
-
-    def ask() -> None:
-        prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-
-    return ask
-
-
-_PDEATHSIG = _parent_death_signal()
+# lmms-eval gets SIGTERM when the runner dies (kill -9, OOM killer): no orphan keeps the GPU and writes into a cell
+_PDEATHSIG = parent_death_signal(signal.SIGTERM)
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
