@@ -149,18 +149,21 @@ def test_the_same_cell_from_two_processes_runs_once(template: dict[str, Path], t
     assert first.wait(60) == 0 and len(fake.starts()) == 1
 
 
-@pytest.mark.parametrize(("signum", "code", "group"), [(signal.SIGTERM, 143, False), (signal.SIGINT, 130, False),
-                                                      (signal.SIGINT, 130, True)])
+@pytest.mark.parametrize(("signum", "code", "target"), [
+    (signal.SIGTERM, 143, "runner"), (signal.SIGINT, 130, "runner"), (signal.SIGINT, 130, "group"),
+    (signal.SIGTERM, 143, "lmms-eval"), (signal.SIGINT, 130, "lmms-eval")])
 def test_sigterm_and_sigint_stop_lmms_eval_record_the_cell_and_resume_reruns_it(
-        template: dict[str, Path], tmp_path: Path, fake: Fake, signum: int, code: int, group: bool) -> None:
+        template: dict[str, Path], tmp_path: Path, fake: Fake, signum: int, code: int, target: str) -> None:
     config = write_config(tmp_path, template)
-    runner = start(["matrix", "--config", config, "--out", "out"], fake, tmp_path, "run", session=group)
+    runner = start(["matrix", "--config", config, "--out", "out"], fake, tmp_path, "run", session=target == "group")
     wait_for(lambda: len(fake.starts()) == 1, "the first cell")
     wait_for(lambda: states(tmp_path / "out").get("a", {}).get("status") == "running", "the running state")
-    if group:  # Ctrl-C in a terminal: the whole foreground process group, lmms-eval included
+    if target == "group":  # Ctrl-C in a terminal: the whole foreground process group, lmms-eval included
         os.killpg(runner.pid, signum)
-    else:  # the runner only, as `kill` does (Slurm's preemption signals every process of the step)
+    elif target == "runner":  # the runner only, as `kill` does
         runner.send_signal(signum)
+    else:  # lmms-eval first: Slurm's preemption signals every process of the step, in no set order
+        os.kill(fake.starts()[0][0], signum)
     assert runner.wait(60) == code
     child = fake.starts()[0][0]
     wait_for(lambda: process_start(child) is None, "lmms-eval to be stopped", timeout=30)

@@ -104,6 +104,20 @@ def _matrix_lock(out: Path, partial: bool) -> contextlib.AbstractContextManager[
 _PDEATHSIG = parent_death_signal(signal.SIGTERM)
 
 
+_INTERRUPTS = (signal.SIGTERM, signal.SIGINT)  # lmms-eval killed by one of these: the matrix was interrupted
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold SIGTERM and SIGINT for the block (delivered when it ends): an interrupt's recording is not itself
+    interrupted when the signal that killed lmms-eval reaches this process a moment later."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def _stop(process: subprocess.Popen[str]) -> None:
     """Stop an lmms-eval process we started: SIGTERM, then SIGKILL after STOP_SECONDS; reap it."""
     if process.poll() is None:
@@ -266,13 +280,15 @@ def _process(config: MatrixConfig, records: list[_Cell], batch_size: int, out: P
                     preamble.clear()
                 started.append((record, time.monotonic()))
             (lines[id(started[-1][0])] if started else preamble).append(line)
-        process.wait()
+        if -process.wait() in _INTERRUPTS:  # Slurm signals every process of the step: lmms-eval may die first
+            raise Interrupted(-process.returncode)
     except (KeyboardInterrupt, Interrupted) as exc:
-        _stop(process)
         name = exc.args[0] if isinstance(exc, Interrupted) else "SIGINT"
-        for record in records:
-            if record.cell.cell_id not in outcomes:
-                _interrupted(record, batch_size, process.returncode, began, name)
+        with _interrupts_deferred():  # the same signal reaching us now must not cut the recording short
+            _stop(process)
+            for record in records:
+                if record.cell.cell_id not in outcomes:
+                    _interrupted(record, batch_size, process.returncode, began, name)
         raise
     except BaseException:
         _stop(process)
