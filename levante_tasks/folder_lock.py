@@ -2,8 +2,10 @@
 and on a folder itself (a matrix cell). The kernel drops a lock when its holder dies, so kill -9 never leaves a
 stuck lock; liveness is per host (flock over NFS depends on the mount).
 
-`hold` says once that it waits (naming the folder and the holder's pid), waits up to `wait_seconds`, then fails
-with one line. `hold_folder` never waits: a folder already held is refused with the caller's one line.
+`hold` says once that it waits (naming the folder, what holds it and its pid), waits up to `wait_seconds`, then
+fails with one line; with `wait_seconds=0` it refuses at once (`Busy`). Each holder records its pid and what it is
+(`role`) in the lock file for those messages. `hold_folder` never waits: a folder already held is refused with the
+caller's one line.
 """
 
 from __future__ import annotations
@@ -21,13 +23,27 @@ from levante_tasks.errors import LevanteError, display_path, problem_text
 
 WAIT_SECONDS = 1800.0
 POLL_SECONDS = 0.2
-_PID_WIDTH = 15  # a holder's pid is written padded, so a shorter pid never leaves digits of a longer one behind
+_RECORD_WIDTH = 128  # a holder's record is written padded, so a shorter one never leaves part of a longer one behind
 
 
-def _holder(fd: int) -> str:
-    """The pid the (last) holder wrote into the lock file, or `unknown`."""
-    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    return text if text.isdigit() else "unknown"
+class Busy(LevanteError):
+    """The lock is held and the caller would not wait; `holder` names what holds it and its pid."""
+
+    def __init__(self, message: str, holder: str) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+def _holder(fd: int, who: str) -> tuple[str, str]:
+    """(what the (last) holder recorded it is, its pid) from the lock file: `who` (the caller's guess) when it
+    recorded no role, `unknown` for a pid it did not record."""
+    pid, _, role = os.pread(fd, _RECORD_WIDTH, 0).decode("utf-8", "replace").strip().partition(" ")
+    return role.strip() or who, pid if pid.isdigit() else "unknown"
+
+
+def _named(holder: str, pid: str) -> str:
+    """A holder with its pid: `a whole matrix run (pid 12)`, `the end step (--report-only, pid 12)`."""
+    return f"{holder[:-1]}, pid {pid})" if holder.endswith(")") else f"{holder} (pid {pid})"
 
 
 def _open(path: Path) -> tuple[int, bool]:
@@ -48,27 +64,32 @@ def _take(fd: int, mode: int) -> bool:
     return True
 
 
-def _acquire(fd: int, mode: int, where: str, who: str, wait_seconds: float) -> None:
-    """Take the lock; when it is held, say so once and poll until `wait_seconds` have passed."""
+def _acquire(fd: int, mode: int, where: str, what: str, who: str, wait_seconds: float) -> None:
+    """Take the lock; when it is held, refuse at once (`wait_seconds` 0), or say so once and poll until
+    `wait_seconds` have passed."""
     if _take(fd, mode):
         return
-    print(f"levante-tasks: {who} is using {where} (pid {_holder(fd)}); waiting", file=sys.stderr, flush=True)
+    holder, pid = _holder(fd, who)
+    if wait_seconds <= 0:
+        raise Busy(f"{where}: {_named(holder, pid)} holds {what}; try again later", _named(holder, pid))
+    print(f"levante-tasks: {holder} is using {where} (pid {pid}); waiting", file=sys.stderr, flush=True)
     deadline = time.monotonic() + wait_seconds
     while time.monotonic() < deadline:
         time.sleep(POLL_SECONDS)
         if _take(fd, mode):
             return
-    raise LevanteError(f"{where}: {who} (pid {_holder(fd)}) still holds it after {wait_seconds:g} s; "
-                       "try again later")
+    holder, pid = _holder(fd, who)
+    raise LevanteError(f"{where}: {_named(holder, pid)} still holds it after {wait_seconds:g} s; try again later")
 
 
 @contextlib.contextmanager
 def hold(folder: Path, name: str, *, who: str, what: str, shared: bool = False,
-         wait_seconds: float | None = None) -> Iterator[None]:
+         wait_seconds: float | None = None, role: str = "") -> Iterator[None]:
     """Hold the lock file `folder/name` (both created if needed) for the block: exclusive, or `shared`.
 
-    `who` names a holder that blocks us in messages (`another prepare`), `what` the lock (`the prepare lock`);
-    `wait_seconds` defaults to WAIT_SECONDS. An exclusive holder leaves the file empty when it is done.
+    `who` names a holder that blocks us in messages when it recorded no role (`another prepare`), `what` the lock
+    (`the prepare lock`), `role` what we are for others' messages (`the end step`); `wait_seconds` defaults to
+    WAIT_SECONDS (0: Busy at once). An exclusive holder leaves the file empty when it is done.
     """
     where = display_path(folder)
     try:
@@ -77,11 +98,12 @@ def hold(folder: Path, name: str, *, who: str, what: str, shared: bool = False,
     except OSError as exc:
         raise LevanteError(f"{where}: {problem_text(exc)} (cannot take {what})") from None
     try:
-        _acquire(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, where, who,
+        _acquire(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, where, what, who,
                  WAIT_SECONDS if wait_seconds is None else wait_seconds)
         if writable:
-            with contextlib.suppress(OSError):  # the pid only informs a waiter; a full disk must not stop us here
-                os.pwrite(fd, f"{os.getpid():<{_PID_WIDTH}}\n".encode(), 0)
+            record = f"{os.getpid()} {role}"[:_RECORD_WIDTH - 1].ljust(_RECORD_WIDTH - 1) + "\n"
+            with contextlib.suppress(OSError):  # the record only informs a waiter; a full disk must not stop us here
+                os.pwrite(fd, record.encode(), 0)
         try:
             yield
         finally:

@@ -8,6 +8,7 @@ import re
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from levante_tasks.errors import LevanteError
 
@@ -20,6 +21,18 @@ def shard_arg(text: str) -> tuple[int, int]:
     if not match or not 0 <= int(match[1]) < int(match[2]):
         raise argparse.ArgumentTypeError(f"{text!r}: expected i/n with 0 <= i < n (e.g. 0/4)")
     return int(match[1]), int(match[2])
+
+
+class Removed(argparse.Action):
+    """A removed option: one line naming what replaced it, exit 2, before any other argument is checked."""
+
+    def __init__(self, *args: Any, replaced_by: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.replaced_by = replaced_by
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        parser.exit(2, f"levante-tasks: error: {option_string} was removed; use {self.replaced_by}\n")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,7 +55,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument("--model", type=int, metavar="K", dest="model_index",
                        help="run only the cells of model K (0-based, config order; one process; no end step)")
     parser.add_argument("--submit", action="store_true",
-                        help="submit the unfinished cells to Slurm as job arrays, and the end step after them")
+                        help="submit the unfinished cells to Slurm as job arrays, and the end step after them (with "
+                        "--dry-run: write the job scripts and print them and the sbatch commands; queue nothing)")
+    parser.add_argument("--emit-slurm", nargs="?", action=Removed, help=argparse.SUPPRESS,
+                        replaced_by="--submit --dry-run (writes the job scripts under OUT/slurm/ and prints them and "
+                        "the sbatch commands; --submit queues them)")
     parser.add_argument("--report-only", action="store_true",
                         help="only the end step of the matrix in --out: summaries, comparisons and report.md from "
                         "the cells that finished; runs no cell (the Slurm end step); exit 1 if any did not finish")
@@ -60,12 +77,11 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     if args.submit:
-        if args.dry_run or args.shard or args.cell is not None or args.model_index is not None or args.plan_sha256:
-            raise LevanteError("--submit: submits the whole matrix; drop --dry-run, --shard, --cell, --model and "
-                               "--plan-sha256")
+        if args.shard or args.cell is not None or args.model_index is not None or args.plan_sha256:
+            raise LevanteError("--submit: submits the whole matrix; drop --shard, --cell, --model and --plan-sha256")
         if args.report_only:
             raise LevanteError("--submit: the end step it submits is --report-only; drop --report-only")
-        submit(config, args.out, args.resume)
+        submit(config, args.out, args.resume, dry_run=args.dry_run)
         return 0
     if args.report_only and (args.resume or args.dry_run or args.shard or args.cell is not None
                              or args.model_index is not None):

@@ -61,6 +61,8 @@ from levante_tasks.runs.lmms import FileProblem, read_results
 
 PLAN_FILE = "matrix-plan.json"  # marks a folder as a matrix (and lists its cells)
 OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|\bout of memory\b", re.IGNORECASE)
+SLURM_DIR = "slurm"  # under --out: --submit's scripts, jobs.json and logs/
+SUBMIT_SCRIPTS = ("cells.sbatch", "end.sbatch")  # all that `--submit --dry-run` writes (into SLURM_DIR)
 LOCK_NAME = ".matrix.lock"  # OUT's lock: a whole run holds it exclusively, a --shard/--cell run shared
 LOCK_WAIT_ENV = "LEVANTE_MATRIX_LOCK_WAIT"  # seconds a run waits for OUT's lock (default folder_lock.WAIT_SECONDS)
 STOP_SECONDS = 10.0  # how long an interrupted lmms-eval gets to exit after SIGTERM before SIGKILL
@@ -92,12 +94,33 @@ def sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _matrix_lock(out: Path, partial: bool) -> contextlib.AbstractContextManager[None]:
+def _matrix_lock(out: Path, partial: bool, role: str) -> contextlib.AbstractContextManager[None]:
     """OUT's lock (module doc of folder_lock): shared for a shard or single cell, exclusive for a whole run, so a
     whole run (which moves superseded cells and writes the end step) never overlaps another process on OUT."""
     wait = os.environ.get(LOCK_WAIT_ENV, "").strip()
     return folder_lock.hold(out, LOCK_NAME, who="a whole matrix run" if partial else "another matrix process",
-                         what="the matrix lock", shared=partial, wait_seconds=float(wait) if wait else None)
+                            what="the matrix lock", shared=partial, wait_seconds=float(wait) if wait else None,
+                            role=role)
+
+
+def lock_role(shard: tuple[int, int] | None, cell_index: int | None, model_index: int | None,
+              report_only: bool) -> str:
+    """What this process is, as OUT's lock records it for the messages of the others (`the end step
+    (--report-only, Slurm job 12)`): the Slurm job id, never a host."""
+    if report_only:
+        what, details = "the end step", ["--report-only"]
+    elif shard is not None:
+        what, details = "a shard", [f"--shard {shard[0]}/{shard[1]}"]
+    elif cell_index is not None:
+        what, details = "a single-cell run", [f"--cell {cell_index}"]
+    elif model_index is not None:
+        what, details = "a one-model run", [f"--model {model_index}"]
+    else:
+        what, details = "a whole matrix run", []
+    array, task, job = (os.environ.get(k) for k in ("SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_ID"))
+    if array and task or job:
+        details.append(f"Slurm job {array}_{task}" if array and task else f"Slurm job {job}")
+    return f"{what} ({', '.join(details)})" if details else what
 
 
 # lmms-eval gets SIGTERM when the runner dies (kill -9, OOM killer): no orphan keeps the GPU and writes into a cell
@@ -394,13 +417,21 @@ def check_out(out: Path, resume: bool, partial: bool) -> Path:
     except OSError as exc:
         raise os_error(exc, "checking --out") from None
     has_plan = PLAN_FILE in entries
-    if not has_plan and any(name != LOCK_NAME for name in entries):
+    if not has_plan and any(name != LOCK_NAME and not _submit_preview(target / name) for name in entries):
         raise LevanteError(f"{display_path(out)}: not empty and holds no {PLAN_FILE} (not an earlier matrix); "
                            "it is not replaced: choose another --out")
     if has_plan and not (resume or partial):
         raise LevanteError(f"{display_path(out)}: holds an earlier matrix; pass --resume to continue it (finished "
                            "cells with an unchanged config are kept) or choose another --out")
     return target
+
+
+def _submit_preview(path: Path) -> bool:
+    """OUT/slurm holding only what `--submit --dry-run` wrote there: OUT stays a folder a matrix may start in."""
+    try:
+        return path.name == SLURM_DIR and set(os.listdir(path)) <= set(SUBMIT_SCRIPTS)
+    except OSError:
+        return False
 
 
 def plan_document(config: MatrixConfig, cells: list[Cell]) -> dict[str, Any]:
@@ -517,7 +548,8 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
     target = check_out(out, resume, partial)  # before the lock: a user's own folder gets no lock file
     if report_only and not (target / PLAN_FILE).is_file():
         raise LevanteError(f"{display_path(out)}: holds no {PLAN_FILE}: no matrix to report on (run it first)")
-    with _matrix_lock(target, partial), sigterm_raises():
+    role = lock_role(shard, cell_index, model_index, report_only)
+    with _matrix_lock(target, partial, role), sigterm_raises():
         check_out(out, resume, partial)  # again: a whole run may have started it while this one waited
         _run_locked(run, target, data, partial, report_only, echo)
     return run

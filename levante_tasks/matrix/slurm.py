@@ -10,38 +10,46 @@ did not finish is a second `--submit --resume`: it submits arrays of only the mo
 running only those. Every job checks the plan's SHA-256 before it runs
 anything, so a config, data or software changed after the submission is refused.
 
-The scripts name absolute paths (they must work from any folder and under `--export=NONE`: they set PATH, the
-interpreter, PYTHONPATH and the LEVANTE_/HF_ variables of the submitting shell, and the working folder); no
-output of a run does. Each job `exec`s levante-tasks, so Slurm's SIGTERM (scancel, preemption, a time limit)
-reaches the runner, which stops lmms-eval and records the interrupt.
+The scripts name absolute paths, and say so in their header (PATHS_NOTE): Slurm runs a spooled copy of a
+script, which cannot find itself, from the submitting folder or a node's, under `--export=NONE`; the interpreter,
+config and data live outside OUT, and a path relative to OUT would still climb through the user's home and break
+through symlinks. They set PATH, the interpreter, PYTHONPATH and the LEVANTE_/HF_ variables of the submitting
+shell, and the working folder; no output of a run names an absolute path. Each job `exec`s levante-tasks, so
+Slurm's SIGTERM (scancel, preemption, a time limit) reaches the runner, which stops lmms-eval and records the
+interrupt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from levante_tasks import folder_lock
 from levante_tasks.atomic import write_json, write_text
 from levante_tasks.errors import LevanteError, display_path, problem_text
 from levante_tasks.matrix.config import MatrixConfig
 from levante_tasks.matrix.plan import Cell, plan, plan_sha256
-from levante_tasks.matrix.run import PLAN_FILE, check_out, plan_document
+from levante_tasks.matrix.run import LOCK_NAME, PLAN_FILE, SLURM_DIR, SUBMIT_SCRIPTS, check_out, plan_document
 from levante_tasks.matrix.slurm_options import Resources
 from levante_tasks.matrix.state import unfinished_reason
 
-SLURM_DIR = "slurm"  # under --out: the scripts, jobs.json and logs/
-CELL_SCRIPT, END_SCRIPT, JOBS_FILE = "cells.sbatch", "end.sbatch", "jobs.json"
+CELL_SCRIPT, END_SCRIPT = SUBMIT_SCRIPTS
+JOBS_FILE = "jobs.json"
 # Variables of the submitting shell a job needs to see the same software and data (never tokens).
 PASSED_ENV = ("PYTHONPATH", "LEVANTE_DATA_DIR", "LEVANTE_DATA_VERSION", "LEVANTE_MATRIX_LOCK_WAIT", "HF_HOME",
               "HF_HUB_CACHE", "HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+# Each script says why it names absolute paths, and that it is not an output (module doc).
+PATHS_NOTE = ("# It names this machine's absolute paths (interpreter, config, --out, data): Slurm runs a copy of it\n"
+              "# in a spool folder, under --export=NONE. Not a result: leave OUT/slurm/ out when you share OUT.")
 _MAX_ARRAY = re.compile(r"^MaxArraySize\s*=\s*(\d+)\s*$", re.MULTILINE)
 
 
@@ -57,18 +65,28 @@ class Chunk:
 
     def array_spec(self) -> str:
         """`--array`'s value: ranges of task ids (`0-3,7`), then `%N` for a throttle."""
-        ids = [i - self.offset for i in self.indices]
-        runs: list[str] = []
-        start = prev = ids[0]
-        for i in [*ids[1:], None]:
-            if i is not None and i == prev + 1:
-                prev = i
-                continue
-            runs.append(f"{start}-{prev}" if prev > start else str(start))
-            if i is not None:
-                start = prev = i
         throttle = f"%{self.resources.throttle}" if self.resources.throttle else ""
-        return ",".join(runs) + throttle
+        return _ranges([i - self.offset for i in self.indices]) + throttle
+
+    def describe(self) -> str:
+        """What the array runs, task ids with the models they are (`--array=0-1: models 3-4 (c, d)`): a
+        resubmitted array starts at task 0 whatever its models' indices."""
+        noun = "model" if len(self.indices) == 1 else "models"
+        return f"--array={self.array_spec()}: {noun} {_ranges(list(self.indices))} ({', '.join(self.models)})"
+
+
+def _ranges(ids: list[int]) -> str:
+    """Increasing integers as ranges: `0-3,7`."""
+    runs: list[str] = []
+    start = prev = ids[0]
+    for i in [*ids[1:], None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        runs.append(f"{start}-{prev}" if prev > start else str(start))
+        if i is not None:
+            start = prev = i
+    return ",".join(runs)
 
 
 def _slurm_command(argv: list[str]) -> subprocess.CompletedProcess[str]:
@@ -142,6 +160,7 @@ def cell_script(config: MatrixConfig, out: Path, digest: str) -> str:
     return "\n".join([
         "#!/bin/bash",
         "# Generated by `levante-tasks matrix --submit`: one model's cells per array task (model = $1 + task id).",
+        PATHS_NOTE,
         *_preamble(config),
         'model=$(( ${1:?the array offset} + ${SLURM_ARRAY_TASK_ID:?run this script with sbatch --array} ))',
         f'exec >>{logs}/model-"$model".log 2>&1',
@@ -158,6 +177,7 @@ def end_script(config: MatrixConfig, out: Path, digest: str) -> str:
     return "\n".join([
         "#!/bin/bash",
         "# Generated by `levante-tasks matrix --submit`: the end step, after the cell arrays.",
+        PATHS_NOTE,
         *_preamble(config),
         f"exec >>{logs}/end.log 2>&1",
         'echo "=== end step: job ${SLURM_JOB_ID:-?}, $(date -u +%Y-%m-%dT%H:%M:%SZ) ==="',
@@ -171,12 +191,16 @@ def _submit(argv: list[str]) -> str:
     return _slurm_command(["sbatch", "--parsable", *argv]).stdout.strip().split(";")[0]
 
 
-def _queued(job_ids: list[str]) -> list[str]:
-    """Those of `job_ids` Slurm still has pending or running (their end steps must wait for them too)."""
+def _listed(job_ids: list[str]) -> dict[str, set[str]]:
+    """The states (`PENDING`, `RUNNING`, ...; one per array task) of those of `job_ids` Slurm still lists."""
     if not job_ids:
-        return []
-    listed = set(_slurm_command(["squeue", "--noheader", "--format=%F"]).stdout.split())
-    return [job for job in job_ids if job in listed]
+        return {}
+    states: dict[str, set[str]] = {}
+    for line in _slurm_command(["squeue", "--noheader", "--format=%F %T"]).stdout.splitlines():
+        job, _, state = line.strip().partition(" ")
+        if job in job_ids:
+            states.setdefault(job, set()).add(state.strip())
+    return states
 
 
 def _read_jobs(folder: Path) -> list[dict]:
@@ -187,61 +211,138 @@ def _read_jobs(folder: Path) -> list[dict]:
         return []
 
 
-def submit(config: MatrixConfig, out: Path, resume: bool, echo: Callable[[str], None] = print) -> dict[str, Any]:
-    """Write the plan and the scripts, submit an array per chunk of unfinished cells and the end step after them
-    (and after earlier submissions still queued); record the job ids in OUT/slurm/jobs.json. OUT follows the
-    whole-run rule: absent, empty, or an earlier matrix with `resume`."""
-    cells = plan(config)
-    out = check_out(out, resume, partial=False)
-    digest = plan_sha256(cells)
-    todo = [c for c in cells if unfinished_reason(out / c.rel_dir, c.sha256, c.lmms_task) is not None]
-    prefix = out.absolute().name
-    chunks = chunk_models(config, todo, max_array_size(), prefix) if todo else []
-    folder = out / SLURM_DIR
+def _record(folder: Path, submissions: list[dict]) -> None:
+    """Write jobs.json; a failure names the jobs already queued (they run whatever this file says)."""
     try:
-        (folder / "logs").mkdir(parents=True, exist_ok=True)
-        write_json(out / PLAN_FILE, plan_document(config, cells))
-        for name, script in ((CELL_SCRIPT, cell_script), (END_SCRIPT, end_script)):
-            text = script(config, out, digest)
-            write_text(folder / name, text)
-            (folder / name).chmod(0o755)
+        write_json(folder / JOBS_FILE, {"schema": 1, "submissions": submissions})
     except OSError as exc:
-        raise LevanteError(f"{display_path(folder)}: {problem_text(exc)} (cannot write the Slurm scripts)") from None
-    earlier = _read_jobs(folder)
-    waits_for = _queued([str(j) for entry in earlier for j in [*entry.get("arrays", []), entry.get("end_step")]])
-    log = str((folder / "logs" / "slurm-%A.log").absolute())
-    common = [f"--output={log}", "--open-mode=append"]
-    arrays: list[str] = []
+        queued = [j for j in [*submissions[-1]["arrays"], submissions[-1]["end_step"]] if j]
+        raise LevanteError(f"{display_path(folder / JOBS_FILE)}: {problem_text(exc)} (queued all the same: "
+                           f"{' '.join(queued) or 'nothing'})") from None
+
+
+@contextlib.contextmanager
+def _no_whole_run(out: Path, target: Path, earlier: list[dict], listed: dict[str, set[str]]) -> Iterator[None]:
+    """Hold OUT's lock shared for the block (as a shard does), refusing in one line when a whole run or an end
+    step holds it, or an earlier submission's end step runs (on another node its lock is not seen here): every
+    array task would wait for it on its allocation."""
+    running = [e["end_step"] for e in earlier if e.get("end_step") and listed.get(e["end_step"], set()) - {"PENDING"}]
+    why = "nothing was submitted (its array tasks would wait for it on their allocations): submit when it has ended"
+    if running:
+        raise LevanteError(f"{display_path(out)}: the end step of an earlier --submit (Slurm job {running[0]}) is "
+                           f"running on it; {why}")
     try:
-        for chunk in chunks:
-            job = _submit([*common, "--requeue", f"--array={chunk.array_spec()}", *chunk.resources.sbatch_args(),
-                           str(folder / CELL_SCRIPT), str(chunk.offset)])
-            arrays.append(job)
-            options = " ".join(chunk.resources.sbatch_args()) or "the cluster's defaults"
-            cells = sum(c.model.name in chunk.models for c in todo)
-            echo(f"submitted array {job}: {cells} cell(s) of {', '.join(chunk.models)}, one task per model "
-                 f"(--array={chunk.array_spec()}, {options})")
-        dependency = [f"--dependency=afterany:{':'.join([*arrays, *waits_for])}"] if arrays or waits_for else []
+        with folder_lock.hold(target, LOCK_NAME, who="another matrix process", what="the matrix lock", shared=True,
+                              wait_seconds=0, role="a --submit"):
+            yield
+    except folder_lock.Busy as exc:
+        raise LevanteError(f"{display_path(out)}: {exc.holder} is using it; {why}") from None
+
+
+def _still_queued(earlier: list[dict], listed: dict[str, set[str]], digest: str) -> set[str]:
+    """Models in arrays of an unfinished submission (sbatch failed after them; no end step) of this same plan that
+    Slurm still lists: a --resume continues that submission instead of queueing them twice."""
+    return {model for entry in earlier if entry.get("end_step") is None and entry.get("plan_sha256") == digest
+            for job, models in (entry.get("array_models") or {}).items() if job in listed for model in models}
+
+
+def _stopped(exc: LevanteError, config: MatrixConfig, out: Path, entry: dict[str, Any], chunks: list[Chunk]) -> str:
+    """The one line of an sbatch that failed mid-submission: what is queued and the command that continues."""
+    again = shlex.join(["levante-tasks", "matrix", "--config", display_path(config.path), "--out",
+                        display_path(out), "--submit", "--resume"])
+    queued = entry["arrays"]
+    if not queued:
+        return f"{exc}; nothing was queued: fix what sbatch refused, then `{again}`"
+    ids = " ".join(queued)
+    rest = "the end step" if len(queued) == len(chunks) else "the other models' arrays and the end step"
+    return (f"{exc}; this --submit queued array(s) {ids} (in {display_path(out / SLURM_DIR / JOBS_FILE)}) and no "
+            f"end step: fix what sbatch refused, then `{again}` queues {rest} after them (or `scancel {ids}` "
+            "cancels them)")
+
+
+def _preview(folder: Path, commands: list[tuple[list[str], str]], echo: Callable[[str], None]) -> None:
+    """`--submit --dry-run`: the scripts as written and the sbatch commands, as shell lines to read or paste."""
+    for name in (CELL_SCRIPT, END_SCRIPT):
+        echo(f"# {display_path(folder / name)} (written; nothing was queued)")
+        echo((folder / name).read_text(encoding="utf-8").rstrip("\n"))
+    echo("# the sbatch commands --submit runs ($arrayN: the job id sbatch gives array N):")
+    for k, (argv, what) in enumerate(commands, 1):
+        line = " ".join(f'"{a}"' if "$array" in a else shlex.quote(a) for a in ["sbatch", "--parsable", *argv])
+        echo(f"array{k}=$({line})  # {what}" if k < len(commands) else f"{line}  # {what}")
+
+
+def submit(config: MatrixConfig, out: Path, resume: bool, dry_run: bool = False,
+           echo: Callable[[str], None] = print) -> dict[str, Any] | None:
+    """Write the plan and the scripts, submit an array per chunk of unfinished cells and the end step after them
+    (and after earlier submissions still queued); record each job id in OUT/slurm/jobs.json as sbatch accepts it.
+    OUT follows the whole-run rule: absent, empty, or an earlier matrix with `resume`; no whole run or end step
+    may be using it. `dry_run`: write the scripts, print them and the sbatch commands, queue nothing."""
+    cells = plan(config)
+    target = check_out(out, resume, partial=False)
+    folder = target / SLURM_DIR
+    earlier = _read_jobs(folder)
+    ids = [str(j) for entry in earlier for j in [*entry.get("arrays", []), entry.get("end_step")] if j]
+    listed = _listed(ids)
+    with _no_whole_run(out, target, earlier, listed):
+        digest = plan_sha256(cells)
+        queued = _still_queued(earlier, listed, digest)
+        todo = [c for c in cells if c.model.name not in queued
+                and unfinished_reason(target / c.rel_dir, c.sha256, c.lmms_task) is not None]
+        prefix = target.absolute().name
+        chunks = chunk_models(config, todo, max_array_size(), prefix) if todo else []
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            if not dry_run:
+                (folder / "logs").mkdir(exist_ok=True)
+                write_json(target / PLAN_FILE, plan_document(config, cells))
+            for name, script in ((CELL_SCRIPT, cell_script), (END_SCRIPT, end_script)):
+                write_text(folder / name, script(config, target, digest))
+                (folder / name).chmod(0o755)
+        except OSError as exc:
+            raise LevanteError(f"{display_path(folder)}: {problem_text(exc)} (cannot write the Slurm scripts)"
+                               ) from None
+        waits_for = [j for j in ids if j in listed]
+        log = str((folder / "logs" / "slurm-%A.log").absolute())
+        common = [f"--output={log}", "--open-mode=append"]
+        arrays = [([*common, "--requeue", f"--array={chunk.array_spec()}", *chunk.resources.sbatch_args(),
+                    str(folder / CELL_SCRIPT), str(chunk.offset)], chunk) for chunk in chunks]
         end_resources = config.slurm.for_end_step()
         if end_resources.job_name is None:
             end_resources = replace(end_resources, job_name=f"{prefix}-end")
-        end = _submit([*common, *dependency, *end_resources.sbatch_args(),
-                       str(folder / END_SCRIPT)])
-    except LevanteError as exc:
-        submitted = f"; already submitted: {' '.join(arrays)} (scancel them, or submit again)" if arrays else ""
-        raise LevanteError(f"{exc}{submitted}") from None
-    after = f" after {', '.join([*arrays, *waits_for])}" if arrays or waits_for else ""
+
+        def end_argv(after: list[str]) -> list[str]:
+            dependency = [f"--dependency=afterany:{':'.join(after)}"] if after else []
+            return [*common, *dependency, *end_resources.sbatch_args(), str(folder / END_SCRIPT)]
+
+        def what(chunk: Chunk) -> str:
+            options = " ".join(chunk.resources.sbatch_args()) or "the cluster's defaults"
+            return (f"{sum(c.model.name in chunk.models for c in todo)} cell(s), one task per model "
+                    f"({chunk.describe()}; {options})")
+
+        if dry_run:
+            placeholders = [f"$array{k}" for k in range(1, len(arrays) + 1)]
+            _preview(folder, [*((argv, what(chunk)) for argv, chunk in arrays),
+                              (end_argv([*placeholders, *waits_for]), "the end step, after them")], echo)
+            return None
+        entry: dict[str, Any] = {"plan_sha256": digest, "arrays": [], "array_models": {}, "end_step": None,
+                                 "cells": [c.index for c in todo], "models": [m for c in chunks for m in c.models]}
+        submissions = [*earlier, entry]
+        try:
+            for argv, chunk in arrays:
+                job = _submit(argv)
+                entry["arrays"].append(job)
+                entry["array_models"][job] = list(chunk.models)
+                _record(folder, submissions)
+                echo(f"submitted array {job}: {what(chunk)}")
+            end = _submit(end_argv([*entry["arrays"], *waits_for]))
+        except LevanteError as exc:
+            raise LevanteError(_stopped(exc, config, out, entry, chunks)) from None
+        entry["end_step"] = end
+        _record(folder, submissions)
+    after = f" after {', '.join([*entry['arrays'], *waits_for])}" if entry["arrays"] or waits_for else ""
     if not todo:
         echo("every cell is finished; only the end step was submitted")
     echo(f"submitted end step {end}{after}: it writes {display_path(out / 'report.md')} from the cells that "
          f"finished (it runs none; rerun the others with --submit --resume); logs in "
          f"{display_path(folder / 'logs')}/")
-    earlier.append({"plan_sha256": digest, "arrays": arrays, "end_step": end,
-                    "cells": [c.index for c in todo], "models": [m for chunk in chunks for m in chunk.models]})
-    try:
-        write_json(folder / JOBS_FILE, {"schema": 1, "submissions": earlier})
-    except OSError as exc:
-        raise LevanteError(f"{display_path(folder / JOBS_FILE)}: {problem_text(exc)} (the jobs were submitted: "
-                           f"{' '.join([*arrays, end])})") from None
-    return earlier[-1]
-
+    return entry
