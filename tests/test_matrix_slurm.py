@@ -2,8 +2,9 @@
 tests/slurm_cluster.py; MaxArraySize 3): the whole matrix through Slurm equals a local run; scancel of a running
 task records `interrupted by SIGTERM`, the end step reports it (runs no cell, exits 1) and a second
 `--submit --resume` reruns only that cell, to a local run's result; a requeued task runs its cell again;
-two submits on one --out run every cell once; a plan above MaxArraySize is split, with per-model resources. The
-jobs run under --export=NONE, submitted from another folder.
+two submits on one --out run every cell once; a plan above MaxArraySize is split, with per-model resources; a
+--submit while a local whole run holds --out queues nothing. The jobs run under --export=NONE, submitted from
+another folder.
 
 Real lmms-eval runs only for the equality with a local run; the rest uses the fast fake of test_matrix_faults.py.
 """
@@ -21,11 +22,12 @@ from typing import Any
 
 import pytest
 import yaml
+from built_once import built_once
 from data_helpers import prepared_synthetic
 from faults import one_error_line, run_cli
 from slurm_cluster import scontrol_job, slurm_cluster
 from test_matrix import matrix_view
-from test_matrix_faults import Fake, states, wait_for
+from test_matrix_faults import Fake, start, states, wait_for
 from test_matrix_faults import write_config as write_fake_config
 
 from levante_tasks.matrix.config import load_config
@@ -257,3 +259,24 @@ def test_a_job_of_a_changed_plan_is_refused_before_it_runs(template: dict[str, P
         f"{submitted[:12]} then, {plan_sha256(plan(load_config(changed)))[:12]} now: the config, the prepared data "
         "or the software changed); nothing was run: submit again")
     assert not (tmp_path / "out").exists() and not fake.starts()
+
+
+def test_a_submit_while_a_local_whole_run_holds_out_is_refused_and_queues_nothing(
+        cluster: dict[str, str], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    fake = Fake(tmp_path)
+    data = built_once(tmp_path_factory, "prepared-synthetic", prepared_synthetic) / "data"
+    config = fake_config(tmp_path, {"data": data, "lmms": tmp_path / "never-copied"}, fake)
+    whole = start(["matrix", "--config", config, "--out", "busy"], fake, tmp_path, "whole")
+    try:
+        wait_for(lambda: fake.starts(), "the local run's first cell")
+        refused = run_cli(["matrix", "--config", config, "--out", "busy", "--submit", "--resume"], cwd=tmp_path,
+                          env=cluster)
+        queued = subprocess.run(["squeue", "--noheader", "--format=%j"], env=cluster, capture_output=True,
+                                text=True, check=True).stdout.split()
+    finally:
+        fake.open()
+        whole.wait(120)
+    assert refused.returncode == 2 and one_error_line(refused.stderr) == (
+        f"levante-tasks: error: busy: a whole matrix run (pid {whole.pid}) is using it; nothing was submitted (its "
+        "array tasks would wait for it on their allocations): submit when it has ended")
+    assert not [name for name in queued if name.startswith("busy-")] and not (tmp_path / "busy" / "slurm").exists()

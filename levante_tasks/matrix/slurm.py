@@ -7,8 +7,14 @@ array's offset is the model's index in the config). The end step (`--report-only
 the report from the cells that finished; it runs no cell, records the others as they ended and exits 1 if any
 did not finish) waits for them with `--dependency=afterany`, so it runs however the cells ended. Rerunning what
 did not finish is a second `--submit --resume`: it submits arrays of only the models with such cells, each
-running only those. Every job checks the plan's SHA-256 before it runs
-anything, so a config, data or software changed after the submission is refused.
+running only those. Every job checks the plan's SHA-256 before it runs anything, so a config, data or software
+changed after the submission is refused.
+
+Nothing is queued while a whole run or an end step holds OUT's lock, or an earlier submission's end step runs:
+every array task would wait for it on its allocation. Each array is in jobs.json the moment sbatch accepts it; an
+sbatch that fails later names what is queued and the `--resume` that continues (it skips the models of an
+unfinished submission's arrays Slurm still lists). `dry_run` writes the scripts and prints them and the sbatch
+commands instead.
 
 The scripts name absolute paths, and say so in their header (PATHS_NOTE): Slurm runs a spooled copy of a
 script, which cannot find itself, from the submitting folder or a node's, under `--export=NONE`; the interpreter,
