@@ -271,7 +271,8 @@ def _preview(folder: Path, commands: list[tuple[list[str], str]], echo: Callable
     for name in (CELL_SCRIPT, END_SCRIPT):
         echo(f"# {display_path(folder / name)} (written; nothing was queued)")
         echo((folder / name).read_text(encoding="utf-8").rstrip("\n"))
-    echo("# the sbatch commands --submit runs ($arrayN: the job id sbatch gives array N):")
+    echo(f"# the sbatch commands --submit runs once it has made {display_path(folder / 'logs')}/ ($arrayN: the "
+         "job id sbatch gives array N):")
     for k, (argv, what) in enumerate(commands, 1):
         line = " ".join(f'"{a}"' if "$array" in a else shlex.quote(a) for a in ["sbatch", "--parsable", *argv])
         echo(f"array{k}=$({line})  # {what}" if k < len(commands) else f"{line}  # {what}")
