@@ -220,7 +220,7 @@ def swapped_run(root: Path, runs: Path, swap: str) -> tuple[Path, str]:
 
     edit_results(runs / "fixed", take_others_row)
     return path, (f"runs/fixed/{path.name}: its name ({name}) says {says}, but line 1 holds a record of {holds}: "
-                  "another task's or seed's records under this name; the file is not read")
+                  "another task's or seed's records (a swapped or renamed file?); the file is not read")
 
 
 @pytest.mark.parametrize("swap", list(SWAPS))

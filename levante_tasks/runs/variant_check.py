@@ -44,6 +44,6 @@ def mismatch(label: str, says: str, expected: Variant, records: Iterable[tuple[s
     want = _fields(expected)
     for where, record in records:
         if any(key in record and record[key] != value for key, value in want.items()):
-            return (f"{label}: {says} says {_describe(want)}, but {where} holds a record of "
-                    f"{_describe(record)}: another task's or seed's records under this name; the file is not read")
+            return (f"{label}: {says} says {_describe(want)}, but {where} holds a record of {_describe(record)}: "
+                    "another task's or seed's records (a swapped or renamed file?); the file is not read")
     return None
