@@ -337,6 +337,34 @@ def test_inspect_log_round_trips_and_an_older_record_is_rescored(
     assert main(["verify", str(tmp_path / "again"), "--skip-installation"]) == 0, capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("change", "holds"), [({"seed": 1}, "task egma-math, seed 1"),
+                                               ({"task": "vocab"}, "task vocab, seed 0")])
+def test_an_inspect_log_whose_records_are_another_variant_is_refused_by_every_reader(
+    inspect_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict, holds: str
+) -> None:
+    """The same check as for a swapped samples file, against the log's metadata.levante: one line from summarize,
+    verify and rescore, nothing written."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    (path,) = inspect_log.glob("*.eval")
+    log = read_eval_log(str(path))
+    for sample in log.samples:
+        sample.scores["levante_record"].metadata[RECORD_KEY].update(change)
+    folder = tmp_path / "swapped"
+    folder.mkdir()
+    write_eval_log(log, str(folder / path.name))
+    line = (f"swapped/{path.name}: its metadata.levante (levante_egma_math) says task egma-math, seed 0 "
+            f"(generate_until, original images), but sample {log.samples[0].id!r} holds a record of {holds} "
+            "(generate_until, original images): another task's or seed's records (a swapped or renamed file?); the "
+            "file is not read")
+    assert main(["verify", str(folder), "--skip-installation"]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"levante-tasks: mismatch: {line}"]
+    for command in ("summarize", "rescore"):
+        assert main([command, str(folder), "--out", str(tmp_path / command)]) == 2
+        assert capsys.readouterr().err.splitlines()[0] == f"levante-tasks: error: {line}", command
+        assert not (tmp_path / command).exists()
+
+
 def test_records_written_before_re_parsing_are_one_line_per_file(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

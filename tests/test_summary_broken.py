@@ -193,6 +193,85 @@ def test_a_task_named_for_another_variant_than_its_config_is_one_line(
            "describe (vocab, multiple_choice, seed 1, original images)" in errors[0]
 
 
+# ------------------------------------------------------------------ swapped files: every reader refuses them alike
+
+# (file name, the task whose samples and results row it is given, what its name says, what the records hold)
+SWAPS = {
+    "task": ("levante_trog_mc", "levante_vocab", "task trog, seed 0 (multiple_choice, original images)",
+             "task vocab, seed 0 (generate_until, original images)"),
+    "seed": ("levante_vocab", "levante_vocab_seed1", "task vocab, seed 0 (generate_until, original images)",
+             "task vocab, seed 1 (generate_until, original images)"),
+}
+
+
+def swapped_run(root: Path, runs: Path, swap: str) -> tuple[Path, str]:
+    """Copies of the real runs where `fixed` holds another task's (or seed's) samples under one task's name, its
+    results row and n-samples copied along, so the file agrees with its results file in all but its records' variant
+    (what a copied or renamed file looks like); returns the file and the line every reader must give for it."""
+    copy_runs(root, runs)
+    name, other, says, holds = SWAPS[swap]
+    (path,) = (runs / "fixed").glob(f"*_samples_{name}.jsonl")
+    (source,) = (runs / "fixed").glob(f"*_samples_{other}.jsonl")
+    path.write_bytes(source.read_bytes())
+
+    def take_others_row(data: dict) -> None:
+        data["results"][name] = {**data["results"][other], "alias": data["results"][name]["alias"]}
+        data["n-samples"][name] = data["n-samples"][other]
+
+    edit_results(runs / "fixed", take_others_row)
+    return path, (f"runs/fixed/{path.name}: its name ({name}) says {says}, but line 1 holds a record of {holds}: "
+                  "another task's or seed's records (a swapped or renamed file?); the file is not read")
+
+
+@pytest.mark.parametrize("swap", list(SWAPS))
+def test_summarize_refuses_a_swapped_samples_file_and_leaves_it_out(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], swap: str
+) -> None:
+    path, line = swapped_run(root, tmp_path / "runs", swap)
+    out = tmp_path / "out"
+    status, errors = summarize(capsys, tmp_path / "runs", "--out", out)
+    assert status == 1 and errors == [f"levante-tasks: error: {line}"], errors
+    (fixed,) = [r for r in matrix(out)["runs"] if "fixed" in r["source"]]
+    assert fixed["problems"] == [line]
+    cells = [c for c in matrix(out)["cells"] if c["adapter"] == "levante_fixed"]
+    if swap == "task":
+        assert not [c for c in cells if c["task"] == SWAPS[swap][0]]
+    else:  # the seed-1 file's own replicate only, never the copy read as seed 0
+        (vocab,) = [c for c in cells if c["task"] == "levante_vocab" and c["variant"] == "original"]
+        assert [r["option_seed"] for r in vocab["replicates"]] == [1]
+
+
+@pytest.mark.parametrize("swap", list(SWAPS))
+def test_verify_refuses_a_swapped_samples_file(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], swap: str
+) -> None:
+    _, line = swapped_run(root, tmp_path / "runs", swap)
+    assert main(["verify", str(tmp_path / "runs"), "--skip-installation"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"levante-tasks: mismatch: {line}"], err
+
+
+@pytest.mark.parametrize("swap", list(SWAPS))
+def test_rescore_refuses_a_swapped_samples_file_and_writes_nothing_of_its_run(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], swap: str
+) -> None:
+    _, line = swapped_run(root, tmp_path / "runs", swap)
+    out = tmp_path / "rescored"
+    assert main(["rescore", str(tmp_path / "runs"), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"levante-tasks: error: {line}"], err
+    assert json.loads((out / "rescore.json").read_text(encoding="utf-8"))["problems"] == [line]
+    assert (out / "runs" / "oracle").is_dir() and not (out / "runs" / "fixed").exists()
+
+
+@pytest.mark.parametrize("swap", list(SWAPS))
+def test_compare_refuses_a_swapped_samples_file(root: Path, tmp_path: Path, swap: str) -> None:
+    _, line = swapped_run(root, tmp_path / "runs", swap)
+    with pytest.raises(LevanteError) as refused:
+        read_records(tmp_path / "runs")
+    assert str(refused.value) == line
+
+
 # ------------------------------------------------------------------ comparisons that do not compare
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.errors import LevanteError
+from levante_tasks.runs import variant_check
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.textfile import read_text
 
@@ -79,7 +80,8 @@ def read_results(path: Path, label: str) -> dict[str, Any]:
 
 
 def read_samples(path: Path, label: str) -> list[SampleLine]:
-    """The lines of a `*_samples_<task>.jsonl` (blank lines skipped); FileProblem names the first bad line."""
+    """The lines of a `*_samples_<task>.jsonl` (blank lines skipped); FileProblem names the first bad line, or the
+    file when its records are of another LEVANTE variant than its name says (variant_check: a swapped file)."""
     text = _text(path, label)
     lines = []
     for number, line in enumerate(text.split("\n"), start=1):
@@ -89,6 +91,13 @@ def read_samples(path: Path, label: str) -> list[SampleLine]:
         if not isinstance(obj, dict):
             raise FileProblem(f"{label}:{number}: not a JSON object")
         lines.append(SampleLine(number, obj))
+    named = samples_name(path.name)
+    expected = variant_check.named_variant(named[1]) if named else None
+    if expected is not None:
+        records = ((f"line {line.number}", line.record) for line in lines if line.record is not None)
+        problem = variant_check.mismatch(label, f"its name ({named[1]})", expected, records)
+        if problem:
+            raise FileProblem(problem)
     return lines
 
 

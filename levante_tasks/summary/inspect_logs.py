@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsable_lines
+from levante_tasks.runs import variant_check
 from levante_tasks.runs.discover import INSPECT_AI, RunFiles
 from levante_tasks.runs.inspect_log import levante_log
 from levante_tasks.runs.lmms import FileProblem
@@ -50,8 +51,17 @@ def skipped_run(run: RunFiles, log: Any) -> ParsedRun:
                      summary={"backend": INSPECT_AI, "date": str(log.eval.created), "tasks": tasks})
 
 
-def _records(log: Any, label: str) -> list[dict[str, Any]]:
-    """The checked per-item records of the log's samples, in sample order."""
+def check_variant(spec: Mapping[str, Any], records: Iterable[tuple[str, Mapping[str, Any]]], label: str) -> None:
+    """FileProblem (runs.variant_check's line) when a record ((sample, record) pairs) is of another task or seed than
+    the log's metadata.levante says."""
+    ran = spec_variant(spec, label)
+    problem = variant_check.mismatch(label, f"its metadata.levante ({ran.format()})", ran, records)
+    if problem:
+        raise FileProblem(problem)
+
+
+def _records(log: Any, label: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The checked per-item records of the log's samples, in sample order, each of the variant `spec` says."""
     if int(log.eval.config.epochs or 1) != 1:
         raise FileProblem(f"{label}: {log.eval.config.epochs} epochs: one epoch per run is summarized")
     records = []
@@ -66,6 +76,7 @@ def _records(log: Any, label: str) -> list[dict[str, Any]]:
         raise FileProblem(f"{label}: no samples")
     if len({r["item_uid"] for r in records}) < len(records):
         raise FileProblem(f"{label}: an item occurs twice")
+    check_variant(spec, ((f"sample {sample.id!r}", r) for sample, r in zip(log.samples, records, strict=True)), label)
     return records
 
 
@@ -163,14 +174,12 @@ def parse_eval(run: RunFiles) -> ParsedRun:
     log, spec = levante_log(run.results, label)
     if spec is None:
         return skipped_run(run, log)
-    records = _records(log, label)
+    records = _records(log, label, spec)
     model = model_row(log)
     provenance = _provenance(log, spec)
     comparison = _comparison(log, provenance)
     ran = spec_variant(spec, label)
     leaf, column, seed, family, variant = ran.format(), column_of(ran), ran.seed, ran.task, ran.control.value
-    if any(r.get("seed") != seed or r.get("variant") != variant for r in records):
-        raise FileProblem(f"{label}: records mix variants or seeds")
     base = dict(source=label, date=str(log.eval.created), leaf=leaf,
                 row=(model["public_id"], model["revision"], model["adapter"]), family=family,
                 output_type=str(records[0]["output_type"]), variant=variant,
@@ -230,7 +239,7 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str, str | None], str
         log, spec = levante_log(run.results or Path(), label)
         if spec is None:
             return []
-        records = _records(log, label)
+        records = _records(log, label, spec)
     except FileProblem as exc:
         return [str(exc)]
     out, failures = [], []

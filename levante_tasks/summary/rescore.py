@@ -36,7 +36,7 @@ from levante_tasks.runs.inspect_log import levante_log
 from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import stats
-from levante_tasks.summary.inspect_logs import RECORD_SCORER, response_of
+from levante_tasks.summary.inspect_logs import RECORD_SCORER, check_variant, response_of
 from levante_tasks.summary.units import group_rows
 from levante_tasks.summary.verify import group_expected, leaf_expected
 
@@ -158,7 +158,7 @@ def _rescore_eval(run: RunFiles, staging: Path, out: _Run) -> None:
     assert run.results is not None
     label = run.file_label(run.results)
     log, spec = levante_log(run.results, label)
-    changed, failures = False, []
+    changed, failures, seen = False, [], []
     for sample in (log.samples or []) if spec is not None else []:
         score = (sample.scores or {}).get(RECORD_SCORER)
         record = (score.metadata or {}).get(RECORD_KEY) if score is not None else None
@@ -166,6 +166,7 @@ def _rescore_eval(run: RunFiles, staging: Path, out: _Run) -> None:
             out.problems.append(f"{label}: sample {sample.id!r}: no {RECORD_SCORER} record")
             continue
         out.records += 1
+        seen.append((f"sample {sample.id!r}", record))
         try:
             fresh = reparse(record, response_of(sample))
         except NotReparsable as exc:
@@ -175,6 +176,8 @@ def _rescore_eval(run: RunFiles, staging: Path, out: _Run) -> None:
             out.changes.append(_change(label, str(spec["lmms_name"]), record, fresh))
             sample.scores[RECORD_SCORER] = score_of(fresh)
             changed = True
+    if spec is not None:
+        check_variant(spec, seen, label)
     out.problems += not_reparsable_lines(label, failures)
     if not changed:
         out.files[run.results.name] = run.results

@@ -1,0 +1,49 @@
+"""Catch a swapped run file: the LEVANTE variant a file says it holds against the variant its records hold.
+
+What a file says: an lmms-eval samples file's `<task>` name (`<date>_samples_levante_vocab_seed1.jsonl`: vocab,
+seed 1), an inspect_ai log's `metadata.levante`. What its records hold: each `levante_item` record's `task`,
+`output_type`, `seed` and `variant` (a field a record lacks, as older hand-made records may, is not compared). A
+copied or renamed file (vocab's samples under the trog name, seed 1's under the seed-0 name) would otherwise be
+read as the task its name says, scored against that task's results row and counted in its cell. Every reader of
+run outputs (summarize, verify, rescore, compare) refuses such a file with the line `mismatch` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from levante_tasks.schema.variant import Variant, VariantNameError
+
+RECORD_FIELDS = ("task", "output_type", "seed", "variant")  # the record keys that name its variant
+
+
+def named_variant(lmms_task: str) -> Variant | None:
+    """The LEVANTE variant an lmms-eval task name stands for; None for any other task's name."""
+    try:
+        return Variant.parse(lmms_task)
+    except VariantNameError:
+        return None
+
+
+def _fields(variant: Variant) -> dict[str, Any]:
+    """The record fields a record of `variant` holds."""
+    return {"task": variant.task, "output_type": variant.output_type.value, "seed": variant.seed,
+            "variant": variant.control.value}
+
+
+def _describe(fields: Mapping[str, Any]) -> str:
+    """`task vocab, seed 1 (generate_until, original images)`: a variant in words, `?` for what a record lacks."""
+    show = {key: fields.get(key, "?") for key in RECORD_FIELDS}
+    return f"task {show['task']}, seed {show['seed']} ({show['output_type']}, {show['variant']} images)"
+
+
+def mismatch(label: str, says: str, expected: Variant, records: Iterable[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """One line naming the file, what it says (`says`, e.g. "its name levante_vocab") and what its first record of
+    another variant holds (`records`: (where in the file, record) pairs); None when every record is of `expected`."""
+    want = _fields(expected)
+    for where, record in records:
+        if any(key in record and record[key] != value for key, value in want.items()):
+            return (f"{label}: {says} says {_describe(want)}, but {where} holds a record of {_describe(record)}: "
+                    "another task's or seed's records (a swapped or renamed file?); the file is not read")
+    return None
