@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from levante_tasks.atomic import write_json
-from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.errors import LevanteError, display_path, problem_text
 from levante_tasks.filehash import sha256_file
 
 CROISSANT_1_1 = "http://mlcommons.org/croissant/1.1"
@@ -262,8 +262,10 @@ def read_card(path: Path) -> dict[str, Any]:
     """The card's JSON object; one line naming the file when it is unreadable or not a JSON object."""
     try:
         card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CardError(f"{display_path(path)}: not a readable JSON card ({exc.__class__.__name__})") from None
+    except OSError as exc:
+        raise CardError(f"{display_path(path)}: {problem_text(exc)}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CardError(f"{display_path(path)}: not a JSON card ({exc.__class__.__name__})") from None
     if not isinstance(card, dict):
         raise CardError(f"{display_path(path)}: not a JSON object")
     return card
