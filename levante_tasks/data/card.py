@@ -67,8 +67,8 @@ def _record_set(version_root: Path, parquet_rel: str) -> tuple[dict[str, Any], s
     fields = []
     for column in schema:
         data_type, is_array = _data_type(column, parquet_rel)
-        fields.append(croissant.field(set_id, column.name, data_type, parquet_rel, _COLUMN_NOTES.get(column.name, ""),
-                                      is_array=is_array))
+        fields.append(croissant.field(set_id, column.name, data_type, croissant.file_id(parquet_rel),
+                                      _COLUMN_NOTES.get(column.name, ""), is_array=is_array))
     excluded = ", ".join(f"{reason}={count}" for reason, count in (info.raw.get("excluded") or {}).items())
     language = locale(code).name
     description = (f"The prepared items of task {info.task} in {language} ({code}): {info.n_items} items; rows "

@@ -10,7 +10,7 @@ from levante_tasks.data.card import write_data_card
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.schema import layout
 
-IN_PLACE = ""  # `--check` without a CARD (argparse does not pass a const through `type`): the version's own card
+IN_PLACE = True  # `--check` without a CARD (a non-string const: argparse passes strings through `type`)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check is not None:
         if args.out is not None:
             raise LevanteError("card: --check reads a card; it takes no --out")
-        if args.check == IN_PLACE:
+        if args.check is IN_PLACE:
             if args.root is not None:
                 raise LevanteError("card: --root goes with --check CARD")
             card = _version_dir(args) / layout.CARD_FILE
