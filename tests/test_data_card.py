@@ -168,7 +168,8 @@ def test_the_real_sample_card_lists_every_item_with_a_unique_key(real_sample_dat
     assert {"vocab.de", "vocab.es-CO"} <= set(checked.records)
     card = data_card(version_root)
     assert card["version"] == "2026.3.24" and card["datePublished"] == REAL_VERSION
-    assert card["rai:dataCollectionType"] == ["Secondary data analysis"] and "SYNTHETIC" not in card["description"]
+    assert card["rai:dataCollectionType"] == ["Reused data (LEVANTE's published release)"]
+    assert "SYNTHETIC" not in card["description"] and "STAND-INS" in card["rai:dataCollection"]  # the sample's
 
 
 def test_card_versions_are_semantic() -> None:
