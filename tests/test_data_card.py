@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,18 @@ def test_the_real_sample_card_lists_every_item_with_a_unique_key(real_sample_dat
 def test_card_versions_are_semantic() -> None:
     assert card_version("2026-03-24") == "2026.3.24"
     assert card_version("synthetic") == "0.0.0+synthetic" and card_version("my_v 2") == "0.0.0+my-v-2"
+
+
+def test_without_mlcroissant_the_check_names_the_extra_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    card_file = tiny_card(tmp_path, ["a"])
+    monkeypatch.setitem(sys.modules, "mlcroissant", None)  # `import mlcroissant` raises ImportError
+    status, lines = _check_lines(capsys, card_file)
+    assert status == 2 and lines == [f"levante-tasks: error: card.json: {croissant.INSTALL_HINT}"]
+
+
+def test_the_card_of_a_version_never_prepared_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["card", "--version", "2026-01-01", "--data-dir", str(tmp_path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "2026-01-01/release.lock.json: no prepared version here" in lines[0], lines
+    assert not (tmp_path / "2026-01-01" / layout.CARD_FILE).exists()
