@@ -25,10 +25,11 @@ ADAPTERS = PACKAGE.parent / "adapters" / "levante_adapters"
 # Lowest first. A module may import its own unit and any unit of a lower layer; units that share a layer (the two
 # harness faces) may not import each other. `__init__` is the package's own module (its version).
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
-    {"__init__", "temp_names", "markdown_table", "parent_death"},
+    {"__init__", "temp_names", "markdown_table", "parent_death", "filehash"},
     {"errors"},
     {"textfile"},
     {"atomic", "yaml_file", "folder_lock"},
+    {"cards"},  # Croissant JSON-LD building blocks and the card check (the cards themselves: data/, summary/, ...)
     {"schema"},  # contracts: the catalogue, layouts, record and item schemas, uid spellings
     {"core"},  # what both harnesses share: docs, option orders, controls, prompts, hooks, parsing, records
     {"data"},  # prepare: release -> prepared dataset

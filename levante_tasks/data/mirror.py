@@ -30,9 +30,9 @@ from levante_tasks.data.sources import (
     RemoteFile,
     check_relpath,
     copy_file_with_retries,
-    sha256_file,
 )
 from levante_tasks.errors import LevanteError
+from levante_tasks.filehash import sha256_file
 from levante_tasks.schema import layout
 
 LOCK_SCHEMA = 2

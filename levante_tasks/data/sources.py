@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from levante_tasks.errors import LevanteError, problem_text
+from levante_tasks.filehash import sha256_file
 from levante_tasks.schema import layout
 
 if TYPE_CHECKING:  # imported where a bucket is used: a local release never needs them (~0.2 s of start-up)
@@ -60,15 +61,6 @@ def check_relpath(relpath: str) -> None:
     parts = relpath.split("/")
     if not relpath or relpath.startswith("/") or "\\" in relpath or any(p in ("", ".", "..") for p in parts):
         raise LevanteError(f"{relpath}: unsafe path in the release listing (refused)")
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class LocalSource:

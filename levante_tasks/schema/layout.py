@@ -1,6 +1,6 @@
 """Where prepared data lives (docs/design.md §2) and which prepared version a run evaluates.
 
-`<data_dir>/<version>/` holds one release version: `release/` (the mirror), `release.lock.json`,
+`<data_dir>/<version>/` holds one release version: `release/` (the mirror), `release.lock.json`, `croissant.json`,
 `generated/` and `datasets/<internal_name>/{test.parquet,dataset.json}` (a translated locale's under
 `datasets/locales/<code>/<internal_name>/`); `<data_dir>/default_version` names the version `prepare` built last.
 Image paths inside datasets are relative to `<data_dir>/<version>/`.
@@ -28,6 +28,7 @@ LOCALES_DIR = "locales"  # datasets/locales/<code>/: one folder per task of a tr
 # datasets/locales/<this>: the table the locales were built from, kept (locked) so a later prepare builds them again
 KEPT_TRANSLATIONS_FILE = "item-bank-translations.csv"
 RELEASE_LOCK_FILE = "release.lock.json"
+CARD_FILE = "croissant.json"  # the version's Croissant data card (data.card), written by `prepare` from the lock
 PREPARE_LOCK_FILE = ".prepare.lock"  # flock of a running `prepare`
 BUILD_FILE = "build.json"  # datasets/build.json: the build that made datasets/
 DATASET_FILE = "test.parquet"  # datasets/<internal_name>/test.parquet: the item rows

@@ -1,0 +1,1 @@
+"""Croissant cards: the JSON-LD building blocks and their check."""
