@@ -57,7 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Recompute every metric in each *_results.json under RUN_DIR from the samples files, "
         "re-parse every saved response with this installation's parser and the record's presented order, and "
         "check the recorded task version, task source hash, dataset fingerprint, lmms-eval commit and patch set "
-        "against this installation. One line per mismatch; exit 1 if any.")
+        "against this installation. These prove that the files agree, not that a model wrote them (a response edited "
+        "together with its record, metrics and results passes): --rerun K re-runs K sampled items through the "
+        "recorded model and compares the responses. One line per mismatch; exit 1 if any.")
     check.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="lmms-eval output folder(s)")
     check.add_argument("--data-dir", type=Path, help="prepared data dir (default: $LEVANTE_DATA_DIR or the cache)")
     check.add_argument("--skip-installation", action="store_true",
