@@ -84,7 +84,8 @@ def records(run: Path, task: str) -> dict[int, dict]:
 
 
 def verify_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, list[str]]:
-    """`levante-tasks verify ARGS`: exit status, stdout, our stderr lines."""
+    """`levante-tasks verify ARGS` (run from a scratch folder: the re-run's lmms-eval works there): exit status,
+    stdout, our stderr lines."""
     status = main(["verify", *args])
     out, err = capsys.readouterr()
     return status, out, [line for line in err.splitlines() if line.startswith("levante-tasks:")]
@@ -103,6 +104,7 @@ def test_verify_passes_a_forgery_whose_files_agree_and_rerun_catches_it(
     assert records(forged, item.task)[item.doc_id]["correct"] == 1  # the forgery raised the score...
     assert verify_runs([forged], installation=False).lines == []  # ...and verify cannot tell
     monkeypatch.setattr(rerun_mod, "lmms_eval_process", SCRIPTED)
+    monkeypatch.chdir(tmp_path)
     status, out, err = verify_cli(capsys, str(forged), "--skip-installation", "--data-dir", str(data), "--rerun", "2")
     where = f"run/{results_file(forged).name}"
     assert status == 1
@@ -114,10 +116,13 @@ def test_verify_passes_a_forgery_whose_files_agree_and_rerun_catches_it(
                    f"\"{item.line.data['target']}\", re-run \"B\""]
 
 
-def test_rerun_reproduces_a_genuine_run_on_seeded_items(
-        fixed_run: Path, data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """A genuine run re-runs to the same responses (exit 0); the items are drawn by --rerun-seed and named."""
+def test_rerun_reproduces_a_genuine_run_on_seeded_items(fixed_run: Path, data: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A genuine run re-runs to the same responses (exit 0); the items are drawn by --rerun-seed and named; the
+    re-run leaves nothing behind in the working folder."""
     monkeypatch.setattr(rerun_mod, "lmms_eval_process", SCRIPTED)
+    monkeypatch.chdir(tmp_path)
     status, out, err = verify_cli(capsys, str(fixed_run), "--skip-installation", "--data-dir", str(data),
                                   "--rerun", "1", "--rerun-seed", "2")
     (item,) = sampled(fixed_run, 1, 2)
@@ -127,6 +132,18 @@ def test_rerun_reproduces_a_genuine_run_on_seeded_items(
         f"rerun: {where}: re-running 1 of 4 items through levante_fixed (letter=B): {item.label()}",
         f"rerun: {where}: {item.label()}: same response",
         "verified 1 run(s), 2 task(s); re-ran 1 item(s), 0 differ: no mismatches"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_rerun_that_shows_another_item_is_a_mismatch(fixed_run: Path) -> None:
+    """Same response, other item (another data version or data dir): named with both item uids."""
+    (item,) = sampled(fixed_run, 1, 0)
+    other = {**item.line.data, "levante_item": {**item.line.data["levante_item"], "item_uid": "vocab_other"}}
+    assert rerun_mod.compare_item(item, item.line.data) is None
+    assert rerun_mod.compare_item(item, other) == (
+        f"the re-run showed item 'vocab_other', the run saved {item.line.data['levante_item']['item_uid']!r} "
+        "(another data version or data dir?)")
+    assert rerun_mod.compare_item(item, None) == "the re-run wrote no samples line for it"
 
 
 def test_rerun_refuses_a_run_decoded_by_sampling(fixed_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -176,6 +193,7 @@ def test_tiny_checkpoint_greedy_reruns_reproduce_and_an_edited_response_is_caugh
     forged = forge(run, edited, "A", tmp_path / "work")
     assert verify_runs([forged], installation=False).lines == []
     monkeypatch.setattr(rerun_mod, "lmms_eval_process", LMMS_EVAL)
+    monkeypatch.chdir(tmp_path)
     status, out, err = verify_cli(capsys, str(forged), "--skip-installation", "--data-dir", str(data), "--rerun", "2")
     where = f"run/{results_file(forged).name}"
     again = json.dumps(edited.line.data["filtered_resps"], ensure_ascii=False)

@@ -3,12 +3,12 @@
 What `verify` alone checks is that a run's files agree with each other; a forgery that edits a saved response along
 with its record, metrics and results agrees too. An auditor who has the model re-runs items instead: per results
 file, K items drawn by `random.Random(seed)` from every (task, doc_id) of its samples files go through lmms-eval
-itself (`python -m lmms_eval`) with the recorded model, model_args (its `revision=` included), batch size, device,
-`gen_kwargs`, seeds and chat options, one `--config` run per item (`--offset doc_id --limit 1` of the recorded
-task; patch 0019 builds the model once for all of them), in a temporary folder. Each new response
-(`filtered_resps`) must equal the saved one: text exactly, numbers (multiple_choice losses, scores in a JSON answer)
-within REL_TOLERANCE; the item must be the same item (`item_uid` of the records). Greedy decoding reproduces a
-genuine run; a run decoded by sampling (`do_sample`, `temperature` > 0) cannot be re-run and is refused.
+itself (`python -m lmms_eval`, in the working folder) with the recorded model, model_args (its `revision=`
+included), batch size, device, `gen_kwargs`, seeds and chat options, one `--config` run per item (`--offset doc_id
+--limit 1` of the recorded task; patch 0019 builds the model once for all of them), writing into a temporary folder.
+Each new response (`filtered_resps`) must equal the saved one: text exactly, numbers (multiple_choice losses, scores
+in a JSON answer) within REL_TOLERANCE; the item must be the same item (`item_uid` of the records). Greedy decoding
+reproduces a genuine run; a run decoded by sampling (`do_sample`, `temperature` > 0) cannot be re-run and is refused.
 """
 
 from __future__ import annotations
@@ -114,9 +114,9 @@ def _kv_text(value: Any) -> str:
     return str(value or "")
 
 
-def rerun_arguments(results: Mapping[str, Any], items: list[Item]) -> tuple[list[str], list[dict[str, Any]]]:
-    """(lmms-eval's command-line arguments but `--config`, its `--config` list: one run per item), both from what
-    the results file recorded."""
+def rerun_arguments(results: Mapping[str, Any], items: list[Item], out: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """(lmms-eval's command-line arguments but `--config`, its `--config` list: one run per item, writing to
+    `out/item-<i>`), both from what the results file recorded."""
     run = results["config"]
     cli = run.get("resolved_cli_args") if isinstance(run.get("resolved_cli_args"), Mapping) else {}
     args = ["--model", str(run.get("model"))]
@@ -131,7 +131,7 @@ def rerun_arguments(results: Mapping[str, Any], items: list[Item]) -> tuple[list
         args += ["--system_instruction", str(cli["system_instruction"])]
     args += ["--include_path", str(TASKS_DIR), "--log_samples", "--verbosity", "WARNING"]
     seeds = [run.get(f"{k}_seed") for k in ("random", "numpy", "torch", "fewshot")]
-    runs = [{"tasks": item.task, "offset": item.doc_id, "limit": 1, "output_path": f"item-{i}",
+    runs = [{"tasks": item.task, "offset": item.doc_id, "limit": 1, "output_path": str(out / f"item-{i}"),
              **({"seed": seeds} if all(isinstance(s, int) for s in seeds) else {})} for i, item in enumerate(items)]
     return args, runs
 
@@ -247,8 +247,8 @@ def rerun(plan: RerunPlan, data_dir: Path | None = None, runner: Runner | None =
     model = f"{run.get('model')} ({redact_model_args(run.get('model_args')) or 'no model_args'})"
     header = (f"{plan.where}: re-running {len(plan.items)} of {plan.pool} items through {model}: "
               + ", ".join(item.label() for item in plan.items))
-    args, runs = rerun_arguments(plan.results, plan.items)
-    # the re-run works in a temporary folder: a relative data dir (argument or variable) must stay where it was
+    # lmms-eval runs in this process's working folder (a relative `pretrained=` path reads as it does for verify's
+    # user) and writes into a temporary folder
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false",
            layout.DATA_DIR_ENV: os.path.abspath(layout.data_dir(data_dir))}
     version = _data_version(plan.results, plan.items)
@@ -256,8 +256,9 @@ def rerun(plan: RerunPlan, data_dir: Path | None = None, runner: Runner | None =
         env[layout.VERSION_ENV] = version
     with tempfile.TemporaryDirectory(prefix="levante-rerun-") as tmp:
         folder = Path(tmp)
+        args, runs = rerun_arguments(plan.results, plan.items, folder)
         (folder / "runs.json").write_text(json.dumps(runs, indent=1), encoding="utf-8")  # JSON is YAML
-        done = (runner or lmms_eval_process)([*args, "--config", "runs.json"], cwd=folder, env=env)
+        done = (runner or lmms_eval_process)([*args, "--config", str(folder / "runs.json")], cwd=Path.cwd(), env=env)
         if done.returncode != 0:
             last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "no output")
             return [header], [f"{plan.where}: --rerun: lmms-eval exited {done.returncode}: {last.strip()}"]
