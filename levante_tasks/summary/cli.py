@@ -8,6 +8,9 @@ swapped in), and only when it is empty, absent or an earlier summary (it holds m
 not exist is refused up front (one line, exit 2, nothing written).
 verify: recompute the reported metrics from the samples files, re-parse each saved response against its record
 (core.reparse) and check recorded provenance against this installation; one line per mismatch, exit 1 if any.
+These prove that a run's files agree with each other, not that a model wrote them; `--rerun K` re-runs K sampled
+items through the recorded model (summary.rerun) and compares the responses. A --data-dir that is not a folder is
+refused up front (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from levante_tasks.runs.lmms import FileProblem
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
 from levante_tasks.summary.inspect_logs import parse_eval
+from levante_tasks.summary.rerun import RerunPlan, plan_reruns, rerun
 from levante_tasks.summary.units import ParsedRun, parse_run
 from levante_tasks.summary.verify import verify_runs
 
@@ -53,11 +57,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Recompute every metric in each *_results.json under RUN_DIR from the samples files, "
         "re-parse every saved response with this installation's parser and the record's presented order, and "
         "check the recorded task version, task source hash, dataset fingerprint, lmms-eval commit and patch set "
-        "against this installation. One line per mismatch; exit 1 if any.")
+        "against this installation. These prove that the files agree, not that a model wrote them (a response edited "
+        "together with its record, metrics and results passes): --rerun K re-runs K sampled items through the "
+        "recorded model and compares the responses. One line per mismatch; exit 1 if any.")
     check.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="lmms-eval output folder(s)")
     check.add_argument("--data-dir", type=Path, help="prepared data dir (default: $LEVANTE_DATA_DIR or the cache)")
     check.add_argument("--skip-installation", action="store_true",
                        help="only recompute metrics; do not compare provenance with this installation")
+    check.add_argument("--rerun", type=int, metavar="K",
+                       help="also re-run K sampled items of each run through its recorded model, model_args and "
+                       "greedy decoding (lmms-eval, this machine) and compare the responses with the saved ones")
+    check.add_argument("--rerun-seed", type=int, default=0, metavar="N",
+                       help="seed of the item sample --rerun draws (default: 0)")
     check.set_defaults(func=run_verify)
 
 
@@ -162,11 +173,36 @@ def run_summarize(args: argparse.Namespace) -> int:
     return 1 if document["problems"] and not args.allow_partial else 0
 
 
+def check_data_dir(data_dir: Path | None) -> None:
+    """Refuse up front (one line) a --data-dir that does not exist or is not a folder."""
+    if data_dir is not None and not data_dir.is_dir():
+        what = "is not a folder" if data_dir.exists() else "does not exist"
+        raise LevanteError(f"--data-dir {display_path(data_dir)}: {what}; nothing was verified")
+
+
+def _rerun_items(args: argparse.Namespace, plans: list[RerunPlan]) -> tuple[int, list[str]]:
+    """Re-run each plan (its lines on stdout, `rerun: ...`); (items re-run, mismatch lines)."""
+    mismatches: list[str] = []
+    for plan in plans:
+        shown, differ = rerun(plan, args.data_dir)
+        for line in shown:
+            print(f"rerun: {line}", flush=True)
+        mismatches += differ
+    return sum(len(plan.items) for plan in plans), mismatches
+
+
 def run_verify(args: argparse.Namespace) -> int:
-    """CLI: verify; one line per mismatch on stderr; exit 1 if any."""
+    """CLI: verify (and --rerun); one line per mismatch on stderr; exit 1 if any."""
+    check_data_dir(args.data_dir)
+    if args.rerun is not None and args.rerun < 1:
+        raise LevanteError(f"--rerun {args.rerun}: the number of items to re-run must be 1 or more")
+    plans, cannot = plan_reruns(args.run_dirs, args.rerun, args.rerun_seed) if args.rerun else ([], [])
     report = verify_runs(args.run_dirs, args.data_dir, installation=not args.skip_installation)
-    for line in report.lines:
+    rerun_count, differ = _rerun_items(args, plans)
+    lines = [*report.lines, *cannot, *differ]
+    for line in lines:
         print(f"levante-tasks: mismatch: {line}", file=sys.stderr)
-    print(f"verified {report.runs} run(s), {report.tasks} task(s): "
-          f"{len(report.lines) or 'no'} mismatch{'es' if len(report.lines) != 1 else ''}")
-    return 1 if report.lines else 0
+    rerun_note = f"; re-ran {rerun_count} item(s), {len(differ)} differ" if args.rerun else ""
+    print(f"verified {report.runs} run(s), {report.tasks} task(s){rerun_note}: "
+          f"{len(lines) or 'no'} mismatch{'es' if len(lines) != 1 else ''}")
+    return 1 if lines else 0
