@@ -221,3 +221,24 @@ def test_a_shard_on_out_does_not_stop_a_submit(data: Path, tmp_path: Path, slurm
         fake.open()
         shard.wait(120)
     assert len(sbatch_calls(slurm)) == 3
+
+
+def test_the_command_that_continues_runs_from_where_it_is_printed_with_config_and_out_elsewhere(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    """The printed --resume names the config and OUT as paths the shell can use from the working folder (never
+    `.../` nor an absolute path), also when both lie outside it."""
+    config_of(tmp_path, data, names="ab")
+    here = tmp_path / "elsewhere" / "deeper"
+    here.mkdir(parents=True)
+    (Path(slurm["FAKE_SLURM"]) / "refuse").write_text("--job-name=out-b")
+    failed = run_cli(["matrix", "--config", str(tmp_path / "matrix.yaml"), "--out", str(tmp_path / "out"),
+                      "--submit"], cwd=here, env=slurm)
+    line = one_error_line(failed.stderr)
+    assert failed.returncode == 2 and str(tmp_path) not in line and ".../" not in line, line
+    (Path(slurm["FAKE_SLURM"]) / "refuse").unlink()
+    command = shlex.split(re.search(r"then `([^`]+)`", line)[1])
+    continued = subprocess.run([sys.executable, "-m", "levante_tasks", *command[1:]], cwd=here,
+                               env={**os.environ, **slurm}, capture_output=True, text=True, check=False)
+    assert continued.returncode == 0, continued.stderr
+    assert [(s["arrays"], s["end_step"]) for s in jobs(tmp_path / "out")] == [(["1001"], None), (["1002"], "1003")]
+

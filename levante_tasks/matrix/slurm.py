@@ -41,7 +41,7 @@ from typing import Any
 
 from levante_tasks import folder_lock
 from levante_tasks.atomic import write_json, write_text
-from levante_tasks.errors import LevanteError, display_path, problem_text
+from levante_tasks.errors import LevanteError, display_path, problem_text, shell_path
 from levante_tasks.matrix.config import MatrixConfig
 from levante_tasks.matrix.plan import Cell, plan, plan_sha256
 from levante_tasks.matrix.run import LOCK_NAME, PLAN_FILE, SLURM_DIR, SUBMIT_SCRIPTS, check_out, plan_document
@@ -254,14 +254,14 @@ def _still_queued(earlier: list[dict], listed: dict[str, set[str]], digest: str)
 
 def _stopped(exc: LevanteError, config: MatrixConfig, out: Path, entry: dict[str, Any], chunks: list[Chunk]) -> str:
     """The one line of an sbatch that failed mid-submission: what is queued and the command that continues."""
-    again = shlex.join(["levante-tasks", "matrix", "--config", display_path(config.path), "--out",
-                        display_path(out), "--submit", "--resume"])
+    again = shlex.join(["levante-tasks", "matrix", "--config", shell_path(config.path), "--out", shell_path(out),
+                        "--submit", "--resume"])
     queued = entry["arrays"]
     if not queued:
         return f"{exc}; nothing was queued: fix what sbatch refused, then `{again}`"
     ids = " ".join(queued)
     rest = "the end step" if len(queued) == len(chunks) else "the other models' arrays and the end step"
-    return (f"{exc}; this --submit queued array(s) {ids} (in {display_path(out / SLURM_DIR / JOBS_FILE)}) and no "
+    return (f"{exc}; this --submit queued array(s) {ids} (in {shell_path(out / SLURM_DIR / JOBS_FILE)}) and no "
             f"end step: fix what sbatch refused, then `{again}` queues {rest} after them (or `scancel {ids}` "
             "cancels them)")
 
