@@ -242,3 +242,18 @@ def test_the_command_that_continues_runs_from_where_it_is_printed_with_config_an
     assert continued.returncode == 0, continued.stderr
     assert [(s["arrays"], s["end_step"]) for s in jobs(tmp_path / "out")] == [(["1001"], None), (["1002"], "1003")]
 
+
+def test_a_resume_after_a_refused_end_step_does_not_call_the_queued_cells_finished(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    config_of(tmp_path, data, names="ab")
+    (Path(slurm["FAKE_SLURM"]) / "refuse").write_text("--job-name=out-end")
+    failed = submit_cli(slurm, tmp_path)
+    assert failed.returncode == 2 and "queues the end step after them" in one_error_line(failed.stderr)
+    (Path(slurm["FAKE_SLURM"]) / "refuse").unlink()
+    continued = submit_cli(slurm, tmp_path, "--resume")
+    assert continued.returncode == 0, continued.stderr
+    assert "every cell is finished" not in continued.stdout
+    assert continued.stdout.splitlines()[0] == (
+        "every unfinished cell is in an array an earlier --submit queued; only the end step was submitted")
+    assert len(sbatch_calls(slurm)) == 4 and "--dependency=afterany:1001:1002 " in sbatch_calls(slurm)[-1]
+

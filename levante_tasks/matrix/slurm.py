@@ -293,8 +293,8 @@ def submit(config: MatrixConfig, out: Path, resume: bool, dry_run: bool = False,
     with _no_whole_run(out, target, earlier, listed):
         digest = plan_sha256(cells)
         queued = _still_queued(earlier, listed, digest)
-        todo = [c for c in cells if c.model.name not in queued
-                and unfinished_reason(target / c.rel_dir, c.sha256, c.lmms_task) is not None]
+        unfinished = [c for c in cells if unfinished_reason(target / c.rel_dir, c.sha256, c.lmms_task) is not None]
+        todo = [c for c in unfinished if c.model.name not in queued]
         prefix = target.absolute().name
         chunks = chunk_models(config, todo, max_array_size(), prefix) if todo else []
         try:
@@ -348,7 +348,8 @@ def submit(config: MatrixConfig, out: Path, resume: bool, dry_run: bool = False,
         _record(folder, submissions)
     after = f" after {', '.join([*entry['arrays'], *waits_for])}" if entry["arrays"] or waits_for else ""
     if not todo:
-        echo("every cell is finished; only the end step was submitted")
+        echo("every unfinished cell is in an array an earlier --submit queued; only the end step was submitted"
+             if unfinished else "every cell is finished; only the end step was submitted")
     echo(f"submitted end step {end}{after}: it writes {display_path(out / 'report.md')} from the cells that "
          f"finished (it runs none; rerun the others with --submit --resume); logs in "
          f"{display_path(folder / 'logs')}/")
