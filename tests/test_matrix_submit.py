@@ -257,3 +257,17 @@ def test_a_resume_after_a_refused_end_step_does_not_call_the_queued_cells_finish
         "every unfinished cell is in an array an earlier --submit queued; only the end step was submitted")
     assert len(sbatch_calls(slurm)) == 4 and "--dependency=afterany:1001:1002 " in sbatch_calls(slurm)[-1]
 
+
+def test_a_users_folder_holding_a_slurm_script_of_its_own_is_refused(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    """Only the scripts a --submit --dry-run wrote (by their first lines) leave OUT a folder a matrix may start in;
+    a user's own slurm/cells.sbatch is not overwritten."""
+    config_of(tmp_path, data, names="a")
+    own = tmp_path / "out" / "slurm" / "cells.sbatch"
+    own.parent.mkdir(parents=True)
+    own.write_text("#!/bin/bash\n# my own job\n", encoding="utf-8")
+    refused = submit_cli(slurm, tmp_path)
+    assert refused.returncode == 2 and one_error_line(refused.stderr) == (
+        "levante-tasks: error: out: not empty and holds no matrix-plan.json (not an earlier matrix); it is not "
+        "replaced: choose another --out")
+    assert own.read_text(encoding="utf-8") == "#!/bin/bash\n# my own job\n" and sbatch_calls(slurm) == []
