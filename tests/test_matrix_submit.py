@@ -271,3 +271,30 @@ def test_a_users_folder_holding_a_slurm_script_of_its_own_is_refused(
         "levante-tasks: error: out: not empty and holds no matrix-plan.json (not an earlier matrix); it is not "
         "replaced: choose another --out")
     assert own.read_text(encoding="utf-8") == "#!/bin/bash\n# my own job\n" and sbatch_calls(slurm) == []
+
+
+def test_two_submits_at_once_on_one_out_queue_each_model_once(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    """A second --submit while one is submitting is refused in one line: they would both queue every model, and
+    the later jobs.json would drop the other's arrays (orphans)."""
+    config_of(tmp_path, data, names="ab")
+    sbatch = Path(slurm["PATH"].split(":")[0]) / "sbatch"
+    gate = Path(slurm["FAKE_SLURM"]) / "gate"
+    sbatch.write_text(sbatch.read_text(encoding="utf-8").replace(
+        "#!/bin/bash\n", '#!/bin/bash\nif mkdir "$FAKE_SLURM/first" 2>/dev/null; then\n'
+        '  while [ -e "$FAKE_SLURM/gate" ]; do sleep 0.05; done\nfi\n', 1), encoding="utf-8")
+    gate.touch()
+    first = subprocess.Popen([sys.executable, "-m", "levante_tasks", "matrix", "--config", "matrix.yaml", "--out",
+                              "out", "--submit"], cwd=tmp_path, env={**os.environ, **slurm}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: (Path(slurm["FAKE_SLURM"]) / "first").exists(), "the first --submit's first sbatch")
+        second = submit_cli(slurm, tmp_path, "--resume")
+    finally:
+        gate.unlink()
+        first.communicate(timeout=120)
+    assert first.returncode == 0
+    assert second.returncode == 2 and one_error_line(second.stderr) == (
+        "levante-tasks: error: out: another --submit is submitting to it; nothing was submitted (it queues what this "
+        "one would)")
+    assert len(sbatch_calls(slurm)) == 3 and [s["arrays"] for s in jobs(tmp_path / "out")] == [["1001", "1002"]]

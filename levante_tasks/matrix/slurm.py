@@ -11,10 +11,10 @@ running only those. Every job checks the plan's SHA-256 before it runs anything,
 changed after the submission is refused.
 
 Nothing is queued while a whole run or an end step holds OUT's lock, or an earlier submission's end step runs:
-every array task would wait for it on its allocation. Each array is in jobs.json the moment sbatch accepts it; an
-sbatch that fails later names what is queued and the `--resume` that continues (it skips the models of an
-unfinished submission's arrays Slurm still lists). `dry_run` writes the scripts and prints them and the sbatch
-commands instead.
+every array task would wait for it on its allocation; nor while another --submit is submitting to OUT. Each
+array is in jobs.json the moment sbatch accepts it; an sbatch that fails later names what is queued and the
+`--resume` that continues (it skips the models of an unfinished submission's arrays Slurm still lists). `dry_run`
+writes the scripts and prints them and the sbatch commands instead.
 
 The scripts name absolute paths, and say so in their header (PATHS_NOTE): Slurm runs a spooled copy of a
 script, which cannot find itself, from the submitting folder or a node's, under `--export=NONE`; the interpreter,
@@ -233,22 +233,31 @@ def _record(folder: Path, submissions: list[dict]) -> None:
                            f"{' '.join(queued) or 'nothing'})") from None
 
 
+_WHY = "nothing was submitted (its array tasks would wait for it on their allocations): submit when it has ended"
+
+
 @contextlib.contextmanager
-def _no_whole_run(out: Path, target: Path, earlier: list[dict], listed: dict[str, set[str]]) -> Iterator[None]:
+def _sole_submit(out: Path, target: Path) -> Iterator[None]:
     """Hold OUT's lock shared for the block (as a shard does), refusing in one line when a whole run or an end
-    step holds it, or an earlier submission's end step runs (on another node its lock is not seen here): every
-    array task would wait for it on its allocation."""
-    running = [e["end_step"] for e in earlier if e.get("end_step") and listed.get(e["end_step"], set()) - {"PENDING"}]
-    why = "nothing was submitted (its array tasks would wait for it on their allocations): submit when it has ended"
-    if running:
-        raise LevanteError(f"{display_path(out)}: the end step of an earlier --submit (Slurm job {running[0]}) is "
-                           f"running on it; {why}")
+    step holds it (every array task would wait for it on its allocation); and OUT itself exclusively, refusing a
+    second --submit meanwhile (both would queue every model, and the later jobs.json drop the other's arrays)."""
     try:
         with folder_lock.hold(target, LOCK_NAME, who="another matrix process", what="the matrix lock", shared=True,
-                              wait_seconds=0, role="a --submit"):
+                              wait_seconds=0, role="a --submit"), folder_lock.hold_folder(
+                target, f"{display_path(out)}: another --submit is submitting to it; nothing was submitted (it "
+                        "queues what this one would)"):
             yield
     except folder_lock.Busy as exc:
-        raise LevanteError(f"{display_path(out)}: {exc.holder} is using it; {why}") from None
+        raise LevanteError(f"{display_path(out)}: {exc.holder} is using it; {_WHY}") from None
+
+
+def _no_end_step_running(out: Path, earlier: list[dict], listed: dict[str, set[str]]) -> None:
+    """Refuse in one line while an earlier submission's end step runs (on another node its lock is not seen here):
+    every array task would wait for it on its allocation."""
+    running = [e["end_step"] for e in earlier if e.get("end_step") and listed.get(e["end_step"], set()) - {"PENDING"}]
+    if running:
+        raise LevanteError(f"{display_path(out)}: the end step of an earlier --submit (Slurm job {running[0]}) is "
+                           f"running on it; {_WHY}")
 
 
 def _still_queued(earlier: list[dict], listed: dict[str, set[str]], digest: str) -> set[str]:
@@ -293,10 +302,12 @@ def submit(config: MatrixConfig, out: Path, resume: bool, dry_run: bool = False,
     cells = plan(config)
     target = check_out(out, resume, partial=False)
     folder = target / SLURM_DIR
-    earlier = _read_jobs(folder)
-    ids = [str(j) for entry in earlier for j in [*entry.get("arrays", []), entry.get("end_step")] if j]
-    listed = _listed(ids)
-    with _no_whole_run(out, target, earlier, listed):
+    with _sole_submit(out, target):
+        check_out(out, resume, partial=False)  # again: another --submit may have made it a matrix meanwhile
+        earlier = _read_jobs(folder)
+        ids = [str(j) for entry in earlier for j in [*entry.get("arrays", []), entry.get("end_step")] if j]
+        listed = _listed(ids)
+        _no_end_step_running(out, earlier, listed)
         digest = plan_sha256(cells)
         queued = _still_queued(earlier, listed, digest)
         unfinished = [c for c in cells if unfinished_reason(target / c.rel_dir, c.sha256, c.lmms_task) is not None]
