@@ -298,3 +298,18 @@ def test_two_submits_at_once_on_one_out_queue_each_model_once(
         "levante-tasks: error: out: another --submit is submitting to it; nothing was submitted (it queues what this "
         "one would)")
     assert len(sbatch_calls(slurm)) == 3 and [s["arrays"] for s in jobs(tmp_path / "out")] == [["1001", "1002"]]
+
+
+def test_a_jobs_json_that_cannot_be_written_is_not_reported_as_sbatch_refusing(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    """jobs.json not written after sbatch accepted an array: the one line says so and names what is queued; it
+    does not claim the array is in jobs.json nor that sbatch refused something."""
+    config_of(tmp_path, data, names="ab")
+    sbatch = Path(slurm["PATH"].split(":")[0]) / "sbatch"
+    sbatch.write_text(sbatch.read_text(encoding="utf-8").replace(
+        "#!/bin/bash\n", '#!/bin/bash\nmkdir -p out/slurm/jobs.json\n', 1), encoding="utf-8")
+    failed = submit_cli(slurm, tmp_path)
+    assert failed.returncode == 2 and one_error_line(failed.stderr) == (
+        "levante-tasks: error: out/slurm/jobs.json: is a folder, expected a file (queued all the same: 1001; nothing "
+        "more was queued: `scancel 1001`, then submit again with --resume)")
+    assert len(sbatch_calls(slurm)) == 1

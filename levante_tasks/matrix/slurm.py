@@ -224,13 +224,17 @@ def _read_jobs(folder: Path) -> list[dict]:
 
 
 def _record(folder: Path, submissions: list[dict]) -> None:
-    """Write jobs.json; a failure names the jobs already queued (they run whatever this file says)."""
+    """Write jobs.json; a failure names the jobs already queued (they run whatever this file says), and before the
+    end step is queued, the scancel that undoes them (a --resume would not know them, and queue them again)."""
     try:
         write_json(folder / JOBS_FILE, {"schema": 1, "submissions": submissions})
     except OSError as exc:
-        queued = [j for j in [*submissions[-1]["arrays"], submissions[-1]["end_step"]] if j]
+        last = submissions[-1]
+        queued = " ".join(j for j in [*last["arrays"], last["end_step"]] if j)
+        undo = "" if last["end_step"] else (f"; nothing more was queued: `scancel {queued}`, then submit again "
+                                            "with --resume")
         raise LevanteError(f"{display_path(folder / JOBS_FILE)}: {problem_text(exc)} (queued all the same: "
-                           f"{' '.join(queued) or 'nothing'})") from None
+                           f"{queued}{undo})") from None
 
 
 _WHY = "nothing was submitted (its array tasks would wait for it on their allocations): submit when it has ended"
@@ -351,17 +355,20 @@ def submit(config: MatrixConfig, out: Path, resume: bool, dry_run: bool = False,
         entry: dict[str, Any] = {"plan_sha256": digest, "arrays": [], "array_models": {}, "end_step": None,
                                  "cells": [c.index for c in todo], "models": [m for c in chunks for m in c.models]}
         submissions = [*earlier, entry]
-        try:
-            for argv, chunk in arrays:
-                job = _submit(argv)
-                entry["arrays"].append(job)
-                entry["array_models"][job] = list(chunk.models)
-                _record(folder, submissions)
-                echo(f"submitted array {job}: {what(chunk)}")
-            end = _submit(end_argv([*entry["arrays"], *waits_for]))
-        except LevanteError as exc:
-            raise LevanteError(_stopped(exc, config, out, entry, chunks)) from None
-        entry["end_step"] = end
+
+        def queue(argv: list[str]) -> str:
+            try:
+                return _submit(argv)
+            except LevanteError as exc:
+                raise LevanteError(_stopped(exc, config, out, entry, chunks)) from None
+
+        for argv, chunk in arrays:
+            job = queue(argv)
+            entry["arrays"].append(job)
+            entry["array_models"][job] = list(chunk.models)
+            _record(folder, submissions)
+            echo(f"submitted array {job}: {what(chunk)}")
+        end = entry["end_step"] = queue(end_argv([*entry["arrays"], *waits_for]))
         _record(folder, submissions)
     after = f" after {', '.join([*entry['arrays'], *waits_for])}" if entry["arrays"] or waits_for else ""
     if not todo:
