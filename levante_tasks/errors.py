@@ -43,6 +43,18 @@ def display_path(path: str | os.PathLike[str]) -> str:
         return ".../" + "/".join(parts[-2:]) if parts else "/"
 
 
+def shell_path(path: str | os.PathLike[str]) -> str:
+    """A path for a command printed to be pasted in the same shell: as given when relative, else relative to the
+    working folder (`..` parts where it lies elsewhere; its folder resolved, so `..` means what the kernel makes of
+    it): runnable from there, unlike display_path's `.../`, and no absolute path."""
+    text = os.fspath(path)
+    if not os.path.isabs(text):
+        return Path(text).as_posix()
+    here = os.path.realpath(os.getcwd())
+    return Path(os.path.relpath(os.path.join(os.path.realpath(os.path.dirname(text)), os.path.basename(text)),
+                                here)).as_posix()
+
+
 def _shown(filename: str | bytes | int) -> str:
     """A file name from an OSError as messages show it: a writer's hidden temp or staging name becomes the target it
     stands for (the user never typed `.out.staging-<pid>.<random>`), and no absolute path."""

@@ -221,3 +221,95 @@ def test_a_shard_on_out_does_not_stop_a_submit(data: Path, tmp_path: Path, slurm
         fake.open()
         shard.wait(120)
     assert len(sbatch_calls(slurm)) == 3
+
+
+def test_the_command_that_continues_runs_from_where_it_is_printed_with_config_and_out_elsewhere(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    """The printed --resume names the config and OUT as paths the shell can use from the working folder (never
+    `.../` nor an absolute path), also when both lie outside it."""
+    config_of(tmp_path, data, names="ab")
+    here = tmp_path / "elsewhere" / "deeper"
+    here.mkdir(parents=True)
+    (Path(slurm["FAKE_SLURM"]) / "refuse").write_text("--job-name=out-b")
+    failed = run_cli(["matrix", "--config", str(tmp_path / "matrix.yaml"), "--out", str(tmp_path / "out"),
+                      "--submit"], cwd=here, env=slurm)
+    line = one_error_line(failed.stderr)
+    assert failed.returncode == 2 and str(tmp_path) not in line and ".../" not in line, line
+    (Path(slurm["FAKE_SLURM"]) / "refuse").unlink()
+    command = shlex.split(re.search(r"then `([^`]+)`", line)[1])
+    continued = subprocess.run([sys.executable, "-m", "levante_tasks", *command[1:]], cwd=here,
+                               env={**os.environ, **slurm}, capture_output=True, text=True, check=False)
+    assert continued.returncode == 0, continued.stderr
+    assert [(s["arrays"], s["end_step"]) for s in jobs(tmp_path / "out")] == [(["1001"], None), (["1002"], "1003")]
+
+
+def test_a_resume_after_a_refused_end_step_does_not_call_the_queued_cells_finished(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    config_of(tmp_path, data, names="ab")
+    (Path(slurm["FAKE_SLURM"]) / "refuse").write_text("--job-name=out-end")
+    failed = submit_cli(slurm, tmp_path)
+    assert failed.returncode == 2 and "queues the end step after them" in one_error_line(failed.stderr)
+    (Path(slurm["FAKE_SLURM"]) / "refuse").unlink()
+    continued = submit_cli(slurm, tmp_path, "--resume")
+    assert continued.returncode == 0, continued.stderr
+    assert "every cell is finished" not in continued.stdout
+    assert continued.stdout.splitlines()[0] == (
+        "every unfinished cell is in an array an earlier --submit queued; only the end step was submitted")
+    assert len(sbatch_calls(slurm)) == 4 and "--dependency=afterany:1001:1002 " in sbatch_calls(slurm)[-1]
+
+
+def test_a_users_folder_holding_a_slurm_script_of_its_own_is_refused(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    """Only the scripts a --submit --dry-run wrote (by their first lines) leave OUT a folder a matrix may start in;
+    a user's own slurm/cells.sbatch is not overwritten."""
+    config_of(tmp_path, data, names="a")
+    own = tmp_path / "out" / "slurm" / "cells.sbatch"
+    own.parent.mkdir(parents=True)
+    own.write_text("#!/bin/bash\n# my own job\n", encoding="utf-8")
+    refused = submit_cli(slurm, tmp_path)
+    assert refused.returncode == 2 and one_error_line(refused.stderr) == (
+        "levante-tasks: error: out: not empty and holds no matrix-plan.json (not an earlier matrix); it is not "
+        "replaced: choose another --out")
+    assert own.read_text(encoding="utf-8") == "#!/bin/bash\n# my own job\n" and sbatch_calls(slurm) == []
+
+
+def test_two_submits_at_once_on_one_out_queue_each_model_once(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    """A second --submit while one is submitting is refused in one line: they would both queue every model, and
+    the later jobs.json would drop the other's arrays (orphans)."""
+    config_of(tmp_path, data, names="ab")
+    sbatch = Path(slurm["PATH"].split(":")[0]) / "sbatch"
+    gate = Path(slurm["FAKE_SLURM"]) / "gate"
+    sbatch.write_text(sbatch.read_text(encoding="utf-8").replace(
+        "#!/bin/bash\n", '#!/bin/bash\nif mkdir "$FAKE_SLURM/first" 2>/dev/null; then\n'
+        '  while [ -e "$FAKE_SLURM/gate" ]; do sleep 0.05; done\nfi\n', 1), encoding="utf-8")
+    gate.touch()
+    first = subprocess.Popen([sys.executable, "-m", "levante_tasks", "matrix", "--config", "matrix.yaml", "--out",
+                              "out", "--submit"], cwd=tmp_path, env={**os.environ, **slurm}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: (Path(slurm["FAKE_SLURM"]) / "first").exists(), "the first --submit's first sbatch")
+        second = submit_cli(slurm, tmp_path, "--resume")
+    finally:
+        gate.unlink()
+        first.communicate(timeout=120)
+    assert first.returncode == 0
+    assert second.returncode == 2 and one_error_line(second.stderr) == (
+        "levante-tasks: error: out: another --submit is submitting to it; nothing was submitted (it queues what this "
+        "one would)")
+    assert len(sbatch_calls(slurm)) == 3 and [s["arrays"] for s in jobs(tmp_path / "out")] == [["1001", "1002"]]
+
+
+def test_a_jobs_json_that_cannot_be_written_is_not_reported_as_sbatch_refusing(
+        data: Path, tmp_path: Path, slurm: dict[str, str]) -> None:
+    """jobs.json not written after sbatch accepted an array: the one line says so and names what is queued; it
+    does not claim the array is in jobs.json nor that sbatch refused something."""
+    config_of(tmp_path, data, names="ab")
+    sbatch = Path(slurm["PATH"].split(":")[0]) / "sbatch"
+    sbatch.write_text(sbatch.read_text(encoding="utf-8").replace(
+        "#!/bin/bash\n", '#!/bin/bash\nmkdir -p out/slurm/jobs.json\n', 1), encoding="utf-8")
+    failed = submit_cli(slurm, tmp_path)
+    assert failed.returncode == 2 and one_error_line(failed.stderr) == (
+        "levante-tasks: error: out/slurm/jobs.json: is a folder, expected a file (queued all the same: 1001; nothing "
+        "more was queued: `scancel 1001`, then submit again with --resume)")
+    assert len(sbatch_calls(slurm)) == 1
