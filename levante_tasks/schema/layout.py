@@ -28,6 +28,7 @@ LOCALES_DIR = "locales"  # datasets/locales/<code>/: one folder per task of a tr
 # datasets/locales/<this>: the table the locales were built from, kept (locked) so a later prepare builds them again
 KEPT_TRANSLATIONS_FILE = "item-bank-translations.csv"
 RELEASE_LOCK_FILE = "release.lock.json"
+CARD_FILE = "croissant.json"  # the version's Croissant data card (data.card), written by `prepare` from the lock
 PREPARE_LOCK_FILE = ".prepare.lock"  # flock of a running `prepare`
 BUILD_FILE = "build.json"  # datasets/build.json: the build that made datasets/
 DATASET_FILE = "test.parquet"  # datasets/<internal_name>/test.parquet: the item rows
