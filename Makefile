@@ -27,7 +27,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,inspect,qwen,llava]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,inspect,croissant,qwen,llava]"
 	# the build leaves an egg-info here that would shadow the installed entry points when run from this folder
 	rm -rf levante_tasks.egg-info
 	$(PY) -m levante_tasks lmms-eval patch

@@ -22,6 +22,7 @@ COMMANDS = {
     "synth": "levante_tasks.synth.cli",
     "prepare": "levante_tasks.data.cli",
     "standins": "levante_tasks.data.standins",
+    "card": "levante_tasks.data.card_cli",
     "lmms-eval": "levante_tasks.lmms.patcher.cli",
     "matrix": "levante_tasks.matrix.cli",
     "summarize": "levante_tasks.summary.cli",

@@ -1,10 +1,10 @@
 """`levante-tasks demo`: the whole pipeline on the embedded synthetic release, offline, in a few minutes.
 
-Steps: write the synthetic release (seeded) -> `prepare` it -> run every LEVANTE task in lmms-eval with a
-random-init tiny CLIP through `levante_clip` (a pipeline check, not a capability result) as a one-cell matrix
-(`levante-tasks matrix`: state file, resumable) -> whose end step compares the model with the simulated children
-(`compare`) and summarizes the run into the model x task matrix (`summarize`) with a report.
-Everything lands under `--out` (default `demo-out/`); a second demo keeps the finished cell.
+Steps: write the synthetic release (seeded) -> `prepare` it (the datasets and their Croissant data card) -> run
+every LEVANTE task in lmms-eval with a random-init tiny CLIP through `levante_clip` (a pipeline check, not a
+capability result) as a one-cell matrix (`levante-tasks matrix`: state file, resumable) -> whose end step compares
+the model with the simulated children (`compare`) and summarizes the run into the model x task matrix (`summarize`)
+with a report. Everything lands under `--out` (default `demo-out/`); a second demo keeps the finished cell.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from levante_tasks.atomic import write_text
 from levante_tasks.data.cli import format_result
 from levante_tasks.data.prepare import prepare
 from levante_tasks.errors import LevanteError
+from levante_tasks.schema import layout
 
 SYNTHETIC_VERSION = "synthetic"
 DEMO_TASKS = "levante"
@@ -91,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     result = prepare(str(base), SYNTHETIC_VERSION, str(data), strict=True, progress=False)
     print("[2/5] prepared datasets:")
     print(format_result(result))
+    print(f"data card (Croissant): {out.name}/data/{SYNTHETIC_VERSION}/{layout.CARD_FILE}")
     if args.prepare_only:
         return 0
     build_tiny_clip(out / "models" / "tiny-clip", seed=args.seed)

@@ -60,11 +60,16 @@ def describe_os_error(exc: OSError) -> str:
     return f"{where}: {problem}"
 
 
+def shown_paths(text: str) -> str:
+    """`text` with each absolute path in it shown as `display_path` shows it (for messages of other libraries)."""
+    return _ABSOLUTE_PATH.sub(lambda m: display_path(m.group()), text)
+
+
 def problem_text(exc: OSError) -> str:
     """The problem of an OSError in words, without its (absolute) file name, e.g. `permission denied`."""
     if exc.errno is None:  # e.g. pyarrow's IO errors: their first line is the message (paths in it shown relative)
         first = str(exc).splitlines()[0] if str(exc) else ""
-        return _ABSOLUTE_PATH.sub(lambda m: display_path(m.group()), first) or type(exc).__name__
+        return shown_paths(first) or type(exc).__name__
     return describe_os_error(OSError(exc.errno, exc.strerror))
 
 

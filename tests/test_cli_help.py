@@ -10,7 +10,7 @@ import levante_tasks
 from levante_tasks import cli
 
 PACKAGE = Path(levante_tasks.__file__).parent
-PIPELINE = ["demo", "synth", "prepare", "standins", "lmms-eval", "matrix", "summarize", "verify", "rescore",
+PIPELINE = ["demo", "synth", "prepare", "standins", "card", "lmms-eval", "matrix", "summarize", "verify", "rescore",
             "compare", "l0"]
 
 

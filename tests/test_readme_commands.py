@@ -67,6 +67,7 @@ METAVARS = {"N": "0", "K": "0"}  # integer metavariables of usage synopses
 RUN = [
     "levante-tasks synth --out synth-out --seed 0",
     "levante-tasks prepare --release synth-out --version synthetic",
+    "levante-tasks card --version synthetic --check",
     "levante-tasks lmms-eval check",
     "levante-tasks lmms-eval audit",
     "levante-tasks lmms-eval tasks-path",
@@ -470,8 +471,9 @@ def test_cheap_commands_run_as_written(tmp_path):
         outputs[text] = proc.stdout
     assert (tmp_path / "synth-out" / "synthetic" / "manifest.csv").is_file()
     assert (tmp_path / "data" / "synthetic" / "datasets").is_dir()
-    assert Path(outputs[RUN[4]].strip()).is_dir()  # tasks-path
-    assert "python -m lmms_eval" in outputs[RUN[5]] and not (tmp_path / "runs").exists()  # --dry-run writes nothing
+    assert "every key unique" in outputs[RUN[2]]  # the data card prepare wrote, checked down to its records
+    assert Path(outputs[RUN[5]].strip()).is_dir()  # tasks-path
+    assert "python -m lmms_eval" in outputs[RUN[6]] and not (tmp_path / "runs").exists()  # --dry-run writes nothing
     from inspect_ai.log import read_eval_log
 
     (log_path,) = (tmp_path / "inspect-logs").glob("*.eval")

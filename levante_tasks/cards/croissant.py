@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import mimetypes
+import re
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from levante_tasks.atomic import write_json
-from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.errors import LevanteError, display_path, problem_text, shown_paths
 from levante_tasks.filehash import sha256_file
 
 CROISSANT_1_1 = "http://mlcommons.org/croissant/1.1"
@@ -87,9 +89,15 @@ def encoding_format(relpath: str) -> str:
     return _FORMATS.get(suffix) or mimetypes.guess_type(relpath)[0] or "application/octet-stream"
 
 
+def file_id(relpath: str) -> str:
+    """The @id of the FileObject of `relpath`: the path, each whitespace an underscore (mlcroissant refuses an @id
+    with whitespace, escaped or not; LEVANTE's pictures have names such as `rubber band.webp`)."""
+    return re.sub(r"\s", "_", relpath)
+
+
 def file_object(relpath: str, sha256: str, description: str = "") -> dict[str, Any]:
-    """A FileObject for the file at `relpath` (its @id and contentUrl) whose bytes hash to `sha256`."""
-    node = {"@type": "cr:FileObject", "@id": relpath, "name": relpath, "contentUrl": relpath,
+    """A FileObject for the file at `relpath` (its contentUrl; its @id: `file_id`) whose bytes hash to `sha256`."""
+    node = {"@type": "cr:FileObject", "@id": file_id(relpath), "name": file_id(relpath), "contentUrl": relpath,
             "encodingFormat": encoding_format(relpath), "sha256": sha256}
     return {**node, "description": description} if description else node
 
@@ -99,13 +107,13 @@ def local_file_object(root: Path, relpath: str, description: str = "") -> dict[s
     return file_object(relpath, sha256_file(root / relpath), description)
 
 
-def field(record_set_id: str, column: str, data_type: str, file_id: str, description: str = "",
+def field(record_set_id: str, column: str, data_type: str, source_id: str, description: str = "",
           is_array: bool = False) -> dict[str, Any]:
-    """A Field `<record_set_id>/<column>` read from `column` of the FileObject `file_id` (`is_array`: a list
-    column)."""
+    """A Field `<record_set_id>/<column>` read from `column` of the FileObject whose @id is `source_id`
+    (`is_array`: a list column)."""
     node: dict[str, Any] = {"@type": "cr:Field", "@id": f"{record_set_id}/{column}", "name": column,
                             "dataType": data_type,
-                            "source": {"fileObject": {"@id": file_id}, "extract": {"column": column}}}
+                            "source": {"fileObject": {"@id": source_id}, "extract": {"column": column}}}
     if description:
         node["description"] = description
     if is_array:
@@ -128,10 +136,20 @@ def record_set(record_set_id: str, fields: Sequence[dict[str, Any]], key: Sequen
     return node
 
 
+def _unique_file_ids(distribution: Sequence[dict[str, Any]]) -> None:
+    """Two files whose paths differ only in whitespace against underscores would share an @id: refused."""
+    seen: dict[str, str] = {}
+    for node in distribution:
+        other = seen.setdefault(node["@id"], node.get("contentUrl", ""))
+        if other != node.get("contentUrl", ""):
+            raise LevanteError(f"{node.get('contentUrl')}: its card @id {node['@id']} is also that of {other}")
+
+
 def dataset(name: str, description: str, licenses: Sequence[str], distribution: Sequence[dict[str, Any]],
             record_sets: Sequence[dict[str, Any]], **properties: Any) -> dict[str, Any]:
     """The card: a Croissant 1.1 sc:Dataset with its files, record sets and any further (schema.org or `rai:`)
     properties, e.g. url, version, citeAs, datePublished, inLanguage, rai:dataCollection."""
+    _unique_file_ids(distribution)
     return {"@context": CONTEXT, "@type": "sc:Dataset", "conformsTo": CROISSANT_1_1, "name": name,
             "description": description, "license": list(licenses), **properties,
             "distribution": list(distribution), "recordSet": list(record_sets)}
@@ -195,13 +213,16 @@ class _Collected(logging.Handler):
 
 @contextmanager
 def _mlcroissant_log() -> Iterator[_Collected]:
-    """The warnings mlcroissant logs meanwhile (some, such as a non-standard @context, are only logged)."""
+    """The warnings mlcroissant logs meanwhile (some, such as a non-standard @context, are only logged), its
+    libraries' Python deprecation warnings hushed."""
     logger = logging.getLogger("absl")
     collected, propagate = _Collected(), logger.propagate
     logger.addHandler(collected)
     logger.propagate = False
     try:
-        yield collected
+        with warnings.catch_warnings():  # deprecation notices of its libraries (rdflib, pandas)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            yield collected
     finally:
         logger.removeHandler(collected)
         logger.propagate = propagate
@@ -211,13 +232,14 @@ def _first(issues: Iterable[str]) -> str:
     return " ".join(sorted(issues)[0].split())
 
 
-def _record_file(record_set_node: Mapping[str, Any]) -> str | None:
-    """The FileObject a record set's first field reads from (named when one of its keys repeats)."""
+def _record_file(card: Mapping[str, Any], record_set_node: Mapping[str, Any]) -> str | None:
+    """The contentUrl of the file a record set's first field reads from (named when one of its keys repeats)."""
+    urls = {node.get("@id"): node.get("contentUrl") for node in card.get("distribution") or []}
     for node in record_set_node.get("field") or []:
         source = node.get("source") or {}
         file_ref = source.get("fileObject") or source.get("fileSet") or {}
         if file_ref.get("@id"):
-            return str(file_ref["@id"])
+            return str(urls.get(file_ref["@id"]) or file_ref["@id"])
     return None
 
 
@@ -244,16 +266,16 @@ def _check_records(dataset_: Any, card: Mapping[str, Any], shown: str) -> dict[s
                     continue
                 key = _key_text(record, key_ids)
                 if key in seen:
-                    where = _record_file(node) or shown
+                    where = _record_file(card, node) or shown
                     shown_key = ", ".join(str(value) for value in key)
                     raise CardError(f"{where}: key ({shown_key}) repeats in record set {set_id} of {shown}")
                 seen.add(key)
         except CardError:
             raise
         except Exception as exc:  # mlcroissant raises many kinds while reading files: one line naming the set
-            where = _record_file(node) or shown
+            where = _record_file(card, node) or shown
             raise CardError(f"{where}: no records for record set {set_id} of {shown}: "
-                            f"{' '.join(str(exc).split())[:300]}") from exc
+                            f"{shown_paths(' '.join(str(exc).split()))[:300]}") from exc
         counts[set_id] = count
     return counts
 
@@ -262,8 +284,10 @@ def read_card(path: Path) -> dict[str, Any]:
     """The card's JSON object; one line naming the file when it is unreadable or not a JSON object."""
     try:
         card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CardError(f"{display_path(path)}: not a readable JSON card ({exc.__class__.__name__})") from None
+    except OSError as exc:
+        raise CardError(f"{display_path(path)}: {problem_text(exc)}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CardError(f"{display_path(path)}: not a JSON card ({exc.__class__.__name__})") from None
     if not isinstance(card, dict):
         raise CardError(f"{display_path(path)}: not a JSON object")
     return card

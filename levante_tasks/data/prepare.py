@@ -2,7 +2,8 @@
 
 Nothing good is lost: the new mirror and the new datasets are built in staging folders next to the old
 ones and validated there; only when everything succeeded are `release/`, `generated/` and `datasets/`
-swapped in by renames, then `release.lock.json` is replaced, then `default_version`. A failed, interrupted
+swapped in by renames, then `release.lock.json` is replaced, then `default_version`; the data card
+`croissant.json` (data.card) is then written from the lock. A failed, interrupted
 or killed run leaves the prepared version as it was; the next run removes its leftovers. One run at a time
 holds a version (`folder_lock`).
 
@@ -29,6 +30,7 @@ from typing import Any
 from levante_tasks import folder_lock
 from levante_tasks.atomic import atomic_path, clean_stale, make_staging_dir, swap_dir, write_json, write_text
 from levante_tasks.data.build import BUILDER_VERSION, LocaleRequest, TaskSummary, stage_datasets
+from levante_tasks.data.card import write_data_card
 from levante_tasks.data.decoding import available_cores
 from levante_tasks.data.localize import LOCALIZER_VERSION
 from levante_tasks.data.mirror import (
@@ -270,6 +272,8 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
         lock = build_lock(version, label, files, build)
         with _step(version_root, "replacing the prepared data"):
             _commit(version_root, data_root, version, staged_release, staged_build, lock if lock != locked else None)
+        with _step(version_root, "writing the data card"):
+            write_data_card(version_root)
         shutil.rmtree(version_root / FETCH_DIR, ignore_errors=True)
     finally:
         for staging in (staged_release, staged_build):

@@ -1,6 +1,6 @@
 """Where prepared data lives (docs/design.md §2) and which prepared version a run evaluates.
 
-`<data_dir>/<version>/` holds one release version: `release/` (the mirror), `release.lock.json`,
+`<data_dir>/<version>/` holds one release version: `release/` (the mirror), `release.lock.json`, `croissant.json`,
 `generated/` and `datasets/<internal_name>/{test.parquet,dataset.json}` (a translated locale's under
 `datasets/locales/<code>/<internal_name>/`); `<data_dir>/default_version` names the version `prepare` built last.
 Image paths inside datasets are relative to `<data_dir>/<version>/`.
