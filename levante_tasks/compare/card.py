@@ -22,6 +22,7 @@ from levante_tasks import __version__
 from levante_tasks.cards import croissant as cr
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.languages import NOT_RECORDED
+from levante_tasks.filehash import sha256_file
 from levante_tasks.schema.layout import CARD_FILE
 
 INPUTS = "inputs"  # the folder the card names the input files under (relative to the card)
@@ -122,11 +123,9 @@ def children_card(folder: Path, inputs: dict[str, list[Path]], groups: list[dict
     urls = input_names([path for _, path in roles])
     described = {"trials": "children's trials (--trials)", "runs": "children's runs and ages (--runs)",
                  "irt": "IRT model record (--irt)", "items": "canonical options of the items (--items)"}
-    files = [cr.local_file_object(path.parent, path.name, f"{described[role]}; not copied: place it here to check")
-             for role, path in roles]
-    for node, url in zip(files, urls, strict=True):
-        node.update({"@id": url, "name": url, "contentUrl": url})
-    ids = {role: url for (role, _), url in zip(roles, urls, strict=True)}
+    files = [cr.file_object(url, sha256_file(path), f"{described[role]}; not copied: place it here to check")
+             for (role, path), url in zip(roles, urls, strict=True)]
+    ids = {role: node["@id"] for (role, _), node in zip(roles, files, strict=True)}
     output = cr.local_file_object(folder, "human_distributions.csv",
                                   "children's option proportions per item and ability bin (compare's output)")
     record_sets = [trials_record_set(ids["trials"], csv_header(inputs["trials"][0])),

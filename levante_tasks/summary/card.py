@@ -79,7 +79,7 @@ def results_card(folder: Path, tables: Mapping[str, str], linked: Mapping[str, s
     files = [cr.local_file_object(folder, rel, "a summary's model x task matrix (levante-tasks summarize)")
              for rel in tables.values()]
     files += [cr.local_file_object(folder, rel, what) for rel, what in linked.items() if (folder / rel).is_file()]
-    record_sets = [results_record_set(set_id, rel) for set_id, rel in tables.items()]
+    record_sets = [results_record_set(set_id, cr.file_id(rel)) for set_id, rel in tables.items()]
     rows = data_card_rows(data_versions([folder / rel for rel in tables.values()]), data_dir)
     return cr.dataset(
         "levante-tasks-results", "Models' results on LEVANTE's tasks (levante-tasks): one record per model x task "
