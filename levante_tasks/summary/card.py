@@ -26,30 +26,39 @@ CARD_FILE = layout.CARD_FILE  # every card of the package has this name in its f
 RESULT_KEY = ("model", "revision", "adapter", "harness", "task", "output_type", "variant")
 RESULT_FIELDS = (*RESULT_KEY, "test_model", "n_items", "n_responses", "accuracy", "ci95_low", "ci95_high",
                  "task_version", "task_config_sha256", "lmms_eval_version", "lmms_eval_commit", "patch_set_sha256",
-                 "dataset_fingerprint", "data_version", "synthetic_data")
+                 "dataset_fingerprint", "data_version", "synthetic_data", "sources")
 RESULT_TYPES = {"n_items": cr.INTEGER, "n_responses": cr.INTEGER, "accuracy": cr.FLOAT}
 DATA_CARDS = "data_cards"
 DATA_CARD_FIELDS = ("data_version", "card", "sha256")
 
 
-def results_record_set(set_id: str, file_id: str) -> dict:
+def read_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a matrix.csv."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def result_key(rows: list[dict[str, str]]) -> list[str]:
+    """RESULT_KEY, plus `sources` where `--allow-mismatch` kept two cells of one model x task that differ only in
+    their comparison keys."""
+    keys = [tuple(row.get(c) for c in RESULT_KEY) for row in rows]
+    return list(RESULT_KEY) if len(set(keys)) == len(keys) else [*RESULT_KEY, "sources"]
+
+
+def results_record_set(set_id: str, file_id: str, key: list[str]) -> dict:
     """One record per cell of a summary's matrix.csv; `data_version` references the card's `data_cards`."""
     fields = [cr.field(set_id, c, RESULT_TYPES.get(c, cr.TEXT), file_id) for c in RESULT_FIELDS]
     for node in fields:
         if node["name"] == "data_version":
             node["references"] = {"field": {"@id": f"{DATA_CARDS}/data_version"}}
-    return cr.record_set(set_id, fields, list(RESULT_KEY),
+    return cr.record_set(set_id, fields, key,
                          "One record per model x task cell (docs/summary.md); model is the public id, revision its "
                          "commit ('unknown' when not pinned); data_version points to its data card in data_cards.")
 
 
-def data_versions(tables: Sequence[Path]) -> list[str]:
-    """The distinct data_version values of these matrix.csv files, sorted."""
-    found: set[str] = set()
-    for path in tables:
-        with open(path, encoding="utf-8", newline="") as handle:
-            found |= {row.get("data_version") or UNKNOWN for row in csv.DictReader(handle)}
-    return sorted(found)
+def data_versions(tables: Sequence[list[dict[str, str]]]) -> list[str]:
+    """The distinct data_version values of these matrix.csv rows, sorted."""
+    return sorted({row.get("data_version") or UNKNOWN for rows in tables for row in rows})
 
 
 def data_card_rows(versions: Sequence[str], data_dir: Path | None) -> list[dict[str, str]]:
@@ -75,17 +84,20 @@ def data_cards_record_set(rows: list[dict[str, str]]) -> dict:
 
 def results_card(folder: Path, tables: Mapping[str, str], linked: Mapping[str, str], data_dir: Path | None) -> dict:
     """The results card of `folder`: `tables` maps a record set id to a matrix.csv (relative to `folder`), `linked`
-    maps further files (relative) to what they are."""
+    maps further files (relative) to what they are (those present are listed). No table (a matrix whose every
+    summary failed): no data_cards either."""
     files = [cr.local_file_object(folder, rel, "a summary's model x task matrix (levante-tasks summarize)")
              for rel in tables.values()]
     files += [cr.local_file_object(folder, rel, what) for rel, what in linked.items() if (folder / rel).is_file()]
-    record_sets = [results_record_set(set_id, cr.file_id(rel)) for set_id, rel in tables.items()]
-    rows = data_card_rows(data_versions([folder / rel for rel in tables.values()]), data_dir)
+    tables_rows = {set_id: read_rows(folder / rel) for set_id, rel in tables.items()}
+    record_sets = [results_record_set(set_id, cr.file_id(rel), result_key(tables_rows[set_id]))
+                   for set_id, rel in tables.items()]
+    rows = data_card_rows(data_versions(list(tables_rows.values())), data_dir)
     return cr.dataset(
         "levante-tasks-results", "Models' results on LEVANTE's tasks (levante-tasks): one record per model x task "
         "cell with the model's id and revision, the task version, lmms-eval's version and patch set, and the data "
         "card (sha256) of the prepared data it was measured on.",
-        [cr.CC_BY_NC_4_0, cr.MIT], files, [*record_sets, data_cards_record_set(rows)],
+        [cr.CC_BY_NC_4_0, cr.MIT], files, [*record_sets, *([data_cards_record_set(rows)] if rows else [])],
         url="https://github.com/levante-framework", version=__version__,
         datePublished=datetime.datetime.now(datetime.UTC).date().isoformat(),
         citeAs="LEVANTE: Learning Variability Network Exchange (levante-framework.org)",
