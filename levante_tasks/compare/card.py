@@ -128,9 +128,13 @@ def children_card(folder: Path, inputs: dict[str, list[Path]], groups: list[dict
     ids = {role: node["@id"] for (role, _), node in zip(roles, files, strict=True)}
     output = cr.local_file_object(folder, "human_distributions.csv",
                                   "children's option proportions per item and ability bin (compare's output)")
+    distributions = set(DISTRIBUTION_FIELDS) <= set(csv_header(folder / output["contentUrl"]))  # not when empty
     record_sets = [trials_record_set(ids["trials"], csv_header(inputs["trials"][0])),
                    runs_record_set(ids["runs"], csv_header(inputs["runs"][0])),
-                   distributions_record_set(output["@id"]), groups_record_set(groups)]
+                   *([distributions_record_set(output["@id"])] if distributions else []), groups_record_set(groups)]
+    collection = ("Simulated children (levante-tasks synth): no real child's responses." if synthetic else
+                  "Children's responses to LEVANTE's tasks, exported from LEVANTE's data (Redivis) by the user who "
+                  "ran compare.")
     kind = ("synthetic children's data (" + "; ".join(synthetic) + ")") if synthetic else "children's data"
     return cr.dataset(
         "levante-tasks-compare-children", f"The {kind} one levante-tasks compare run used: the input files by "
@@ -140,8 +144,7 @@ def children_card(folder: Path, inputs: dict[str, list[Path]], groups: list[dict
         url="https://github.com/levante-framework", version=__version__,
         datePublished=datetime.datetime.now(datetime.UTC).date().isoformat(),
         citeAs="LEVANTE: Learning Variability Network Exchange (levante-framework.org)",
-        **{"rai:dataCollection": "Children's responses to LEVANTE's tasks, exported from LEVANTE's data (Redivis) "
-                                 "by the user who ran compare.",
+        **{"rai:dataCollection": collection,
            "rai:personalSensitiveInformation": "The input files hold child-level data (run ids, ages, responses); "
                                                "they stay with their holder and only their sha256 is recorded here.",
            "rai:dataUseCases": "Comparing models' item-level responses with children's on LEVANTE's IRT scale."},
