@@ -1,5 +1,5 @@
-"""Run every comparison for every (model, task, children's language) and write tidy CSV/JSON, plots and the
-Markdown section.
+"""Run every comparison for every (model, task, children's language) and write tidy CSV/JSON, plots, the
+Markdown section and the Croissant card of the children's data used (compare.card).
 
 Tasks are tied to IRT models by `--irt TASK=PATH` (`TASK@LANGUAGE=PATH`: the record of one language, LEVANTE's
 `by_language/<language>`), a `task` column of an item CSV, or the task most of the model's records (else children's
