@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +67,15 @@ def _check_lines(capsys: pytest.CaptureFixture[str], card: Path, *extra: str) ->
     return status, captured.err.splitlines() if status else captured.out.splitlines()
 
 
-def test_the_demo_writes_a_synthetic_card_that_validates_down_to_its_records(demo_version: Path) -> None:
+def test_the_demo_writes_a_synthetic_card_that_validates_down_to_its_records(demo_version: Path,
+                                                                            tmp_path: Path) -> None:
     card_file = demo_version / layout.CARD_FILE
     card = json.loads(card_file.read_text(encoding="utf-8"))
-    checked = croissant.check_card(card_file)
+    # `card --out` writes the same card elsewhere; checked there against the version folder (--root)
+    out = tmp_path / "card.json"
+    assert main(["card", "--version", "synthetic", "--data-dir", str(demo_version.parent), "--out", str(out)]) == 0
+    assert json.loads(out.read_text(encoding="utf-8")) == card
+    checked = croissant.check_card(out, root=demo_version)
     lock = read_lock(demo_version / layout.RELEASE_LOCK_FILE)
     infos = _dataset_infos(demo_version)
     # every mirrored and every prepared file, with the lock's sha256; the records are every dataset's items
@@ -95,19 +101,13 @@ def test_the_demo_writes_a_synthetic_card_that_validates_down_to_its_records(dem
     assert "/tmp" not in card_file.read_text(encoding="utf-8")  # no absolute path in the card
 
 
-def test_card_writes_the_same_card_elsewhere_and_checks_it_with_its_root(
+def test_an_unchanged_card_is_not_rewritten_and_a_card_away_from_its_files_fails_by_name(
         demo_version: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "card.json"
-    assert main(["card", "--version", "synthetic", "--data-dir", str(demo_version.parent), "--out", str(out)]) == 0
-    assert json.loads(out.read_text(encoding="utf-8")) == json.loads((demo_version / layout.CARD_FILE).read_text())
+    out = write_data_card(demo_version, tmp_path / "card.json")
     mtime = out.stat().st_mtime_ns
-    write_data_card(demo_version, out)
-    assert out.stat().st_mtime_ns == mtime  # an unchanged card is not written again
-    capsys.readouterr()
+    assert write_data_card(demo_version, out) == out and out.stat().st_mtime_ns == mtime
     status, lines = _check_lines(capsys, out)  # without --root its files are looked for beside it
     assert status == 2 and lines == ["levante-tasks: error: release/SYNTHETIC.md: missing (listed in card.json)"]
-    status, lines = _check_lines(capsys, out, "--root", str(demo_version))
-    assert status == 0 and "21 record set(s), 380 records, every key unique" in lines[0], lines
 
 
 def test_a_one_byte_edit_in_one_prepared_parquet_fails_naming_that_file(
@@ -168,9 +168,25 @@ def test_the_real_sample_card_lists_every_item_with_a_unique_key(real_sample_dat
     assert {"vocab.de", "vocab.es-CO"} <= set(checked.records)
     card = data_card(version_root)
     assert card["version"] == "2026.3.24" and card["datePublished"] == REAL_VERSION
-    assert card["rai:dataCollectionType"] == ["Secondary data analysis"] and "SYNTHETIC" not in card["description"]
+    assert card["rai:dataCollectionType"] == ["Reused data (LEVANTE's published release)"]
+    assert "SYNTHETIC" not in card["description"] and "STAND-INS" in card["rai:dataCollection"]  # the sample's
 
 
 def test_card_versions_are_semantic() -> None:
     assert card_version("2026-03-24") == "2026.3.24"
     assert card_version("synthetic") == "0.0.0+synthetic" and card_version("my_v 2") == "0.0.0+my-v-2"
+
+
+def test_without_mlcroissant_the_check_names_the_extra_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    card_file = tiny_card(tmp_path, ["a"])
+    monkeypatch.setitem(sys.modules, "mlcroissant", None)  # `import mlcroissant` raises ImportError
+    status, lines = _check_lines(capsys, card_file)
+    assert status == 2 and lines == [f"levante-tasks: error: card.json: {croissant.INSTALL_HINT}"]
+
+
+def test_the_card_of_a_version_never_prepared_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["card", "--version", "2026-01-01", "--data-dir", str(tmp_path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "2026-01-01/release.lock.json: no prepared version here" in lines[0], lines
+    assert not (tmp_path / "2026-01-01" / layout.CARD_FILE).exists()

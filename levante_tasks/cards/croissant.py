@@ -169,6 +169,7 @@ class CardCheck:
 
 
 def _card_files(card: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The card's FileObjects."""
     for node in card.get("distribution") or []:
         if isinstance(node, dict) and node.get("@type") in ("cr:FileObject", "sc:FileObject"):
             yield node
@@ -185,7 +186,8 @@ def _local_path(root: Path, url: str, shown: str) -> Path | None:
 
 
 def _check_hashes(card: Mapping[str, Any], root: Path, shown: str) -> dict[str, Path]:
-    """The local files of the card (FileObject @id -> path), each confirmed against its sha256."""
+    """The local files of the card (FileObject @id -> path), each confirmed against its sha256 (a FileSet's files
+    are not: Croissant gives a FileSet no checksum)."""
     paths = {}
     for node in _card_files(card):
         url = str(node.get("contentUrl") or "")
@@ -194,7 +196,9 @@ def _check_hashes(card: Mapping[str, Any], root: Path, shown: str) -> dict[str, 
             continue
         if not path.is_file():
             raise CardError(f"{url}: missing (listed in {shown})")
-        if node.get("sha256") != sha256_file(path):
+        if not node.get("sha256"):
+            raise CardError(f"{url}: no sha256 in {shown}")
+        if node["sha256"] != sha256_file(path):
             raise CardError(f"{url}: sha256 differs from {shown} (the file changed after the card was written)")
         paths[str(node.get("@id"))] = path
     return paths
@@ -229,6 +233,7 @@ def _mlcroissant_log() -> Iterator[_Collected]:
 
 
 def _first(issues: Iterable[str]) -> str:
+    """The first of mlcroissant's issues (sorted, so the same card always shows the same one) on one line."""
     return " ".join(sorted(issues)[0].split())
 
 
@@ -244,6 +249,7 @@ def _record_file(card: Mapping[str, Any], record_set_node: Mapping[str, Any]) ->
 
 
 def _key_text(record: Mapping[str, Any], key_ids: Sequence[str]) -> tuple[Any, ...]:
+    """A record's key values (mlcroissant yields text as bytes)."""
     values = []
     for key_id in key_ids:
         value = record[key_id]
@@ -305,6 +311,7 @@ def check_card(path: Path, root: Path | None = None) -> CardCheck:
     except ImportError:
         raise CardError(f"{shown}: {INSTALL_HINT}") from None
     ctx = mlc.Context(mapping=paths)
+    dataset_: Any = None
     with _mlcroissant_log() as logged:
         try:
             dataset_ = mlc.Dataset.from_metadata(mlc.Metadata.from_json(ctx=ctx, json_=card))
@@ -312,8 +319,8 @@ def check_card(path: Path, root: Path | None = None) -> CardCheck:
             pass  # its issues are read below
     if ctx.issues.errors:
         raise CardError(f"{shown}: not valid Croissant: {_first(ctx.issues.errors)}")
-    warnings = ctx.issues.warnings or logged.messages
-    if warnings:
-        raise CardError(f"{shown}: Croissant warning: {_first(warnings)}")
+    warned = ctx.issues.warnings or logged.messages
+    if warned:
+        raise CardError(f"{shown}: Croissant warning: {_first(warned)}")
     with _mlcroissant_log():
         return CardCheck(files=len(paths), records=_check_records(dataset_, card, shown))

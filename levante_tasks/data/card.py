@@ -26,6 +26,7 @@ from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import read_dataset_info
 from levante_tasks.schema.locales import ENGLISH, locale
+from levante_tasks.schema.markers import STANDIN_RELEASE_MARKER
 
 CARD_KEY = ("item_uid",)  # unique within a prepared dataset (schema.items.ItemRow)
 _DATED = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -91,7 +92,7 @@ def _published(version: str) -> str:
     return version if dated else datetime.datetime.now(datetime.timezone.utc).date().isoformat()
 
 
-def _rai(synthetic: bool, locales: list[str]) -> dict[str, Any]:
+def _rai(synthetic: bool, standins: bool, locales: list[str]) -> dict[str, Any]:
     """The Responsible-AI fields that apply to prepared task items (no child took part in making them)."""
     if synthetic:
         collection = ("SYNTHETIC: made-up items and pictures written by `levante-tasks synth` in LEVANTE's release "
@@ -102,7 +103,10 @@ def _rai(synthetic: bool, locales: list[str]) -> dict[str, Any]:
         collection = ("LEVANTE's published release: the items, instructions and pictures of its child-facing "
                       "developmental tasks, mirrored and validated by `levante-tasks prepare`; no responses of "
                       "children are part of these datasets.")
-        kind = ["Secondary data analysis"]
+        kind = ["Reused data (LEVANTE's published release)"]
+    if standins:
+        collection += (f" Some pictures are labelled STAND-INS drawn by `levante-tasks standins` (listed in "
+                       f"{layout.RELEASE_DIR}/{STANDIN_RELEASE_MARKER}), not LEVANTE's: a pipeline check only.")
     return {
         "rai:dataCollection": collection,
         "rai:dataCollectionType": kind,
@@ -139,11 +143,12 @@ def data_card(version_root: Path) -> dict[str, Any]:
             record_sets.append(node)
             codes += [code] if code not in codes else []
             synthetic = synthetic or is_synthetic
-    translated = codes[1:]
-    kind = "SYNTHETIC (made-up) stand-in for" if synthetic else "the prepared items of"
-    description = (f"{kind} LEVANTE release {version}: one record set per task (and per task of each translated "
-                   f"locale) built by levante-tasks {__version__} `prepare`, with every release file and every "
-                   f"prepared file and its sha256. {LICENSE_NOTE}")
+    standins = STANDIN_RELEASE_MARKER in lock["files"]
+    what = (f"SYNTHETIC data in LEVANTE's release layout (made-up items, not LEVANTE's), version {version}"
+            if synthetic else f"The prepared items of LEVANTE release {version}")
+    description = (f"{what}: one record set per task (and per task of each translated locale) built by "
+                   f"levante-tasks {__version__} `prepare`, with every release file and every prepared file and its "
+                   f"sha256.{' Some pictures are labelled stand-ins.' if standins else ''} {LICENSE_NOTE}")
     citation = (f"LEVANTE (Learning Variability Network Exchange) developmental task items, release {version}"
                 f"{' (synthetic)' if synthetic else ''}; prepared with levante-tasks {__version__}.")
     return croissant.dataset(
@@ -151,7 +156,7 @@ def data_card(version_root: Path) -> dict[str, Any]:
         version=card_version(version), datePublished=_published(version), citeAs=citation,
         inLanguage=codes, keywords=["LEVANTE", "developmental tasks", "vision-language models",
                                     *(["synthetic"] if synthetic else [])],
-        **_rai(synthetic, translated))
+        **_rai(synthetic, standins, codes[1:]))
 
 
 def write_data_card(version_root: Path, out: Path | None = None) -> Path:

@@ -29,10 +29,11 @@ from levante_tasks.data.problems import ProblemLog
 from levante_tasks.data.visuals import VisualIndex
 from levante_tasks.errors import LevanteError, display_path, os_error
 from levante_tasks.schema import layout
+from levante_tasks.schema.markers import STANDIN_RELEASE_MARKER
 
 TAG = "levante-tasks stand-in"
 SIZE = 224
-MARKER = "STAND-INS.md"
+MARKER = STANDIN_RELEASE_MARKER
 
 
 def referenced_images(release_root: Path) -> set[tuple[str, str]]:

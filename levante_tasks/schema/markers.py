@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 SYNTHETIC_RELEASE_MARKER = "SYNTHETIC.md"
+STANDIN_RELEASE_MARKER = "STAND-INS.md"  # `levante-tasks standins` lists the pictures it drew in it (data card says so)
 TEST_MODEL_CONFIG_KEY = "levante_test_model"
 TEST_DOUBLE_ADAPTERS = ("levante_fixed", "levante_image_oracle", "levante_chat_oracle", "levante_oom", "levante_crash",
                         "levante_counted")
