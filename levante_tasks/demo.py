@@ -113,4 +113,5 @@ def run(args: argparse.Namespace) -> int:
           "(plots and tidy CSV beside it)")
     print(f"[5/5] summary: {out.name}/matrix/{group['summary']} (matrix.csv, matrix.json, heatmap.png); "
           f"cell status and links: {out.name}/matrix/report.md")
+    print(f"results card (Croissant): {out.name}/matrix/{layout.CARD_FILE}")
     return 1 if group["problems"] else 0

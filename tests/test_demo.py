@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from faults import run_cli
 
+from levante_tasks.cards.croissant import check_card
+from levante_tasks.filehash import sha256_file
+from levante_tasks.schema.layout import CARD_FILE
 from levante_tasks.schema.tasks import TASKS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -69,6 +72,13 @@ def test_demo_runs_its_lmms_eval_step_through_the_matrix_runner_and_resumes(tmp_
     [overall] = summary["overall"]
     pooled_accuracy = sum(c["n_correct"] for c in pooled) / sum(c["n_responses"] for c in pooled)
     assert overall["accuracy"] == pytest.approx(pooled_accuracy)
+
+    # the matrix's results card validates down to its records and points to the demo's data card by sha256
+    assert check_card(out / "matrix" / CARD_FILE).records == {"results_all": len(summary["cells"]), "data_cards": 1}
+    card = json.loads((out / "matrix" / CARD_FILE).read_text(encoding="utf-8"))
+    [cards] = [rs["data"] for rs in card["recordSet"] if rs["@id"] == "data_cards"]
+    assert cards == [{"data_cards/data_version": "synthetic", "data_cards/card": f"synthetic/{CARD_FILE}",
+                      "data_cards/sha256": sha256_file(out / "data" / "synthetic" / CARD_FILE)}]
 
     checked = run_cli(["verify", "demo-out/matrix/cells", "--data-dir", "demo-out/data"], cwd=tmp_path, timeout=600)
     assert checked.returncode == 0 and "no mismatches" in checked.stdout, checked.stdout + checked.stderr

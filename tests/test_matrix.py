@@ -23,12 +23,15 @@ from data_helpers import prepared_synthetic
 from faults import cli_command, one_error_line, run_cli, tree_snapshot
 
 import levante_tasks
+from levante_tasks.cards.croissant import check_card
 from levante_tasks.errors import LevanteError
+from levante_tasks.filehash import sha256_file
 from levante_tasks.matrix.config import load_config
 from levante_tasks.matrix.plan import data_facts, datasets_of, plan, plan_sha256
 from levante_tasks.matrix.run import plan_document, run_model_cells, select_cells, set_aside_superseded
 from levante_tasks.matrix.slurm import cell_script, chunk_models
 from levante_tasks.matrix.state import live_runner, process_start, write_state
+from levante_tasks.schema.layout import CARD_FILE
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
@@ -335,6 +338,24 @@ def test_uninterrupted_matrix_writes_cells_summaries_comparisons_and_report(refe
     assert len(logs) == 2 and not any("\x1b[" in log or "it/s]" in log for log in logs)  # no colours, no bars
     argv = json.loads(next(out.rglob("*_results.json")).read_text(encoding="utf-8"))["config"]["resolved_cli_args"]
     assert argv["output_path"].startswith("out/cells/") and argv.get("include_path") is None
+
+
+def test_the_matrix_results_card_validates_and_points_to_its_data_card(inputs: dict[str, Path],
+                                                                       reference: Path) -> None:
+    """croissant.json beside matrix.json: each group's summary rows as records with unique keys, every listed
+    file's sha256 (the summaries' and comparisons' cards among them), and the data version's card by sha256."""
+    out = reference / "out"
+    checked = check_card(out / CARD_FILE)
+    assert checked.records == {"results_clips": 1, "results_doubles": 1, "data_cards": 1}
+    card = json.loads((out / CARD_FILE).read_text(encoding="utf-8"))
+    listed = {node["contentUrl"] for node in card["distribution"]}
+    assert {f"{kind}/{group}/{CARD_FILE}" for kind in ("summary", "comparison") for group in ("clips", "doubles")
+            } | {"matrix.json", "summary/clips/matrix.csv", "summary/doubles/matrix.csv"} == listed
+    (cards,) = [rs["data"] for rs in card["recordSet"] if rs["@id"] == "data_cards"]
+    assert cards == [{"data_cards/data_version": "synthetic", "data_cards/card": f"synthetic/{CARD_FILE}",
+                      "data_cards/sha256": sha256_file(inputs["data"] / "synthetic" / CARD_FILE)}]
+    for group in ("clips", "doubles"):  # each group's summary has its own results card
+        assert check_card(out / "summary" / group / CARD_FILE).records["results"] == 1
 
 
 def test_sigkill_mid_cell_then_resume_equals_an_uninterrupted_run(inputs: dict[str, Path], reference: Path,

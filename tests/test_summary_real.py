@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 from summary_runs import accuracy, real_runs, results_file, samples
 
+from levante_tasks.cards.croissant import CardError, check_card
 from levante_tasks.cli import main
+from levante_tasks.filehash import sha256_file
+from levante_tasks.schema.layout import CARD_FILE
 from levante_tasks.schema.tasks import task_info
-from levante_tasks.summary import stats
+from levante_tasks.summary import stats, summarize_runs
 
 
 @pytest.fixture(scope="module")
@@ -262,3 +265,29 @@ def test_a_builtin_class_on_a_tiny_checkpoint_is_marked_a_test_model(
     document, text, rows = summarized()
     assert not document["models"][0]["test_model"] and "TEST MODEL" not in text
     assert not read_records(tmp_path / "out")[0]["test_model"].any()
+
+
+def test_the_results_card_validates_and_points_each_row_to_its_data_card(root: Path, tmp_path: Path) -> None:
+    """croissant.json beside matrix.csv: records generated for every cell with a unique key, the data version's
+    card named with its sha256, and a changed matrix.csv fails naming it."""
+    out = tmp_path / "summary"
+    (version,) = [p.name for p in (root / "data").iterdir() if p.is_dir()]  # the version the runs used
+    data_card = tmp_path / "data" / version / CARD_FILE  # a card of that version in another data dir
+    data_card.parent.mkdir(parents=True)
+    data_card.write_text('{"name": "a data card"}', encoding="utf-8")
+    document = summarize_runs([root / "runs" / "fixed", root / "runs" / "oracle"], out, plot=False,
+                              data_dir=tmp_path / "data")
+    assert {c["provenance"]["data_version"] for c in document["cells"]} == {version}
+    checked = check_card(out / CARD_FILE)
+    assert checked.records == {"results": len(document["cells"]), "data_cards": 1}
+    card = json.loads((out / CARD_FILE).read_text(encoding="utf-8"))
+    (cards,) = [rs["data"] for rs in card["recordSet"] if rs["@id"] == "data_cards"]
+    assert cards == [{"data_cards/data_version": version, "data_cards/card": f"{version}/{CARD_FILE}",
+                      "data_cards/sha256": sha256_file(data_card)}]
+    (results,) = [rs for rs in card["recordSet"] if rs["@id"] == "results"]
+    names = {f["name"] for f in results["field"]}
+    assert {"model", "revision", "task_version", "lmms_eval_version", "patch_set_sha256", "data_version"} <= names
+    matrix = out / "matrix.csv"
+    matrix.write_bytes(matrix.read_bytes().replace(b"levante_vocab", b"levante_vocaB", 1))
+    with pytest.raises(CardError, match=r"^matrix\.csv: sha256 differs from croissant\.json"):
+        check_card(out / CARD_FILE)

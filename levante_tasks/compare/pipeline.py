@@ -1,5 +1,5 @@
-"""Run every comparison for every (model, task, children's language) and write tidy CSV/JSON, plots and the
-Markdown section.
+"""Run every comparison for every (model, task, children's language) and write tidy CSV/JSON, plots, the
+Markdown section and the Croissant card of the children's data used (compare.card).
 
 Tasks are tied to IRT models by `--irt TASK=PATH` (`TASK@LANGUAGE=PATH`: the record of one language, LEVANTE's
 `by_language/<language>`), a `task` column of an item CSV, or the task most of the model's records (else children's
@@ -30,6 +30,7 @@ from levante_tasks import __version__
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.alignment import read_items
+from levante_tasks.compare.card import write_children_card
 from levante_tasks.compare.crosslanguage import cross_language_counts, cross_language_items
 from levante_tasks.compare.difficulty import MIN_ITEMS
 from levante_tasks.compare.distributions import GRID_POINTS
@@ -279,6 +280,9 @@ def run_compare(
     try:
         with staged_dir(target) as staging:
             write_outputs(staging, results, summary, settings)
+            write_children_card(staging, {"trials": [trials_path], "runs": [runs_path], "irt": [p for _, p in irt],
+                                          "items": [items_path] if items_path is not None else []},
+                                trials, labels, summary["data"]["synthetic_evidence"])
     except OSError as exc:  # staged_dir names --out (or its file) for an error that names no file
         kept = "" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "nothing was replaced"  # the hint says so
         raise os_error(exc, kept) from None

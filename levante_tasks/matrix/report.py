@@ -19,6 +19,7 @@ from levante_tasks.markdown_table import markdown_table
 from levante_tasks.matrix.plan import Cell
 from levante_tasks.matrix.run import MatrixRun
 from levante_tasks.matrix.state import read_state
+from levante_tasks.summary.card import CARD_FILE, write_results_card
 
 SCHEMA_VERSION = 1
 
@@ -73,7 +74,8 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
         return entry
     try:
         with _writing(run.out, f"summary/{group}"):
-            document = summarize_runs([run.out / c.rel_dir for c in done], run.out / "summary" / group)
+            document = summarize_runs([run.out / c.rel_dir for c in done], run.out / "summary" / group,
+                                      data_dir=run.config.data_dir)
         entry["summary"] = f"summary/{group}/summary.md"
         entry["problems"] += document["problems"]
         entry["notes"] = writers.reader_notes(document)
@@ -135,6 +137,18 @@ def _markdown(document: dict[str, Any], timing: dict[str, float]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _linked(groups: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The files the matrix's results card lists beside the summaries' tables: matrix.json, and each group's
+    summary card and (when compared) the card of the children's data its comparison used."""
+    linked = {"matrix.json": "the matrix run's matrix.json (cells, attempts, groups)"}
+    for group, entry in groups.items():
+        if entry["summary"]:
+            linked[f"summary/{group}/{CARD_FILE}"] = f"results card of group {group}'s summary"
+        if entry["comparison"]:
+            linked[f"comparison/{group}/{CARD_FILE}"] = f"card of the children's data group {group} was compared with"
+    return linked
+
+
 def write_report(run: MatrixRun, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """Summaries and comparisons per group, then matrix.json and report.md; returns matrix.json's content."""
     states = {c.cell_id: run.states.get(c.cell_id) or read_state(run.out / c.rel_dir) or {} for c in run.cells}
@@ -150,6 +164,10 @@ def write_report(run: MatrixRun, echo: Callable[[str], None] = print) -> dict[st
                 "timing": {"cell_seconds": timing}}
     with _writing(run.out, "matrix.json"):
         write_json(run.out / "matrix.json", document)
+    with _writing(run.out, CARD_FILE):
+        write_results_card(run.out, {f"results_{group}": f"summary/{group}/matrix.csv"
+                                     for group, entry in groups.items() if entry["summary"]},
+                           _linked(groups), run.config.data_dir)
     with _writing(run.out, "report.md"):
         write_text(run.out / "report.md", _markdown(document, timing))
     echo(f"report: {Path(run.out.name) / 'report.md'} ({sum(c['status'] == 'done' for c in document['cells'])}/"

@@ -3,7 +3,7 @@
 Runs are found and read by levante_tasks.runs (the reader compare shares). Modules: `provenance` (hashes,
 comparison keys), `units` (one lmms-eval run -> matrix units), `inspect_logs` (one inspect_ai log -> units),
 `stats` (Wilson, seeds, lmms-eval stderrs), `matrix` (duplicates, comparisons, cells, deltas), `verify`,
-`rescore`, `writers`, `plot`, `cli`.
+`rescore`, `writers`, `card` (the results card), `plot`, `cli`.
 """
 
 from levante_tasks.summary.cli import summarize_runs

@@ -26,6 +26,7 @@ from levante_tasks.runs.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discove
 from levante_tasks.runs.lmms import FileProblem
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
+from levante_tasks.summary.card import write_results_card
 from levante_tasks.summary.inspect_logs import parse_eval
 from levante_tasks.summary.rerun import RerunPlan, plan_reruns, rerun
 from levante_tasks.summary.units import ParsedRun, parse_run
@@ -121,8 +122,9 @@ def _parse(run: RunFiles) -> ParsedRun:
 
 
 def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = False,
-                   plot: bool = True) -> dict[str, Any]:
-    """Summarize the runs under `run_dirs` into `out`; returns matrix.json's content.
+                   plot: bool = True, data_dir: Path | None = None) -> dict[str, Any]:
+    """Summarize the runs under `run_dirs` into `out`; returns matrix.json's content. Its results card points to
+    the data cards found in `data_dir` (default: layout.data_dir()).
 
     Runs or tasks that could not be read are in its `problems` (the rest is summarized). Raises LevanteError
     when nothing could be read, on conflicting duplicates and (unless `allow_mismatch`) on cells that claim
@@ -159,6 +161,8 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
     clean_stale(target.parent)
     with staged_dir(target) as staging:
         writers.write_all(staging, document, summaries, plot)
+        write_results_card(staging, {"results": "matrix.csv"}, {"matrix.json": "the summary's matrix.json"},
+                           data_dir)
     return document
 
 
