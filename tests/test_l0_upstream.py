@@ -345,9 +345,8 @@ def _through_the_fake_server(model_id: str, generated: Path, tmp_path: Path,
     """Programs 3 and 4 of bin 2, 31 voters each (thinking budgets: below and above the cap), through lmms-eval's
     `openai` class or ours, in process, against the fake OpenAI-compatible server: lmms-eval's output and the
     requests the server received."""
-    from levante_adapters.openai_stop import LevanteOpenAI
     from lmms_eval import evaluator
-    from lmms_eval.models.chat.openai import OpenAICompatible
+    from lmms_eval.models import get_model
     from lmms_eval.tasks import TaskManager
 
     from levante_tasks.testing.fake_openai import serve
@@ -356,7 +355,7 @@ def _through_the_fake_server(model_id: str, generated: Path, tmp_path: Path,
     monkeypatch.setenv(task.DATA_ENV, str(generated))
     monkeypatch.setenv(task.THINKING_ENV, "1")
     log = tmp_path / "server.jsonl"
-    model_class = {"openai": OpenAICompatible, "levante_openai": LevanteOpenAI}[model_id]
+    model_class = get_model(model_id)  # as `--model` finds it (ours through the entry point)
     with serve(log, reply="L2,") as url:
         model = model_class(model_version="fake", api_key="fake", base_url=url, max_retries=1)
         manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
