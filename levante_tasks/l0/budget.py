@@ -7,9 +7,9 @@ Thinking models get 20 times that, capped at `max_seq_len - 2 x tokens(prompt)`;
 counted, an upper bound for any tokenizer whose tokens cover at least one character each (the traces are
 ASCII), so the model can always write the whole target.
 
-L0-Bench's client for OpenAI-compatible servers (the API models and every self-hosted vLLM model of its table)
-then sends at most 16,384 new tokens per request, whatever the prompt's length: the cap bounds `max_tokens`
-only. Profile upstream applies that cap (`request_cap`); the default profile has none.
+L0-Bench's client for OpenAI-compatible servers (OpenAI's models and every self-hosted model of its table; not
+its Anthropic client) then sends at most 16,384 new tokens per request, whatever the prompt's length: the cap
+bounds `max_tokens` only. Profile upstream applies that cap (`request_cap`); the default profile has none.
 """
 
 from __future__ import annotations
