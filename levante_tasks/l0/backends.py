@@ -16,6 +16,6 @@ NOTES: dict[str, dict[str, str]] = {
     "openai": _OPENAI,
     "vllm": {"stop": "not sent: lmms-eval's vllm class drops `until`",
              "max_new_tokens": "raised to the model's own max_new_tokens when lower (model_args; default 4096, 1024 "
-                               "with --force_simple): pass max_new_tokens=1 in model_args to send each document's"},
+                               "with --force_simple): pass max_new_tokens=1 in model_args to send each document's own"},
     "huggingface": {"stop": "not used: lmms-eval's huggingface class ignores `until`", "max_new_tokens": "sent"},
 }
