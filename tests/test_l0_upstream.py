@@ -19,7 +19,7 @@ from faults import one_error_line
 from shared_paths import shared_dir
 
 from levante_tasks.cli import main
-from levante_tasks.l0 import aggregate, budget, store, task, upstream_aggregate
+from levante_tasks.l0 import aggregate, backends, budget, store, task, upstream_aggregate
 from levante_tasks.l0.config import ConfigError, from_mapping
 from levante_tasks.l0.config_file import load_config
 from levante_tasks.l0.tracer import TracedProgram
@@ -317,3 +317,84 @@ def test_budgets_count_with_a_named_tokenizer(generated: Path, tmp_path: Path,
     monkeypatch.setenv(task.TOKENIZER_ENV, str(tmp_path / "none"))
     with pytest.raises(task.LevanteError, match=r"^\$LEVANTE_L0_TOKENIZER: cannot load a tokenizer"):
         task.with_budgets(task.load_bin_docs(1))
+
+
+# --- what reaches the model: L0-Bench's request cap, stop strings, each backend's handling ---------------------
+def _wanted(docs: list[dict[str, Any]]) -> list[int]:
+    """Each document's budget by L0-Bench's rule before any request cap (characters, thinking)."""
+    return [budget.token_budget(d["target"].split("\n"), d["prompt"], len, True) for d in docs]
+
+
+def test_upstream_requests_are_capped_as_l0_benchs_client_caps_them(generated: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(task.DATA_ENV, str(generated))
+    monkeypatch.setenv(task.THINKING_ENV, "1")
+    docs = task.with_budgets(task.load_bin_docs(2))
+    wanted = _wanted(docs)
+    assert min(wanted) <= budget.UPSTREAM_REQUEST_CAP < max(wanted)  # both sides of the cap occur
+    assert [d["max_new_tokens"] for d in docs] == [min(w, 16384) for w in wanted]
+    assert [d["budget_capped"] for d in docs] == [w > 16384 for w in wanted]
+    assert budget.request_cap("default") is None
+
+
+PROGRAMS = range(3 * 31, 5 * 31)  # the documents of programs 3 and 4 of bin 2
+
+
+def _through_the_fake_server(model_id: str, generated: Path, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Programs 3 and 4 of bin 2, 31 voters each (thinking budgets: below and above the cap), through lmms-eval's
+    `openai` class or ours, in process, against the fake OpenAI-compatible server: lmms-eval's output and the
+    requests the server received."""
+    from lmms_eval import evaluator
+    from lmms_eval.models import get_model
+    from lmms_eval.tasks import TaskManager
+
+    from levante_tasks.testing.fake_openai import serve
+    from levante_tasks.testing.processor_spy import read_log
+
+    monkeypatch.setenv(task.DATA_ENV, str(generated))
+    monkeypatch.setenv(task.THINKING_ENV, "1")
+    log = tmp_path / "server.jsonl"
+    model_class = get_model(model_id)  # as `--model` finds it (ours through the entry point)
+    with serve(log, reply="L2,") as url:
+        model = model_class(model_version="fake", api_key="fake", base_url=url, max_retries=1)
+        manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
+        out = evaluator.simple_evaluate(model=model, tasks=["l0_trace_bin2"], task_manager=manager,
+                                        log_samples=True, offset=PROGRAMS.start, limit=len(PROGRAMS))
+    return out, read_log(log)
+
+
+@pytest.mark.parametrize("model_id", ["openai", "levante_openai"])
+def test_requests_carry_the_capped_budget_and_ours_the_stop_string(model_id: str, generated: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    out, requests = _through_the_fake_server(model_id, generated, tmp_path, monkeypatch)
+    docs = task.with_budgets(task.load_bin_docs(2))[PROGRAMS.start:PROGRAMS.stop]
+    by_prompt = dict(zip((d["prompt"] for d in docs), _wanted(docs), strict=True))
+    assert len(requests) == len(PROGRAMS) == len(by_prompt)
+    sent = {r["texts"][0]: r["max_tokens"] for r in requests}
+    assert sent == {p: min(w, 16384) for p, w in by_prompt.items()}
+    assert min(sent.values()) < 16384 == max(sent.values())
+    expected_stop = ["<|end|>"] if model_id == "levante_openai" else None  # lmms-eval's openai class sends none
+    assert [r["stop"] for r in requests] == [expected_stop] * len(PROGRAMS)
+    meta = out["configs"]["l0_trace_bin2"]["metadata"]["l0"]
+    assert meta["budget"]["request_cap"] == 16384
+    assert meta["backends"] == backends.NOTES  # what each class does with them, beside the run's config.model
+    assert meta["backends"][model_id]["stop"].startswith("sent" if model_id == "levante_openai" else "not sent")
+    records = [s["l0_trace_acc"] for s in out["samples"]["l0_trace_bin2"]]
+    assert sorted(r["max_new_tokens"] for r in records) == sorted(sent.values())
+    assert sum(r["budget_capped"] for r in records) == sum(w > 16384 for w in by_prompt.values()) > 0
+
+
+def test_vllms_budget_floor_is_what_the_results_say() -> None:
+    """lmms-eval's vllm class sends max(document budget, its own max_new_tokens): 4096 unless model_args lower it."""
+    import inspect
+    from types import SimpleNamespace
+
+    from lmms_eval.models.chat.vllm import VLLM
+
+    assert inspect.signature(VLLM.__init__).parameters["max_new_tokens"].default == 4096
+    assert VLLM._select_max_new_tokens(SimpleNamespace(max_new_tokens=4096), 300) == 4096
+    assert VLLM._select_max_new_tokens(SimpleNamespace(max_new_tokens=1), 300) == 300
+    note = backends.NOTES["vllm"]
+    assert note["stop"].startswith("not sent") and "default 4096" in note["max_new_tokens"]
+    assert "max_new_tokens=1 in model_args" in note["max_new_tokens"]

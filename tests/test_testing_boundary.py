@@ -47,10 +47,10 @@ def test_only_the_product_models_are_lmms_eval_entry_points() -> None:
     assert entries == ['levante_adapters = "levante_adapters.manifest:MANIFESTS"']
     from levante_adapters.manifest import MANIFESTS
 
-    assert {m.model_id for m in MANIFESTS} == {"levante_clip", "levante_vlm_mc"}
-    assert all(m.simple_class_path.startswith("levante_adapters.") for m in MANIFESTS)
+    assert {m.model_id for m in MANIFESTS} == {"levante_clip", "levante_vlm_mc", "levante_openai"}
+    assert all((m.simple_class_path or m.chat_class_path).startswith("levante_adapters.") for m in MANIFESTS)
     assert sorted(p.name for p in Path(levante_adapters.__file__).parent.glob("*.py")) == [
-        "__init__.py", "clip_scorer.py", "common.py", "manifest.py", "revision.py", "vlm_mc.py"]
+        "__init__.py", "clip_scorer.py", "common.py", "manifest.py", "openai_stop.py", "revision.py", "vlm_mc.py"]
 
 
 def test_the_inspect_entry_point_imports_the_test_model_only_when_one_is_made() -> None:

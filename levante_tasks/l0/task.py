@@ -17,7 +17,7 @@ from typing import Any
 from lmms_eval.api.instance import Instance
 
 from levante_tasks.errors import LevanteError
-from levante_tasks.l0 import aggregate, budget, dataset, prompt, store
+from levante_tasks.l0 import aggregate, backends, budget, dataset, prompt, store
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.scoring import score_response
 from levante_tasks.lmms.model_bridge import BothKindsTask, RunStopped, generated_text
@@ -56,11 +56,15 @@ def _token_counter() -> Callable[[str], int]:
 
 
 def with_budgets(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The documents with their own `max_new_tokens` (L0-Bench's per-document rule, `budget.py`)."""
+    """The documents with their own `max_new_tokens` (L0-Bench's per-document rule and, under profile upstream,
+    its per-request cap; `budget.py`) and whether the cap lowered it (`budget_capped`)."""
     settings, count = budget_settings(), _token_counter()
     for doc in docs:
-        doc["max_new_tokens"] = budget.token_budget(doc["target"].split("\n"), doc["prompt"], count,
-                                                    settings["thinking"], settings["max_seq_len"])
+        wanted = budget.token_budget(doc["target"].split("\n"), doc["prompt"], count, settings["thinking"],
+                                     settings["max_seq_len"])
+        cap = budget.request_cap(doc["profile"])
+        doc["max_new_tokens"] = wanted if cap is None else min(wanted, cap)
+        doc["budget_capped"] = doc["max_new_tokens"] < wanted
     return docs
 
 
@@ -103,9 +107,11 @@ class L0TraceTask(BothKindsTask):
             raise RunStopped(f"{self.config.task}: {exc}") from None
         self.use_docs(docs)
         profile = docs[0]["profile"]
-        # lmms-eval writes the task config into results.json: the profile and budget rule travel with the scores
-        self.config.metadata = {**self.config.metadata, "l0": {**self.config.metadata["l0"], "profile": profile,
-                                                               "budget": settings}}
+        # lmms-eval writes the task config into results.json: the profile, the budget rule and how each model class
+        # takes the stop string and budgets travel with the scores
+        self.config.metadata = {**self.config.metadata, "l0": {
+            **self.config.metadata["l0"], "profile": profile,
+            "budget": {**settings, "request_cap": budget.request_cap(profile)}, "backends": backends.NOTES}}
 
     def construct_requests(self, doc_id: int, ctx: str, **kwargs: Any) -> list[Instance] | Instance:
         """The request with this document's own max_new_tokens (unless `--gen_kwargs max_new_tokens=N` set one)."""
@@ -135,8 +141,10 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
     """Per-document metrics and the vote record that the majority / pass@k aggregations read."""
     score = score_response(generated_text(results[0]), doc["target"])
     record = aggregate.vote_record(doc["item_id"], int(doc["voter"]), score, doc.get("profile", "default"))
+    record.update({key: doc[key] for key in BUDGET_FIELDS if key in doc})
     return {"l0_parse_failures": float(score.parse_failed), **dict.fromkeys(RECORD_METRICS, record)}
 
 
+BUDGET_FIELDS = ("max_new_tokens", "budget_capped")  # the task's budget for the document (`with_budgets`)
 RECORD_METRICS = ("l0_trace_acc", "l0_steps", *(f"l0_{m}_at_{k}{s}" for k in (5, 15, 31)
                                                  for m, s in (("maj", "_acc"), ("maj", "_steps"), ("pass", ""))))

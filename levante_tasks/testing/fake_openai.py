@@ -1,8 +1,8 @@
 """A fake OpenAI-compatible chat server on 127.0.0.1 that logs what each request carried, as the processor spy does.
 
 Every `POST .../chat/completions` appends `{"processor": "openai-server", "texts": [...], "colours": [...]}` (the
-colour code of each `image_url` picture, in message order; see `fixture_data`) and its `time` to the log and answers
-`reply`.
+colour code of each `image_url` picture, in message order; see `fixture_data`), the request's `stop` and `max_tokens`
+(None when absent) and its `time` to the log and answers `reply`.
 It runs in a daemon thread and stops when the `serve` context ends.
 """
 
@@ -35,7 +35,8 @@ def request_line(body: dict[str, Any]) -> dict[str, Any]:
             elif part.get("type") == "image_url":
                 data = part["image_url"]["url"].split(",", 1)[1]
                 colours.append(decode_colour(Image.open(io.BytesIO(base64.b64decode(data)))))
-    return {"processor": "openai-server", "texts": [" ".join(texts)], "colours": colours}
+    return {"processor": "openai-server", "texts": [" ".join(texts)], "colours": colours,
+            "stop": body.get("stop"), "max_tokens": body.get("max_tokens")}
 
 
 @contextmanager
