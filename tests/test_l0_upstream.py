@@ -185,6 +185,19 @@ def test_empty_responses_drop_the_item_from_every_metric() -> None:
     assert aggregate.trace_acc(default) == 0.5 and aggregate.steps(default) == (3 + 3 + 2 + 0) / 4
 
 
+def test_dropped_programs_are_counted_per_bin_and_too_few_is_said() -> None:
+    # 20 programs x 10 voters with 10% empty answers, one per program for 18 of them: 2 of 20 programs remain.
+    answers = {f"p{i}": {v: ("" if v == i % 10 and i < 18 else GOOD) for v in range(10)} for i in range(20)}
+    records = _records(answers)
+    assert aggregate.program_counts(records) == (20, 2)
+    assert aggregate.programs(records) == 20 and aggregate.programs_dropped(records) == 18
+    assert aggregate.too_few(20, 2) and aggregate.trace_acc(records) == 1.0  # a number, resting on 2 programs
+    everyone = _records({"p": {0: "", 1: ""}, "q": {0: "", 1: ""}})  # every answer empty: NaN, both dropped
+    assert math.isnan(aggregate.trace_acc(everyone)) and aggregate.programs_dropped(everyone) == 2
+    assert aggregate.programs_dropped(_records(answers, "default")) == 0  # the default profile scores empties 0
+    assert not aggregate.too_few(100, 90) and aggregate.too_few(100, 89) and aggregate.too_few(29, 29)
+
+
 def test_voters_in_string_order_and_exact_string_votes() -> None:
     # 11 voters; upstream's first 5 are voter_0, voter_1, voter_10, voter_2, voter_3.
     answers = {"p": {v: WRONG for v in range(11)}}
@@ -282,6 +295,7 @@ def test_lmms_eval_reports_upstreams_aggregation_and_the_profile(generated: Path
     # By hand: the first program lacks voter 7 and is dropped everywhere; 8 programs x 31 voters remain,
     # 16 of 31 voters correct; votes of the first k in voter_0, voter_1, voter_10, ... order.
     assert row["l0_trace_acc,none"] == pytest.approx(16 / 31)
+    assert row["l0_programs,none"] == 9 and row["l0_programs_dropped,none"] == 1
     first5 = sorted(range(31), key=str)[:5]  # 0, 1, 10, 11, 12: 3 even -> correct wins
     assert sum(v % 2 == 0 for v in first5) == 3 and row["l0_maj_at_5_acc,none"] == 1.0
     assert row["l0_maj_at_15_acc,none"] == 1.0 and row["l0_maj_at_31_acc,none"] == 1.0

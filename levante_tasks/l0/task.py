@@ -138,5 +138,6 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
     return {"l0_parse_failures": float(score.parse_failed), **dict.fromkeys(RECORD_METRICS, record)}
 
 
-RECORD_METRICS = ("l0_trace_acc", "l0_steps", *(f"l0_{m}_at_{k}{s}" for k in (5, 15, 31)
-                                                 for m, s in (("maj", "_acc"), ("maj", "_steps"), ("pass", ""))))
+RECORD_METRICS = ("l0_trace_acc", "l0_steps", "l0_programs", "l0_programs_dropped",
+                  *(f"l0_{m}_at_{k}{s}" for k in (5, 15, 31)
+                    for m, s in (("maj", "_acc"), ("maj", "_steps"), ("pass", ""))))
