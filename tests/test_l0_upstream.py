@@ -212,6 +212,20 @@ def test_voters_in_string_order_and_exact_string_votes() -> None:
     assert aggregate.maj_at_5_acc(_records(split, "default")) == 1.0
 
 
+def test_upstream_ties_go_to_the_answer_first_in_string_order_of_voters() -> None:
+    # 12 voters; upstream's first 7 are voter_0, voter_1, voter_10, voter_11, voter_2, voter_3, voter_4.
+    # GOOD (voter 10, voter 4) and WRONG (voters 2, 3) tie at two votes; every other answer differs.
+    answers = {"p": {v: f"L2,a:{v + 10}" for v in range(12)}}
+    answers["p"].update({10: GOOD, 4: GOOD, 2: WRONG, 3: WRONG})
+    records = _records(answers)
+    group = upstream_aggregate.complete_items(records)[1][0]
+    assert [r["voter"] for r in group[:7]] == [0, 1, 10, 11, 2, 3, 4]
+    assert upstream_aggregate.winner(group, 7)["voter"] == 10  # voter_10 is read before voter_2
+    assert aggregate.majority_accuracy(records, 7) == 1.0
+    # The default profile votes voters 0..6 by number: WRONG (voters 2, 3) beats GOOD (voter 4).
+    assert aggregate.majority_accuracy(_records(answers, "default"), 7) == 0.0
+
+
 def test_at_5_15_31_with_31_voters_match_upstreams_formula() -> None:
     answers = {"p": {v: (GOOD if v in (3, 30) else WRONG) for v in range(31)},
                "q": {v: GOOD for v in range(31)}}
