@@ -38,7 +38,7 @@ def test_an_l0_run_gets_a_bin_table_and_plot_naming_dropped_programs_and_empty_b
     document = summarize_runs([tmp_path / "runs"], tmp_path / "out")
     text = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
     table = text[text.index("## L0-Bench by trace-length bin"):]
-    assert "![L0 accuracy by bin](l0_bins.png)" in table
+    assert "![L0 accuracy by bin](l0_bins.png)" in table and "(profile upstream, prompt default)" in table
     assert "fewer than 30 scored" in table and "more than 10% dropped" in table  # the threshold is stated
     lines = {line.split(" | ")[0]: line for line in table.splitlines() if line.startswith("| ")}
     assert lines["| 1*"].startswith("| 1* | 2/20 | 0.100 | 12.5 |") and "rests on 2 of 20 programs" in lines["| 1*"]

@@ -260,6 +260,18 @@ def test_every_document_gets_a_budget_a_perfect_model_fits_in(generated: Path,
         task.budget_settings()
 
 
+def test_the_prompt_variant_comes_from_the_environment(generated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(task.DATA_ENV, str(generated))
+    shown = task.load_bin_docs(1)
+    monkeypatch.setenv(task.PROMPT_ENV, "no_program")
+    hidden = task.load_bin_docs(1)
+    assert all("\nProgram:\n" in d["prompt"] for d in shown) and not any("\nProgram:\n" in d["prompt"] for d in hidden)
+    assert [d["target"] for d in hidden] == [d["target"] for d in shown] and task.prompt_variant() == "no_program"
+    monkeypatch.setenv(task.PROMPT_ENV, "zero_shot_v1")
+    with pytest.raises(task.LevanteError, match=r"^\$LEVANTE_L0_PROMPT: expected one of default, no_program, got "):
+        task.load_bin_docs(1)
+
+
 def test_generate_refuses_what_l0_bench_cannot_bin(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     text = (CONFIGS / "example_easy.yaml").read_text(encoding="utf-8").replace("num_bins: 2", "num_bins: 1")
     text = text.replace("generate_limit: 2000", "generate_limit: 4")
@@ -305,6 +317,7 @@ def test_lmms_eval_reports_upstreams_aggregation_and_the_profile(generated: Path
                           include_defaults=False)
     out = evaluator.simple_evaluate(model=Oracle(), tasks=["l0_trace_bin2"], task_manager=manager, log_samples=True)
     assert out["configs"]["l0_trace_bin2"]["metadata"]["l0"]["profile"] == "upstream"
+    assert out["configs"]["l0_trace_bin2"]["metadata"]["l0"]["prompt"] == "default"
     row = out["results"]["l0_trace_bin2"]
     # By hand: the first program lacks voter 7 and is dropped everywhere; 8 programs x 31 voters remain,
     # 16 of 31 voters correct; votes of the first k in voter_0, voter_1, voter_10, ... order.

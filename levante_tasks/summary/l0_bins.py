@@ -55,6 +55,7 @@ def bin_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         counted = programs is not None and dropped is not None
         scored = int(programs - dropped) if counted else None
         rows.append({"task": task, "bin": l0["bin"], "profile": l0.get("profile", "default"),
+                     "prompt": l0.get("prompt", "default"),
                      "programs": int(programs) if counted else None, "scored": scored,
                      "too_few": counted and too_few(int(programs), scored), **_row_values(row)})
     return sorted(rows, key=lambda r: r["bin"])
@@ -121,8 +122,9 @@ def markdown(sections: list[dict[str, Any]], plot: bool) -> list[str]:
         if paper is not None:
             table.append([f"paper ({', '.join(map(str, PAPER_BINS))})", "",
                           *(_cell(paper[label], label == "steps") for label, _ in METRICS), _paper_note(paper)])
-        profile = section["bins"][0]["profile"]
-        lines += [f"### {section['model']}: {section['source']} (profile {profile})", "",
+        first = section["bins"][0]
+        lines += [f"### {section['model']}: {section['source']} (profile {first['profile']}, prompt {first['prompt']})",
+                  "",
                   markdown_table(header, table), ""]
     return lines
 
