@@ -202,6 +202,18 @@ def test_prompt_layout_by_hand() -> None:
     assert all(d["bin"] == 2 and d["total_steps"] == 3 and d["item_id"] == "p1" for d in docs)
 
 
+def test_the_no_program_variant_is_l0_benchs_task_variation_2() -> None:
+    # Its template: the instruction, then the same demonstrations of the same program, without the program block.
+    config = from_mapping({**SMALL, "fewshot_pool_size": 2, "num_fewshot": 1, "num_voters": 4})
+    default, hidden = prompt.build_docs([ITEM], [POOL], config), prompt.build_docs([ITEM], [POOL], config, "no_program")
+    program_block = "Program:\n```\nL1 def function(x, lst_x):\nL2 \ta = x + 1\nL3 \tlst_x.pop()\nL4 \treturn\n\n```\n"
+    assert [d["prompt"] for d in hidden] == [d["prompt"].replace(program_block, "", 1) for d in default]
+    assert hidden[0]["prompt"].startswith(prompt.INSTRUCTION + "\n\n\nInput:\n") and "L1 def" not in hidden[0]["prompt"]
+    assert [d["demo_indices"] for d in hidden] == [d["demo_indices"] for d in default]
+    with pytest.raises(ValueError, match="unknown prompt variant 'zero_shot'"):
+        prompt.render_prompt(ITEM["program"], [], "x=1", "zero_shot")
+
+
 def test_voters_see_their_own_reproducible_demonstrations() -> None:
     config = from_mapping({**SMALL, "fewshot_pool_size": 16, "num_fewshot": 4, "num_voters": 5})
     draws = [prompt.demo_indices(config, "p1", voter, 16) for voter in range(5)]

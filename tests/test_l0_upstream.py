@@ -185,6 +185,19 @@ def test_empty_responses_drop_the_item_from_every_metric() -> None:
     assert aggregate.trace_acc(default) == 0.5 and aggregate.steps(default) == (3 + 3 + 2 + 0) / 4
 
 
+def test_dropped_programs_are_counted_per_bin_and_too_few_is_said() -> None:
+    # 20 programs x 10 voters with 10% empty answers, one per program for 18 of them: 2 of 20 programs remain.
+    answers = {f"p{i}": {v: ("" if v == i % 10 and i < 18 else GOOD) for v in range(10)} for i in range(20)}
+    records = _records(answers)
+    assert aggregate.program_counts(records) == (20, 2)
+    assert aggregate.programs(records) == 20 and aggregate.programs_dropped(records) == 18
+    assert aggregate.too_few(20, 2) and aggregate.trace_acc(records) == 1.0  # a number, resting on 2 programs
+    everyone = _records({"p": {0: "", 1: ""}, "q": {0: "", 1: ""}})  # every answer empty: NaN, both dropped
+    assert math.isnan(aggregate.trace_acc(everyone)) and aggregate.programs_dropped(everyone) == 2
+    assert aggregate.programs_dropped(_records(answers, "default")) == 0  # the default profile scores empties 0
+    assert not aggregate.too_few(100, 90) and aggregate.too_few(100, 89) and aggregate.too_few(29, 29)
+
+
 def test_voters_in_string_order_and_exact_string_votes() -> None:
     # 11 voters; upstream's first 5 are voter_0, voter_1, voter_10, voter_2, voter_3.
     answers = {"p": {v: WRONG for v in range(11)}}
@@ -197,6 +210,20 @@ def test_voters_in_string_order_and_exact_string_votes() -> None:
     split = {"p": {0: GOOD, 1: SPACED, 2: WRONG, 3: WRONG, 4: SPACED.replace("[1, 2]", "[1,2]")}}
     assert aggregate.maj_at_5_acc(_records(split)) == 0.0 and aggregate.maj_at_5_steps(_records(split)) == 2.0
     assert aggregate.maj_at_5_acc(_records(split, "default")) == 1.0
+
+
+def test_upstream_ties_go_to_the_answer_first_in_string_order_of_voters() -> None:
+    # 12 voters; upstream's first 7 are voter_0, voter_1, voter_10, voter_11, voter_2, voter_3, voter_4.
+    # GOOD (voter 10, voter 4) and WRONG (voters 2, 3) tie at two votes; every other answer differs.
+    answers = {"p": {v: f"L2,a:{v + 10}" for v in range(12)}}
+    answers["p"].update({10: GOOD, 4: GOOD, 2: WRONG, 3: WRONG})
+    records = _records(answers)
+    group = upstream_aggregate.complete_items(records)[1][0]
+    assert [r["voter"] for r in group[:7]] == [0, 1, 10, 11, 2, 3, 4]
+    assert upstream_aggregate.winner(group, 7)["voter"] == 10  # voter_10 is read before voter_2
+    assert aggregate.majority_accuracy(records, 7) == 1.0
+    # The default profile votes voters 0..6 by number: WRONG (voters 2, 3) beats GOOD (voter 4).
+    assert aggregate.majority_accuracy(_records(answers, "default"), 7) == 0.0
 
 
 def test_at_5_15_31_with_31_voters_match_upstreams_formula() -> None:
@@ -231,6 +258,18 @@ def test_every_document_gets_a_budget_a_perfect_model_fits_in(generated: Path,
     monkeypatch.setenv(task.THINKING_ENV, "yes")
     with pytest.raises(task.LevanteError, match=r"\$LEVANTE_L0_THINKING: expected 0 or 1, got 'yes'"):
         task.budget_settings()
+
+
+def test_the_prompt_variant_comes_from_the_environment(generated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(task.DATA_ENV, str(generated))
+    shown = task.load_bin_docs(1)
+    monkeypatch.setenv(task.PROMPT_ENV, "no_program")
+    hidden = task.load_bin_docs(1)
+    assert all("\nProgram:\n" in d["prompt"] for d in shown) and not any("\nProgram:\n" in d["prompt"] for d in hidden)
+    assert [d["target"] for d in hidden] == [d["target"] for d in shown] and task.prompt_variant() == "no_program"
+    monkeypatch.setenv(task.PROMPT_ENV, "zero_shot_v1")
+    with pytest.raises(task.LevanteError, match=r"^\$LEVANTE_L0_PROMPT: expected one of default, no_program, got "):
+        task.load_bin_docs(1)
 
 
 def test_generate_refuses_what_l0_bench_cannot_bin(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -278,10 +317,12 @@ def test_lmms_eval_reports_upstreams_aggregation_and_the_profile(generated: Path
                           include_defaults=False)
     out = evaluator.simple_evaluate(model=Oracle(), tasks=["l0_trace_bin2"], task_manager=manager, log_samples=True)
     assert out["configs"]["l0_trace_bin2"]["metadata"]["l0"]["profile"] == "upstream"
+    assert out["configs"]["l0_trace_bin2"]["metadata"]["l0"]["prompt"] == "default"
     row = out["results"]["l0_trace_bin2"]
     # By hand: the first program lacks voter 7 and is dropped everywhere; 8 programs x 31 voters remain,
     # 16 of 31 voters correct; votes of the first k in voter_0, voter_1, voter_10, ... order.
     assert row["l0_trace_acc,none"] == pytest.approx(16 / 31)
+    assert row["l0_programs,none"] == 9 and row["l0_programs_dropped,none"] == 1
     first5 = sorted(range(31), key=str)[:5]  # 0, 1, 10, 11, 12: 3 even -> correct wins
     assert sum(v % 2 == 0 for v in first5) == 3 and row["l0_maj_at_5_acc,none"] == 1.0
     assert row["l0_maj_at_15_acc,none"] == 1.0 and row["l0_maj_at_31_acc,none"] == 1.0

@@ -6,6 +6,9 @@ the key whose first vote comes from the lowest voter id; the winner scores as th
 Programs missing any of those k voters are skipped (as in L0-Bench). pass@k uses all n voters of a program with
 c correct: 1 - C(n-c, k) / C(n, k); programs with n < k are skipped. Means are over programs; NaN if none.
 Records of profile upstream are aggregated by L0-Bench's rules instead (`upstream_aggregate`).
+Beside the metrics, each bin reports how many programs it has and how many its single-attempt metrics drop
+(`program_counts`; profile upstream drops a program when any voter's answer is empty); `too_few` says when a
+bin's number rests on too few programs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,13 @@ from typing import Any
 
 from levante_tasks.l0 import upstream_aggregate
 from levante_tasks.l0.scoring import Score
+
+# A bin's number rests on too few programs when fewer than MIN_SCORED_PROGRAMS are scored (below 30 the 95%
+# interval of an accuracy can be wider than +-0.18: 1.96 * 0.5 / sqrt(30)) or when more than 1 - MIN_SCORED_SHARE
+# of its programs were dropped (dropped programs are not a random sample: a voter answered nothing, typically
+# on the longest traces, so the programs left are an easier selection than the bin).
+MIN_SCORED_PROGRAMS = 30
+MIN_SCORED_SHARE = 0.9
 
 
 def _short_hash(text: str) -> str:
@@ -102,6 +112,20 @@ def mean_pass_at_k(records: Sequence[Mapping[str, Any]], k: int) -> float:
     return upstream_aggregate.mean([pass_at_k(len(g), sum(int(r["correct"]) for r in g), k) for g in groups])
 
 
+def program_counts(records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """(programs with any record, programs the single-attempt metrics score): profile upstream scores only the
+    programs with a logged answer from every voter; the default profile scores every program."""
+    programs = len({r["item_id"] for r in records})
+    if _is_upstream(records):
+        return programs, len(upstream_aggregate.complete_items(records)[1])
+    return programs, programs
+
+
+def too_few(programs: int, scored: int) -> bool:
+    """Whether a bin's number rests on too few programs (thresholds and why: MIN_SCORED_PROGRAMS above)."""
+    return scored < MIN_SCORED_PROGRAMS or scored < MIN_SCORED_SHARE * programs
+
+
 # lmms-eval aggregations (a YAML names a one-argument callable); add a k by adding three lines.
 def trace_acc(records: list[Mapping[str, Any]]) -> float:
     """Single-attempt whole-trace accuracy."""
@@ -156,6 +180,17 @@ def maj_at_31_steps(records: list[Mapping[str, Any]]) -> float:
 def pass_at_31(records: list[Mapping[str, Any]]) -> float:
     """Mean unbiased pass@31."""
     return mean_pass_at_k(records, 31)
+
+
+def programs(records: list[Mapping[str, Any]]) -> int:
+    """Programs of the bin (any record)."""
+    return program_counts(records)[0]
+
+
+def programs_dropped(records: list[Mapping[str, Any]]) -> int:
+    """Programs the single-attempt metrics leave out (profile upstream: a voter's answer was empty)."""
+    count, scored = program_counts(records)
+    return count - scored
 
 
 def total(values: list[float]) -> int:

@@ -48,11 +48,23 @@ def format_demo(args: str, trace: Sequence[str]) -> str:
     return f"\nInput:\n```\nfunction({args})\n```\n\n\nOutput:\n```\n{lines}```\n\n{STOP}\n"
 
 
-def render_prompt(program: str, demos: Sequence[tuple[str, Sequence[str]]], args: str) -> str:
-    """The full prompt: instruction, numbered program, demonstrations, test input, closing line."""
+# L0-Bench's prompt variants this port renders: `default` (its default.txt) and `no_program` (its
+# task_variation_2.txt: the same demonstrations of the same program, the program itself not shown). Its other
+# variants are not rendered: task_variation_1 needs the non-test programs of each bin, which a dataset folder does
+# not keep, and the zero-shot ones are wordings of their own (docs/l0.md).
+PROMPT_VARIANTS = ("default", "no_program")
+
+
+def render_prompt(program: str, demos: Sequence[tuple[str, Sequence[str]]], args: str,
+                  variant: str = "default") -> str:
+    """The full prompt: instruction, numbered program (not under `no_program`), demonstrations, test input,
+    closing line."""
+    if variant not in PROMPT_VARIANTS:
+        raise ValueError(f"unknown prompt variant {variant!r} (known: {', '.join(PROMPT_VARIANTS)})")
     demo_text = "".join(format_demo(a, t) for a, t in demos)
+    shown = f"Program:\n```\n{number_lines(program)}\n```\n" if variant == "default" else ""
     return (
-        f"{INSTRUCTION}\n\nProgram:\n```\n{number_lines(program)}\n```\n{demo_text}\n"
+        f"{INSTRUCTION}\n\n{shown}{demo_text}\n"
         f"Input:\n```\nfunction({args})\n```\n\n{CLOSING}\n\nOutput:\n"
     )
 
@@ -64,8 +76,9 @@ def demo_indices(config: GenConfig, item_id: str, voter: int, pool_size: int) ->
 
 
 def build_docs(items: Sequence[Mapping[str, Any]], pools: Sequence[Mapping[str, Any]],
-               config: GenConfig) -> list[dict[str, Any]]:
-    """Documents in (bin, program, voter) order; programs without a demonstration pool are left out."""
+               config: GenConfig, variant: str = "default") -> list[dict[str, Any]]:
+    """Documents in (bin, program, voter) order, prompts of `variant`; programs without a demonstration pool are
+    left out."""
     pool_by_id = {pool["id"]: pool for pool in pools}
     docs = []
     for item in items:
@@ -84,7 +97,7 @@ def build_docs(items: Sequence[Mapping[str, Any]], pools: Sequence[Mapping[str, 
                 "voter": voter,
                 "total_steps": item["steps"],
                 "truncated": item["truncated"],
-                "prompt": render_prompt(item["program"], demos, args),
+                "prompt": render_prompt(item["program"], demos, args, variant),
                 "target": "\n".join(item["trace"]),
                 "program": item["program"],
                 "input_args": args,

@@ -26,6 +26,7 @@ DATA_ENV = "LEVANTE_L0_DATA"
 THINKING_ENV = "LEVANTE_L0_THINKING"  # 1: budgets for thinking models (x20, capped by the sequence length)
 MAX_SEQ_LEN_ENV = "LEVANTE_L0_MAX_SEQ_LEN"  # the cap's sequence length (L0-Bench: 32768)
 TOKENIZER_ENV = "LEVANTE_L0_TOKENIZER"  # a local Hugging Face tokenizer to count budget tokens with
+PROMPT_ENV = "LEVANTE_L0_PROMPT"  # the prompt variant (prompt.PROMPT_VARIANTS; default: L0-Bench's default prompt)
 
 
 def budget_settings() -> dict[str, Any]:
@@ -39,6 +40,14 @@ def budget_settings() -> dict[str, Any]:
     tokenizer = os.environ.get(TOKENIZER_ENV) or None
     return {"thinking": thinking == "1", "max_seq_len": int(length),
             "tokens": "characters" if tokenizer is None else Path(tokenizer).name}
+
+
+def prompt_variant() -> str:
+    """The prompt variant from the environment (recorded in the task's metadata), a one-line error if unknown."""
+    variant = os.environ.get(PROMPT_ENV) or "default"
+    if variant not in prompt.PROMPT_VARIANTS:
+        raise LevanteError(f"${PROMPT_ENV}: expected one of {', '.join(prompt.PROMPT_VARIANTS)}, got {variant!r}")
+    return variant
 
 
 def _token_counter() -> Callable[[str], int]:
@@ -69,24 +78,24 @@ def with_budgets(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @functools.lru_cache(maxsize=2)
-def _all_docs(data_dir: str | None) -> tuple[str, tuple[dict[str, Any], ...]]:
+def _all_docs(data_dir: str | None, variant: str = "default") -> tuple[str, tuple[dict[str, Any], ...]]:
     """(where the documents came from, every document) for a data folder, or for the default config."""
     if data_dir is None:
         config = load_config(DEFAULT_CONFIG)
         items = dataset.generate(config).items
         pools, _ = dataset.augment(items, config)
-        return "the default config", tuple(prompt.build_docs(items, pools, config))
+        return "the default config", tuple(prompt.build_docs(items, pools, config, variant))
     folder = Path(data_dir)
     manifest = store.read_manifest(folder)
     config = store.manifest_config(folder, manifest)
     items = store.read_rows(folder, manifest, store.PROGRAMS)
     pools = store.read_rows(folder, manifest, store.FEWSHOTS)
-    return f"${DATA_ENV}", tuple(prompt.build_docs(items, pools, config))
+    return f"${DATA_ENV}", tuple(prompt.build_docs(items, pools, config, variant))
 
 
 def load_bin_docs(bin_number: int) -> list[dict[str, Any]]:
     """The documents of one bin, in (program, voter) order."""
-    source, docs = _all_docs(os.environ.get(DATA_ENV) or None)
+    source, docs = _all_docs(os.environ.get(DATA_ENV) or None, prompt_variant())
     selected = [dict(doc) for doc in docs if doc["bin"] == bin_number]
     if not selected:
         raise LevanteError(f"bin {bin_number} has no programs in {source} (see the bin counts in its manifest)")
@@ -102,15 +111,15 @@ class L0TraceTask(BothKindsTask):
             raise RunStopped(f"{self.config.task}: the task YAML needs `metadata: {{l0: {{bin: <number>}}}}`")
         try:
             docs = with_budgets(load_bin_docs(number))
-            settings = budget_settings()
+            settings, variant = budget_settings(), prompt_variant()
         except LevanteError as exc:
             raise RunStopped(f"{self.config.task}: {exc}") from None
         self.use_docs(docs)
         profile = docs[0]["profile"]
-        # lmms-eval writes the task config into results.json: the profile, the budget rule and how each model class
-        # takes the stop string and budgets travel with the scores
+        # lmms-eval writes the task config into results.json: the profile, the budget rule, the prompt and how each
+        # model class takes the stop string and budgets travel with the scores
         self.config.metadata = {**self.config.metadata, "l0": {
-            **self.config.metadata["l0"], "profile": profile,
+            **self.config.metadata["l0"], "profile": profile, "prompt": variant,
             "budget": {**settings, "request_cap": budget.request_cap(profile)}, "backends": backends.NOTES}}
 
     def construct_requests(self, doc_id: int, ctx: str, **kwargs: Any) -> list[Instance] | Instance:
@@ -146,5 +155,6 @@ def process_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str,
 
 
 BUDGET_FIELDS = ("max_new_tokens", "budget_capped")  # the task's budget for the document (`with_budgets`)
-RECORD_METRICS = ("l0_trace_acc", "l0_steps", *(f"l0_{m}_at_{k}{s}" for k in (5, 15, 31)
-                                                 for m, s in (("maj", "_acc"), ("maj", "_steps"), ("pass", ""))))
+RECORD_METRICS = ("l0_trace_acc", "l0_steps", "l0_programs", "l0_programs_dropped",
+                  *(f"l0_{m}_at_{k}{s}" for k in (5, 15, 31)
+                    for m, s in (("maj", "_acc"), ("maj", "_steps"), ("pass", ""))))

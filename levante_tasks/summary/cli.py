@@ -1,7 +1,8 @@
 """`levante-tasks summarize RUN_DIR... --out DIR` and `levante-tasks verify RUN_DIR...`.
 
 summarize: every lmms-eval run and inspect_ai `.eval` log under the run folders -> one model x task matrix
-(matrix.csv, matrix.json, summary.md, heatmap.png, runs/<run>/summary.json). A run or task that cannot be read
+(matrix.csv, matrix.json, summary.md, heatmap.png, runs/<run>/summary.json), and for L0 runs a per-bin table
+in summary.md and l0_bins.png (summary.l0_bins). A run or task that cannot be read
 is one line each; the rest is still summarized and the exit status is 1 unless --allow-partial. Refused comparisons and
 conflicting duplicates are errors (exit 2, nothing written). `--out` is replaced whole (a staging folder
 swapped in), and only when it is empty, absent or an earlier summary (it holds matrix.json). A RUN_DIR that does
@@ -24,8 +25,9 @@ from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.runs.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, run_labels
 from levante_tasks.runs.lmms import FileProblem
+from levante_tasks.runs.model import model_label
+from levante_tasks.summary import l0_bins, writers
 from levante_tasks.summary import matrix as matrix_mod
-from levante_tasks.summary import writers
 from levante_tasks.summary.card import write_results_card
 from levante_tasks.summary.inspect_logs import parse_eval
 from levante_tasks.summary.rerun import RerunPlan, plan_reruns, rerun
@@ -41,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "summarize", help="summarize lmms-eval runs and inspect_ai logs into one model x task matrix with a report",
         description="Read every *_results.json (and its samples files) and every inspect_ai *.eval log under "
         "RUN_DIR... and write matrix.csv, "
-        "matrix.json, summary.md, heatmap.png and runs/<run>/summary.json into --out.")
+        "matrix.json, summary.md, heatmap.png (l0_bins.png for L0 runs) and runs/<run>/summary.json into --out.")
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
                         help="lmms-eval output folder(s) and inspect_ai log folder(s)")
     parser.add_argument("--out", required=True, type=Path, help="output folder (replaced whole)")
@@ -116,6 +118,11 @@ def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str], back
             "efficiency": results.get("efficiency"), "tasks": tasks}
 
 
+def _model_text(model: dict[str, str]) -> str:
+    """A run's model as the summary's tables name it."""
+    return model_label({"model": model["public_id"], "revision": model["revision"], "adapter": model["adapter"]})
+
+
 def _parse(run: RunFiles) -> ParsedRun:
     """Units of one run, by the harness that wrote it."""
     return parse_eval(run) if run.kind == INSPECT_AI else parse_run(run)
@@ -150,14 +157,16 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
             parsed_runs.append(parsed)
             entries.append((parsed, run.label, parsed.problems, run.kind))
     units = [u for p in parsed_runs for u in p.units]
-    if not units:
-        raise LevanteError("\n".join([*problems, "no LEVANTE task results could be read: nothing to summarize"]))
+    l0 = [section for p in parsed_runs if p.files.kind == LMMS_EVAL
+          if (section := l0_bins.run_section(p.files.label, _model_text(p.model), p.results)) is not None]
+    if not units and not l0:
+        raise LevanteError("\n".join([*problems, "no LEVANTE or L0 task results could be read: nothing to summarize"]))
     built = matrix_mod.build(units, allow_mismatch=allow_mismatch)
     taken: set[str] = set()
     summaries = {writers.run_id(label, taken): _run_summary(p, label, lines, kind) for p, label, lines, kind in entries}
     runs_index = [{"run_id": rid, "source": s["source"], "status": s["status"], "problems": s["problems"]}
                   for rid, s in summaries.items()]
-    document = writers.matrix_document(built, runs_index, problems)
+    document = writers.matrix_document(built, runs_index, problems, l0)
     clean_stale(target.parent)
     with staged_dir(target) as staging:
         writers.write_all(staging, document, summaries, plot)

@@ -16,6 +16,7 @@ from levante_tasks import __version__
 from levante_tasks.atomic import atomic_open, write_json, write_text
 from levante_tasks.markdown_table import markdown_table
 from levante_tasks.runs.model import model_label
+from levante_tasks.summary import l0_bins
 
 SCHEMA_VERSION = 1
 CI_METHOD = "wilson_items"  # stats.item_interval: Wilson at the effective number of items (replicates clustered)
@@ -177,7 +178,7 @@ def _family_section(family: str, matrix: dict[str, Any]) -> list[str]:
 
 
 def summary_markdown(matrix: dict[str, Any], heatmap: bool) -> str:
-    """summary.md: methods, then a table per task family, then flags, problems and superseded runs."""
+    """summary.md: methods, then a table per task family, the L0 bins, then flags, problems and superseded runs."""
     runs = matrix["runs"]
     failed = sum(r["status"] == "failed" for r in runs)
     lines = [
@@ -194,10 +195,11 @@ def summary_markdown(matrix: dict[str, Any], heatmap: bool) -> str:
     for note in reader_notes(matrix):
         lines += [f"> **{note}**", ""]
     lines += _overall_section(matrix)
-    if heatmap:
+    if heatmap and matrix["cells"]:
         lines += ["![accuracy heatmap](heatmap.png)", ""]
     for family in sorted({c["family"] for c in matrix["columns"]}):
         lines += _family_section(family, matrix)
+    lines += l0_bins.markdown(matrix["l0"], heatmap)
     for title, items in (("Flags (cells not comparable with their column)", matrix["flags"]),
                          ("Problems (failed runs and tasks)", matrix["problems"]),
                          ("Superseded duplicate runs (identical provenance, newest kept)",
@@ -207,13 +209,14 @@ def summary_markdown(matrix: dict[str, Any], heatmap: bool) -> str:
     return "\n".join(lines)
 
 
-def matrix_document(built: Any, runs: list[dict[str, Any]], problems: list[str]) -> dict[str, Any]:
-    """matrix.json's content."""
+def matrix_document(built: Any, runs: list[dict[str, Any]], problems: list[str],
+                    l0: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """matrix.json's content (`l0`: the L0 bins of each run that has L0 tasks, summary.l0_bins)."""
     return {
         "schema_version": SCHEMA_VERSION, "kind": KIND, "generator": f"levante-tasks {__version__}",
         "methods": METHODS, "models": built.models, "columns": built.columns, "cells": built.cells,
         "overall": built.overall,
-        "runs": runs, "superseded": built.superseded, "flags": built.flags, "problems": problems,
+        "runs": runs, "superseded": built.superseded, "flags": built.flags, "problems": problems, "l0": l0 or [],
     }
 
 
@@ -222,9 +225,11 @@ def write_all(folder: Path, matrix: dict[str, Any], run_summaries: dict[str, dic
     write_csv(folder / "matrix.csv", matrix["cells"])
     for rid, summary in run_summaries.items():
         write_json(folder / "runs" / rid / "summary.json", summary)
-    if plot:
+    if plot and matrix["cells"]:
         from levante_tasks.summary.plot import write_heatmap
 
         write_heatmap(folder / "heatmap.png", matrix)
+    if plot and matrix["l0"]:
+        l0_bins.write_plot(folder / "l0_bins.png", matrix["l0"])
     write_text(folder / "summary.md", summary_markdown(matrix, plot))
     write_json(folder / "matrix.json", matrix)
