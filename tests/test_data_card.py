@@ -190,3 +190,28 @@ def test_the_card_of_a_version_never_prepared_is_one_line(tmp_path: Path, capsys
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and "2026-01-01/release.lock.json: no prepared version here" in lines[0], lines
     assert not (tmp_path / "2026-01-01" / layout.CARD_FILE).exists()
+
+
+def test_a_card_that_leaves_a_column_of_its_file_undeclared_fails_naming_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """mlcroissant passes a record set that declares only some of its file's columns (levante-bench's card declares
+    one option picture of four): the check names the file and the column."""
+    card_file = tiny_card(tmp_path, ["a", "b"])
+    card = json.loads(card_file.read_text(encoding="utf-8"))
+    card["recordSet"][0]["field"] = [node for node in card["recordSet"][0]["field"] if node["name"] != "options"]
+    croissant.write_card(card_file, card)
+    status, lines = _check_lines(capsys, card_file)
+    assert status == 2 and lines == ["levante-tasks: error: items.parquet: column options is no record set's field "
+                                     "in card.json"], lines
+
+
+def test_a_wrong_sha256_fails_however_the_file_objects_type_is_spelled(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The full IRI of cr:FileObject is the same type to mlcroissant; the hash check must not skip it."""
+    card_file = tiny_card(tmp_path, ["a", "b"])
+    card = json.loads(card_file.read_text(encoding="utf-8"))
+    card["distribution"][0].update({"@type": "http://mlcommons.org/croissant/FileObject", "sha256": "0" * 64})
+    croissant.write_card(card_file, card)
+    status, lines = _check_lines(capsys, card_file)
+    assert status == 2 and lines == ["levante-tasks: error: items.parquet: sha256 differs from card.json (the file "
+                                     "changed after the card was written)"], lines
