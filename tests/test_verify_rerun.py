@@ -19,9 +19,11 @@ from built_once import built_once
 from summary_runs import results_file
 
 from levante_tasks.cli import main
+from levante_tasks.errors import LevanteError
 from levante_tasks.runs.lmms import read_samples
 from levante_tasks.schema import task_source
 from levante_tasks.summary import rerun as rerun_mod
+from levante_tasks.summary.cli import check_data_dir
 from levante_tasks.summary.rescore import rescore_runs
 from levante_tasks.summary.verify import verify_runs
 from levante_tasks.testing import tiny_models
@@ -168,6 +170,16 @@ def test_verify_refuses_a_data_dir_that_does_not_exist(fixed_run: Path, tmp_path
     status, out, err = verify_cli(capsys, str(fixed_run), "--data-dir", "no-such-data")
     assert (status, out) == (2, "")
     assert err == ["levante-tasks: error: --data-dir no-such-data: does not exist; nothing was verified"]
+
+
+def test_a_data_dir_given_with_a_tilde_is_the_folder_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--data-dir=~/data` reaches verify unexpanded (the shell expands no `~` after `=`); the data dir reads it as
+    the home folder's `data`, so the up-front check must too."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "data").mkdir()
+    check_data_dir(Path("~/data"))
+    with pytest.raises(LevanteError, match="no-such-data: does not exist"):
+        check_data_dir(Path("~/no-such-data"))
 
 
 @pytest.mark.parametrize(("saved", "new", "same"), [

@@ -24,6 +24,7 @@ from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.runs.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, run_labels
 from levante_tasks.runs.lmms import FileProblem
+from levante_tasks.schema import layout
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import writers
 from levante_tasks.summary.inspect_logs import parse_eval
@@ -174,9 +175,11 @@ def run_summarize(args: argparse.Namespace) -> int:
 
 
 def check_data_dir(data_dir: Path | None) -> None:
-    """Refuse up front (one line) a --data-dir that does not exist or is not a folder."""
-    if data_dir is not None and not data_dir.is_dir():
-        what = "is not a folder" if data_dir.exists() else "does not exist"
+    """Refuse up front (one line) a --data-dir that does not exist or is not a folder (`~` read as the data dir
+    reads it: `--data-dir=~/data` reaches us unexpanded)."""
+    folder = layout.data_dir(data_dir) if data_dir is not None else None
+    if folder is not None and not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
         raise LevanteError(f"--data-dir {display_path(data_dir)}: {what}; nothing was verified")
 
 
