@@ -172,6 +172,26 @@ def test_verify_refuses_a_data_dir_that_does_not_exist(fixed_run: Path, tmp_path
     assert err == ["levante-tasks: error: --data-dir no-such-data: does not exist; nothing was verified"]
 
 
+def test_rerun_runs_no_remote_code_a_results_file_asks_for_without_the_auditors_flag(
+        fixed_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A submitted results file chooses the model: `trust_remote_code=True` would run its checkpoint's Python code on
+    the auditor's machine. Refused in one line (exit 2, nothing run) unless --rerun-trust-remote-code."""
+    run = shutil.copytree(fixed_run, tmp_path / "remote")
+    path = results_file(run)
+    results = json.loads(path.read_text(encoding="utf-8"))
+    results["config"]["model_args"] = "letter=B,trust_remote_code=True"
+    path.write_text(json.dumps(results), encoding="utf-8")
+    monkeypatch.setattr(rerun_mod, "lmms_eval_process", None)  # a re-run would fail loudly
+    status, out, err = verify_cli(capsys, str(run), "--skip-installation", "--rerun", "1")
+    assert (status, out) == (2, "")
+    assert err == [f"levante-tasks: error: remote/{path.name}: its model_args set trust_remote_code: a re-run would "
+                   "execute the code that the checkpoint it names ships; read that code, then pass "
+                   "--rerun-trust-remote-code (nothing was run)"]
+    plans, _ = rerun_mod.plan_reruns([run], 1, 0, trust_remote_code=True)
+    args, _ = rerun_mod.rerun_arguments(plans[0].results, [], run)
+    assert len(plans) == 1 and "letter=B,trust_remote_code=True" in args
+
+
 def test_a_data_dir_given_with_a_tilde_is_the_folder_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`--data-dir=~/data` reaches verify unexpanded (the shell expands no `~` after `=`); the data dir reads it as
     the home folder's `data`, so the up-front check must too."""

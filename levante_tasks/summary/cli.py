@@ -70,6 +70,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "greedy decoding (lmms-eval, this machine) and compare the responses with the saved ones")
     check.add_argument("--rerun-seed", type=int, default=0, metavar="N",
                        help="seed of the item sample --rerun draws (default: 0)")
+    check.add_argument("--rerun-trust-remote-code", action="store_true",
+                       help="let --rerun load a model whose recorded model_args set trust_remote_code (it runs the "
+                            "Python code its checkpoint ships; refused without this flag)")
     check.set_defaults(func=run_verify)
 
 
@@ -199,7 +202,8 @@ def run_verify(args: argparse.Namespace) -> int:
     check_data_dir(args.data_dir)
     if args.rerun is not None and args.rerun < 1:
         raise LevanteError(f"--rerun {args.rerun}: the number of items to re-run must be 1 or more")
-    plans, cannot = plan_reruns(args.run_dirs, args.rerun, args.rerun_seed) if args.rerun else ([], [])
+    plans, cannot = plan_reruns(args.run_dirs, args.rerun, args.rerun_seed,
+                                   args.rerun_trust_remote_code) if args.rerun else ([], [])
     report = verify_runs(args.run_dirs, args.data_dir, installation=not args.skip_installation)
     rerun_count, differ = _rerun_items(args, plans)
     lines = [*report.lines, *cannot, *differ]

@@ -9,6 +9,8 @@ included), batch size, device, `gen_kwargs`, seeds and chat options, one `--conf
 Each new response (`filtered_resps`) must equal the saved one: text exactly, numbers (multiple_choice losses, scores
 in a JSON answer) within REL_TOLERANCE; the item must be the same item (`item_uid` of the records). Greedy decoding
 reproduces a genuine run; a run decoded by sampling (`do_sample`, `temperature` > 0) cannot be re-run and is refused.
+The results file chooses what runs: a `trust_remote_code` in its model_args (the checkpoint's own Python code) is
+refused unless the auditor passes --rerun-trust-remote-code.
 """
 
 from __future__ import annotations
@@ -202,9 +204,17 @@ def compare_item(item: Item, new: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def plan_reruns(run_dirs: list[Path], count: int, seed: int) -> tuple[list[RerunPlan], list[str]]:
+def remote_code(results: Mapping[str, Any]) -> bool:
+    """Whether the recorded model_args ask for `trust_remote_code`: loading the model would run Python code that
+    the checkpoint the (possibly submitted, untrusted) results file names ships."""
+    return _truthy(parse_model_args(results["config"].get("model_args")).get("trust_remote_code"))
+
+
+def plan_reruns(run_dirs: list[Path], count: int, seed: int,
+                trust_remote_code: bool = False) -> tuple[list[RerunPlan], list[str]]:
     """Per lmms-eval results file under `run_dirs`, the items to re-run; and one line per run that cannot be re-run.
-    A run decoded by sampling is refused (LevanteError, one line): a re-run cannot reproduce it. Files verify
+    A run decoded by sampling is refused (LevanteError, one line): a re-run cannot reproduce it; so is a run whose
+    model_args trust remote code, unless `trust_remote_code` (the auditor's --rerun-trust-remote-code). Files verify
     cannot read are skipped here (verify names them)."""
     plans: list[RerunPlan] = []
     problems: list[str] = []
@@ -226,6 +236,10 @@ def plan_reruns(run_dirs: list[Path], count: int, seed: int) -> tuple[list[Rerun
                 raise LevanteError(f"{where}: {sampled} was decoded by sampling: a re-run cannot reproduce its "
                                    "responses, so --rerun needs greedy decoding (verify without --rerun still "
                                    "checks the run's consistency)")
+            if remote_code(results) and not trust_remote_code:
+                raise LevanteError(f"{where}: its model_args set trust_remote_code: a re-run would execute the code "
+                                   "that the checkpoint it names ships; read that code, then pass "
+                                   "--rerun-trust-remote-code (nothing was run)")
             items, pool = sample_items(lines, count, seed)
             if items:
                 plans.append(RerunPlan(where, results, items, pool))
