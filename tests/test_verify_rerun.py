@@ -192,6 +192,22 @@ def test_rerun_runs_no_remote_code_a_results_file_asks_for_without_the_auditors_
     assert len(plans) == 1 and "letter=B,trust_remote_code=True" in args
 
 
+def test_numbers_within_the_tolerance_that_change_the_scored_answer_are_a_mismatch(fixed_run: Path) -> None:
+    """Two near-tied losses trading places stay within 1e-5 of the saved ones, yet the model chose another option:
+    the records' choice names it."""
+    (item,) = sampled(fixed_run, 1, 0)
+    saved = {**item.line.data, "filtered_resps": [["-3.000001", "False"], ["-3.000004", "False"]]}
+    record = saved["levante_item"]
+    new = {**saved, "filtered_resps": [["-3.000004", "False"], ["-3.000001", "False"]],
+           "levante_item": {**record, "choice_index": 1, "correct": 0}}
+    saved["levante_item"] = {**record, "choice_index": 0, "correct": 1}
+    again = rerun_mod.Item(item.task, rerun_mod.SampleLine(item.line.number, saved))
+    assert rerun_mod.same_response(saved["filtered_resps"], new["filtered_resps"])
+    assert rerun_mod.compare_item(again, new) == ("the scored answer differs within the numeric tolerance: saved "
+                                                  "(0, 1), re-run (1, 0)")
+    assert rerun_mod.compare_item(again, saved) is None
+
+
 def test_a_data_dir_given_with_a_tilde_is_the_folder_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`--data-dir=~/data` reaches verify unexpanded (the shell expands no `~` after `=`); the data dir reads it as
     the home folder's `data`, so the up-front check must too."""

@@ -7,7 +7,9 @@ itself (`python -m lmms_eval`, in the working folder) with the recorded model, m
 included), batch size, device, `gen_kwargs`, seeds and chat options, one `--config` run per item (`--offset doc_id
 --limit 1` of the recorded task; patch 0019 builds the model once for all of them), writing into a temporary folder.
 Each new response (`filtered_resps`) must equal the saved one: text exactly, numbers (multiple_choice losses, scores
-in a JSON answer) within REL_TOLERANCE; the item must be the same item (`item_uid` of the records). Greedy decoding
+in a JSON answer) within REL_TOLERANCE, and the answer it was scored as (the records' choice and correctness) the
+same, so the tolerance cannot hide two near-tied options trading places; the item must be the same item (`item_uid`
+of the records). Greedy decoding
 reproduces a genuine run; a run decoded by sampling (`do_sample`, `temperature` > 0) cannot be re-run and is refused.
 The results file chooses what runs: a `trust_remote_code` in its model_args (the checkpoint's own Python code) is
 refused unless the auditor passes --rerun-trust-remote-code.
@@ -201,7 +203,17 @@ def compare_item(item: Item, new: Mapping[str, Any] | None) -> str | None:
     saved, again = item.line.data.get("filtered_resps"), new.get("filtered_resps")
     if not same_response(saved, again):
         return f"response differs: saved {_show(saved)}, re-run {_show(again)}"
+    before, after = _scored(item.line.data), _scored(new)
+    if before != after:  # numbers within REL_TOLERANCE may still order the options otherwise
+        return f"the scored answer differs within the numeric tolerance: saved {before}, re-run {after}"
     return None
+
+
+def _scored(line: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(choice_index, correct) of a line's record: the answer the response was scored as."""
+    record = line.get(RECORD_KEY)
+    record = record if isinstance(record, Mapping) else {}
+    return record.get("choice_index"), record.get("correct")
 
 
 def remote_code(results: Mapping[str, Any]) -> bool:
