@@ -8,6 +8,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -190,3 +191,52 @@ def test_the_card_of_a_version_never_prepared_is_one_line(tmp_path: Path, capsys
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and "2026-01-01/release.lock.json: no prepared version here" in lines[0], lines
     assert not (tmp_path / "2026-01-01" / layout.CARD_FILE).exists()
+
+
+def test_a_card_that_leaves_a_column_of_its_file_undeclared_fails_naming_the_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """mlcroissant passes a record set that declares only some of its file's columns (levante-bench's card declares
+    one option picture of four): the check names the file and the column."""
+    card_file = tiny_card(tmp_path, ["a", "b"])
+    card = json.loads(card_file.read_text(encoding="utf-8"))
+    card["recordSet"][0]["field"] = [node for node in card["recordSet"][0]["field"] if node["name"] != "options"]
+    croissant.write_card(card_file, card)
+    status, lines = _check_lines(capsys, card_file)
+    assert status == 2 and lines == ["levante-tasks: error: items.parquet: column options is no record set's field "
+                                     "in card.json"], lines
+
+
+def test_a_wrong_sha256_fails_however_the_file_objects_type_is_spelled(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The full IRI of cr:FileObject is the same type to mlcroissant; the hash check must not skip it."""
+    card_file = tiny_card(tmp_path, ["a", "b"])
+    card = json.loads(card_file.read_text(encoding="utf-8"))
+    card["distribution"][0].update({"@type": "http://mlcommons.org/croissant/FileObject", "sha256": "0" * 64})
+    croissant.write_card(card_file, card)
+    status, lines = _check_lines(capsys, card_file)
+    assert status == 2 and lines == ["levante-tasks: error: items.parquet: sha256 differs from card.json (the file "
+                                     "changed after the card was written)"], lines
+
+
+def test_a_card_rewritten_on_a_later_day_keeps_its_date_and_bytes(
+        version_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An undated version's card is dated the day it is first written; `prepare` again (or `card --out`) on a later
+    day must not change the card, or its sha256 would drift with the calendar."""
+    import datetime
+
+    from levante_tasks.data import card as card_module
+
+    card_file = version_copy / layout.CARD_FILE
+    before, mtime = card_file.read_bytes(), card_file.stat().st_mtime_ns
+
+    class Later(datetime.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime.datetime:
+            return datetime.datetime(2099, 1, 2, tzinfo=tz)
+
+    monkeypatch.setattr(card_module, "datetime", SimpleNamespace(datetime=Later, timezone=datetime.timezone))
+    assert write_data_card(version_copy) == card_file
+    assert card_file.read_bytes() == before and card_file.stat().st_mtime_ns == mtime
+    assert write_data_card(version_copy, tmp_path / "copy.json").read_bytes() == before
+    card_file.unlink()  # a version without a card gets today's date
+    assert data_card(version_copy)["datePublished"] == "2099-01-02"

@@ -19,9 +19,11 @@ from built_once import built_once
 from summary_runs import results_file
 
 from levante_tasks.cli import main
+from levante_tasks.errors import LevanteError
 from levante_tasks.runs.lmms import read_samples
 from levante_tasks.schema import task_source
 from levante_tasks.summary import rerun as rerun_mod
+from levante_tasks.summary.cli import check_data_dir
 from levante_tasks.summary.rescore import rescore_runs
 from levante_tasks.summary.verify import verify_runs
 from levante_tasks.testing import tiny_models
@@ -168,6 +170,52 @@ def test_verify_refuses_a_data_dir_that_does_not_exist(fixed_run: Path, tmp_path
     status, out, err = verify_cli(capsys, str(fixed_run), "--data-dir", "no-such-data")
     assert (status, out) == (2, "")
     assert err == ["levante-tasks: error: --data-dir no-such-data: does not exist; nothing was verified"]
+
+
+def test_rerun_runs_no_remote_code_a_results_file_asks_for_without_the_auditors_flag(
+        fixed_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A submitted results file chooses the model: `trust_remote_code=True` would run its checkpoint's Python code on
+    the auditor's machine. Refused in one line (exit 2, nothing run) unless --rerun-trust-remote-code."""
+    run = shutil.copytree(fixed_run, tmp_path / "remote")
+    path = results_file(run)
+    results = json.loads(path.read_text(encoding="utf-8"))
+    results["config"]["model_args"] = "letter=B,trust_remote_code=True"
+    path.write_text(json.dumps(results), encoding="utf-8")
+    monkeypatch.setattr(rerun_mod, "lmms_eval_process", None)  # a re-run would fail loudly
+    status, out, err = verify_cli(capsys, str(run), "--skip-installation", "--rerun", "1")
+    assert (status, out) == (2, "")
+    assert err == [f"levante-tasks: error: remote/{path.name}: its model_args set trust_remote_code: a re-run would "
+                   "execute the code that the checkpoint it names ships; read that code, then pass "
+                   "--rerun-trust-remote-code (nothing was run)"]
+    plans, _ = rerun_mod.plan_reruns([run], 1, 0, trust_remote_code=True)
+    args, _ = rerun_mod.rerun_arguments(plans[0].results, [], run)
+    assert len(plans) == 1 and "letter=B,trust_remote_code=True" in args
+
+
+def test_numbers_within_the_tolerance_that_change_the_scored_answer_are_a_mismatch(fixed_run: Path) -> None:
+    """Two near-tied losses trading places stay within 1e-5 of the saved ones, yet the model chose another option:
+    the records' choice names it."""
+    (item,) = sampled(fixed_run, 1, 0)
+    saved = {**item.line.data, "filtered_resps": [["-3.000001", "False"], ["-3.000004", "False"]]}
+    record = saved["levante_item"]
+    new = {**saved, "filtered_resps": [["-3.000004", "False"], ["-3.000001", "False"]],
+           "levante_item": {**record, "choice_index": 1, "correct": 0}}
+    saved["levante_item"] = {**record, "choice_index": 0, "correct": 1}
+    again = rerun_mod.Item(item.task, rerun_mod.SampleLine(item.line.number, saved))
+    assert rerun_mod.same_response(saved["filtered_resps"], new["filtered_resps"])
+    assert rerun_mod.compare_item(again, new) == ("the scored answer differs within the numeric tolerance: saved "
+                                                  "(0, 1), re-run (1, 0)")
+    assert rerun_mod.compare_item(again, saved) is None
+
+
+def test_a_data_dir_given_with_a_tilde_is_the_folder_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--data-dir=~/data` reaches verify unexpanded (the shell expands no `~` after `=`); the data dir reads it as
+    the home folder's `data`, so the up-front check must too."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "data").mkdir()
+    check_data_dir(Path("~/data"))
+    with pytest.raises(LevanteError, match="no-such-data: does not exist"):
+        check_data_dir(Path("~/no-such-data"))
 
 
 @pytest.mark.parametrize(("saved", "new", "same"), [

@@ -3,8 +3,9 @@
 A card lists its files as FileObjects whose `contentUrl` is a path relative to a root folder (the card's own folder
 unless the checker is told otherwise), each with its sha256. `check_card` passes a card only when mlcroissant 1.1.1
 (the optional `croissant` extra) finds no error and no warning in its metadata, every file's bytes still hash to the
-card's sha256, and mlcroissant generates the records of every record set from those files with each declared key
-unique. A failure is one line naming the file (the changed data file, or the card).
+card's sha256, every column of a parquet file a record set reads is declared as a field, and mlcroissant generates
+the records of every record set from those files with each declared key unique. A failure is one line naming the
+file (the changed data file, or the card).
 """
 
 from __future__ import annotations
@@ -168,10 +169,18 @@ class CardCheck:
     records: dict[str, int]
 
 
+def _is_file_object(node: Mapping[str, Any]) -> bool:
+    """Whether a distribution node is a FileObject however its @type is spelled (`cr:FileObject`, the full IRI, a
+    list holding one): a spelling the hash check missed would let a wrong sha256 through."""
+    types = node.get("@type")
+    return any(re.split(r"[:/#]", str(kind))[-1] == "FileObject"
+               for kind in (types if isinstance(types, list) else [types]))
+
+
 def _card_files(card: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """The card's FileObjects."""
     for node in card.get("distribution") or []:
-        if isinstance(node, dict) and node.get("@type") in ("cr:FileObject", "sc:FileObject"):
+        if isinstance(node, dict) and _is_file_object(node):
             yield node
 
 
@@ -235,6 +244,35 @@ def _mlcroissant_log() -> Iterator[_Collected]:
 def _first(issues: Iterable[str]) -> str:
     """The first of mlcroissant's issues (sorted, so the same card always shows the same one) on one line."""
     return " ".join(sorted(issues)[0].split())
+
+
+def _check_columns(card: Mapping[str, Any], paths: Mapping[str, Path], shown: str) -> None:
+    """Every column of a parquet file that a record set reads is some record set's field: a card that declares only
+    some of a file's columns (one option picture of four, say) passes mlcroissant and would describe less than the
+    file holds."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    read: dict[str, set[str]] = {}
+    for set_node in card.get("recordSet") or []:
+        for node in set_node.get("field") or []:
+            source = node.get("source") or {}
+            file_ref = (source.get("fileObject") or {}).get("@id")
+            column = (source.get("extract") or {}).get("column")
+            if file_ref and column:
+                read.setdefault(str(file_ref), set()).add(str(column))
+    for file_ref, columns in sorted(read.items()):
+        path = paths.get(file_ref)
+        if path is None or path.suffix.lower() != ".parquet":
+            continue
+        url = next(str(n.get("contentUrl")) for n in _card_files(card) if str(n.get("@id")) == file_ref)
+        try:
+            names = pq.read_schema(path).names
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise CardError(f"{url}: not a readable parquet file ({exc.__class__.__name__})") from None
+        undeclared = [name for name in names if name not in columns]
+        if undeclared:
+            raise CardError(f"{url}: column {undeclared[0]} is no record set's field in {shown}")
 
 
 def _record_file(card: Mapping[str, Any], record_set_node: Mapping[str, Any]) -> str | None:
@@ -322,5 +360,6 @@ def check_card(path: Path, root: Path | None = None) -> CardCheck:
     warned = ctx.issues.warnings or logged.messages
     if warned:
         raise CardError(f"{shown}: Croissant warning: {_first(warned)}")
+    _check_columns(card, paths, shown)
     with _mlcroissant_log():
         return CardCheck(files=len(paths), records=_check_records(dataset_, card, shown))

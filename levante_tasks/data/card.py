@@ -86,10 +86,18 @@ def card_version(version: str) -> str:
     return "0.0.0+" + (re.sub(r"[^0-9A-Za-z-]+", "-", version).strip("-") or "unnamed")
 
 
-def _published(version: str) -> str:
-    """The release date of a dated version; for any other, the day the card is made (UTC)."""
-    dated = _DATED.match(version)
-    return version if dated else datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+def _published(version: str, version_root: Path) -> str:
+    """The release date of a dated version; for any other, the date its card already gives, else the day the card
+    is first made (UTC): a card rewritten on a later day (prepare again, `card --out`) keeps its date and bytes."""
+    if _DATED.match(version):
+        return version
+    try:
+        kept = json.loads((version_root / layout.CARD_FILE).read_text(encoding="utf-8")).get("datePublished")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        kept = None
+    if isinstance(kept, str) and _DATED.match(kept):
+        return kept
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
 
 
 def _rai(synthetic: bool, standins: bool, locales: list[str]) -> dict[str, Any]:
@@ -153,7 +161,7 @@ def data_card(version_root: Path) -> dict[str, Any]:
                 f"{' (synthetic)' if synthetic else ''}; prepared with levante-tasks {__version__}.")
     return croissant.dataset(
         f"levante-{version}", description, [croissant.CC_BY_NC_4_0, croissant.MIT], distribution, record_sets,
-        version=card_version(version), datePublished=_published(version), citeAs=citation,
+        version=card_version(version), datePublished=_published(version, version_root), citeAs=citation,
         inLanguage=codes, keywords=["LEVANTE", "developmental tasks", "vision-language models",
                                     *(["synthetic"] if synthetic else [])],
         **_rai(synthetic, standins, codes[1:]))

@@ -20,8 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write the Croissant 1.1 data card of a prepared version (made from its release.lock.json: "
                     "every release and prepared file with its sha256, one record set per task keyed by item_uid, "
                     "licences and responsible-AI fields); `prepare` writes it too. With --check, check a card "
-                    "instead: its metadata (no Croissant error or warning), the sha256 of every file it lists, and "
-                    "the records of every record set, each key unique. Checking needs the `croissant` extra.")
+                    "instead: its metadata (no Croissant error or warning), the sha256 of every file it lists, every "
+                    "parquet column a declared field, and the records of every record set, each key unique. "
+                    "Checking needs the `croissant` extra.")
     parser.add_argument("--version", default=None,
                         help=f"prepared version (default: ${layout.VERSION_ENV} or the version prepare built last)")
     parser.add_argument("--data-dir", default=None, help=f"prepared data dir (default: ${layout.DATA_DIR_ENV} or "

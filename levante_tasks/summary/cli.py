@@ -26,6 +26,7 @@ from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.runs.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, run_labels
 from levante_tasks.runs.lmms import FileProblem
 from levante_tasks.runs.model import model_label
+from levante_tasks.schema import layout
 from levante_tasks.summary import l0_bins, writers
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary.card import write_results_card
@@ -72,6 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        "greedy decoding (lmms-eval, this machine) and compare the responses with the saved ones")
     check.add_argument("--rerun-seed", type=int, default=0, metavar="N",
                        help="seed of the item sample --rerun draws (default: 0)")
+    check.add_argument("--rerun-trust-remote-code", action="store_true",
+                       help="let --rerun load a model whose recorded model_args set trust_remote_code (it runs the "
+                            "Python code its checkpoint ships; refused without this flag)")
     check.set_defaults(func=run_verify)
 
 
@@ -187,9 +191,11 @@ def run_summarize(args: argparse.Namespace) -> int:
 
 
 def check_data_dir(data_dir: Path | None) -> None:
-    """Refuse up front (one line) a --data-dir that does not exist or is not a folder."""
-    if data_dir is not None and not data_dir.is_dir():
-        what = "is not a folder" if data_dir.exists() else "does not exist"
+    """Refuse up front (one line) a --data-dir that does not exist or is not a folder (`~` read as the data dir
+    reads it: `--data-dir=~/data` reaches us unexpanded)."""
+    folder = layout.data_dir(data_dir) if data_dir is not None else None
+    if folder is not None and not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
         raise LevanteError(f"--data-dir {display_path(data_dir)}: {what}; nothing was verified")
 
 
@@ -209,7 +215,8 @@ def run_verify(args: argparse.Namespace) -> int:
     check_data_dir(args.data_dir)
     if args.rerun is not None and args.rerun < 1:
         raise LevanteError(f"--rerun {args.rerun}: the number of items to re-run must be 1 or more")
-    plans, cannot = plan_reruns(args.run_dirs, args.rerun, args.rerun_seed) if args.rerun else ([], [])
+    plans, cannot = plan_reruns(args.run_dirs, args.rerun, args.rerun_seed,
+                                   args.rerun_trust_remote_code) if args.rerun else ([], [])
     report = verify_runs(args.run_dirs, args.data_dir, installation=not args.skip_installation)
     rerun_count, differ = _rerun_items(args, plans)
     lines = [*report.lines, *cannot, *differ]

@@ -7,8 +7,12 @@ itself (`python -m lmms_eval`, in the working folder) with the recorded model, m
 included), batch size, device, `gen_kwargs`, seeds and chat options, one `--config` run per item (`--offset doc_id
 --limit 1` of the recorded task; patch 0019 builds the model once for all of them), writing into a temporary folder.
 Each new response (`filtered_resps`) must equal the saved one: text exactly, numbers (multiple_choice losses, scores
-in a JSON answer) within REL_TOLERANCE; the item must be the same item (`item_uid` of the records). Greedy decoding
+in a JSON answer) within REL_TOLERANCE, and the answer it was scored as (the records' choice and correctness) the
+same, so the tolerance cannot hide two near-tied options trading places; the item must be the same item (`item_uid`
+of the records). Greedy decoding
 reproduces a genuine run; a run decoded by sampling (`do_sample`, `temperature` > 0) cannot be re-run and is refused.
+The results file chooses what runs: a `trust_remote_code` in its model_args (the checkpoint's own Python code) is
+refused unless the auditor passes --rerun-trust-remote-code.
 """
 
 from __future__ import annotations
@@ -199,12 +203,30 @@ def compare_item(item: Item, new: Mapping[str, Any] | None) -> str | None:
     saved, again = item.line.data.get("filtered_resps"), new.get("filtered_resps")
     if not same_response(saved, again):
         return f"response differs: saved {_show(saved)}, re-run {_show(again)}"
+    before, after = _scored(item.line.data), _scored(new)
+    if before != after:  # numbers within REL_TOLERANCE may still order the options otherwise
+        return f"the scored answer differs within the numeric tolerance: saved {before}, re-run {after}"
     return None
 
 
-def plan_reruns(run_dirs: list[Path], count: int, seed: int) -> tuple[list[RerunPlan], list[str]]:
+def _scored(line: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(choice_index, correct) of a line's record: the answer the response was scored as."""
+    record = line.get(RECORD_KEY)
+    record = record if isinstance(record, Mapping) else {}
+    return record.get("choice_index"), record.get("correct")
+
+
+def remote_code(results: Mapping[str, Any]) -> bool:
+    """Whether the recorded model_args ask for `trust_remote_code`: loading the model would run Python code that
+    the checkpoint the (possibly submitted, untrusted) results file names ships."""
+    return _truthy(parse_model_args(results["config"].get("model_args")).get("trust_remote_code"))
+
+
+def plan_reruns(run_dirs: list[Path], count: int, seed: int,
+                trust_remote_code: bool = False) -> tuple[list[RerunPlan], list[str]]:
     """Per lmms-eval results file under `run_dirs`, the items to re-run; and one line per run that cannot be re-run.
-    A run decoded by sampling is refused (LevanteError, one line): a re-run cannot reproduce it. Files verify
+    A run decoded by sampling is refused (LevanteError, one line): a re-run cannot reproduce it; so is a run whose
+    model_args trust remote code, unless `trust_remote_code` (the auditor's --rerun-trust-remote-code). Files verify
     cannot read are skipped here (verify names them)."""
     plans: list[RerunPlan] = []
     problems: list[str] = []
@@ -226,6 +248,10 @@ def plan_reruns(run_dirs: list[Path], count: int, seed: int) -> tuple[list[Rerun
                 raise LevanteError(f"{where}: {sampled} was decoded by sampling: a re-run cannot reproduce its "
                                    "responses, so --rerun needs greedy decoding (verify without --rerun still "
                                    "checks the run's consistency)")
+            if remote_code(results) and not trust_remote_code:
+                raise LevanteError(f"{where}: its model_args set trust_remote_code: a re-run would execute the code "
+                                   "that the checkpoint it names ships; read that code, then pass "
+                                   "--rerun-trust-remote-code (nothing was run)")
             items, pool = sample_items(lines, count, seed)
             if items:
                 plans.append(RerunPlan(where, results, items, pool))
