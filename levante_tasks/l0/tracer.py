@@ -6,7 +6,7 @@ each assignment the assigned variable, after each `.append`/`.pop` the list, and
 and `while` test (once evaluated) and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces
 removed) or `L<line>,`.
 Programs are checked against the grammar's statements and expressions before they run (`augment` executes
-programs read from a dataset folder), and run without builtins.
+programs read from a dataset folder), and run with `len` as the only builtin.
 """
 
 from __future__ import annotations
