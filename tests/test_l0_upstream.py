@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from faults import one_error_line
+from l0_paper import run_paper_group
 from shared_paths import shared_dir
 
 from levante_tasks.cli import main
@@ -343,6 +344,17 @@ def test_lmms_eval_reports_upstreams_aggregation_and_the_profile(generated: Path
     records = [s["l0_trace_acc"] for s in out["samples"]["l0_trace_bin2"]]
     assert row["l0_pass_at_15,none"] == pytest.approx(aggregate.pass_at_15(records))
     assert row["l0_pass_at_15,none"] == pytest.approx(1 - math.prod(1 - 15 / j for j in range(16, 32)))
+
+
+def test_paper_group_runs_unlabelled_on_upstream_profile_data(generated: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(task.DATA_ENV, str(generated))
+    out, table = run_paper_group(tmp_path, {1: 1, 3: 2})  # the reference data has two bins
+    for name in ("l0_trace_bin1", "l0_trace_bin2"):
+        config = out["configs"][name]
+        assert config["metadata"]["l0"]["comparable_with_paper"] is True and config.get("task_alias") is None
+        assert out["results"][name]["l0_trace_acc,none"] == 1.0
+    assert "not comparable" not in table and out["results"]["l0_trace_paper_test"]["l0_trace_acc,none"] == 1.0
 
 
 def test_budgets_count_with_a_named_tokenizer(generated: Path, tmp_path: Path,

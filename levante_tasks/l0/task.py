@@ -26,6 +26,8 @@ DATA_ENV = "LEVANTE_L0_DATA"
 THINKING_ENV = "LEVANTE_L0_THINKING"  # 1: budgets for thinking models (x20, capped by the sequence length)
 MAX_SEQ_LEN_ENV = "LEVANTE_L0_MAX_SEQ_LEN"  # the cap's sequence length (L0-Bench: 32768)
 TOKENIZER_ENV = "LEVANTE_L0_TOKENIZER"  # a local Hugging Face tokenizer to count budget tokens with
+PAPER_SPLIT = "paper"  # `metadata.l0.split` of the l0_trace_paper group's tasks: a split of L0-Bench's table
+PAPER_PROFILE = "upstream"  # the only profile whose numbers that table can be compared with (docs/l0.md)
 
 
 def budget_settings() -> dict[str, Any]:
@@ -89,6 +91,12 @@ def load_bin_docs(bin_number: int) -> list[dict[str, Any]]:
     return selected
 
 
+def paper_label(task_name: str, profile: str) -> str:
+    """The alias a paper-split task gets on data of another profile: its results row and lmms-eval's printed table
+    say that its numbers (and the l0_trace_paper row above them) are not L0-Bench's table's."""
+    return f"{task_name} [{profile}-profile data: not comparable with L0-Bench's table, needs profile {PAPER_PROFILE}]"
+
+
 class L0TraceTask(BothKindsTask):
     """One bin of L0 trace documents (the YAML's `metadata.l0.bin`), for simple and chat models alike."""
 
@@ -104,8 +112,12 @@ class L0TraceTask(BothKindsTask):
         self.use_docs(docs)
         profile = docs[0]["profile"]
         # lmms-eval writes the task config into results.json: the profile and budget rule travel with the scores
-        self.config.metadata = {**self.config.metadata, "l0": {**self.config.metadata["l0"], "profile": profile,
-                                                               "budget": settings}}
+        l0 = {**self.config.metadata["l0"], "profile": profile, "budget": settings}
+        if l0.get("split") == PAPER_SPLIT:
+            l0["comparable_with_paper"] = profile == PAPER_PROFILE
+            if profile != PAPER_PROFILE:
+                self.config.task_alias = paper_label(self.config.task, profile)
+        self.config.metadata = {**self.config.metadata, "l0": l0}
 
     def construct_requests(self, doc_id: int, ctx: str, **kwargs: Any) -> list[Instance] | Instance:
         """The request with this document's own max_new_tokens (unless `--gen_kwargs max_new_tokens=N` set one)."""
