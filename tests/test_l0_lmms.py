@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from l0_paper import run_paper_group
 
 from levante_tasks.cli import main
 from levante_tasks.l0 import aggregate, task
@@ -132,6 +133,43 @@ def test_oracle_model_in_lmms_eval_gives_the_hand_computed_metrics(data_dir: Pat
     assert result["l0_maj_at_5_acc,none"] == 0.0
     assert result["l0_maj_at_5_steps,none"] == total - 1
     assert result["l0_pass_at_5,none"] == 1.0
+
+
+def test_paper_group_on_default_profile_data_is_labelled_not_comparable(data_dir: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The shipped l0_trace_paper group, its bins 1/3/5/7 moved to this dataset's 1-4: lmms-eval builds tasks
+    # after the model (their kind depends on it), so the run is labelled rather than refused.
+    monkeypatch.setenv(task.DATA_ENV, str(data_dir))
+    out, table = run_paper_group(tmp_path, {1: 1, 3: 2, 5: 3, 7: 4})
+    for number in BINS:
+        name = f"l0_trace_bin{number}"
+        assert out["configs"][name]["metadata"]["l0"]["comparable_with_paper"] is False
+        assert out["configs"][name]["task_alias"] == task.paper_label(name, "default")
+        assert out["results"][name]["l0_trace_acc,none"] == 1.0  # the numbers are still there, labelled
+    assert all(f"- {task.paper_label(f'l0_trace_bin{n}', 'default')}|" in table for n in BINS)  # lmms-eval's table
+    plain = evaluator_configs(["l0_trace_bin1"], data_dir, monkeypatch)  # outside the paper group: no label
+    assert "comparable_with_paper" not in plain["l0_trace_bin1"]["metadata"]["l0"]
+
+
+def evaluator_configs(tasks: list[str], data: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The task configs lmms-eval records for `tasks` on `data`, with the model that answers nothing."""
+    from lmms_eval import evaluator
+    from lmms_eval.api.model import lmms
+    from lmms_eval.tasks import TaskManager
+
+    class Silent(lmms):
+        def generate_until(self, requests: list[Any]) -> list[str]:
+            return [""] * len(requests)
+
+        def loglikelihood(self, requests: list[Any]) -> list[Any]:
+            raise NotImplementedError
+
+        def generate_until_multi_round(self, requests: list[Any]) -> list[Any]:
+            raise NotImplementedError
+
+    monkeypatch.setenv(task.DATA_ENV, str(data))
+    manager = TaskManager(include_path=str(TASKS_DIR), include_defaults=False)
+    return evaluator.simple_evaluate(model=Silent(), tasks=tasks, task_manager=manager)["configs"]
 
 
 def test_unavailable_data_stops_lmms_eval_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -123,6 +123,37 @@ def test_trace_stops_after_max_steps_and_says_so() -> None:
     assert full is not None and not full.truncated  # exactly max_steps lines is a complete trace
 
 
+# Written by L0-Bench's own generator (@a722bac, Python 3.12.1) from a grammar override that uses its words `<`,
+# `>` and `len(` (no such program is in shared/l0-upstream): an `.append` line that reads two lists shows both,
+# parameters in signature order.
+UPSTREAM_LEN_PROGRAM = ("def function(u, lst_w, lst_v, cond_y):\n\tif cond_y: \n\t\tlst_v.pop()\n\ta = lst_w[1]\n"
+                        "\tx = 1\n\tif cond_y: \n\t\tlst_w.append(len(lst_v))\n\t\tcond_z = len(lst_w) < u\n"
+                        "\tif cond_y: \n\t\tlst_w.append(len(lst_v))\n\treturn")
+UPSTREAM_LEN_INPUTS = {"u": 0, "lst_w": [3, 5, 7, 2, 3], "lst_v": [5, 5, 9, 3, 5, 8], "cond_y": True}
+UPSTREAM_LEN_TRACE = ["L2,", "L3,lst_v:[5,5,9,3,5]", "L4,a:5", "L5,x:1", "L6,",
+                      "L7,lst_w:[3,5,7,2,3,5],lst_v:[5,5,9,3,5]", "L8,cond_z:False", "L9,",
+                      "L10,lst_w:[3,5,7,2,3,5,5],lst_v:[5,5,9,3,5]", "L11,"]
+
+
+def test_less_greater_and_len_trace_as_l0_benchs_tracer() -> None:
+    for rule in ("upstream", "exact"):
+        assert list(trace_program(UPSTREAM_LEN_PROGRAM, UPSTREAM_LEN_INPUTS, 100, rule).lines) == UPSTREAM_LEN_TRACE
+
+
+@pytest.mark.parametrize(("statement", "line"), [
+    ("a = len(lst_x) < x", "L2,a:True"),  # a comparison's value is a bool
+    ("cond_a = 1 < x < 3", "L2,cond_a:True"),  # chains run as Python runs them
+    ("cond_a = x > 2 != 1", "L2,cond_a:False"),
+    ("lst_x.append(len(lst_x))", "L2,lst_x:[7,1]"),  # one variable read: shown
+    ("p.append(x)", "L2,"),  # two read, neither named lst: L0-Bench prints none
+    ("lst_y = lst_x", "L2,lst_y:[7]"),
+])
+def test_shown_variables_follow_l0_benchs_rule(statement: str, line: str) -> None:
+    # Each line is what L0-Bench's tracer (@a722bac, Python 3.12.1) prints for the statement, spaces removed.
+    source = f"def function(x, lst_x, p):\n\t{statement}\n\treturn"
+    assert trace_program(source, {"x": 2, "lst_x": [7], "p": [1]}, 10, "upstream").lines[0] == line
+
+
 def test_a_run_that_raises_has_no_trace_and_inputs_are_not_changed() -> None:
     program = TracedProgram(POPS)
     assert program.run({"lst_x": [5]}, 100) is None  # pop from an empty list
@@ -155,8 +186,10 @@ def test_programs_outside_the_grammar_are_refused(source: str, problem: str) -> 
         ("a = ().__class__", "Attribute"),
         ("a = f(x)", "Call"),
         ("a = x * 2", "Mult"),
-        ("a = x < 2", "Lt"),
-        ("a = 1 == x == 1", "chained comparison"),
+        ("a = x <= 2", "LtE"),
+        ("a = 1 < x in lst_x", "In"),
+        ("a = len(x, x)", "Call"),
+        ("a = lst_x.pop()", "Call"),
         ("a = 'text'", "Constant 'text'"),
         ("a = [x]", "List"),
         ("lst_x.append(x.real)", "Attribute"),

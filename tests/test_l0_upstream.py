@@ -8,6 +8,7 @@ sample_bin_limit 10 and num_processes 2 (settings.json). Under profile upstream 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 import re
@@ -16,10 +17,11 @@ from typing import Any
 
 import pytest
 from faults import one_error_line
+from l0_paper import run_paper_group
 from shared_paths import shared_dir
 
 from levante_tasks.cli import main
-from levante_tasks.l0 import aggregate, backends, budget, store, task, upstream_aggregate
+from levante_tasks.l0 import aggregate, backends, budget, store, task, upstream, upstream_aggregate
 from levante_tasks.l0.config import ConfigError, from_mapping
 from levante_tasks.l0.config_file import load_config
 from levante_tasks.l0.tracer import TracedProgram
@@ -127,6 +129,59 @@ def test_upstream_config_errors_are_named(change: dict, problem: str) -> None:
     data = {k: v for k, v in data.items() if v is not None}
     with pytest.raises(ConfigError, match="^" + re.escape(problem)):
         from_mapping(data)
+
+
+# L0-Bench's generator (@a722bac, Python 3.12.1, example_easy with these changes) drew 40 programs from a grammar
+# whose expressions use its words `<`, `>` and `len(`; shared/l0-upstream holds no such grammar, so digests of its
+# data file's ids, inputs (keys sorted) and target traces are kept here.
+LEN_COMPARE = {"generate_limit": 40, "sample_bin_limit": 20, "num_processes": 2, "overwritten_terminal": "",
+               "overwritten_grammar": "<list_op> ::= <list_var> .append( len( <list_var> ) ) | <list_var> .append( "
+                                      "<operand> ) | <list_var> .pop() @@ <bool_expr> ::= <operand> > <number> | "
+                                      "len( <list_var> ) < <operand> | <operand> < <operand> < <number>"}
+LEN_COMPARE_DIGESTS = ("fe76d6e6a2acd22288e561ac30eb4b00ec0fc344a43f6b192695692fdac54488",
+                       "00e88b2f4eb47759b1ac33c0d4fe9bd9a9d182f5a568c389214753426a8dddf2",
+                       "e0d7c36eea0f15b1870be4447a359a9efa0dd341506ca557346aedd343609076")
+
+
+def _easy_yaml(folder: Path, name: str, **changes: object) -> Path:
+    """L0-Bench's example_easy.yaml with some settings changed, written as `name` in `folder`."""
+    path = folder / name
+    path.write_text(json.dumps({**read_yaml(CONFIGS / "example_easy.yaml"), **changes}), encoding="utf-8")
+    return path
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(value.encode() if isinstance(value, str) else json.dumps(value, sort_keys=True).encode()
+                          ).hexdigest()
+
+
+def test_less_greater_and_len_overrides_give_l0_benchs_programs(tmp_path: Path) -> None:
+    config = _easy_yaml(tmp_path, "len.yaml", **LEN_COMPARE)
+    pool, _ = upstream.draw_pool(load_config(config))
+    assert (_digest("\n".join(p["id"] for p in pool)), _digest([p["inputs"] for p in pool]),
+            _digest([p["trace"] for p in pool])) == LEN_COMPARE_DIGESTS
+    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d")]) == 0
+    assert any("len(" in json.loads(row)["program"] for row in (tmp_path / "d" / store.PROGRAMS).open())
+    unused = f"{LEN_COMPARE['overwritten_grammar']} @@ <never_read> ::= abs( <var> )"  # L0-Bench never expands it
+    load_config(_easy_yaml(tmp_path, "unused.yaml", **{**LEN_COMPARE, "overwritten_grammar": unused}))
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"overwritten_grammar": "<expr> ::= <operand> | abs( <var> )"},
+     "bad.yaml: overwritten_grammar: <expr> ::= abs( <var> ): `abs(` is neither a symbol with a rule or terminals "
+     "nor a word L0-Bench's generator knows"),
+    ({"overwritten_grammar": "<stmt> ::= <assignment> | <loop>"}, "bad.yaml: overwritten_grammar: <stmt> ::= <loop>"),
+    ({"overwritten_terminal": "<number> ::= 1.5 | 2"},
+     "bad.yaml: overwritten_terminal: <number> ::= 1.5: input values are drawn from <number>"),
+    ({"overwritten_grammar": "<expr> ::= <list_var> .pop()", "overwritten_terminal": ""},
+     "bad.yaml: overwritten_grammar / overwritten_terminal: a drawn program has the line `"),
+])
+def test_overrides_l0_bench_cannot_run_or_we_cannot_trace_are_refused(change: dict, problem: str, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    config = _easy_yaml(tmp_path, "bad.yaml", **{**LEN_COMPARE, **change})
+    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d")]) == 2
+    assert problem in one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "d").exists()
 
 
 # --- step limit ---------------------------------------------------------------------------------------------
@@ -330,6 +385,17 @@ def test_lmms_eval_reports_upstreams_aggregation_and_the_profile(generated: Path
     records = [s["l0_trace_acc"] for s in out["samples"]["l0_trace_bin2"]]
     assert row["l0_pass_at_15,none"] == pytest.approx(aggregate.pass_at_15(records))
     assert row["l0_pass_at_15,none"] == pytest.approx(1 - math.prod(1 - 15 / j for j in range(16, 32)))
+
+
+def test_paper_group_runs_unlabelled_on_upstream_profile_data(generated: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(task.DATA_ENV, str(generated))
+    out, table = run_paper_group(tmp_path, {1: 1, 3: 2})  # the reference data has two bins
+    for name in ("l0_trace_bin1", "l0_trace_bin2"):
+        config = out["configs"][name]
+        assert config["metadata"]["l0"]["comparable_with_paper"] is True and config.get("task_alias") is None
+        assert out["results"][name]["l0_trace_acc,none"] == 1.0
+    assert "not comparable" not in table and out["results"]["l0_trace_paper_test"]["l0_trace_acc,none"] == 1.0
 
 
 def test_budgets_count_with_a_named_tokenizer(generated: Path, tmp_path: Path,

@@ -27,6 +27,8 @@ THINKING_ENV = "LEVANTE_L0_THINKING"  # 1: budgets for thinking models (x20, cap
 MAX_SEQ_LEN_ENV = "LEVANTE_L0_MAX_SEQ_LEN"  # the cap's sequence length (L0-Bench: 32768)
 TOKENIZER_ENV = "LEVANTE_L0_TOKENIZER"  # a local Hugging Face tokenizer to count budget tokens with
 PROMPT_ENV = "LEVANTE_L0_PROMPT"  # the prompt variant (prompt.PROMPT_VARIANTS; default: L0-Bench's default prompt)
+PAPER_SPLIT = "paper"  # `metadata.l0.split` of the l0_trace_paper group's tasks: a split of L0-Bench's table
+PAPER_PROFILE = "upstream"  # the only profile whose numbers that table can be compared with (docs/l0.md)
 
 
 def budget_settings() -> dict[str, Any]:
@@ -102,6 +104,12 @@ def load_bin_docs(bin_number: int) -> list[dict[str, Any]]:
     return selected
 
 
+def paper_label(task_name: str, profile: str) -> str:
+    """The alias a paper-split task gets on data of another profile: its results row and lmms-eval's printed table
+    say that its numbers (and the l0_trace_paper row above them) are not L0-Bench's table's."""
+    return f"{task_name} [{profile}-profile data: not comparable with L0-Bench's table, needs profile {PAPER_PROFILE}]"
+
+
 class L0TraceTask(BothKindsTask):
     """One bin of L0 trace documents (the YAML's `metadata.l0.bin`), for simple and chat models alike."""
 
@@ -118,9 +126,13 @@ class L0TraceTask(BothKindsTask):
         profile = docs[0]["profile"]
         # lmms-eval writes the task config into results.json: the profile, the budget rule, the prompt and how each
         # model class takes the stop string and budgets travel with the scores
-        self.config.metadata = {**self.config.metadata, "l0": {
-            **self.config.metadata["l0"], "profile": profile, "prompt": variant,
-            "budget": {**settings, "request_cap": budget.request_cap(profile)}, "backends": backends.NOTES}}
+        l0 = {**self.config.metadata["l0"], "profile": profile, "prompt": variant,
+              "budget": {**settings, "request_cap": budget.request_cap(profile)}, "backends": backends.NOTES}
+        if l0.get("split") == PAPER_SPLIT:
+            l0["comparable_with_paper"] = profile == PAPER_PROFILE
+            if profile != PAPER_PROFILE:
+                self.config.task_alias = paper_label(self.config.task, profile)
+        self.config.metadata = {**self.config.metadata, "l0": l0}
 
     def construct_requests(self, doc_id: int, ctx: str, **kwargs: Any) -> list[Instance] | Instance:
         """The request with this document's own max_new_tokens (unless `--gen_kwargs max_new_tokens=N` set one)."""

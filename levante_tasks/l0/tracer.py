@@ -6,7 +6,7 @@ each assignment the assigned variable, after each `.append`/`.pop` the list, and
 and `while` test (once evaluated) and `return`. A trace line is `L<line>,<var>:<value>` (value with spaces
 removed) or `L<line>,`.
 Programs are checked against the grammar's statements and expressions before they run (`augment` executes
-programs read from a dataset folder), and run without builtins.
+programs read from a dataset folder), and run with `len` as the only builtin.
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 FUNCTION_NAME = "function"
 LIST_METHODS = ("append", "pop")
+# What L0-Bench's words can write in an expression besides + and -: `==`, `!=`, `<`, `>` (chains too) and `len(`.
+COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.Gt)
+LENGTH = "len"
 _EVENT = "_l0_event"  # _l0_event(line) or _l0_event(line, name, value)
 _TEST = "_l0_test"  # _l0_test(line, condition) -> condition: one event per evaluation of a `while` test
 _RESERVED_PREFIX = "_l0"
@@ -62,15 +65,39 @@ def upstream_cut(lines: tuple[str, ...], finished: bool, max_steps: int, failed_
     return None
 
 
-def _shown_names(tree: ast.Module) -> dict[int, str]:
-    """Per statement line, the variable its trace line shows (assignment target, list of .append/.pop)."""
-    shown: dict[int, str] = {}
-    for node in ast.walk(tree):
+def _shown_names(tree: ast.Module) -> dict[int, tuple[str, ...]]:
+    """Per statement line, the variables its trace line may show, as L0-Bench's tracer picks them (`pick_shown`
+    keeps those it prints): an assignment's target; every variable an `.append`/`.pop` line reads, in the order
+    of the function's local variables (parameters, then first use)."""
+    func = tree.body[0]
+    order = {name: rank for rank, name in enumerate(_local_order(func))}  # type: ignore[arg-type]
+    shown: dict[int, tuple[str, ...]] = {}
+    for node in ast.walk(func):
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            shown[node.lineno] = node.targets[0].id
+            shown[node.lineno] = (node.targets[0].id,)
         elif isinstance(node, ast.stmt) and _list_call(node) is not None:
-            shown[node.lineno] = _list_call(node)  # type: ignore[assignment]
+            read = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in order},
+                          key=order.__getitem__)  # a name that is no local (`len`) is never in the state
+            shown[node.lineno] = tuple(read)
     return shown
+
+
+def pick_shown(names: Sequence[str]) -> tuple[str, ...]:
+    """The variables a trace line prints among those it may show and that are set: all of them when there is one,
+    else those whose name holds `lst` (`lst_x.append(a)` prints lst_x, `lst_x.append(len(lst_y))` both lists)."""
+    return tuple(names if len(names) <= 1 else [name for name in names if "lst" in name])
+
+
+def _render_state(names: Sequence[str], values: Sequence[Any]) -> str:
+    """The part of a trace line after `L<line>,`: `name:value` pairs joined by commas (none: empty)."""
+    return ",".join(f"{name}:{render_value(value)}" for name, value in zip(names, values, strict=True))
+
+
+def _local_order(func: ast.FunctionDef) -> tuple[str, ...]:
+    """The function's local variables in CPython's order (its frame's `f_locals` order, which L0-Bench prints)."""
+    code = compile(ast.Module(body=[func], type_ignores=[]), "<l0-program>", "exec")
+    inner = next(const for const in code.co_consts if isinstance(const, type(code)))
+    return inner.co_varnames
 
 
 def render_value(value: object) -> str:
@@ -92,8 +119,9 @@ def _event(line: int, *named: ast.expr) -> ast.stmt:
     return ast.Expr(value=_call(_EVENT, line, *named), **_at(line))
 
 
-def _named_event(line: int, name: str) -> ast.stmt:
-    return _event(line, ast.Constant(name, **_at(line)), ast.Name(id=name, ctx=ast.Load(), **_at(line)))
+def _named_event(line: int, names: tuple[str, ...]) -> ast.stmt:
+    pairs = [(ast.Constant(name, **_at(line)), ast.Name(id=name, ctx=ast.Load(), **_at(line))) for name in names]
+    return _event(line, *(part for pair in pairs for part in pair))
 
 
 def _list_call(node: ast.stmt) -> str | None:
@@ -104,6 +132,12 @@ def _list_call(node: ast.stmt) -> str | None:
     if isinstance(func, ast.Attribute) and func.attr in LIST_METHODS and isinstance(func.value, ast.Name):
         return func.value.id
     return None
+
+
+def _is_length_call(node: ast.expr) -> bool:
+    """Whether `node` is `len(<one expression>)`, the one call L0-Bench's words can write inside an expression."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == LENGTH
+            and len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred))
 
 
 def _check_expr(node: ast.expr, line: int) -> None:
@@ -121,13 +155,13 @@ def _check_expr(node: ast.expr, line: int) -> None:
         problem = None if isinstance(node.op, ast.USub) else type(node.op).__name__
         children = [node.operand]
     elif isinstance(node, ast.Compare):
-        if len(node.ops) != 1:
-            problem = "chained comparison"
-        elif not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
-            problem = type(node.ops[0]).__name__
+        wrong = [op for op in node.ops if not isinstance(op, COMPARISONS)]
+        problem = type(wrong[0]).__name__ if wrong else None
         children = [node.left, *node.comparators]
     elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
         children = [node.slice]
+    elif _is_length_call(node):
+        children = [node.args[0]]  # type: ignore[attr-defined]
     else:
         problem = type(node).__name__
     if problem is not None:
@@ -146,7 +180,7 @@ def _check_list_call(node: ast.Expr, line: int) -> None:
         _check_expr(arg, line)
 
 
-def _instrument_block(body: list[ast.stmt]) -> list[ast.stmt]:
+def _instrument_block(body: list[ast.stmt], shown: Mapping[int, tuple[str, ...]]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for node in body:
         line = node.lineno
@@ -154,18 +188,20 @@ def _instrument_block(body: list[ast.stmt]) -> list[ast.stmt]:
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 raise ProgramError(f"line {line}: only `<name> = <expression>` assignments are supported")
             _check_expr(node.value, line)
-            out += [node, _named_event(line, node.targets[0].id)]
+            out += [node, _named_event(line, pick_shown(shown[line]))]
         elif _list_call(node) is not None:
             _check_list_call(node, line)
-            out += [node, _named_event(line, _list_call(node))]
+            out += [node, _named_event(line, pick_shown(shown[line]))]
         elif isinstance(node, ast.If) and not node.orelse:
             _check_expr(node.test, line)
             test = _call(_TEST, line, node.test)  # recorded once the test has been evaluated, as for `while`
-            out.append(ast.copy_location(ast.If(test=test, body=_instrument_block(node.body), orelse=[]), node))
+            out.append(ast.copy_location(ast.If(test=test, body=_instrument_block(node.body, shown), orelse=[]),
+                                       node))
         elif isinstance(node, ast.While) and not node.orelse:
             _check_expr(node.test, line)
             test = _call(_TEST, line, node.test)
-            out.append(ast.copy_location(ast.While(test=test, body=_instrument_block(node.body), orelse=[]), node))
+            out.append(ast.copy_location(ast.While(test=test, body=_instrument_block(node.body, shown), orelse=[]),
+                                       node))
         elif isinstance(node, ast.Return):
             if node.value is not None:
                 _check_expr(node.value, line)
@@ -175,8 +211,9 @@ def _instrument_block(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def parse_program(source: str) -> tuple[ast.Module, list[str]]:
-    """Parse and check an L0 program; returns the instrumented module and the parameter names in order."""
+def parse_program(source: str) -> tuple[ast.Module, list[str], dict[int, tuple[str, ...]]]:
+    """Parse and check an L0 program; returns the instrumented module, the parameter names in order and the
+    variables each line's trace shows (`_shown_names`)."""
     reserved = _RESERVED.search(source)
     if reserved:
         raise ProgramError(f"`{reserved.group()}`: names starting with {_RESERVED_PREFIX} are reserved for the tracer")
@@ -190,8 +227,12 @@ def parse_program(source: str) -> tuple[ast.Module, list[str]]:
     args = func.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults or func.decorator_list:
         raise ProgramError(f"line {func.lineno}: parameters must be plain names")
-    func.body = _instrument_block(func.body)
-    return tree, [a.arg for a in args.args]
+    try:
+        shown = _shown_names(tree)
+    except SyntaxError as exc:
+        raise ProgramError(f"line {exc.lineno}: {exc.msg}") from None
+    func.body = _instrument_block(func.body, shown)
+    return tree, [a.arg for a in args.args], shown
 
 
 class _Recorder:
@@ -204,7 +245,7 @@ class _Recorder:
     def event(self, line: int, *named: Any) -> None:
         if len(self.lines) >= self.max_steps:
             raise _StepLimit
-        self.lines.append(f"L{line}," + (f"{named[0]}:{render_value(named[1])}" if named else ""))
+        self.lines.append(f"L{line}," + _render_state(named[0::2], named[1::2]))
 
     def test(self, line: int, condition: Any) -> Any:
         self.event(line)
@@ -215,8 +256,7 @@ class TracedProgram:
     """An L0 program compiled once with its trace calls, run on any number of inputs."""
 
     def __init__(self, source: str) -> None:
-        tree, self.params = parse_program(source)
-        self._shown = _shown_names(ast.parse(source))
+        tree, self.params, self._shown = parse_program(source)
         self.source = source
         self._code = compile(tree, "<l0-program>", "exec")
 
@@ -237,7 +277,7 @@ class TracedProgram:
         """(the lines recorded, stopped at `max_steps`; whether the run returned or hit the limit)."""
         self._failed_line = ""
         recorder = _Recorder(max_steps)
-        namespace: dict[str, Any] = {"__builtins__": {}, _EVENT: recorder.event, _TEST: recorder.test}
+        namespace: dict[str, Any] = {"__builtins__": {LENGTH: len}, _EVENT: recorder.event, _TEST: recorder.test}
         exec(self._code, namespace)
         function: Callable[..., Any] = namespace[FUNCTION_NAME]
         try:
@@ -261,9 +301,9 @@ class TracedProgram:
         if frame_tb is None:
             return ""
         line = frame_tb.tb_lineno
-        name = self._shown.get(line)
         state = frame_tb.tb_frame.f_locals
-        return f"L{line}," + (f"{name}:{render_value(state[name])}" if name is not None and name in state else "")
+        names = pick_shown([name for name in self._shown.get(line, ()) if name in state])
+        return f"L{line}," + _render_state(names, [state[name] for name in names])
 
 
 def trace_program(source: str, inputs: Mapping[str, Any], max_steps: int, step_rule: str = "exact") -> Trace | None:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.dataset import program_id
-from levante_tasks.l0.tracer import TracedProgram
+from levante_tasks.l0.tracer import ProgramError, TracedProgram
 from levante_tasks.l0.upstream_grammar import UpstreamSampler, build_terminals, draw_value, kind_of_parameter
 
 AUGMENT_TRIES = 10_000  # L0-Bench's MAX_AUGMENT_LOOPS
@@ -82,11 +83,27 @@ def _check(source: str, inputs: dict[str, Any], seen: set[str],
         return "short", None
     if len(lines) >= config.max_code_lines:
         return "long", None
-    trace = TracedProgram(source).run(inputs, config.max_trace_steps, "upstream")
+    try:
+        program = TracedProgram(source)
+    except ProgramError as exc:
+        raise UpstreamGenerationError(f"overwritten_grammar / overwritten_terminal: a drawn program has "
+                                      f"{_offending_line(source, str(exc))}, which this tracer does not reproduce "
+                                      f"(it supports the expressions grammar_v0 and L0-Bench's `<`, `>`, `len(` "
+                                      f"words write): {exc}") from None
+    trace = program.run(inputs, config.max_trace_steps, "upstream")
     if trace is None:
         return "exec_error", None
     return "", {"id": identity, "bin": 0, "program": source, "inputs": inputs, "trace": list(trace.lines),
                 "truncated": trace.truncated, "steps": len(trace.lines), "num_lines": len(lines)}
+
+
+def _offending_line(source: str, problem: str) -> str:
+    """`the line `...`` a tracer error names (`line N: ...`), or `a line` when it names none."""
+    found = re.match(r"line (\d+):", problem)
+    lines = source.split("\n")
+    if found is None or not 1 <= int(found.group(1)) <= len(lines):
+        return "a line"
+    return f"the line `{lines[int(found.group(1)) - 1].strip()}`"
 
 
 def arange_thresholds(keys: Sequence[float], num_bins: int) -> list[float]:

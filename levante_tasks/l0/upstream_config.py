@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from levante_tasks.l0.upstream_grammar import GRAMMAR_VERSIONS, UpstreamRuleError, parse_overrides
+from levante_tasks.l0.upstream_grammar import GRAMMAR_VERSIONS, UpstreamRuleError, check_overrides
 
 PROFILES = ("default", "upstream")
 ACTIONS = ("generate", "sample", "augment")
@@ -98,7 +98,7 @@ def check_upstream_settings(value: Any) -> dict[str, Any]:
         if not isinstance(settings[key], str):
             raise ConfigError(f"{key}: expected `<symbol> ::= a | b` rules joined by @@, got {settings[key]!r}")
     try:
-        parse_overrides(settings["overwritten_grammar"], settings["overwritten_terminal"])
+        check_overrides(settings["overwritten_grammar"], settings["overwritten_terminal"])
     except UpstreamRuleError as exc:
         raise ConfigError(str(exc)) from None
     return settings

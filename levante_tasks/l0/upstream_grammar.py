@@ -160,6 +160,34 @@ def build_terminals(max_num: int, max_while_loop: int, max_list_len: int,
     return pools
 
 
+def check_overrides(grammar: str, terminal: str) -> None:
+    """Refuse overrides L0-Bench's generator would crash on: a rule reachable from `<program>` with a word that is
+    neither a symbol it can expand nor one of its own words (WORDS: `<`, `>` and `len(` are among them), or a
+    `<number>` that is not an integer (input values are drawn from it)."""
+    rules = build_rules(1, grammar)
+    pools = {*default_pools(0, 0, 0), *(symbol for symbol, _ in parse_overrides("", terminal)[1])}
+    known = {*pools, *READ_SYMBOLS, *WORDS, CLOSE_LOOP}
+    seen, todo = {"<program>"}, ["<program>"]
+    while todo:
+        symbol = todo.pop()
+        for alternative in rules[symbol]:
+            for word in alternative:
+                if word in rules and word not in seen:
+                    seen.add(word)
+                    todo.append(word)
+                elif word not in rules and word not in known and not word.startswith(LOOP_VARIABLE_PREFIX):
+                    text = " ".join(alternative).replace("\n", "\\n")
+                    raise UpstreamRuleError(f"overwritten_grammar: {symbol} ::= {text}: `{word}` is neither a symbol "
+                                            "with a rule or terminals nor a word L0-Bench's generator knows")
+    for symbol, words in parse_overrides("", terminal)[1]:
+        for word in words if symbol == "<number>" else ():
+            try:
+                int(word)
+            except ValueError:
+                raise UpstreamRuleError(f"overwritten_terminal: <number> ::= {word}: input values are drawn from "
+                                        "<number>, so it holds integers only") from None
+
+
 def numpy_legacy_stream(seed: int) -> random.Random:
     """A generator whose `random()` equals numpy's `np.random.seed(seed); np.random.random()` sequence."""
     state = [seed & 0xFFFFFFFF]
