@@ -131,7 +131,8 @@ def test_rerun_reproduces_a_genuine_run_on_seeded_items(fixed_run: Path, data: P
     where = f"fixed/{results_file(fixed_run).name}"
     assert (status, err) == (0, [])
     assert out.splitlines() == [
-        f"rerun: {where}: re-running 1 of 4 items through levante_fixed (letter=B): {item.label()}",
+        f"rerun: {where}: re-running 1 of 4 items through levante_fixed (letter=B) at revision unknown (what "
+        f"the checkpoint holds now): {item.label()}",
         f"rerun: {where}: {item.label()}: same response",
         "verified 1 run(s), 2 task(s); re-ran 1 item(s), 0 differ: no mismatches"]
     assert list(tmp_path.iterdir()) == []
@@ -249,5 +250,21 @@ def test_tiny_checkpoint_greedy_reruns_reproduce_and_an_edited_response_is_caugh
         f"rerun: {where}: {edited.label()}: MISMATCH: response differs: saved \"A\", re-run {again}",
         f"rerun: {where}: {kept.label()}: same response"])
     assert out.splitlines()[0] == (f"rerun: {where}: re-running 2 of 4 items through huggingface "
-                                   f"(pretrained={checkpoint.name},device_map=cpu): {edited.label()}, {kept.label()}")
+                                   f"(pretrained={checkpoint.name},device_map=cpu) at revision unknown (what the checkpoint holds "
+                                   f"now): {edited.label()}, {kept.label()}")
     assert len(err) == 1
+
+
+def test_a_hub_checkpoint_reruns_at_the_revision_the_run_recorded() -> None:
+    """A levante adapter records its revision in its answers, not in model_args: the re-run pins it, so it loads the
+    files the run used and not the hub's current ones; a path, or a revision already pinned, is left as it is."""
+    commit, other = "a" * 40, "b" * 40
+    assert rerun_mod.pinned_model_args("pretrained=org/vlm,dtype=bf16", commit) == (
+        f"pretrained=org/vlm,dtype=bf16,revision={commit}")
+    assert rerun_mod.pinned_model_args("pretrained=org/vlm,revision=main", commit) == (
+        f"pretrained=org/vlm,revision={commit}")
+    assert rerun_mod.pinned_model_args(f"pretrained=org/vlm,revision={other}", commit) == (
+        f"pretrained=org/vlm,revision={other}")
+    assert rerun_mod.pinned_model_args("pretrained=./ckpt", commit) == "pretrained=./ckpt"
+    assert rerun_mod.pinned_model_args("pretrained=org/vlm", "unknown") == "pretrained=org/vlm"
+    assert rerun_mod.pinned_model_args("letter=B", commit) == "letter=B"

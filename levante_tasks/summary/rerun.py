@@ -32,7 +32,7 @@ from typing import Any
 from levante_tasks.errors import LevanteError
 from levante_tasks.runs.discover import INSPECT_AI, discover, folder_label
 from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
-from levante_tasks.runs.model import parse_model_args, redact_model_args
+from levante_tasks.runs.model import HEX40, find_answer, model_identity, parse_model_args, path_like, redact_model_args
 from levante_tasks.schema import layout
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.schema.task_source import TASKS_DIR
@@ -69,6 +69,7 @@ class RerunPlan:
     results: dict[str, Any]
     items: list[Item]
     pool: int
+    revision: str  # the recorded revision (runs.model.model_identity: model_args, answers, snapshot path) or unknown
 
 
 def lmms_eval_process(args: list[str], *, cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
@@ -118,15 +119,30 @@ def _kv_text(value: Any) -> str:
     return str(value or "")
 
 
-def rerun_arguments(results: Mapping[str, Any], items: list[Item], out: Path) -> tuple[list[str], list[dict[str, Any]]]:
+def pinned_model_args(model_args: Any, revision: str) -> str:
+    """The recorded model_args, with `revision=<the recorded revision>` added when they name a hub checkpoint
+    (`pretrained=` not a path) without a 40-hex revision while the run recorded one elsewhere (a levante adapter's
+    answers): the re-run then loads the revision the run used, not the hub's current files."""
+    text, args = _kv_text(model_args), parse_model_args(model_args)
+    hub = args.get("pretrained") and not path_like(args["pretrained"])
+    if hub and not HEX40.fullmatch(args.get("revision", "")) and HEX40.fullmatch(revision):
+        kept = ",".join(f"{k}={v}" for k, v in args.items() if k != "revision")
+        return f"{kept},revision={revision}"
+    return text
+
+
+def rerun_arguments(results: Mapping[str, Any], items: list[Item], out: Path,
+                    revision: str = "unknown") -> tuple[list[str], list[dict[str, Any]]]:
     """(lmms-eval's command-line arguments but `--config`, its `--config` list: one run per item, writing to
-    `out/item-<i>`), both from what the results file recorded."""
+    `out/item-<i>`), both from what the results file recorded (`revision`: the run's, pinned_model_args)."""
     run = results["config"]
     cli = run.get("resolved_cli_args") if isinstance(run.get("resolved_cli_args"), Mapping) else {}
     args = ["--model", str(run.get("model"))]
-    for key in ("model_args", "gen_kwargs"):
-        if _kv_text(run.get(key)):
-            args += [f"--{key}", _kv_text(run.get(key))]
+    recorded = {"model_args": pinned_model_args(run.get("model_args"), revision),
+                "gen_kwargs": _kv_text(run.get("gen_kwargs"))}
+    for key, value in recorded.items():
+        if value:
+            args += [f"--{key}", value]
     args += ["--batch_size", str(run.get("batch_size") or 1)]
     if run.get("device"):
         args += ["--device", str(run["device"])]
@@ -254,7 +270,8 @@ def plan_reruns(run_dirs: list[Path], count: int, seed: int,
                                    "--rerun-trust-remote-code (nothing was run)")
             items, pool = sample_items(lines, count, seed)
             if items:
-                plans.append(RerunPlan(where, results, items, pool))
+                revision = model_identity(results, find_answer(lines))["revision"]
+                plans.append(RerunPlan(where, results, items, pool, revision))
     return plans, problems
 
 
@@ -271,7 +288,8 @@ def rerun(plan: RerunPlan, data_dir: Path | None = None, runner: Runner | None =
     one per item; mismatch lines)."""
     run = plan.results["config"]
     model = f"{run.get('model')} ({redact_model_args(run.get('model_args')) or 'no model_args'})"
-    header = (f"{plan.where}: re-running {len(plan.items)} of {plan.pool} items through {model}: "
+    header = (f"{plan.where}: re-running {len(plan.items)} of {plan.pool} items through {model} at revision "
+              f"{plan.revision if HEX40.fullmatch(plan.revision) else 'unknown (what the checkpoint holds now)'}: "
               + ", ".join(item.label() for item in plan.items))
     # lmms-eval runs in this process's working folder (a relative `pretrained=` path reads as it does for verify's
     # user) and writes into a temporary folder
@@ -282,7 +300,7 @@ def rerun(plan: RerunPlan, data_dir: Path | None = None, runner: Runner | None =
         env[layout.VERSION_ENV] = version
     with tempfile.TemporaryDirectory(prefix="levante-rerun-") as tmp:
         folder = Path(tmp)
-        args, runs = rerun_arguments(plan.results, plan.items, folder)
+        args, runs = rerun_arguments(plan.results, plan.items, folder, plan.revision)
         (folder / "runs.json").write_text(json.dumps(runs, indent=1), encoding="utf-8")  # JSON is YAML
         done = (runner or lmms_eval_process)([*args, "--config", str(folder / "runs.json")], cwd=Path.cwd(), env=env)
         if done.returncode != 0:
