@@ -250,8 +250,8 @@ def test_tiny_checkpoint_greedy_reruns_reproduce_and_an_edited_response_is_caugh
         f"rerun: {where}: {edited.label()}: MISMATCH: response differs: saved \"A\", re-run {again}",
         f"rerun: {where}: {kept.label()}: same response"])
     assert out.splitlines()[0] == (f"rerun: {where}: re-running 2 of 4 items through huggingface "
-                                   f"(pretrained={checkpoint.name},device_map=cpu) at revision unknown (what the checkpoint holds "
-                                   f"now): {edited.label()}, {kept.label()}")
+                                   f"(pretrained={checkpoint.name},device_map=cpu) at revision unknown (what the "
+                                   f"checkpoint holds now): {edited.label()}, {kept.label()}")
     assert len(err) == 1
 
 
