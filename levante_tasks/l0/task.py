@@ -1,7 +1,8 @@
 """The lmms-eval side of the `l0_trace` tasks: a task class that builds its documents, and the doc hooks.
 
 Documents come from `$LEVANTE_L0_DATA` (a folder written by `levante-tasks l0 generate` + `augment`), else they
-are generated in memory from `configs/default.yaml` (deterministic, a few seconds, once per process). The task
+are generated in memory from `configs/default.yaml` (deterministic, a few seconds, once per process). A task
+builds only its own bin's documents, one program at a time, into an Arrow file that the dataset memory-maps. The task
 YAML says which bin it holds (`metadata.l0.bin`). Simple and chat models get the same task
 (`levante_tasks.lmms.model_bridge.BothKindsTask`), as for the LEVANTE tasks.
 """
@@ -9,15 +10,20 @@ YAML says which bin it holds (`metadata.l0.bin`). Simple and chat models get the
 from __future__ import annotations
 
 import functools
+import itertools
 import os
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import datasets
+from datasets.arrow_writer import ArrowWriter
 from lmms_eval.api.instance import Instance
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.l0 import aggregate, budget, dataset, prompt, store
+from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.scoring import score_response
 from levante_tasks.lmms.model_bridge import BothKindsTask, RunStopped, generated_text
@@ -26,6 +32,8 @@ DATA_ENV = "LEVANTE_L0_DATA"
 THINKING_ENV = "LEVANTE_L0_THINKING"  # 1: budgets for thinking models (x20, capped by the sequence length)
 MAX_SEQ_LEN_ENV = "LEVANTE_L0_MAX_SEQ_LEN"  # the cap's sequence length (L0-Bench: 32768)
 TOKENIZER_ENV = "LEVANTE_L0_TOKENIZER"  # a local Hugging Face tokenizer to count budget tokens with
+ARROW_BATCH_ROWS = 256  # documents held in memory while the Arrow file is written
+_DOC_FOLDERS: list[tempfile.TemporaryDirectory] = []  # the tasks' Arrow files, kept until the process exits
 
 
 def budget_settings() -> dict[str, Any]:
@@ -57,33 +65,83 @@ def _token_counter() -> Callable[[str], int]:
 
 def with_budgets(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The documents with their own `max_new_tokens` (L0-Bench's per-document rule, `budget.py`)."""
+    return list(budgeted(docs))
+
+
+def budgeted(docs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """`with_budgets`, one document at a time."""
     settings, count = budget_settings(), _token_counter()
     for doc in docs:
         doc["max_new_tokens"] = budget.token_budget(doc["target"].split("\n"), doc["prompt"], count,
                                                     settings["thinking"], settings["max_seq_len"])
-    return docs
+        yield doc
 
 
-@functools.lru_cache(maxsize=2)
-def _all_docs(data_dir: str | None) -> tuple[str, tuple[dict[str, Any], ...]]:
-    """(where the documents came from, every document) for a data folder, or for the default config."""
+@functools.lru_cache(maxsize=1)
+def _default_rows() -> tuple[GenConfig, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The default config's programs and demonstration pools, made in memory once per process."""
+    config = load_config(DEFAULT_CONFIG)
+    items = list(dataset.generate(config).items)
+    pools, _ = dataset.augment(items, config)
+    return config, items, pools
+
+
+def _row_id(line: str) -> str:
+    """The id of a data-file line without parsing it: every row is written starting `{"id":"<id>",`."""
+    return line.split('"', 4)[3]
+
+
+def bin_docs(data_dir: str | None, bin_number: int) -> tuple[str, Iterator[dict[str, Any]]]:
+    """(where the documents come from, the documents of one bin in (program, voter) order, built one program
+    at a time: no other bin's documents and no whole data file are held in memory)."""
     if data_dir is None:
-        config = load_config(DEFAULT_CONFIG)
-        items = dataset.generate(config).items
-        pools, _ = dataset.augment(items, config)
-        return "the default config", tuple(prompt.build_docs(items, pools, config))
+        config, all_items, all_pools = _default_rows()
+        items = [item for item in all_items if item["bin"] == bin_number]
+        ids = {item["id"] for item in items}
+        return "the default config", _walk(items, (pool for pool in all_pools if pool["id"] in ids), config)
     folder = Path(data_dir)
     manifest = store.read_manifest(folder)
     config = store.manifest_config(folder, manifest)
-    items = store.read_rows(folder, manifest, store.PROGRAMS)
-    pools = store.read_rows(folder, manifest, store.FEWSHOTS)
-    return f"${DATA_ENV}", tuple(prompt.build_docs(items, pools, config))
+    marker = f'"bin":{bin_number},'  # rows start `{"id":"<id>","bin":<n>,`: skip other bins unparsed
+
+    def bin_items() -> Iterator[dict[str, Any]]:
+        rows = store.iter_rows(folder, manifest, store.PROGRAMS,
+                               lambda line: line.startswith(marker, len(_row_id(line)) + len('{"id":"",')))
+        return (row for row in rows if row["bin"] == bin_number)
+
+    ids = {item["id"] for item in bin_items()}
+    pools = store.iter_rows(folder, manifest, store.FEWSHOTS, lambda line: _row_id(line) in ids)
+    return f"${DATA_ENV}", _walk(bin_items(), pools, config)
+
+
+def _walk(items: Iterable[dict[str, Any]], pools: Iterator[dict[str, Any]],
+          config: GenConfig) -> Iterator[dict[str, Any]]:
+    """Documents item by item; `pools` holds the items' pools in item order (as augment writes them), less
+    those of dropped items."""
+    pending = next(pools, None)
+    for item in items:
+        if pending is not None and pending["id"] == item["id"]:
+            yield from prompt.build_docs([item], [pending], config)
+            pending = next(pools, None)
+
+
+def arrow_docs(docs: Iterable[dict[str, Any]]) -> datasets.Dataset:
+    """The documents written to an Arrow file as they come and read back memory-mapped (the file lives in a
+    temporary folder removed when the process exits)."""
+    folder = tempfile.TemporaryDirectory(prefix="levante-l0-docs-")
+    _DOC_FOLDERS.append(folder)
+    path = str(Path(folder.name) / "docs.arrow")
+    with ArrowWriter(path=path, writer_batch_size=ARROW_BATCH_ROWS) as writer:
+        for doc in docs:
+            writer.write(doc)
+        writer.finalize()
+    return datasets.Dataset.from_file(path)
 
 
 def load_bin_docs(bin_number: int) -> list[dict[str, Any]]:
-    """The documents of one bin, in (program, voter) order."""
-    source, docs = _all_docs(os.environ.get(DATA_ENV) or None)
-    selected = [dict(doc) for doc in docs if doc["bin"] == bin_number]
+    """The documents of one bin, in (program, voter) order, as a list (the task itself streams them)."""
+    source, docs = bin_docs(os.environ.get(DATA_ENV) or None, bin_number)
+    selected = list(docs)
     if not selected:
         raise LevanteError(f"bin {bin_number} has no programs in {source} (see the bin counts in its manifest)")
     return selected
@@ -97,12 +155,15 @@ class L0TraceTask(BothKindsTask):
         if isinstance(number, bool) or not isinstance(number, int):
             raise RunStopped(f"{self.config.task}: the task YAML needs `metadata: {{l0: {{bin: <number>}}}}`")
         try:
-            docs = with_budgets(load_bin_docs(number))
             settings = budget_settings()
+            source, docs = bin_docs(os.environ.get(DATA_ENV) or None, number)
+            first = next(docs, None)
+            if first is None:
+                raise LevanteError(f"bin {number} has no programs in {source} (see the bin counts in its manifest)")
+            self.use_docs(arrow_docs(budgeted(itertools.chain([first], docs))))
         except LevanteError as exc:
             raise RunStopped(f"{self.config.task}: {exc}") from None
-        self.use_docs(docs)
-        profile = docs[0]["profile"]
+        profile = first["profile"]
         # lmms-eval writes the task config into results.json: the profile and budget rule travel with the scores
         self.config.metadata = {**self.config.metadata, "l0": {**self.config.metadata["l0"], "profile": profile,
                                                                "budget": settings}}
