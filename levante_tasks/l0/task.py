@@ -1,9 +1,9 @@
 """The lmms-eval side of the `l0_trace` tasks: a task class that builds its documents, and the doc hooks.
 
 Documents come from `$LEVANTE_L0_DATA` (a folder written by `levante-tasks l0 generate` + `augment`), else they
-are generated in memory from `configs/default.yaml` (deterministic, a few seconds, once per process). A task
-builds only its own bin's documents, one program at a time, into an Arrow file that the dataset memory-maps. The task
-YAML says which bin it holds (`metadata.l0.bin`). Simple and chat models get the same task
+are generated in memory from `configs/default.yaml` (deterministic, a few seconds, once per process). The task
+YAML says which bin it holds (`metadata.l0.bin`); a task builds only that bin's documents, one program at a
+time, into an Arrow file that its dataset memory-maps. Simple and chat models get the same task
 (`levante_tasks.lmms.model_bridge.BothKindsTask`), as for the LEVANTE tasks.
 """
 
