@@ -93,11 +93,11 @@ def test_programs_traces_bins_and_demonstrations_equal_upstreams(generated: Path
 
 
 @needs_reference
-def test_every_generated_program_in_order(generated: Path) -> None:
+def test_every_generated_program_in_order(generated: Path, tmp_path: Path) -> None:
     from levante_tasks.l0 import upstream
 
     config = load_config(generated.parent / "easy.yaml")
-    pool, _ = upstream.draw_pool(config)
+    pool = list(upstream.draw_pool(config, tmp_path).rows())
     reference = _rows("fid_easy.programs.jsonl.gz")
     assert [p["id"] for p in pool] == [r["id"] for r in reference]
     assert [p["inputs"] for p in pool] == [r["inputs"] for r in reference]

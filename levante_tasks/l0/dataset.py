@@ -6,9 +6,14 @@ Standard library only and deterministic: the same config gives the same items on
 from __future__ import annotations
 
 import hashlib
+import itertools
+import multiprocessing
 import random
+import tempfile
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from levante_tasks.l0 import bins
@@ -17,6 +22,7 @@ from levante_tasks.l0.generator import ProgramGenerator, draw_inputs
 from levante_tasks.l0.tracer import ProgramError, TracedProgram
 
 REJECTIONS = ("long", "no_inputs", "short", "duplicate", "exec_error")
+AUGMENT_BATCH_PER_JOB = 16  # items per worker process held at a time while augmenting
 
 
 def derive_seed(seed: int, *parts: object) -> int:
@@ -34,7 +40,7 @@ def program_id(source: str) -> str:
 class Generated:
     """Test items (bin order, then draw order) and what it took to find them."""
 
-    items: list[dict[str, Any]]
+    items: Iterable[dict[str, Any]]  # a list, or (profile upstream, streamed) an iterator over the spooled file
     stats: dict[str, Any]
 
 
@@ -82,11 +88,22 @@ def _draw_pool(config: GenConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]
 def generate(config: GenConfig) -> Generated:
     """Draw programs until `num_programs` are accepted (or every bin range is full), bin them, keep `per_bin`."""
     if config.profile == "upstream":
+        with tempfile.TemporaryDirectory(prefix="levante-l0-") as folder:
+            streamed = generate_into(config, Path(folder))
+            return Generated(list(streamed.items), streamed.stats)
+    return generate_into(config, None)
+
+
+def generate_into(config: GenConfig, folder: Path | None, jobs: int = 1) -> Generated:
+    """`generate`, with profile upstream's programs spooled in `folder` (drawn in `jobs` processes) and its
+    items an iterator reading them from there one at a time."""
+    if config.profile == "upstream":
         from levante_tasks.l0 import upstream  # it builds on this module
 
-        pool, stats = upstream.draw_pool(config)
+        assert folder is not None, "profile upstream spools its programs to a folder"
+        pool = upstream.draw_pool(config, folder, jobs)
         items, bin_stats = upstream.select(pool, config)
-        return Generated(items, {**stats, **bin_stats})
+        return Generated(items, {**pool.stats, **bin_stats})
     pool, stats = _draw_pool(config)
     if config.bin_ranges is not None:
         numbers = [bins.range_bin(item["steps"], config.bin_ranges) for item in pool]
@@ -130,22 +147,41 @@ def augment_item(item: dict[str, Any], config: GenConfig) -> dict[str, Any] | No
     return {"id": item["id"], "inputs": inputs_pool, "traces": traces}
 
 
-def augment(items: list[dict[str, Any]], config: GenConfig) -> tuple[list[dict[str, Any]], list[str]]:
+def augment(items: Iterable[dict[str, Any]], config: GenConfig) -> tuple[list[dict[str, Any]], list[str]]:
     """Demonstration pools for `items` (same order) and the ids of the programs dropped for lack of them.
 
     A program outside the grammar raises ProgramError naming its id.
     """
     pools, dropped = [], []
-    from levante_tasks.l0 import upstream  # it builds on this module
-
-    make_pool = upstream.augment_item if config.profile == "upstream" else augment_item
-    for item in items:
-        try:
-            pool = make_pool(item, config)
-        except ProgramError as exc:
-            raise ProgramError(f"program {item['id']}: {exc}") from None
+    for item, pool in augment_stream(items, config):
         if pool is None:
             dropped.append(item["id"])
         else:
             pools.append(pool)
     return pools, dropped
+
+
+def augment_stream(items: Iterable[dict[str, Any]], config: GenConfig,
+                   jobs: int = 1) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """(item, its demonstration pool or None when dropped) in item order, `jobs` processes working on
+    batches of items: only a batch is held at a time. A program outside the grammar raises ProgramError."""
+    if jobs <= 1:
+        yield from ((item, _pool_of((item, config))) for item in items)
+        return
+    batch_size = jobs * AUGMENT_BATCH_PER_JOB
+    with multiprocessing.get_context().Pool(jobs) as workers:
+        iterator = iter(items)
+        while batch := list(itertools.islice(iterator, batch_size)):
+            yield from zip(batch, workers.map(_pool_of, [(item, config) for item in batch]), strict=True)
+
+
+def _pool_of(job: tuple[dict[str, Any], GenConfig]) -> dict[str, Any] | None:
+    """One item's pool with the profile's rule (runs in a worker process)."""
+    from levante_tasks.l0 import upstream  # it builds on this module
+
+    item, config = job
+    make_pool = upstream.augment_item if config.profile == "upstream" else augment_item
+    try:
+        return make_pool(item, config)
+    except ProgramError as exc:
+        raise ProgramError(f"program {item['id']}: {exc}") from None

@@ -11,11 +11,12 @@ import hashlib
 import json
 import platform
 import shutil
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
-from levante_tasks.errors import LevanteError, display_path
+from levante_tasks.errors import LevanteError, display_path, problem_text
 from levante_tasks.l0.config import ConfigError, GenConfig, from_mapping
 from levante_tasks.l0.dataset import Generated
 from levante_tasks.l0.grammar import GRAMMAR
@@ -25,6 +26,8 @@ SCHEMA = 1
 MANIFEST = "manifest.json"
 PROGRAMS = "programs.jsonl"
 FEWSHOTS = "fewshots.jsonl"
+SCRATCH = ".scratch"  # generate's spool inside the staging folder, deleted before the swap
+HASH_CHUNK = 1 << 20
 
 
 def jsonl_text(rows: list[dict[str, Any]]) -> str:
@@ -46,15 +49,33 @@ def _manifest_text(manifest: dict[str, Any]) -> str:
     return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_generated(out_dir: Path, config: GenConfig, generated: Generated) -> None:
+def _write_rows(folder: Path, name: str, rows: Iterable[dict[str, Any]]) -> tuple[str, int]:
+    """Write `rows` one at a time (never all in memory); their sha256 and count."""
+    digest, count = hashlib.sha256(), 0
+    with (folder / name).open("wb") as handle:
+        for row in rows:
+            data = jsonl_text([row]).encode("utf-8")
+            digest.update(data)
+            handle.write(data)
+            count += 1
+    return digest.hexdigest(), count
+
+
+def write_generated(out_dir: Path, config: GenConfig, produce: Callable[[Path], Generated]) -> Generated:
     """Replace `out_dir` by a folder holding the manifest and the test programs (no demonstrations yet).
 
-    Only an absent or empty folder, or an earlier L0 dataset (it holds the manifest), is replaced."""
+    `produce(scratch)` generates them (it may spool in `scratch`, which is deleted after); an error it raises
+    leaves `out_dir` as it was. Only an absent or empty folder, or an earlier L0 dataset (it holds the
+    manifest), is replaced."""
     out_dir = replaceable_dir(out_dir, MANIFEST, "L0 dataset")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(out_dir.parent)
     with staged_dir(out_dir) as staging:
-        digest = _write(staging, PROGRAMS, jsonl_text(generated.items))
+        scratch = staging / SCRATCH
+        scratch.mkdir()
+        generated = produce(scratch)
+        digest, _ = _write_rows(staging, PROGRAMS, generated.items)
+        shutil.rmtree(scratch)
         manifest = {
             "schema": SCHEMA,
             "generator": "levante-tasks l0 generate",
@@ -66,24 +87,33 @@ def write_generated(out_dir: Path, config: GenConfig, generated: Generated) -> N
             "files": {PROGRAMS: digest},
         }
         _write(staging, MANIFEST, _manifest_text(manifest))
+    return generated
 
 
-def write_augmented(data_dir: Path, manifest: dict[str, Any], pools: list[dict[str, Any]], dropped: list[str]) -> None:
-    """Replace `data_dir` by a copy with `fewshots.jsonl` and the manifest's `augment` section added."""
+def write_augmented(data_dir: Path, manifest: dict[str, Any], pools: Iterable[dict[str, Any]],
+                    dropped: list[str]) -> int:
+    """Replace `data_dir` by a copy with `fewshots.jsonl` and the manifest's `augment` section added; returns
+    how many pools it wrote. `pools` is written as it is consumed; `dropped` is read after (its producer may
+    fill it meanwhile), and an error `pools` raises leaves `data_dir` as it was."""
     clean_stale(data_dir.parent)
     with staged_dir(data_dir) as staging:
         shutil.copyfile(data_dir / PROGRAMS, staging / PROGRAMS)
-        digest = _write(staging, FEWSHOTS, jsonl_text(pools))
+        digest, count = _write_rows(staging, FEWSHOTS, pools)
         manifest = {**manifest, "files": {**manifest["files"], FEWSHOTS: digest},
-                    "augment": {"python": platform.python_version(), "programs": len(pools), "dropped": dropped}}
+                    "augment": {"python": platform.python_version(), "programs": count, "dropped": dropped}}
         _write(staging, MANIFEST, _manifest_text(manifest))
+    return count
+
+
+def _missing(path: Path) -> LevanteError:
+    hint = "run `levante-tasks l0 augment`" if path.name == FEWSHOTS else "run `levante-tasks l0 generate`"
+    return LevanteError(f"{display_path(path)}: no such file ({hint})")
 
 
 def _read_text(path: Path) -> str:
     text = read_optional_text(path)
     if text is None:
-        hint = "run `levante-tasks l0 augment`" if path.name == FEWSHOTS else "run `levante-tasks l0 generate`"
-        raise LevanteError(f"{display_path(path)}: no such file ({hint})")
+        raise _missing(path)
     return text
 
 
@@ -110,21 +140,42 @@ def manifest_config(data_dir: Path, manifest: dict[str, Any]) -> GenConfig:
 
 def read_rows(data_dir: Path, manifest: dict[str, Any], name: str) -> list[dict[str, Any]]:
     """The rows of one data file, after checking its sha256 against the manifest."""
+    return list(iter_rows(data_dir, manifest, name))
+
+
+def iter_rows(data_dir: Path, manifest: dict[str, Any], name: str,
+              wanted: Callable[[str], bool] | None = None) -> Iterator[dict[str, Any]]:
+    """The rows of one data file, one at a time, after checking the whole file's sha256 against the manifest
+    (read in chunks); with `wanted`, only the rows whose raw JSON line it accepts are parsed and yielded."""
     path = data_dir / name
     expected = manifest["files"].get(name)
     if expected is None:
         hint = "run `levante-tasks l0 augment`" if name == FEWSHOTS else "regenerate it"
         raise LevanteError(f"{display_path(data_dir / MANIFEST)}: lists no {name} ({hint})")
-    text = _read_text(path)
-    if _sha256(text.encode("utf-8")) != expected:
+    if _file_sha256(path) != expected:
         raise LevanteError(f"{display_path(path)}: does not match its sha256 in {MANIFEST} (edited or damaged)")
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LevanteError(f"{display_path(path)}: line {number}: invalid JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or "id" not in row:
-            raise LevanteError(f"{display_path(path)}: line {number}: expected an object with an id")
-        rows.append(row)
-    return rows
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if wanted is not None and not wanted(line):
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise LevanteError(f"{display_path(path)}: line {number}: invalid JSON ({exc.msg})") from None
+            if not isinstance(row, dict) or "id" not in row:
+                raise LevanteError(f"{display_path(path)}: line {number}: expected an object with an id")
+            yield row
+
+
+def _file_sha256(path: Path) -> str:
+    """The file's sha256, read a chunk at a time; a missing file is named with the step that writes it."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(HASH_CHUNK):
+                digest.update(chunk)
+    except FileNotFoundError:
+        raise _missing(path) from None
+    except OSError as exc:
+        raise LevanteError(f"{display_path(path)}: {problem_text(exc)}") from None
+    return digest.hexdigest()

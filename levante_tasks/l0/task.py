@@ -2,22 +2,28 @@
 
 Documents come from `$LEVANTE_L0_DATA` (a folder written by `levante-tasks l0 generate` + `augment`), else they
 are generated in memory from `configs/default.yaml` (deterministic, a few seconds, once per process). The task
-YAML says which bin it holds (`metadata.l0.bin`). Simple and chat models get the same task
+YAML says which bin it holds (`metadata.l0.bin`); a task builds only that bin's documents, one program at a
+time, into an Arrow file that its dataset memory-maps. Simple and chat models get the same task
 (`levante_tasks.lmms.model_bridge.BothKindsTask`), as for the LEVANTE tasks.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import datasets
+from datasets.arrow_writer import ArrowWriter
 from lmms_eval.api.instance import Instance
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.l0 import aggregate, backends, budget, dataset, prompt, store
+from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.scoring import score_response
 from levante_tasks.lmms.model_bridge import BothKindsTask, RunStopped, generated_text
@@ -29,6 +35,8 @@ TOKENIZER_ENV = "LEVANTE_L0_TOKENIZER"  # a local Hugging Face tokenizer to coun
 PROMPT_ENV = "LEVANTE_L0_PROMPT"  # the prompt variant (prompt.PROMPT_VARIANTS; default: L0-Bench's default prompt)
 PAPER_SPLIT = "paper"  # `metadata.l0.split` of the l0_trace_paper group's tasks: a split of L0-Bench's table
 PAPER_PROFILE = "upstream"  # the only profile whose numbers that table can be compared with (docs/l0.md)
+ARROW_BATCH_ROWS = 256  # documents held in memory while the Arrow file is written
+_DOC_FOLDERS: list[tempfile.TemporaryDirectory] = []  # the tasks' Arrow files, kept until the process exits
 
 
 def budget_settings() -> dict[str, Any]:
@@ -69,6 +77,11 @@ def _token_counter() -> Callable[[str], int]:
 def with_budgets(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The documents with their own `max_new_tokens` (L0-Bench's per-document rule and, under profile upstream,
     its per-request cap; `budget.py`) and whether the cap lowered it (`budget_capped`)."""
+    return list(budgeted(docs))
+
+
+def budgeted(docs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """`with_budgets`, one document at a time."""
     settings, count = budget_settings(), _token_counter()
     for doc in docs:
         wanted = budget.token_budget(doc["target"].split("\n"), doc["prompt"], count, settings["thinking"],
@@ -76,29 +89,75 @@ def with_budgets(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         cap = budget.request_cap(doc["profile"])
         doc["max_new_tokens"] = wanted if cap is None else min(wanted, cap)
         doc["budget_capped"] = doc["max_new_tokens"] < wanted
-    return docs
+        yield doc
 
 
-@functools.lru_cache(maxsize=2)
-def _all_docs(data_dir: str | None, variant: str = "default") -> tuple[str, tuple[dict[str, Any], ...]]:
-    """(where the documents came from, every document) for a data folder, or for the default config."""
+@functools.lru_cache(maxsize=1)
+def _default_rows() -> tuple[GenConfig, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The default config's programs and demonstration pools, made in memory once per process."""
+    config = load_config(DEFAULT_CONFIG)
+    items = list(dataset.generate(config).items)
+    pools, _ = dataset.augment(items, config)
+    return config, items, pools
+
+
+def _row_id(line: str) -> str:
+    """The id of a data-file line without parsing it: every row is written starting `{"id":"<id>",`."""
+    return line.split('"', 4)[3]
+
+
+def bin_docs(data_dir: str | None, bin_number: int,
+             variant: str = "default") -> tuple[str, Iterator[dict[str, Any]]]:
+    """(where the documents come from, the documents of one bin in (program, voter) order with prompt `variant`,
+    built one program at a time: no other bin's documents and no whole data file are held in memory)."""
     if data_dir is None:
-        config = load_config(DEFAULT_CONFIG)
-        items = dataset.generate(config).items
-        pools, _ = dataset.augment(items, config)
-        return "the default config", tuple(prompt.build_docs(items, pools, config, variant))
+        config, all_items, all_pools = _default_rows()
+        items = [item for item in all_items if item["bin"] == bin_number]
+        ids = {item["id"] for item in items}
+        return "the default config", _walk(items, (pool for pool in all_pools if pool["id"] in ids), config, variant)
     folder = Path(data_dir)
     manifest = store.read_manifest(folder)
     config = store.manifest_config(folder, manifest)
-    items = store.read_rows(folder, manifest, store.PROGRAMS)
-    pools = store.read_rows(folder, manifest, store.FEWSHOTS)
-    return f"${DATA_ENV}", tuple(prompt.build_docs(items, pools, config, variant))
+    marker = f'"bin":{bin_number},'  # rows start `{"id":"<id>","bin":<n>,`: skip other bins unparsed
+
+    def bin_items() -> Iterator[dict[str, Any]]:
+        rows = store.iter_rows(folder, manifest, store.PROGRAMS,
+                               lambda line: line.startswith(marker, len(_row_id(line)) + len('{"id":"",')))
+        return (row for row in rows if row["bin"] == bin_number)
+
+    ids = {item["id"] for item in bin_items()}
+    pools = store.iter_rows(folder, manifest, store.FEWSHOTS, lambda line: _row_id(line) in ids)
+    return f"${DATA_ENV}", _walk(bin_items(), pools, config, variant)
+
+
+def _walk(items: Iterable[dict[str, Any]], pools: Iterator[dict[str, Any]], config: GenConfig,
+          variant: str) -> Iterator[dict[str, Any]]:
+    """Documents item by item; `pools` holds the items' pools in item order (as augment writes them), less
+    those of dropped items."""
+    pending = next(pools, None)
+    for item in items:
+        if pending is not None and pending["id"] == item["id"]:
+            yield from prompt.build_docs([item], [pending], config, variant)
+            pending = next(pools, None)
+
+
+def arrow_docs(docs: Iterable[dict[str, Any]]) -> datasets.Dataset:
+    """The documents written to an Arrow file as they come and read back memory-mapped (the file lives in a
+    temporary folder removed when the process exits)."""
+    folder = tempfile.TemporaryDirectory(prefix="levante-l0-docs-")
+    _DOC_FOLDERS.append(folder)
+    path = str(Path(folder.name) / "docs.arrow")
+    with ArrowWriter(path=path, writer_batch_size=ARROW_BATCH_ROWS) as writer:
+        for doc in docs:
+            writer.write(doc)
+        writer.finalize()
+    return datasets.Dataset.from_file(path)
 
 
 def load_bin_docs(bin_number: int) -> list[dict[str, Any]]:
-    """The documents of one bin, in (program, voter) order."""
-    source, docs = _all_docs(os.environ.get(DATA_ENV) or None, prompt_variant())
-    selected = [dict(doc) for doc in docs if doc["bin"] == bin_number]
+    """The documents of one bin, in (program, voter) order, as a list (the task itself streams them)."""
+    source, docs = bin_docs(os.environ.get(DATA_ENV) or None, bin_number, prompt_variant())
+    selected = list(docs)
     if not selected:
         raise LevanteError(f"bin {bin_number} has no programs in {source} (see the bin counts in its manifest)")
     return selected
@@ -118,12 +177,15 @@ class L0TraceTask(BothKindsTask):
         if isinstance(number, bool) or not isinstance(number, int):
             raise RunStopped(f"{self.config.task}: the task YAML needs `metadata: {{l0: {{bin: <number>}}}}`")
         try:
-            docs = with_budgets(load_bin_docs(number))
             settings, variant = budget_settings(), prompt_variant()
+            source, docs = bin_docs(os.environ.get(DATA_ENV) or None, number, variant)
+            first = next(docs, None)
+            if first is None:
+                raise LevanteError(f"bin {number} has no programs in {source} (see the bin counts in its manifest)")
+            self.use_docs(arrow_docs(budgeted(itertools.chain([first], docs))))
         except LevanteError as exc:
             raise RunStopped(f"{self.config.task}: {exc}") from None
-        self.use_docs(docs)
-        profile = docs[0]["profile"]
+        profile = first["profile"]
         # lmms-eval writes the task config into results.json: the profile, the budget rule, the prompt and how each
         # model class takes the stop string and budgets travel with the scores
         l0 = {**self.config.metadata["l0"], "profile": profile, "prompt": variant,

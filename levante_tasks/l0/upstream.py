@@ -1,7 +1,8 @@
 """Profile `upstream`: L0-Bench's generate, sample and augment steps, giving the same programs and traces.
 
 - generate: `num_processes` workers, worker p seeded `seed + p`, each drawing until it holds its share of
-  `num_programs` (the last takes the remainder); the data file is the workers' programs in worker order. A program
+  `num_programs` (the last takes the remainder); the data file is the workers' programs in worker order. The
+  workers run in up to `num_processes` processes and every program goes to disk as it is drawn (`draw_pool`). A program
   is refused when it has no used input, repeats an earlier one (by uuid3; earlier workers count as earlier), has
   <= min_code_lines or >= max_code_lines lines, or raises before L0-Bench's step limit.
 - sample: the key is the raw trace length (target + 2: L0-Bench's traces keep the call and return events);
@@ -19,16 +20,28 @@ by different workers at about the same time survives depends on timing; here the
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
+import multiprocessing
+import os
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.dataset import program_id
 from levante_tasks.l0.tracer import ProgramError, TracedProgram
-from levante_tasks.l0.upstream_grammar import UpstreamSampler, build_terminals, draw_value, kind_of_parameter
+from levante_tasks.l0.upstream_grammar import (
+    UpstreamProgram,
+    UpstreamSampler,
+    build_terminals,
+    draw_value,
+    kind_of_parameter,
+)
 
 AUGMENT_TRIES = 10_000  # L0-Bench's MAX_AUGMENT_LOOPS
 RAW_EXTRA_LINES = 2  # the call and return events L0-Bench's raw traces hold besides the target lines
@@ -43,46 +56,137 @@ def _shares(total: int, workers: int) -> list[int]:
     return [chunk] * (workers - 1) + [total - chunk * (workers - 1)]
 
 
-def draw_pool(config: GenConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Every accepted program in L0-Bench's data-file order, and the draw statistics."""
-    settings = _settings(config)
+@dataclass(frozen=True)
+class Pool:
+    """Every accepted program on disk, one JSON line each in L0-Bench's data-file order, and what it took."""
+
+    path: Path
+    keys: list[int]  # raw trace length (L0-Bench's bin key) per line
+    offsets: list[int]  # byte offset of each line
+    stats: dict[str, Any]
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every program in file order, read one line at a time."""
+        with self.path.open("rb") as handle:
+            for line in handle:
+                yield json.loads(line)
+
+
+def _worker_draws(job: tuple[GenConfig, int, int, str]) -> int:
+    """Worker `worker`'s draws, until it holds `share` programs by its own duplicate check, one JSON line each
+    in `path` (an accepted item, or [reason, id]); returns the number of draws. Runs in a child process."""
+    config, worker, share, path = job
+    sampler = UpstreamSampler(_settings(config), config.seed + worker)
     seen: set[str] = set()
-    pool: list[dict[str, Any]] = []
+    kept = draws = 0
+    with open(path, "w", encoding="utf-8") as log:
+        while kept < share and draws < config.max_attempts:
+            draws += 1
+            reason, identity, item = _check(sampler.draw(), seen, config)
+            if item is None:
+                log.write(_line([reason, identity]))
+                continue
+            seen.add(identity)
+            log.write(_line(item))
+            kept += 1
+    return draws
+
+
+def _line(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def draw_pool(config: GenConfig, folder: Path, jobs: int = 1) -> Pool:
+    """Every accepted program in L0-Bench's data-file order, written to `folder`/pool.jsonl.
+
+    The workers draw in `jobs` processes, each with its own duplicate check; merging their logs in worker order
+    applies the check across workers (an earlier worker's program wins), and a worker left short by that draws
+    on here, from where its log ended: the file is the same for every `jobs`."""
+    settings = _settings(config)
+    shares = _shares(config.num_programs, int(settings["num_processes"]))
+    logs = [str(folder / f"worker-{w}.jsonl") for w in range(len(shares))]
+    pool = Pool(folder / "pool.jsonl", [], [], {})
+    seen: set[str] = set()
     rejected = {"long": 0, "no_inputs": 0, "short": 0, "duplicate": 0, "exec_error": 0}
     attempts = 0
-    for worker, share in enumerate(_shares(config.num_programs, int(settings["num_processes"]))):
-        sampler = UpstreamSampler(settings, config.seed + worker)
-        kept = 0
-        while kept < share:
-            if attempts >= config.max_attempts:
-                raise UpstreamGenerationError(f"{attempts} draws gave only {len(pool)} of {config.num_programs} "
-                                              "programs (max_attempts)")
-            attempts += 1
-            drawn = sampler.draw()
-            reason, item = _check(drawn.source, drawn.inputs, seen, config)
-            if item is None:
-                rejected[reason] += 1
-                continue
-            item.update(num_inputs=drawn.num_inputs, max_expand_depth=drawn.max_expand_depth,
-                        scope_depth=drawn.max_scope_depth)
+    jobs_list = [(config, w, share, log) for w, (share, log) in enumerate(zip(shares, logs, strict=True))]
+    with _runner(min(jobs, len(shares))) as run, pool.path.open("w", encoding="utf-8") as out:
+
+        def accept(item: dict[str, Any], text: str) -> None:
             seen.add(item["id"])
-            pool.append(item)
-            kept += 1
-    return pool, {"attempts": attempts, "accepted": len(pool), "rejected": rejected}
+            pool.offsets.append(out.tell())
+            pool.keys.append(item["steps"] + RAW_EXTRA_LINES)
+            out.write(text)
+
+        for worker, logged in enumerate(run(_worker_draws, jobs_list)):
+            kept = 0
+            with open(logs[worker], encoding="utf-8") as log:
+                for text in log:
+                    if kept == shares[worker]:
+                        break
+                    _check_attempts(attempts, config, len(pool.keys))
+                    attempts += 1
+                    entry = json.loads(text)
+                    if isinstance(entry, list) and entry[0] == "no_inputs":
+                        rejected["no_inputs"] += 1
+                    elif (entry[1] if isinstance(entry, list) else entry["id"]) in seen:
+                        rejected["duplicate"] += 1
+                    elif isinstance(entry, list):
+                        rejected[entry[0]] += 1
+                    else:
+                        accept(entry, text)
+                        kept += 1
+            os.remove(logs[worker])
+            if kept < shares[worker]:  # programs of earlier workers took some of its share: draw on
+                sampler = UpstreamSampler(settings, config.seed + worker)
+                for _ in range(logged):
+                    sampler.draw()
+                while kept < shares[worker]:
+                    _check_attempts(attempts, config, len(pool.keys))
+                    attempts += 1
+                    reason, identity, item = _check(sampler.draw(), seen, config)
+                    if item is None:
+                        rejected[reason] += 1
+                        continue
+                    accept(item, _line(item))
+                    kept += 1
+    pool.stats.update(attempts=attempts, accepted=len(pool.keys), rejected=rejected)
+    return pool
 
 
-def _check(source: str, inputs: dict[str, Any], seen: set[str],
-           config: GenConfig) -> tuple[str, dict[str, Any] | None]:
+def _check_attempts(attempts: int, config: GenConfig, accepted: int) -> None:
+    if attempts >= config.max_attempts:
+        raise UpstreamGenerationError(f"{attempts} draws gave only {accepted} of {config.num_programs} "
+                                      "programs (max_attempts)")
+
+
+def _runner(jobs: int) -> contextlib.AbstractContextManager[Callable[..., Iterator[Any]]]:
+    """`map` in order: in this process for one job, else over a pool of `jobs` processes."""
+    if jobs <= 1:
+        return contextlib.nullcontext(map)
+    return _pool_imap(jobs)
+
+
+@contextlib.contextmanager
+def _pool_imap(jobs: int) -> Iterator[Callable[..., Iterator[Any]]]:
+    with multiprocessing.get_context().Pool(jobs) as workers:
+        yield lambda function, tasks: workers.imap(function, tasks)
+
+
+def _check(drawn: UpstreamProgram, seen: set[str],
+           config: GenConfig) -> tuple[str, str | None, dict[str, Any] | None]:
+    """(rejection reason, program id, item): the item is None when the program is refused."""
+    source, inputs = drawn.source, drawn.inputs
     if not inputs:
-        return "no_inputs", None
+        return "no_inputs", None, None
     identity = program_id(source)
     if identity in seen:
-        return "duplicate", None
+        return "duplicate", identity, None
     lines = [line for line in source.split("\n") if line.strip()]
     if len(lines) <= config.min_code_lines:
-        return "short", None
+        return "short", identity, None
     if len(lines) >= config.max_code_lines:
-        return "long", None
+        return "long", identity, None
     try:
         program = TracedProgram(source)
     except ProgramError as exc:
@@ -92,9 +196,11 @@ def _check(source: str, inputs: dict[str, Any], seen: set[str],
                                       f"words write): {exc}") from None
     trace = program.run(inputs, config.max_trace_steps, "upstream")
     if trace is None:
-        return "exec_error", None
-    return "", {"id": identity, "bin": 0, "program": source, "inputs": inputs, "trace": list(trace.lines),
-                "truncated": trace.truncated, "steps": len(trace.lines), "num_lines": len(lines)}
+        return "exec_error", identity, None
+    return "", identity, {"id": identity, "bin": 0, "program": source, "inputs": inputs,
+                          "trace": list(trace.lines), "truncated": trace.truncated, "steps": len(trace.lines),
+                          "num_lines": len(lines), "num_inputs": drawn.num_inputs,
+                          "max_expand_depth": drawn.max_expand_depth, "scope_depth": drawn.max_scope_depth}
 
 
 def _offending_line(source: str, problem: str) -> str:
@@ -127,27 +233,32 @@ def digitize_bin(key: float, thresholds: Sequence[float]) -> int:
     return 1 + sum(1 for t in thresholds if t < key)
 
 
-def select(pool: list[dict[str, Any]], config: GenConfig) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The test items (bin order, then file order) and the bin statistics; items carry their augment slot."""
-    keys = [item["steps"] + RAW_EXTRA_LINES for item in pool]
-    thresholds = arange_thresholds(keys, config.num_bins)
-    numbers = [digitize_bin(key, thresholds) for key in keys]
+def select(pool: Pool, config: GenConfig) -> tuple[Iterator[dict[str, Any]], dict[str, Any]]:
+    """The test items (bin order, then file order), read from the pool file one by one as they are consumed,
+    and the bin statistics; items carry their augment slot."""
+    thresholds = arange_thresholds(pool.keys, config.num_bins)
+    numbers = [digitize_bin(key, thresholds) for key in pool.keys]
     count = len(thresholds) + 1
-    selected: dict[int, list[dict[str, Any]]] = {b: [] for b in range(1, count + 1)}
+    selected: dict[int, list[int]] = {b: [] for b in range(1, count + 1)}
     in_pool = dict.fromkeys(selected, 0)
-    chosen: list[tuple[int, int]] = []  # (file position, bin)
     for position, number in enumerate(numbers):
         in_pool[number] += 1
         if len(selected[number]) < config.per_bin:
-            selected[number].append(pool[position])
-            chosen.append((position, number))
+            selected[number].append(position)
     test_only = bool(_settings(config)["augment_test_only"])
-    slots = {pos: (rank if test_only else pos) for rank, (pos, _) in enumerate(sorted(chosen))}
-    items = [{**pool[pos], "bin": number, "augment_slot": slots[pos]}
-             for number in selected for pos, b in chosen if b == number]
+    chosen = sorted(pos for positions in selected.values() for pos in positions)
+    slots = {pos: (rank if test_only else pos) for rank, pos in enumerate(chosen)}
+    placements = [(pos, number, slots[pos]) for number, positions in selected.items() for pos in positions]
     stats = {"thresholds": thresholds, "pool_per_bin": {str(b): n for b, n in in_pool.items()},
              "selected_per_bin": {str(b): len(v) for b, v in selected.items()}}
-    return items, stats
+    return _placed(pool, placements), stats
+
+
+def _placed(pool: Pool, placements: list[tuple[int, int, int]]) -> Iterator[dict[str, Any]]:
+    with pool.path.open("rb") as handle:
+        for position, number, slot in placements:
+            handle.seek(pool.offsets[position])
+            yield {**json.loads(handle.readline()), "bin": number, "augment_slot": slot}
 
 
 def _settings(config: GenConfig) -> dict[str, Any]:

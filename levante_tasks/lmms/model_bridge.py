@@ -65,9 +65,10 @@ class BothKindsTask(ConfigurableMessagesTask):
         config = {k: v for k, v in (config or {}).items() if k != "class"}
         super().__init__(config=config, **kwargs)
 
-    def use_docs(self, docs: list[dict[str, Any]]) -> None:
+    def use_docs(self, docs: list[dict[str, Any]] | datasets.Dataset) -> None:
         """Make `docs` the task's test split (what `download` builds instead of fetching a dataset)."""
-        self.dataset = datasets.DatasetDict({self.config.test_split: datasets.Dataset.from_list(docs)})
+        split = docs if isinstance(docs, datasets.Dataset) else datasets.Dataset.from_list(docs)
+        self.dataset = datasets.DatasetDict({self.config.test_split: split})
         self.dataset_no_image = self.dataset
 
     def construct_requests(self, doc_id: int, ctx: str, **kwargs: Any) -> list[Instance] | Instance:

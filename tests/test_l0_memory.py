@@ -1,0 +1,105 @@
+"""L0 datasets at the paper's scale stay in bounded memory: generate and augment stream to disk, and a task
+builds only its own bin's documents (issue 33; benchmarks/l0_scale.py measures the paper config itself)."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from levante_tasks.cli import main
+from levante_tasks.l0 import prompt, task
+
+CONFIGS = Path(task.__file__).resolve().parent / "configs" / "upstream"
+SMALL, LARGE = 40, 160  # programs drawn; every one becomes a test item with its demonstrations
+MAX_BYTES_PER_PROGRAM = 1500  # what the spool's bookkeeping may hold per program (id, bin key, offset)
+WORKERS = 4  # L0-Bench workers (seeds); a small grammar makes later workers redraw programs earlier ones hold
+
+
+def easy_config(folder: Path, programs: int) -> Path:
+    """L0-Bench's example_easy with `programs` draws, all kept as test items, 4 demonstrations each, 1 process,
+    its grammar and a shorter minimum (fast draws)."""
+    text = (CONFIGS / "example_easy.yaml").read_text(encoding="utf-8")
+    grammar = next(line for line in text.splitlines() if line.startswith("overwritten_grammar:"))
+    for old, new in (("generate_limit: 2000", f"generate_limit: {programs}"), (grammar, ""),
+                     ("min_code_lines: 10", "min_code_lines: 4"),
+                     ("sample_bin_limit: 500", "sample_bin_limit: 100000"),
+                     ("num_aug_inputs_per_program: 32", "num_aug_inputs_per_program: 4"),
+                     ("num_processes: 32", "num_processes: 1")):
+        assert old in text
+        text = text.replace(old, new)
+    path = folder / f"easy-{programs}.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def generate_peak(folder: Path, programs: int) -> int:
+    """Peak bytes Python allocated while `l0 generate` (with its augment action) made the dataset."""
+    config = easy_config(folder, programs)
+    tracemalloc.start()
+    try:
+        assert main(["l0", "generate", "--config", str(config), "--out", str(folder / f"data-{programs}")]) == 0
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, int]:
+    """The folder holding both datasets (`data-<programs>`), and the peaks of making each."""
+    folder = tmp_path_factory.mktemp("l0mem")
+    return folder, generate_peak(folder, SMALL), generate_peak(folder, LARGE)
+
+
+def test_generate_and_augment_memory_does_not_grow_with_the_programs(generated: tuple[Path, int, int]) -> None:
+    _, small, large = generated  # held in memory, 4x the programs cost ~20 kB more per program
+    assert large - small < (LARGE - SMALL) * MAX_BYTES_PER_PROGRAM, (small, large)
+
+
+def test_a_task_renders_only_its_own_bins_documents(generated: tuple[Path, int, int],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    rendered = []
+    real = prompt.render_prompt
+    monkeypatch.setattr(prompt, "render_prompt", lambda *args: rendered.append(1) or real(*args))
+    monkeypatch.setenv(task.DATA_ENV, str(generated[0] / f"data-{SMALL}"))
+    docs = task.load_bin_docs(2)
+    assert docs and {doc["bin"] for doc in docs} == {2} and len(rendered) == len(docs)
+
+
+def test_worker_processes_give_the_same_bytes(tmp_path: Path) -> None:
+    config = tmp_path / "easy.yaml"  # L0-Bench's own easy grammar: few distinct programs
+    text = (CONFIGS / "example_easy.yaml").read_text(encoding="utf-8")
+    for old, new in (("generate_limit: 2000", "generate_limit: 200"), ("sample_bin_limit: 500", "sample_bin_limit: 20"),
+                     ("num_aug_inputs_per_program: 32", "num_aug_inputs_per_program: 4"),
+                     ("num_processes: 32", f"num_processes: {WORKERS}")):
+        text = text.replace(old, new)
+    config.write_text(text, encoding="utf-8")
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"jobs-{jobs}"
+        assert main(["l0", "generate", "--config", str(config), "--out", str(out), "--jobs", jobs]) == 0
+        outputs.append([(out / name).read_bytes() for name in ("programs.jsonl", "fewshots.jsonl")])
+    assert outputs[0] == outputs[1]
+
+
+def test_a_worker_left_short_by_earlier_workers_draws_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from levante_tasks.l0 import upstream
+    from levante_tasks.l0.config_file import load_config
+
+    one, half = load_config(easy_config(tmp_path, SMALL)), load_config(easy_config(tmp_path, SMALL // 2))
+    path = easy_config(tmp_path, SMALL)
+    path.write_text(path.read_text(encoding="utf-8").replace("num_processes: 1", "num_processes: 2"), encoding="utf-8")
+    two = load_config(path)
+    for name in ("one", "half", "two"):
+        (tmp_path / name).mkdir()
+    single = upstream.draw_pool(one, tmp_path / "one")
+    expected = [row["id"] for row in single.rows()]
+    first_share = upstream.draw_pool(half, tmp_path / "half").stats["attempts"]
+    real = upstream.UpstreamSampler
+    monkeypatch.setattr(upstream, "UpstreamSampler", lambda settings, seed: real(settings, one.seed))
+    # both workers draw worker 0's stream: every program of worker 1's own share repeats one of worker 0's, so
+    # it draws on from where its log ended, which makes the pool a single worker's, after redrawing the first share
+    pool = upstream.draw_pool(two, tmp_path / "two")
+    assert [row["id"] for row in pool.rows()] == expected
+    assert pool.stats["attempts"] == first_share + single.stats["attempts"]
