@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from tqdm import tqdm
 from levante_tasks import folder_lock
 from levante_tasks.atomic import clean_stale, write_json, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error, problem_text
+from levante_tasks.matrix import slurm_job
 from levante_tasks.matrix.config import MatrixConfig
 from levante_tasks.matrix.plan import (
     Cell,
@@ -67,11 +69,28 @@ STOP_SECONDS = 10.0  # how long an interrupted lmms-eval gets to exit after SIGT
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGTERM (Slurm preemption, `kill`) while the matrix runs: stop like Ctrl-C, exit 128 + signal."""
+    """SIGTERM (Slurm preemption, `scancel`, a time limit, `kill`) while the matrix runs: stop like Ctrl-C, exit
+    128 + signal."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+    @functools.cached_property
+    def time_limit(self) -> str | None:
+        """The job's time limit when this is Slurm's SIGTERM for reaching it (asked of Slurm once), else None."""
+        return slurm_job.time_limit_reached() if self.signum == signal.SIGTERM else None
+
+
+def interrupt_reason(exc: KeyboardInterrupt, config: MatrixConfig, model: str | None = None,
+                     end_step: bool = False) -> tuple[str, str | None]:
+    """What stopped the run (`interrupted by SIGTERM`, or `hit its time limit (01:00:00)` for Slurm's), and for a
+    time limit what to do: raise the config key of the time of `model`'s jobs (or the end step's), then submit
+    again."""
+    if isinstance(exc, Interrupted) and exc.time_limit is not None:
+        key = config.slurm.time_key(model, end_step)
+        return f"hit its time limit ({exc.time_limit})", f"raise {key} in {config.path.name}, then --submit --resume"
+    return f"interrupted by {exc.args[0] if isinstance(exc, Interrupted) else 'SIGINT'}", None
 
 
 @contextlib.contextmanager
@@ -283,12 +302,12 @@ def _process(config: MatrixConfig, records: list[_Cell], batch_size: int, out: P
         if -process.wait() in _INTERRUPTS:  # Slurm signals every process of the step: lmms-eval may die first
             raise Interrupted(-process.returncode)
     except (KeyboardInterrupt, Interrupted) as exc:
-        name = exc.args[0] if isinstance(exc, Interrupted) else "SIGINT"
         with _interrupts_deferred():  # the same signal reaching us now must not cut the recording short
+            what, fix = interrupt_reason(exc, config, records[0].cell.model.name)  # Slurm's lmms-eval is ending too
             _stop(process)
             for record in records:
                 if record.cell.cell_id not in outcomes:
-                    _interrupted(record, batch_size, process.returncode, began, name)
+                    _interrupted(record, batch_size, process.returncode, began, f"{what}; {fix}" if fix else what)
         raise
     except BaseException:
         _stop(process)
@@ -368,18 +387,17 @@ def _finish(record: _Cell, results: str | None, output: str, problem: str | None
     record.state = state
 
 
-def _interrupted(record: _Cell, batch_size: int, exit_code: int | None, began: float, name: str) -> None:
-    """Record an interrupted cell (its partial output removed); resume reruns it. A full disk must not hide the
-    interrupt."""
+def _interrupted(record: _Cell, batch_size: int, exit_code: int | None, began: float, reason: str) -> None:
+    """Record an interrupted cell (its partial output removed) with `reason` (interrupt_reason's); resume reruns it.
+    A full disk must not hide the interrupt."""
     record.attempts.append({"batch_size": batch_size, "outcome": "interrupted", "exit_code": exit_code,
                             "seconds": round(time.monotonic() - began, 1), "model_load": False})
     with contextlib.suppress(OSError):
         _clear(record.folder / LMMS_DIR)
-        write_text(record.folder / LOG_FILE, "\n".join([*record.logs, f"=== batch size {batch_size}: interrupted by "
-                                                                      f"{name} ==="]))
+        write_text(record.folder / LOG_FILE, "\n".join([*record.logs, f"=== batch size {batch_size}: {reason} ==="]))
         write_state(record.folder, {**record.base, "status": "failed", "batch_size": batch_size,
                                     "attempts": record.attempts, "results": None, "finished": _now(),
-                                    "error": {"reason": f"interrupted by {name}", "tail": []}})
+                                    "error": {"reason": reason, "tail": []}})
 
 
 def check_out(out: Path, resume: bool, partial: bool) -> Path:
