@@ -137,16 +137,23 @@ def test_concurrent_runs_on_one_out_wait_for_the_lock_and_run_every_cell_once(te
     assert (tmp_path / "out" / "report.md").is_file() and not leftovers(tmp_path / "out")
 
 
-def test_the_same_cell_from_two_processes_runs_once(template: dict[str, Path], tmp_path: Path, fake: Fake) -> None:
+@pytest.mark.parametrize(("slurm", "where"), [({}, "process {pid}"), (
+    {"SLURM_JOB_ID": "42", "SLURM_ARRAY_JOB_ID": "41", "SLURM_ARRAY_TASK_ID": "0"}, "Slurm job 41_0, process {pid}")])
+def test_the_same_cell_from_two_processes_runs_once_and_the_second_leaves_it_to_the_first(
+        template: dict[str, Path], tmp_path: Path, fake: Fake, slurm: dict[str, str], where: str) -> None:
     config = write_config(tmp_path, template)
-    first = start(["matrix", "--config", config, "--out", "out", "--cell", "0"], fake, tmp_path, "first")
-    wait_for(lambda: len(fake.starts()) == 1, "the first process's cell")
-    done = run_cli(["matrix", "--config", config, "--out", "out", "--shard", "0/2"], cwd=tmp_path, env=fake.env)
-    assert done.returncode == 2
-    assert one_error_line(done.stderr).endswith("another matrix process is running this cell; wait for it, then "
-                                                "rerun with --resume")
+    first = start(["matrix", "--config", config, "--out", "out", "--model", "0"], Fake(tmp_path, slurm), tmp_path,
+                  "first")  # as a Slurm array task when `slurm` (no scontrol is asked: nothing is interrupted)
+    wait_for(lambda: states(tmp_path / "out").get("a", {}).get("status") == "running", "the first process's cell")
+    # a duplicate array task: exit 0, not FAILED (an afterok chain would never start), saying where the cell runs
+    done = run_cli(["matrix", "--config", config, "--out", "out", "--model", "0"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("levante-tasks: error:") == 0 and "running it again" not in done.stdout
+    held = f"another matrix process is running it ({where.format(pid=fake.starts()[0][0])}); left to it, not run here"
+    assert re.search(rf"^\[1/1\] a__levante_trog__s0__\w+: {re.escape(held)}$", done.stdout, re.MULTILINE), done.stdout
     fake.open()
-    assert first.wait(60) == 0 and len(fake.starts()) == 1
+    assert first.wait(60) == 0 and len(fake.starts()) == 1 and states(tmp_path / "out")["a"]["status"] == "done"
+    assert "slurm_job" not in states(tmp_path / "out")["a"]  # only the running state names the job
 
 
 @pytest.mark.parametrize(("signum", "code", "target"), [

@@ -169,12 +169,14 @@ class MatrixRun:
     selected: list[Cell]
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
     kept: set[str] = field(default_factory=set)  # cells found finished (not run again)
+    elsewhere: dict[str, str] = field(default_factory=dict)  # cells another process was running: where (held_by)
     document: dict[str, Any] | None = None  # matrix.json, when the end step ran
 
     @property
     def failed(self) -> list[Cell]:
-        """Selected cells that did not finish."""
-        return [c for c in self.selected if (self.states.get(c.cell_id) or {}).get("status") != "done"]
+        """Selected cells that did not finish (not those left to the process that was running them)."""
+        return [c for c in self.selected if c.cell_id not in self.elsewhere
+                and (self.states.get(c.cell_id) or {}).get("status") != "done"]
 
 
 def _now() -> str:
@@ -196,32 +198,49 @@ def _parses(cell_dir: Path, lmms_task: str) -> tuple[str | None, str | None]:
     return (None, problem) if problem else (rel, None)
 
 
+def held_by(cell_dir: Path) -> str:
+    """Where the process holding a cell's lock runs it, from the `running` state it wrote (`Slurm job 12_3,
+    process 4567`; `process 4567` outside Slurm); `just starting` before it wrote one (no host names: a pid is
+    per host)."""
+    state = read_state(cell_dir) or {}
+    if state.get("status") != "running":
+        return "just starting"
+    job = state.get("slurm_job")
+    return f"Slurm job {job}, process {state.get('pid')}" if job else f"process {state.get('pid')}"
+
+
 def run_model_cells(config: MatrixConfig, cells: list[Cell], out: Path, data: dict[str, Any],
-                    notes: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+                    notes: dict[str, str] | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Run cells of one model in one lmms-eval process per attempt (one model load: patch 0019), stale output
-    removed first, falling back through the configured batch sizes for the cells that ran out of memory; returns
-    each cell's final state (also in its state.json). Every cell folder is locked meanwhile; an interrupt (Ctrl-C,
-    SIGTERM) or an error stops lmms-eval, and an interrupt is recorded in the cells not finished. A `notes` line
-    (why a cell runs again) is printed once the cells are known to be ours: not when another process runs one."""
+    removed first, falling back through the configured batch sizes for the cells that ran out of memory. Returns
+    each run cell's final state (also in its state.json), and the cells another matrix process holds with where
+    it runs them (held_by): those are left to it (it finishes them; a duplicate Slurm task is no failure). Every
+    cell folder run is locked meanwhile; an interrupt (Ctrl-C, SIGTERM) or an error stops lmms-eval, and an
+    interrupt is recorded in the cells not finished. A `notes` line (why a cell runs again) is printed once the
+    cell is known to be ours."""
+    ours, elsewhere = [], {}
     with contextlib.ExitStack() as locks:
         for cell in cells:
             cell_dir = out / cell.rel_dir
-            locks.enter_context(folder_lock.hold_folder(
-                cell_dir, f"{cell.rel_dir}: another matrix process is running this cell; wait for it, then rerun "
-                          "with --resume"))
+            try:
+                locks.enter_context(folder_lock.hold_folder(cell_dir))
+            except folder_lock.FolderHeld:
+                elsewhere[cell.cell_id] = held_by(cell_dir)
+                continue
             pid = live_runner(cell_dir)
-            if pid is not None:
+            if pid is not None:  # an lmms-eval whose runner died (no one holds the lock, no one records it)
                 raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then "
                                    "rerun")
-        for cell in cells:
+            ours.append(cell)
+        for cell in ours:
             if (notes or {}).get(cell.cell_id):
                 tqdm.write(notes[cell.cell_id])
         try:
-            for cell in cells:
+            for cell in ours:
                 clean_stale(out / cell.rel_dir)
-            return _attempts(config, cells, out, data)
+            return (_attempts(config, ours, out, data) if ours else {}), elsewhere
         except OSError as exc:  # a full disk, a read-only folder: name the cell, not a temp file
-            raise LevanteError(f"{cells[0].rel_dir}: {problem_text(exc)}") from None
+            raise LevanteError(f"{ours[0].rel_dir}: {problem_text(exc)}") from None
 
 
 @dataclass
@@ -281,10 +300,11 @@ def _process(config: MatrixConfig, records: list[_Cell], batch_size: int, out: P
     preamble: list[str] = []
     outcomes: dict[str, str] = {}
     try:
+        job = slurm_job.job_name()  # named to a duplicate task that finds the cell held (held_by)
         for record in records:
             write_state(record.folder, {**record.base, "status": "running", "batch_size": batch_size,
                                         "attempts": record.attempts, "pid": process.pid,
-                                        "pid_start": process_start(process.pid)})
+                                        "pid_start": process_start(process.pid), **({"slurm_job": job} if job else {})})
         assert process.stdout is not None
         for line in process.stdout:
             record = _marker(line, by_output)
@@ -566,7 +586,10 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
         nonlocal done
         done += 1
         bar.update(1)
-        tqdm.write(f"[{done}/{len(selected)}] {cell.cell_id}: {describe(run.states[cell.cell_id], kept)}")
+        where = run.elsewhere.get(cell.cell_id)
+        status = (f"another matrix process is running it ({where}); left to it, not run here" if where
+                  else describe(run.states[cell.cell_id], kept))
+        tqdm.write(f"[{done}/{len(selected)}] {cell.cell_id}: {status}")
 
     try:
         for model_cells in by_model(selected):
@@ -587,7 +610,9 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
                         notes[cell.cell_id] = f"{cell.rel_dir}: {reason}; running it again"
             if to_run:
                 bar.set_postfix_str(f"{to_run[0].model.name}: running {len(to_run)} cell(s) in one process")
-                run.states.update(run_model_cells(config, to_run, target, data, notes))
+                states, elsewhere = run_model_cells(config, to_run, target, data, notes)
+                run.states.update(states)
+                run.elsewhere.update(elsewhere)
                 for cell in to_run:
                     show(cell, False)
     finally:
