@@ -76,10 +76,17 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
 
-    @functools.cached_property
+    @property
     def time_limit(self) -> str | None:
-        """The job's time limit when this is Slurm's SIGTERM for reaching it (asked of Slurm once), else None."""
-        return slurm_job.time_limit_reached() if self.signum == signal.SIGTERM else None
+        """The job's time limit when this is Slurm's SIGTERM for reaching it, else None."""
+        return _time_limit_reached() if self.signum == signal.SIGTERM else None
+
+
+@functools.cache
+def _time_limit_reached() -> str | None:
+    """slurm_job.time_limit_reached, asked once per process: the runner stops at its first SIGTERM, and the one
+    Slurm also sent lmms-eval may raise a second Interrupted while the first is recorded."""
+    return slurm_job.time_limit_reached()
 
 
 def interrupt_reason(exc: KeyboardInterrupt, config: MatrixConfig, model: str | None = None,
