@@ -4,8 +4,8 @@ stuck lock; liveness is per host (flock over NFS depends on the mount).
 
 `hold` says once that it waits (naming the folder, what holds it and its pid), waits up to `wait_seconds`, then
 fails with one line; with `wait_seconds=0` it refuses at once (`Busy`). Each holder records its pid and what it is
-(`role`) in the lock file for those messages. `hold_folder` never waits: a folder already held is refused with the
-caller's one line.
+(`role`) in the lock file for those messages. `hold_folder` never waits: a folder already held is refused
+(FolderHeld), which a caller may also take as "another process is doing this".
 """
 
 from __future__ import annotations
@@ -114,15 +114,19 @@ def hold(folder: Path, name: str, *, who: str, what: str, shared: bool = False,
         os.close(fd)
 
 
+class FolderHeld(LevanteError):
+    """hold_folder's refusal: another process holds the folder."""
+
+
 @contextlib.contextmanager
-def hold_folder(folder: Path, refused: str) -> Iterator[None]:
-    """Hold `folder` itself (created if needed) exclusively for the block; LevanteError(`refused`) when another
-    process holds it (no waiting)."""
+def hold_folder(folder: Path) -> Iterator[None]:
+    """Hold `folder` itself (created if needed) exclusively for the block; FolderHeld when another process holds
+    it (no waiting)."""
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         if not _take(fd, fcntl.LOCK_EX):
-            raise LevanteError(refused)
+            raise FolderHeld(f"{display_path(folder)}: another process holds it")
         yield
     finally:
         os.close(fd)

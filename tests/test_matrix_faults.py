@@ -60,11 +60,11 @@ def write_config(folder: Path, template: dict[str, Path], module: str = FAKE,
 
 
 class Fake:
-    """The fake lmms-eval's log and gate for one test (environment of the matrix processes)."""
+    """The fake lmms-eval's log and gate for one test (environment of the matrix processes, with `more`)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, more: dict[str, str] | None = None) -> None:
         self.log, self.gate = folder / "fake.log", folder / "gate"
-        self.env = {"FAKE_LMMS_LOG": str(self.log), "FAKE_LMMS_GATE": str(self.gate)}
+        self.env = {"FAKE_LMMS_LOG": str(self.log), "FAKE_LMMS_GATE": str(self.gate), **(more or {})}
 
     def starts(self) -> list[tuple[int, str]]:
         """(pid, task) of every fake lmms-eval started so far."""
@@ -137,16 +137,23 @@ def test_concurrent_runs_on_one_out_wait_for_the_lock_and_run_every_cell_once(te
     assert (tmp_path / "out" / "report.md").is_file() and not leftovers(tmp_path / "out")
 
 
-def test_the_same_cell_from_two_processes_runs_once(template: dict[str, Path], tmp_path: Path, fake: Fake) -> None:
+@pytest.mark.parametrize(("slurm", "where"), [({}, "process {pid}"), (
+    {"SLURM_JOB_ID": "42", "SLURM_ARRAY_JOB_ID": "41", "SLURM_ARRAY_TASK_ID": "0"}, "Slurm job 41_0, process {pid}")])
+def test_the_same_cell_from_two_processes_runs_once_and_the_second_leaves_it_to_the_first(
+        template: dict[str, Path], tmp_path: Path, fake: Fake, slurm: dict[str, str], where: str) -> None:
     config = write_config(tmp_path, template)
-    first = start(["matrix", "--config", config, "--out", "out", "--cell", "0"], fake, tmp_path, "first")
-    wait_for(lambda: len(fake.starts()) == 1, "the first process's cell")
-    done = run_cli(["matrix", "--config", config, "--out", "out", "--shard", "0/2"], cwd=tmp_path, env=fake.env)
-    assert done.returncode == 2
-    assert one_error_line(done.stderr).endswith("another matrix process is running this cell; wait for it, then "
-                                                "rerun with --resume")
+    first = start(["matrix", "--config", config, "--out", "out", "--model", "0"], Fake(tmp_path, slurm), tmp_path,
+                  "first")  # as a Slurm array task when `slurm` (no scontrol is asked: nothing is interrupted)
+    wait_for(lambda: states(tmp_path / "out").get("a", {}).get("status") == "running", "the first process's cell")
+    # a duplicate array task: exit 0, not FAILED (an afterok chain would never start), saying where the cell runs
+    done = run_cli(["matrix", "--config", config, "--out", "out", "--model", "0"], cwd=tmp_path, env=fake.env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("levante-tasks: error:") == 0 and "running it again" not in done.stdout
+    held = f"another matrix process is running it ({where.format(pid=fake.starts()[0][0])}); left to it, not run here"
+    assert re.search(rf"^\[1/1\] a__levante_trog__s0__\w+: {re.escape(held)}$", done.stdout, re.MULTILINE), done.stdout
     fake.open()
-    assert first.wait(60) == 0 and len(fake.starts()) == 1
+    assert first.wait(60) == 0 and len(fake.starts()) == 1 and states(tmp_path / "out")["a"]["status"] == "done"
+    assert "slurm_job" not in states(tmp_path / "out")["a"]  # only the running state names the job
 
 
 @pytest.mark.parametrize(("signum", "code", "target"), [
@@ -179,6 +186,31 @@ def test_sigterm_and_sigint_stop_lmms_eval_record_the_cell_and_resume_reruns_it(
     assert done.returncode == 0, done.stderr
     assert "a__levante_trog__s0__" in done.stdout and "failed earlier; running it again" in done.stdout
     assert len(fake.starts()) == 3 and all(s["status"] == "done" for s in states(tmp_path / "out").values())
+
+
+def test_a_slurm_time_limit_is_reported_as_such_with_the_setting_to_raise(template: dict[str, Path],
+                                                                          tmp_path: Path, fake: Fake) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()  # scontrol as Slurm answers after ending a job at its time limit (tests/test_matrix_slurm.py)
+    (bin_dir / "scontrol").write_text('#!/bin/sh\necho "$@" >> "$SCONTROL_LOG"\necho "JobId=42 JobName=m1-a '
+                                      'JobState=COMPLETING Reason=TimeLimit Dependency=(null) RunTime=00:01:12 '
+                                      'TimeLimit=00:01:00 TimeMin=N/A"\n', encoding="utf-8")
+    (bin_dir / "scontrol").chmod(0o755)
+    job = Fake(tmp_path, {"PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "42",
+                          "SCONTROL_LOG": str(tmp_path / "scontrol.log")})
+    config = write_config(tmp_path, template, slurm={"time": "04:00:00", "models": {"a": {"time": "00:01:00"}}})
+    runner = start(["matrix", "--config", config, "--out", "out", "--model", "0"], job, tmp_path, "run")
+    wait_for(lambda: states(tmp_path / "out").get("a", {}).get("status") == "running", "the running state")
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(60) == 143
+    what, fix = "hit its time limit (00:01:00)", "raise slurm.models.a.time in matrix.yaml, then --submit --resume"
+    assert one_error_line((tmp_path / "run.err").read_text(encoding="utf-8")) == (
+        f"levante-tasks: error: {what}; finished cells are kept, {fix}")
+    state = states(tmp_path / "out")["a"]
+    assert state["status"] == "failed" and state["error"]["reason"] == f"{what}; {fix}"
+    log = (tmp_path / "out" / state_dir(tmp_path / "out", "a") / "cell.log").read_text(encoding="utf-8")
+    assert log.endswith(f"=== batch size 4: {what}; {fix} ===")
+    assert (tmp_path / "scontrol.log").read_text(encoding="utf-8") == "-o show job 42\n"  # once, for its own job
 
 
 def state_dir(out: Path, model: str) -> str:

@@ -1,10 +1,11 @@
 """`levante-tasks matrix --submit` against a real Slurm 22.05 cluster (slurmctld + slurmd + munged started by
 tests/slurm_cluster.py; MaxArraySize 3): the whole matrix through Slurm equals a local run; scancel of a running
 task records `interrupted by SIGTERM`, the end step reports it (runs no cell, exits 1) and a second
-`--submit --resume` reruns only that cell, to a local run's result; a requeued task runs its cell again;
-two submits on one --out run every cell once; a plan above MaxArraySize is split, with per-model resources; a
---submit while a local whole run holds --out queues nothing. The jobs run under --export=NONE, submitted from
-another folder.
+`--submit --resume` reruns only that cell, to a local run's result; a time limit is reported as such, with the
+setting to raise; a requeued task runs its cell again; two submits on one --out run every cell once (the second
+array's task leaves the cell to the first and completes); a plan above MaxArraySize is split, with per-model
+resources; a --submit while a local whole run holds --out queues nothing. The jobs run under --export=NONE,
+submitted from another folder.
 
 Real lmms-eval runs only for the equality with a local run; the rest uses the fast fake of test_matrix_faults.py.
 """
@@ -176,6 +177,31 @@ def test_scancel_of_a_running_task_records_sigterm_the_end_step_reports_it_and_s
     assert view == reference
 
 
+def test_a_time_limit_is_reported_as_such_and_names_the_setting_to_raise(
+        template: dict[str, Path], cluster: dict[str, str], tmp_path: Path) -> None:
+    fake = Fake(tmp_path)
+    out = tmp_path / "out"
+    jobs = submit(fake_config(tmp_path, template, fake, names="a", time="00:10:00"), out, tmp_path, cluster)
+    task = f"{jobs['arrays'][0]}_0"
+    wait_for(lambda: states(out).get("a", {}).get("status") == "running" and fake.starts(), "the cell to run")
+    # a time limit as soon as Slurm allows: --time counts whole minutes, so the end time (root may set it) is moved
+    # to 2 s ahead; slurmctld checks time limits every 30 s and ends the job as it ends one at its --time
+    subprocess.run(["scontrol", "update", f"JobId={task}", "EndTime=now+2"], env=cluster, check=True)
+    assert wait_job(cluster, task) == "TIMEOUT"
+    limit = scontrol_job(cluster, task)["TimeLimit"]  # what is left of the 10 minutes, in whole minutes
+    assert re.fullmatch(r"\d\d:\d\d:00", limit)
+    what, fix = f"hit its time limit ({limit})", "raise slurm.time in matrix.yaml, then --submit --resume"
+    assert states(out)["a"]["error"]["reason"] == f"{what}; {fix}"
+    assert f"levante-tasks: error: {what}; finished cells are kept, {fix}" in cell_log(out, 0)
+    cell = next((out / "cells" / "all").glob("a__*"))
+    assert (cell / "cell.log").read_text(encoding="utf-8").endswith(f"=== batch size 4: {what}; {fix} ===")
+    assert wait_job(cluster, jobs["end_step"]) == "FAILED"  # the end step reports it (exit 1)
+    end_log = (out / "slurm" / "logs" / "end.log").read_text(encoding="utf-8")
+    assert f"levante-tasks: error: {cell.name}: {what}; {fix}" in end_log.splitlines()
+    assert f"{what}; {fix}" in (out / "report.md").read_text(encoding="utf-8")
+    assert "SIGTERM" not in cell_log(out, 0) + end_log and len(fake.starts()) == 1
+
+
 def test_a_requeued_task_runs_its_cell_again_and_its_log_keeps_both_attempts(
         template: dict[str, Path], cluster: dict[str, str], tmp_path: Path) -> None:
     fake = Fake(tmp_path)
@@ -212,9 +238,11 @@ def test_two_submits_on_one_out_run_every_cell_once(template: dict[str, Path], c
     second = submit(config, out, tmp_path, cluster, "--resume")
     assert second["cells"] == [0]  # running, not finished: submitted again
     task = f"{second['arrays'][0]}_0"
-    assert wait_job(cluster, task) == "FAILED"  # refused: the first array's task holds the cell
+    assert wait_job(cluster, task) == "COMPLETED"  # the first array's task holds the cell: left to it, no failure
     log = cell_log(out, 0)
-    assert "another matrix process is running this cell" in log and "interrupted earlier" not in log
+    assert re.search(rf"^\[1/1\] a__levante_trog__s0__\w+: another matrix process is running it \(Slurm job "
+                     rf"{first['arrays'][0]}_0, process \d+\); left to it, not run here$", log, re.MULTILINE), log
+    assert "interrupted earlier" not in log and "levante-tasks: error" not in log
     fake.open()
     assert wait_job(cluster, second["end_step"]) == "COMPLETED"
     assert wait_job(cluster, first["end_step"]) == "COMPLETED"  # the second end step waited for it

@@ -46,9 +46,9 @@ def test_dataset_info_round_trip_and_damage(tmp_path: Path) -> None:
 
 
 def test_folder_lock_refuses_a_second_holder(tmp_path: Path) -> None:
-    with folder_lock.hold_folder(tmp_path / "cell", "cell: busy"):
-        with pytest.raises(LevanteError, match="^cell: busy$"):
-            with folder_lock.hold_folder(tmp_path / "cell", "cell: busy"):
+    with folder_lock.hold_folder(tmp_path / "cell"):
+        with pytest.raises(folder_lock.FolderHeld, match=r"^\.\.\./\w+/cell: another process holds it$"):
+            with folder_lock.hold_folder(tmp_path / "cell"):
                 pass
     with folder_lock.hold(tmp_path, ".x.lock", who="another x", what="the x lock", shared=True):
         with folder_lock.hold(tmp_path, ".x.lock", who="another x", what="the x lock", shared=True):

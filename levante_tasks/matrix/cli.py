@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     """CLI: exit 0 when every selected cell finished (and the end step had no problem), else 1 (all is in the
     report)."""
     from levante_tasks.matrix.config import load_config
-    from levante_tasks.matrix.run import Interrupted, run_matrix
+    from levante_tasks.matrix.run import Interrupted, interrupt_reason, run_matrix
     from levante_tasks.matrix.slurm import submit
 
     config = load_config(args.config)
@@ -93,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
                             report_only=args.report_only)
     except (KeyboardInterrupt, Interrupted) as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        print(f"levante-tasks: error: interrupted by {signal.Signals(signum).name}; finished cells are kept, "
-              "rerun with --resume", file=sys.stderr)
+        in_range = args.model_index is not None and 0 <= args.model_index < len(config.models)
+        model = config.models[args.model_index].name if in_range else None  # its own time key, if it has one
+        what, fix = interrupt_reason(exc, config, model, end_step=args.report_only)
+        print(f"levante-tasks: error: {what}; finished cells are kept, {fix or 'rerun with --resume'}",
+              file=sys.stderr)
         return 128 + signum
     if args.dry_run:
         return 0

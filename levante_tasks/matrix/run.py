@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import re
@@ -28,6 +29,7 @@ from tqdm import tqdm
 from levante_tasks import folder_lock
 from levante_tasks.atomic import clean_stale, write_json, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error, problem_text
+from levante_tasks.matrix import slurm_job
 from levante_tasks.matrix.config import MatrixConfig
 from levante_tasks.matrix.plan import (
     Cell,
@@ -70,11 +72,35 @@ STOP_SECONDS = 10.0  # how long an interrupted lmms-eval gets to exit after SIGT
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGTERM (Slurm preemption, `kill`) while the matrix runs: stop like Ctrl-C, exit 128 + signal."""
+    """SIGTERM (Slurm preemption, `scancel`, a time limit, `kill`) while the matrix runs: stop like Ctrl-C, exit
+    128 + signal."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+    @property
+    def time_limit(self) -> str | None:
+        """The job's time limit when this is Slurm's SIGTERM for reaching it, else None."""
+        return _time_limit_reached() if self.signum == signal.SIGTERM else None
+
+
+@functools.cache
+def _time_limit_reached() -> str | None:
+    """slurm_job.time_limit_reached, asked once per process: the runner stops at its first SIGTERM, and the one
+    Slurm also sent lmms-eval may raise a second Interrupted while the first is recorded."""
+    return slurm_job.time_limit_reached()
+
+
+def interrupt_reason(exc: KeyboardInterrupt, config: MatrixConfig, model: str | None = None,
+                     end_step: bool = False) -> tuple[str, str | None]:
+    """What stopped the run (`interrupted by SIGTERM`, or `hit its time limit (01:00:00)` for Slurm's), and for a
+    time limit what to do: raise the config key of the time of `model`'s jobs (or the end step's), then submit
+    again."""
+    if isinstance(exc, Interrupted) and exc.time_limit is not None:
+        key = config.slurm.time_key(model, end_step)
+        return f"hit its time limit ({exc.time_limit})", f"raise {key} in {config.path.name}, then --submit --resume"
+    return f"interrupted by {exc.args[0] if isinstance(exc, Interrupted) else 'SIGINT'}", None
 
 
 @contextlib.contextmanager
@@ -174,12 +200,14 @@ class MatrixRun:
     selected: list[Cell]
     states: dict[str, dict[str, Any]] = field(default_factory=dict)
     kept: set[str] = field(default_factory=set)  # cells found finished (not run again)
+    elsewhere: dict[str, str] = field(default_factory=dict)  # cells another process was running: where (held_by)
     document: dict[str, Any] | None = None  # matrix.json, when the end step ran
 
     @property
     def failed(self) -> list[Cell]:
-        """Selected cells that did not finish."""
-        return [c for c in self.selected if (self.states.get(c.cell_id) or {}).get("status") != "done"]
+        """Selected cells that did not finish (not those left to the process that was running them)."""
+        return [c for c in self.selected if c.cell_id not in self.elsewhere
+                and (self.states.get(c.cell_id) or {}).get("status") != "done"]
 
 
 def _now() -> str:
@@ -201,32 +229,49 @@ def _parses(cell_dir: Path, lmms_task: str) -> tuple[str | None, str | None]:
     return (None, problem) if problem else (rel, None)
 
 
+def held_by(cell_dir: Path) -> str:
+    """Where the process holding a cell's lock runs it, from the `running` state it wrote (`Slurm job 12_3,
+    process 4567`; `process 4567` outside Slurm); `just starting` before it wrote one (no host names: a pid is
+    per host)."""
+    state = read_state(cell_dir) or {}
+    if state.get("status") != "running":
+        return "just starting"
+    job = state.get("slurm_job")
+    return f"Slurm job {job}, process {state.get('pid')}" if job else f"process {state.get('pid')}"
+
+
 def run_model_cells(config: MatrixConfig, cells: list[Cell], out: Path, data: dict[str, Any],
-                    notes: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+                    notes: dict[str, str] | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Run cells of one model in one lmms-eval process per attempt (one model load: patch 0019), stale output
-    removed first, falling back through the configured batch sizes for the cells that ran out of memory; returns
-    each cell's final state (also in its state.json). Every cell folder is locked meanwhile; an interrupt (Ctrl-C,
-    SIGTERM) or an error stops lmms-eval, and an interrupt is recorded in the cells not finished. A `notes` line
-    (why a cell runs again) is printed once the cells are known to be ours: not when another process runs one."""
+    removed first, falling back through the configured batch sizes for the cells that ran out of memory. Returns
+    each run cell's final state (also in its state.json), and the cells another matrix process holds with where
+    it runs them (held_by): those are left to it (it finishes them; a duplicate Slurm task is no failure). Every
+    cell folder run is locked meanwhile; an interrupt (Ctrl-C, SIGTERM) or an error stops lmms-eval, and an
+    interrupt is recorded in the cells not finished. A `notes` line (why a cell runs again) is printed once the
+    cell is known to be ours."""
+    ours, elsewhere = [], {}
     with contextlib.ExitStack() as locks:
         for cell in cells:
             cell_dir = out / cell.rel_dir
-            locks.enter_context(folder_lock.hold_folder(
-                cell_dir, f"{cell.rel_dir}: another matrix process is running this cell; wait for it, then rerun "
-                          "with --resume"))
+            try:
+                locks.enter_context(folder_lock.hold_folder(cell_dir))
+            except folder_lock.FolderHeld:
+                elsewhere[cell.cell_id] = held_by(cell_dir)
+                continue
             pid = live_runner(cell_dir)
-            if pid is not None:
+            if pid is not None:  # an lmms-eval whose runner died (no one holds the lock, no one records it)
                 raise LevanteError(f"{cell.rel_dir}: still being run by process {pid}; wait for it or stop it, then "
                                    "rerun")
-        for cell in cells:
+            ours.append(cell)
+        for cell in ours:
             if (notes or {}).get(cell.cell_id):
                 tqdm.write(notes[cell.cell_id])
         try:
-            for cell in cells:
+            for cell in ours:
                 clean_stale(out / cell.rel_dir)
-            return _attempts(config, cells, out, data)
+            return (_attempts(config, ours, out, data) if ours else {}), elsewhere
         except OSError as exc:  # a full disk, a read-only folder: name the cell, not a temp file
-            raise LevanteError(f"{cells[0].rel_dir}: {problem_text(exc)}") from None
+            raise LevanteError(f"{ours[0].rel_dir}: {problem_text(exc)}") from None
 
 
 @dataclass
@@ -286,10 +331,11 @@ def _process(config: MatrixConfig, records: list[_Cell], batch_size: int, out: P
     preamble: list[str] = []
     outcomes: dict[str, str] = {}
     try:
+        job = slurm_job.job_name()  # named to a duplicate task that finds the cell held (held_by)
         for record in records:
             write_state(record.folder, {**record.base, "status": "running", "batch_size": batch_size,
                                         "attempts": record.attempts, "pid": process.pid,
-                                        "pid_start": process_start(process.pid)})
+                                        "pid_start": process_start(process.pid), **({"slurm_job": job} if job else {})})
         assert process.stdout is not None
         for line in process.stdout:
             record = _marker(line, by_output)
@@ -307,12 +353,12 @@ def _process(config: MatrixConfig, records: list[_Cell], batch_size: int, out: P
         if -process.wait() in _INTERRUPTS:  # Slurm signals every process of the step: lmms-eval may die first
             raise Interrupted(-process.returncode)
     except (KeyboardInterrupt, Interrupted) as exc:
-        name = exc.args[0] if isinstance(exc, Interrupted) else "SIGINT"
         with _interrupts_deferred():  # the same signal reaching us now must not cut the recording short
+            what, fix = interrupt_reason(exc, config, records[0].cell.model.name)  # Slurm's lmms-eval is ending too
             _stop(process)
             for record in records:
                 if record.cell.cell_id not in outcomes:
-                    _interrupted(record, batch_size, process.returncode, began, name)
+                    _interrupted(record, batch_size, process.returncode, began, f"{what}; {fix}" if fix else what)
         raise
     except BaseException:
         _stop(process)
@@ -392,18 +438,17 @@ def _finish(record: _Cell, results: str | None, output: str, problem: str | None
     record.state = state
 
 
-def _interrupted(record: _Cell, batch_size: int, exit_code: int | None, began: float, name: str) -> None:
-    """Record an interrupted cell (its partial output removed); resume reruns it. A full disk must not hide the
-    interrupt."""
+def _interrupted(record: _Cell, batch_size: int, exit_code: int | None, began: float, reason: str) -> None:
+    """Record an interrupted cell (its partial output removed) with `reason` (interrupt_reason's); resume reruns it.
+    A full disk must not hide the interrupt."""
     record.attempts.append({"batch_size": batch_size, "outcome": "interrupted", "exit_code": exit_code,
                             "seconds": round(time.monotonic() - began, 1), "model_load": False})
     with contextlib.suppress(OSError):
         _clear(record.folder / LMMS_DIR)
-        write_text(record.folder / LOG_FILE, "\n".join([*record.logs, f"=== batch size {batch_size}: interrupted by "
-                                                                      f"{name} ==="]))
+        write_text(record.folder / LOG_FILE, "\n".join([*record.logs, f"=== batch size {batch_size}: {reason} ==="]))
         write_state(record.folder, {**record.base, "status": "failed", "batch_size": batch_size,
                                     "attempts": record.attempts, "results": None, "finished": _now(),
-                                    "error": {"reason": f"interrupted by {name}", "tail": []}})
+                                    "error": {"reason": reason, "tail": []}})
 
 
 def check_out(out: Path, resume: bool, partial: bool) -> Path:
@@ -592,7 +637,10 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
         nonlocal done
         done += 1
         bar.update(1)
-        tqdm.write(f"[{done}/{len(selected)}] {cell.cell_id}: {describe(run.states[cell.cell_id], kept)}")
+        where = run.elsewhere.get(cell.cell_id)
+        status = (f"another matrix process is running it ({where}); left to it, not run here" if where
+                  else describe(run.states[cell.cell_id], kept))
+        tqdm.write(f"[{done}/{len(selected)}] {cell.cell_id}: {status}")
 
     try:
         for model_cells in by_model(selected):
@@ -613,7 +661,9 @@ def _run_locked(run: MatrixRun, target: Path, data: dict[str, Any], partial: boo
                         notes[cell.cell_id] = f"{cell.rel_dir}: {reason}; running it again"
             if to_run:
                 bar.set_postfix_str(f"{to_run[0].model.name}: running {len(to_run)} cell(s) in one process")
-                run.states.update(run_model_cells(config, to_run, target, data, notes))
+                states, elsewhere = run_model_cells(config, to_run, target, data, notes)
+                run.states.update(states)
+                run.elsewhere.update(elsewhere)
                 for cell in to_run:
                     show(cell, False)
     finally:

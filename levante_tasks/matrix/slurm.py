@@ -247,12 +247,13 @@ def _sole_submit(out: Path, target: Path) -> Iterator[None]:
     second --submit meanwhile (both would queue every model, and the later jobs.json drop the other's arrays)."""
     try:
         with folder_lock.hold(target, LOCK_NAME, who="another matrix process", what="the matrix lock", shared=True,
-                              wait_seconds=0, role="a --submit"), folder_lock.hold_folder(
-                target, f"{display_path(out)}: another --submit is submitting to it; nothing was submitted (it "
-                        "queues what this one would)"):
+                              wait_seconds=0, role="a --submit"), folder_lock.hold_folder(target):
             yield
     except folder_lock.Busy as exc:
         raise LevanteError(f"{display_path(out)}: {exc.holder} is using it; {_WHY}") from None
+    except folder_lock.FolderHeld:
+        raise LevanteError(f"{display_path(out)}: another --submit is submitting to it; nothing was submitted (it "
+                           "queues what this one would)") from None
 
 
 def _no_end_step_running(out: Path, earlier: list[dict], listed: dict[str, set[str]]) -> None:

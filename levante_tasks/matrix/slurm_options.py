@@ -58,6 +58,15 @@ class SlurmSpec:
         resources = own.over(self.defaults)
         return resources if resources.gres or gpus is None else replace(resources, gres=f"gpu:{gpus}")
 
+    def time_key(self, model: str | None = None, end_step: bool = False) -> str:
+        """The config key that sets the time limit of a model's jobs (any model's: None) or of the end step: its
+        own `time` where it sets one, else the defaults' `slurm.time` (also when the defaults set none either)."""
+        if end_step and self.end_step.time is not None:
+            return "slurm.end_step.time"
+        if model is not None and dict(self.models).get(model, Resources()).time is not None:
+            return f"slurm.models.{model}.time"
+        return "slurm.time"
+
     def for_end_step(self) -> Resources:
         """The end step runs no cell (`--report-only`): the defaults without their gres and options (GPU
         constraints such as `--constraint=a100`), unless `end_step` sets its own."""
