@@ -157,7 +157,7 @@ def _digest(value: object) -> str:
 
 def test_less_greater_and_len_overrides_give_l0_benchs_programs(tmp_path: Path) -> None:
     config = _easy_yaml(tmp_path, "len.yaml", **LEN_COMPARE)
-    pool, _ = upstream.draw_pool(load_config(config))
+    pool = list(upstream.draw_pool(load_config(config), tmp_path).rows())
     assert (_digest("\n".join(p["id"] for p in pool)), _digest([p["inputs"] for p in pool]),
             _digest([p["trace"] for p in pool])) == LEN_COMPARE_DIGESTS
     assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d")]) == 0
