@@ -396,6 +396,12 @@ def test_paper_group_runs_unlabelled_on_upstream_profile_data(generated: Path, t
         assert config["metadata"]["l0"]["comparable_with_paper"] is True and config.get("task_alias") is None
         assert out["results"][name]["l0_trace_acc,none"] == 1.0
     assert "not comparable" not in table and out["results"]["l0_trace_paper_test"]["l0_trace_acc,none"] == 1.0
+    monkeypatch.setenv(task.PROMPT_ENV, "no_program")  # the table was measured with the default prompt only
+    (tmp_path / "no_program").mkdir()
+    out, table = run_paper_group(tmp_path / "no_program", {1: 1, 3: 2})
+    label = "l0_trace_bin1 [prompt no_program: not comparable with L0-Bench's table, needs prompt default]"
+    assert out["configs"]["l0_trace_bin1"]["metadata"]["l0"]["comparable_with_paper"] is False
+    assert out["configs"]["l0_trace_bin1"]["task_alias"] == label and f"- {label}|" in table
 
 
 def test_budgets_count_with_a_named_tokenizer(generated: Path, tmp_path: Path,
