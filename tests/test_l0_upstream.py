@@ -160,7 +160,7 @@ def test_less_greater_and_len_overrides_give_l0_benchs_programs(tmp_path: Path) 
     pool = list(upstream.draw_pool(load_config(config), tmp_path).rows())
     assert (_digest("\n".join(p["id"] for p in pool)), _digest([p["inputs"] for p in pool]),
             _digest([p["trace"] for p in pool])) == LEN_COMPARE_DIGESTS
-    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d")]) == 0
+    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d"), "--jobs", "2"]) == 0
     assert any("len(" in json.loads(row)["program"] for row in (tmp_path / "d" / store.PROGRAMS).open())
     unused = f"{LEN_COMPARE['overwritten_grammar']} @@ <never_read> ::= abs( <var> )"  # L0-Bench never expands it
     load_config(_easy_yaml(tmp_path, "unused.yaml", **{**LEN_COMPARE, "overwritten_grammar": unused}))
@@ -178,8 +178,8 @@ def test_less_greater_and_len_overrides_give_l0_benchs_programs(tmp_path: Path) 
 ])
 def test_overrides_l0_bench_cannot_run_or_we_cannot_trace_are_refused(change: dict, problem: str, tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture) -> None:
-    config = _easy_yaml(tmp_path, "bad.yaml", **{**LEN_COMPARE, **change})
-    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d")]) == 2
+    config = _easy_yaml(tmp_path, "bad.yaml", **{**LEN_COMPARE, **change})  # --jobs 2: raised in a worker process
+    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d"), "--jobs", "2"]) == 2
     assert problem in one_error_line(capsys.readouterr().err)
     assert not (tmp_path / "d").exists()
 
