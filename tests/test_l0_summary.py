@@ -20,11 +20,12 @@ def _row(bin_number: int) -> dict[str, object]:
             "l0_pass_at_5,none": acc, "l0_programs,none": 20, "l0_programs_dropped,none": dropped}
 
 
-def _results_file(folder: Path, bins: range = range(1, 8)) -> None:
+def _results_file(folder: Path, bins: range = range(1, 8), profile: str = "upstream") -> None:
     results = {f"l0_trace_bin{b}": _row(b) for b in bins}
     results["l0_trace_paper"] = {"alias": "l0_trace_paper", "l0_trace_acc,none": NAN, "l0_steps,none": NAN}
-    configs = {f"l0_trace_bin{b}": {"task": f"l0_trace_bin{b}",
-                                    "metadata": {"version": 1.0, "l0": {"bin": b, "profile": "upstream"}}}
+    paper = {"split": "paper", "comparable_with_paper": profile == "upstream"}
+    configs = {f"l0_trace_bin{b}": {"task": f"l0_trace_bin{b}", "metadata": {
+                   "version": 1.0, "l0": {"bin": b, "profile": profile, **(paper if b in (1, 3, 5, 7) else {})}}}
                for b in bins}
     document = {"results": results, "groups": {"l0_trace_paper": results["l0_trace_paper"]},
                 "group_subtasks": {"l0_trace_paper": [f"l0_trace_bin{b}" for b in (1, 3, 5, 7)]},
@@ -45,6 +46,7 @@ def test_an_l0_run_gets_a_bin_table_and_plot_naming_dropped_programs_and_empty_b
     assert "| 3* | 0/20 | n/a |" in lines["| 3*"] and "no program scored (20 dropped)" in lines["| 3*"]
     assert lines["| 2"].startswith("| 2 | 20/20 | 0.200 |")  # not a paper split: no star
     assert "n/a: bins 3, 5 have no scored program" in lines["| paper (1, 3, 5, 7)"]
+    assert "not comparable" not in lines["| paper (1, 3, 5, 7)"]
     (section,) = document["l0"]
     assert [r["scored"] for r in section["bins"]] == [2, 20, 0, 20, 0, 20, 20]
     assert section["paper"]["empty"] == [3, 5] and section["paper"]["acc"] is None  # NaN is null in matrix.json
@@ -58,3 +60,11 @@ def test_a_paper_row_missing_a_bin_names_it(tmp_path: Path) -> None:
     document = summarize_runs([tmp_path / "runs"], tmp_path / "out", plot=False)
     assert document["l0"][0]["paper"]["empty"] == [3, 5, 7]
     assert not (tmp_path / "out" / "l0_bins.png").exists()
+
+
+def test_a_paper_row_from_default_profile_data_says_it_is_not_comparable(tmp_path: Path) -> None:
+    _results_file(tmp_path / "runs" / "model", profile="default")
+    summarize_runs([tmp_path / "runs"], tmp_path / "out", plot=False)
+    text = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    (paper,) = [line for line in text.splitlines() if line.startswith("| paper (1, 3, 5, 7)")]
+    assert "not comparable with L0-Bench's table" in paper

@@ -157,10 +157,10 @@ def _digest(value: object) -> str:
 
 def test_less_greater_and_len_overrides_give_l0_benchs_programs(tmp_path: Path) -> None:
     config = _easy_yaml(tmp_path, "len.yaml", **LEN_COMPARE)
-    pool, _ = upstream.draw_pool(load_config(config))
+    pool = list(upstream.draw_pool(load_config(config), tmp_path).rows())
     assert (_digest("\n".join(p["id"] for p in pool)), _digest([p["inputs"] for p in pool]),
             _digest([p["trace"] for p in pool])) == LEN_COMPARE_DIGESTS
-    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d")]) == 0
+    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d"), "--jobs", "2"]) == 0
     assert any("len(" in json.loads(row)["program"] for row in (tmp_path / "d" / store.PROGRAMS).open())
     unused = f"{LEN_COMPARE['overwritten_grammar']} @@ <never_read> ::= abs( <var> )"  # L0-Bench never expands it
     load_config(_easy_yaml(tmp_path, "unused.yaml", **{**LEN_COMPARE, "overwritten_grammar": unused}))
@@ -178,8 +178,8 @@ def test_less_greater_and_len_overrides_give_l0_benchs_programs(tmp_path: Path) 
 ])
 def test_overrides_l0_bench_cannot_run_or_we_cannot_trace_are_refused(change: dict, problem: str, tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture) -> None:
-    config = _easy_yaml(tmp_path, "bad.yaml", **{**LEN_COMPARE, **change})
-    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d")]) == 2
+    config = _easy_yaml(tmp_path, "bad.yaml", **{**LEN_COMPARE, **change})  # --jobs 2: raised in a worker process
+    assert main(["l0", "generate", "--config", str(config), "--out", str(tmp_path / "d"), "--jobs", "2"]) == 2
     assert problem in one_error_line(capsys.readouterr().err)
     assert not (tmp_path / "d").exists()
 
@@ -396,6 +396,12 @@ def test_paper_group_runs_unlabelled_on_upstream_profile_data(generated: Path, t
         assert config["metadata"]["l0"]["comparable_with_paper"] is True and config.get("task_alias") is None
         assert out["results"][name]["l0_trace_acc,none"] == 1.0
     assert "not comparable" not in table and out["results"]["l0_trace_paper_test"]["l0_trace_acc,none"] == 1.0
+    monkeypatch.setenv(task.PROMPT_ENV, "no_program")  # the table was measured with the default prompt only
+    (tmp_path / "no_program").mkdir()
+    out, table = run_paper_group(tmp_path / "no_program", {1: 1, 3: 2})
+    label = "l0_trace_bin1 [prompt no_program: not comparable with L0-Bench's table, needs prompt default]"
+    assert out["configs"]["l0_trace_bin1"]["metadata"]["l0"]["comparable_with_paper"] is False
+    assert out["configs"]["l0_trace_bin1"]["task_alias"] == label and f"- {label}|" in table
 
 
 def test_budgets_count_with_a_named_tokenizer(generated: Path, tmp_path: Path,

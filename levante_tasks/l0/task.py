@@ -35,6 +35,7 @@ TOKENIZER_ENV = "LEVANTE_L0_TOKENIZER"  # a local Hugging Face tokenizer to coun
 PROMPT_ENV = "LEVANTE_L0_PROMPT"  # the prompt variant (prompt.PROMPT_VARIANTS; default: L0-Bench's default prompt)
 PAPER_SPLIT = "paper"  # `metadata.l0.split` of the l0_trace_paper group's tasks: a split of L0-Bench's table
 PAPER_PROFILE = "upstream"  # the only profile whose numbers that table can be compared with (docs/l0.md)
+PAPER_PROMPT = "default"  # the only prompt variant that table was measured with
 ARROW_BATCH_ROWS = 256  # documents held in memory while the Arrow file is written
 _DOC_FOLDERS: list[tempfile.TemporaryDirectory] = []  # the tasks' Arrow files, kept until the process exits
 
@@ -163,10 +164,17 @@ def load_bin_docs(bin_number: int) -> list[dict[str, Any]]:
     return selected
 
 
-def paper_label(task_name: str, profile: str) -> str:
-    """The alias a paper-split task gets on data of another profile: its results row and lmms-eval's printed table
-    say that its numbers (and the l0_trace_paper row above them) are not L0-Bench's table's."""
-    return f"{task_name} [{profile}-profile data: not comparable with L0-Bench's table, needs profile {PAPER_PROFILE}]"
+def paper_label(task_name: str, profile: str, variant: str = PAPER_PROMPT) -> str | None:
+    """The alias a paper-split task gets on data of another profile or with another prompt variant (None when
+    neither): its results row and lmms-eval's printed table say that its numbers (and the l0_trace_paper row
+    above them) are not L0-Bench's table's."""
+    gaps = [(f"{profile}-profile data", f"profile {PAPER_PROFILE}")] if profile != PAPER_PROFILE else []
+    if variant != PAPER_PROMPT:
+        gaps.append((f"prompt {variant}", f"prompt {PAPER_PROMPT}"))
+    if not gaps:
+        return None
+    return (f"{task_name} [{', '.join(used for used, _ in gaps)}: not comparable with L0-Bench's table, needs "
+            f"{' and '.join(needed for _, needed in gaps)}]")
 
 
 class L0TraceTask(BothKindsTask):
@@ -191,9 +199,10 @@ class L0TraceTask(BothKindsTask):
         l0 = {**self.config.metadata["l0"], "profile": profile, "prompt": variant,
               "budget": {**settings, "request_cap": budget.request_cap(profile)}, "backends": backends.NOTES}
         if l0.get("split") == PAPER_SPLIT:
-            l0["comparable_with_paper"] = profile == PAPER_PROFILE
-            if profile != PAPER_PROFILE:
-                self.config.task_alias = paper_label(self.config.task, profile)
+            label = paper_label(self.config.task, profile, variant)
+            l0["comparable_with_paper"] = label is None
+            if label is not None:
+                self.config.task_alias = label
         self.config.metadata = {**self.config.metadata, "l0": l0}
 
     def construct_requests(self, doc_id: int, ctx: str, **kwargs: Any) -> list[Instance] | Instance:

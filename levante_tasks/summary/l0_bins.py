@@ -3,7 +3,8 @@ how many programs each bin scored and dropped, and the paper row (bins 1, 3, 5, 
 
 An L0 task is a leaf whose config has `metadata.l0.bin` (levante_tasks/tasks/l0_trace/). A bin whose number rests
 on too few programs is marked (`levante_tasks.l0.aggregate.too_few` says when and why); a paper row that is NaN says
-which of its bins have no scored program instead of showing a bare NaN. A NaN metric reads n/a (null in
+which of its bins have no scored program instead of showing a bare NaN, and one from data of another profile or
+another prompt variant says it is not comparable with L0-Bench's table. A NaN metric reads n/a (null in
 matrix.json); results written before the program counts existed show no counts ("-").
 """
 
@@ -55,21 +56,23 @@ def bin_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         counted = programs is not None and dropped is not None
         scored = int(programs - dropped) if counted else None
         rows.append({"task": task, "bin": l0["bin"], "profile": l0.get("profile", "default"),
-                     "prompt": l0.get("prompt", "default"),
+                     "prompt": l0.get("prompt", "default"), "comparable": l0.get("comparable_with_paper"),
                      "programs": int(programs) if counted else None, "scored": scored,
                      "too_few": counted and too_few(int(programs), scored), **_row_values(row)})
     return sorted(rows, key=lambda r: r["bin"])
 
 
 def paper_row(results: Mapping[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The paper group's row with the paper bins that have no scored program (`empty`) or too few (`few`)."""
+    """The paper group's row with the paper bins that have no scored program (`empty`) or too few (`few`), and
+    whether any of its bins' tasks recorded that it is not comparable with L0-Bench's table (`incomparable`)."""
     group = (results.get("groups") or {}).get(PAPER_GROUP) or (results.get("results") or {}).get(PAPER_GROUP)
     if not isinstance(group, Mapping):
         return None
     by_bin = {r["bin"]: r for r in rows}
     empty = [b for b in PAPER_BINS if b not in by_bin or by_bin[b]["scored"] == 0]
     few = [b for b in PAPER_BINS if b not in empty and by_bin[b]["too_few"]]
-    return {"task": PAPER_GROUP, "empty": empty, "few": few, **_row_values(group)}
+    incomparable = any(by_bin[b]["comparable"] is False for b in PAPER_BINS if b in by_bin)
+    return {"task": PAPER_GROUP, "empty": empty, "few": few, "incomparable": incomparable, **_row_values(group)}
 
 
 def run_section(label: str, model: str, results: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -96,6 +99,8 @@ def _bin_note(row: Mapping[str, Any]) -> str:
 
 def _paper_note(paper: Mapping[str, Any]) -> str:
     notes = []
+    if paper["incomparable"]:
+        notes.append("not comparable with L0-Bench's table (needs profile upstream and prompt default)")
     if paper["empty"]:
         notes.append(f"n/a: bin{'s' if len(paper['empty']) > 1 else ''} {', '.join(map(str, paper['empty']))} "
                      f"{'have' if len(paper['empty']) > 1 else 'has'} no scored program")
