@@ -149,14 +149,20 @@ def test_a_rerun_that_shows_another_item_is_a_mismatch(fixed_run: Path) -> None:
     assert rerun_mod.compare_item(item, None) == "the re-run wrote no samples line for it"
 
 
+def run_recording(fixed_run: Path, folder: Path, key: str, value: str) -> tuple[Path, Path]:
+    """(a copy of the fixed run in `folder` whose results file records `key` = `value` in its config, that file)."""
+    run = shutil.copytree(fixed_run, folder)
+    path = results_file(run)
+    results = json.loads(path.read_text(encoding="utf-8"))
+    results["config"][key] = value
+    path.write_text(json.dumps(results), encoding="utf-8")
+    return run, path
+
+
 def test_rerun_refuses_a_run_decoded_by_sampling(fixed_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Sampling cannot be reproduced: one line saying so, exit 2, nothing re-run."""
-    run = shutil.copytree(fixed_run, tmp_path / "sampled")
-    path = results_file(run)
-    results = json.loads(path.read_text(encoding="utf-8"))
-    results["config"]["gen_kwargs"] = "temperature=0.7,do_sample=True"
-    path.write_text(json.dumps(results), encoding="utf-8")
+    run, path = run_recording(fixed_run, tmp_path / "sampled", "gen_kwargs", "temperature=0.7,do_sample=True")
     monkeypatch.setattr(rerun_mod, "lmms_eval_process", None)  # a re-run would fail loudly
     status, out, err = verify_cli(capsys, str(run), "--skip-installation", "--rerun", "2")
     assert (status, out) == (2, "")
@@ -177,11 +183,7 @@ def test_rerun_runs_no_remote_code_a_results_file_asks_for_without_the_auditors_
         fixed_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A submitted results file chooses the model: `trust_remote_code=True` would run its checkpoint's Python code on
     the auditor's machine. Refused in one line (exit 2, nothing run) unless --rerun-trust-remote-code."""
-    run = shutil.copytree(fixed_run, tmp_path / "remote")
-    path = results_file(run)
-    results = json.loads(path.read_text(encoding="utf-8"))
-    results["config"]["model_args"] = "letter=B,trust_remote_code=True"
-    path.write_text(json.dumps(results), encoding="utf-8")
+    run, path = run_recording(fixed_run, tmp_path / "remote", "model_args", "letter=B,trust_remote_code=True")
     monkeypatch.setattr(rerun_mod, "lmms_eval_process", None)  # a re-run would fail loudly
     status, out, err = verify_cli(capsys, str(run), "--skip-installation", "--rerun", "1")
     assert (status, out) == (2, "")
