@@ -3,13 +3,22 @@ builds only its own bin's documents (issue 33; benchmarks/l0_scale.py measures t
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 import tracemalloc
 from pathlib import Path
 
 import pytest
+from test_matrix_faults import wait_for
 
 from levante_tasks.cli import main
+from levante_tasks.errors import LevanteError
 from levante_tasks.l0 import prompt, task
+from levante_tasks.l0.workers import ordered_map
 
 CONFIGS = Path(task.__file__).resolve().parent / "configs" / "upstream"
 SMALL, LARGE = 40, 160  # programs drawn; every one becomes a test item with its demonstrations
@@ -103,3 +112,60 @@ def test_a_worker_left_short_by_earlier_workers_draws_on(tmp_path: Path, monkeyp
     pool = upstream.draw_pool(two, tmp_path / "two")
     assert [row["id"] for row in pool.rows()] == expected
     assert pool.stats["attempts"] == first_share + single.stats["attempts"]
+
+
+def children(pid: int) -> list[int]:
+    """The pids of `pid`'s child processes (Linux /proc)."""
+    return [int(child) for listing in Path(f"/proc/{pid}/task").glob("*/children")
+            for child in listing.read_text(encoding="utf-8").split()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the worker processes through Linux /proc")
+def test_a_killed_worker_ends_generate_with_one_line_and_keeps_the_earlier_output(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    assert main(["l0", "generate", "--config", str(easy_config(tmp_path, SMALL)), "--out", str(out)]) == 0
+    earlier = {path.name: path.read_bytes() for path in out.iterdir()}
+    config = tmp_path / "long.yaml"  # L0-Bench's example_easy as shipped, in 2 workers: each draws for seconds
+    config.write_text((CONFIGS / "example_easy.yaml").read_text(encoding="utf-8")
+                      .replace("num_processes: 32", "num_processes: 2"), encoding="utf-8")
+    command = subprocess.Popen([sys.executable, "-m", "levante_tasks", "l0", "generate", "--config", str(config),
+                                "--out", str(out), "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        wait_for(lambda: len(children(command.pid)) == 2 or command.poll() is not None, "2 worker processes")
+        os.kill(children(command.pid)[0], signal.SIGKILL)
+        _, stderr = command.communicate(timeout=120)  # a lost task used to leave it waiting forever
+    finally:
+        command.kill()
+        command.wait()
+    assert command.returncode != 0
+    assert stderr.splitlines() == ["levante-tasks: error: l0 generate: a worker process died (killed, e.g. out of "
+                                   "memory); nothing was written"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["data", "easy-40.yaml", "long.yaml"]
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == earlier
+
+
+def sleep_or_refuse(seconds: float) -> float:
+    """`seconds` after sleeping that long; a negative number is refused at once (a worker's one-line error)."""
+    if seconds < 0:
+        raise LevanteError("refused")
+    time.sleep(seconds)
+    return seconds
+
+
+def test_worker_results_come_in_order_and_an_error_stops_the_other_workers() -> None:
+    outcome: list[object] = []
+
+    def run_both() -> None:
+        with ordered_map(2) as run:
+            outcome.append(list(run(sleep_or_refuse, [0.3, 0, 0.1, 0])))
+            try:
+                list(run(sleep_or_refuse, [600, -1]))  # the refusal must not wait for the 600 s task
+            except LevanteError as exc:
+                outcome.append(str(exc))
+
+    thread = threading.Thread(target=run_both, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the other worker finished its task instead of being stopped"
+    assert outcome == [[0.3, 0, 0.1, 0], "refused"]

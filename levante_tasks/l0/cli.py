@@ -14,6 +14,7 @@ from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.tracer import ProgramError
 from levante_tasks.l0.upstream import UpstreamGenerationError
+from levante_tasks.l0.workers import WorkerDied
 
 JOBS_HELP = ("worker processes (default: the config's num_processes, at most the CPUs; default profile: 1); "
              "the data are the same for every N")
@@ -56,6 +57,8 @@ def run_generate(args: argparse.Namespace) -> int:
             generated = dataset.generate_into(config, scratch, jobs)
         except UpstreamGenerationError as exc:
             raise LevanteError(f"{display_path(args.config)}: {exc} (nothing was written)") from None
+        except WorkerDied as exc:
+            raise LevanteError(f"l0 generate: {exc}; nothing was written") from None
         empty = [b for b, n in generated.stats["selected_per_bin"].items() if n == 0]
         if empty:
             raise LevanteError(f"{display_path(args.config)}: no program fell in bin {', '.join(empty)} after "
@@ -93,6 +96,8 @@ def run_augment(args: argparse.Namespace) -> int:
                 yield pool
         except ProgramError as exc:
             raise LevanteError(f"{display_path(programs)}: {exc}") from None
+        except WorkerDied as exc:
+            raise LevanteError(f"l0 augment: {exc}; nothing was replaced") from None
         if not bins:
             raise LevanteError(f"{display_path(programs)}: holds no programs (regenerate it)")
         if bins - kept:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import multiprocessing
 import random
 import tempfile
 import uuid
@@ -20,6 +19,7 @@ from levante_tasks.l0 import bins
 from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.generator import ProgramGenerator, draw_inputs
 from levante_tasks.l0.tracer import ProgramError, TracedProgram
+from levante_tasks.l0.workers import ordered_map
 
 REJECTIONS = ("long", "no_inputs", "short", "duplicate", "exec_error")
 AUGMENT_BATCH_PER_JOB = 16  # items per worker process held at a time while augmenting
@@ -169,10 +169,10 @@ def augment_stream(items: Iterable[dict[str, Any]], config: GenConfig,
         yield from ((item, _pool_of((item, config))) for item in items)
         return
     batch_size = jobs * AUGMENT_BATCH_PER_JOB
-    with multiprocessing.get_context().Pool(jobs) as workers:
+    with ordered_map(jobs) as run:
         iterator = iter(items)
         while batch := list(itertools.islice(iterator, batch_size)):
-            yield from zip(batch, workers.map(_pool_of, [(item, config) for item in batch]), strict=True)
+            yield from zip(batch, run(_pool_of, [(item, config) for item in batch]), strict=True)
 
 
 def _pool_of(job: tuple[dict[str, Any], GenConfig]) -> dict[str, Any] | None:

@@ -20,14 +20,12 @@ by different workers at about the same time survives depends on timing; here the
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import multiprocessing
 import os
 import random
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,7 @@ from levante_tasks.l0.upstream_grammar import (
     draw_value,
     kind_of_parameter,
 )
+from levante_tasks.l0.workers import ordered_map
 
 AUGMENT_TRIES = 10_000  # L0-Bench's MAX_AUGMENT_LOOPS
 RAW_EXTRA_LINES = 2  # the call and return events L0-Bench's raw traces hold besides the target lines
@@ -110,7 +109,7 @@ def draw_pool(config: GenConfig, folder: Path, jobs: int = 1) -> Pool:
     rejected = {"long": 0, "no_inputs": 0, "short": 0, "duplicate": 0, "exec_error": 0}
     attempts = 0
     jobs_list = [(config, w, share, log) for w, (share, log) in enumerate(zip(shares, logs, strict=True))]
-    with _runner(min(jobs, len(shares))) as run, pool.path.open("w", encoding="utf-8") as out:
+    with ordered_map(min(jobs, len(shares))) as run, pool.path.open("w", encoding="utf-8") as out:
 
         def accept(item: dict[str, Any], text: str) -> None:
             seen.add(item["id"])
@@ -158,19 +157,6 @@ def _check_attempts(attempts: int, config: GenConfig, accepted: int) -> None:
     if attempts >= config.max_attempts:
         raise UpstreamGenerationError(f"{attempts} draws gave only {accepted} of {config.num_programs} "
                                       "programs (max_attempts)")
-
-
-def _runner(jobs: int) -> contextlib.AbstractContextManager[Callable[..., Iterator[Any]]]:
-    """`map` in order: in this process for one job, else over a pool of `jobs` processes."""
-    if jobs <= 1:
-        return contextlib.nullcontext(map)
-    return _pool_imap(jobs)
-
-
-@contextlib.contextmanager
-def _pool_imap(jobs: int) -> Iterator[Callable[..., Iterator[Any]]]:
-    with multiprocessing.get_context().Pool(jobs) as workers:
-        yield lambda function, tasks: workers.imap(function, tasks)
 
 
 def _check(drawn: UpstreamProgram, seen: set[str],
