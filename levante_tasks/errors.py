@@ -21,7 +21,7 @@ _HINTS = {
 }
 
 
-_ABSOLUTE_PATH = re.compile(r"(?<![\w.~])/[^\s:'\"(),]+")
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/])/[^\s:'\"(),]+")  # not inside a URL (`https://host/path`)
 
 
 class LevanteError(Exception):

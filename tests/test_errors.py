@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from levante_tasks.atomic import atomic_path, staged_dir
-from levante_tasks.errors import describe_os_error, problem_text
+from levante_tasks.errors import describe_os_error, problem_text, shown_paths
 
 
 def test_an_oserror_without_errno_shows_its_paths_relative(tmp_path, monkeypatch):
@@ -58,3 +58,12 @@ def test_a_write_error_without_a_file_names_the_output_being_written(tmp_path, m
     with pytest.raises(OSError) as caught, staged_dir("out/summary"):
         raise OSError("pyarrow: bad file")  # no errno: not a write error of ours; left as it was
     assert caught.value.filename is None
+
+
+def test_shown_paths_hides_absolute_paths_and_leaves_addresses_as_they_are() -> None:
+    """Another library's message: an absolute path shows as display_path shows it (no home folder, no user name);
+    a URL's path is not a file path and stays whole (mlcroissant names its properties by URL)."""
+    text = ('OSError: /home/someone/models/ckpt/config.json missing; see "http://mlcommons.org/croissant/citeAs" '
+            "and https://huggingface.co/org/name")
+    assert shown_paths(text) == ('OSError: .../ckpt/config.json missing; see "http://mlcommons.org/croissant/citeAs" '
+                                 "and https://huggingface.co/org/name")

@@ -356,10 +356,10 @@ def check_card(path: Path, root: Path | None = None) -> CardCheck:
         except mlc.ValidationError:
             pass  # its issues are read below
     if ctx.issues.errors:
-        raise CardError(f"{shown}: not valid Croissant: {_first(ctx.issues.errors)}")
+        raise CardError(f"{shown}: not valid Croissant: {shown_paths(_first(ctx.issues.errors))}")
     warned = ctx.issues.warnings or logged.messages
     if warned:
-        raise CardError(f"{shown}: Croissant warning: {_first(warned)}")
+        raise CardError(f"{shown}: Croissant warning: {shown_paths(_first(warned))}")
     _check_columns(card, paths, shown)
     with _mlcroissant_log():
         return CardCheck(files=len(paths), records=_check_records(dataset_, card, shown))

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from levante_tasks.data.decoding import available_cores
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.l0 import dataset, store
 from levante_tasks.l0.config import GenConfig
@@ -116,6 +116,5 @@ def worker_processes(config: GenConfig, asked: int | None) -> int:
     this process may use (the data do not depend on it)."""
     if asked is not None:
         return asked
-    available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     configured = int(config.upstream["num_processes"]) if config.upstream is not None else 1
-    return max(1, min(configured, available))
+    return max(1, min(configured, available_cores()))

@@ -17,6 +17,7 @@ from typing import Any
 
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path, problem_text
+from levante_tasks.filehash import sha256_file
 from levante_tasks.l0.config import ConfigError, GenConfig, from_mapping
 from levante_tasks.l0.dataset import Generated
 from levante_tasks.l0.grammar import GRAMMAR
@@ -27,7 +28,6 @@ MANIFEST = "manifest.json"
 PROGRAMS = "programs.jsonl"
 FEWSHOTS = "fewshots.jsonl"
 SCRATCH = ".scratch"  # generate's spool inside the staging folder, deleted before the swap
-HASH_CHUNK = 1 << 20
 
 
 def jsonl_text(rows: list[dict[str, Any]]) -> str:
@@ -168,14 +168,10 @@ def iter_rows(data_dir: Path, manifest: dict[str, Any], name: str,
 
 
 def _file_sha256(path: Path) -> str:
-    """The file's sha256, read a chunk at a time; a missing file is named with the step that writes it."""
-    digest = hashlib.sha256()
+    """The file's sha256 (filehash); a missing file is named with the step that writes it."""
     try:
-        with path.open("rb") as handle:
-            while chunk := handle.read(HASH_CHUNK):
-                digest.update(chunk)
+        return sha256_file(path)
     except FileNotFoundError:
         raise _missing(path) from None
     except OSError as exc:
         raise LevanteError(f"{display_path(path)}: {problem_text(exc)}") from None
-    return digest.hexdigest()

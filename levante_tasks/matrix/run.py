@@ -144,9 +144,9 @@ def lock_role(shard: tuple[int, int] | None, cell_index: int | None, model_index
         what, details = "a one-model run", [f"--model {model_index}"]
     else:
         what, details = "a whole matrix run", []
-    array, task, job = (os.environ.get(k) for k in ("SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_JOB_ID"))
-    if array and task or job:
-        details.append(f"Slurm job {array}_{task}" if array and task else f"Slurm job {job}")
+    job = slurm_job.job_name()
+    if job:
+        details.append(f"Slurm job {job}")
     return f"{what} ({', '.join(details)})" if details else what
 
 

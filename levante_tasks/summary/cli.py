@@ -1,8 +1,9 @@
 """`levante-tasks summarize RUN_DIR... --out DIR` and `levante-tasks verify RUN_DIR...`.
 
 summarize: every lmms-eval run and inspect_ai `.eval` log under the run folders -> one model x task matrix
-(matrix.csv, matrix.json, summary.md, heatmap.png, runs/<run>/summary.json), and for L0 runs a per-bin table
-in summary.md and l0_bins.png (summary.l0_bins). A run or task that cannot be read
+(matrix.csv, matrix.json, summary.md, heatmap.png for LEVANTE cells, runs/<run>/summary.json, croissant.json:
+the results card), and for L0 runs a per-bin table in summary.md and l0_bins.png (summary.l0_bins). A run or task
+that cannot be read
 is one line each; the rest is still summarized and the exit status is 1 unless --allow-partial. Refused comparisons and
 conflicting duplicates are errors (exit 2, nothing written). `--out` is replaced whole (a staging folder
 swapped in), and only when it is empty, absent or an earlier summary (it holds matrix.json). A RUN_DIR that does
@@ -44,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "summarize", help="summarize lmms-eval runs and inspect_ai logs into one model x task matrix with a report",
         description="Read every *_results.json (and its samples files) and every inspect_ai *.eval log under "
         "RUN_DIR... and write matrix.csv, "
-        "matrix.json, summary.md, heatmap.png (l0_bins.png for L0 runs) and runs/<run>/summary.json into --out.")
+        "matrix.json, summary.md, heatmap.png (LEVANTE cells; l0_bins.png for L0 runs), runs/<run>/summary.json "
+        "and croissant.json (the results card) into --out.")
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
                         help="lmms-eval output folder(s) and inspect_ai log folder(s)")
     parser.add_argument("--out", required=True, type=Path, help="output folder (replaced whole)")
@@ -53,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--allow-mismatch", action="store_true",
                         help="keep cells that differ in limit, budget, prompt, dataset or patch set as separate, "
                         "flagged cells instead of refusing")
-    parser.add_argument("--no-plot", action="store_true", help="skip heatmap.png")
+    parser.add_argument("--no-plot", action="store_true", help="skip heatmap.png and l0_bins.png")
     parser.set_defaults(func=run_summarize)
 
     check = subparsers.add_parser(

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, shown_paths
 from levante_tasks.runs.discover import INSPECT_AI, discover, folder_label
 from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
 from levante_tasks.runs.model import HEX40, find_answer, model_identity, parse_model_args, path_like, redact_model_args
@@ -305,7 +305,8 @@ def rerun(plan: RerunPlan, data_dir: Path | None = None, runner: Runner | None =
         done = (runner or lmms_eval_process)([*args, "--config", str(folder / "runs.json")], cwd=Path.cwd(), env=env)
         if done.returncode != 0:
             last = next((line for line in reversed(done.stderr.splitlines()) if line.strip()), "no output")
-            return [header], [f"{plan.where}: --rerun: lmms-eval exited {done.returncode}: {last.strip()}"]
+            return [header], [f"{plan.where}: --rerun: lmms-eval exited {done.returncode}: "
+                               f"{shown_paths(last.strip())[:300]}"]
         try:
             new = [_new_lines(folder / f"item-{i}", item.task).get(item.doc_id) for i, item in enumerate(plan.items)]
         except FileProblem as exc:
