@@ -172,3 +172,13 @@ def test_readout_on_seed_prefixes_in_whole_blocks():
     between = (halfwidths[1] + halfwidths[2]) / 2
     assert by_orders(cells, choices, n_options, [8, 16, 32], between, n_boot=200, seed=0)["orders_enough"] == 32
     assert orders_enough(rows, 0.0) is None
+
+
+def test_the_intervals_remove_the_upward_bias_of_a_re_estimated_q():
+    cells, choices, n_options, _ = simulated(100, 8, 2)
+    out = replicate_estimate(cells, choices, n_options, n_boot=500, seed=0)
+    # a noisier q has a larger KL: the bootstrap draws sit above the estimate, so a basic interval lies below it
+    assert (out["kl_replicate_ci_low"] + out["kl_replicate_ci_high"]) / 2 < out["kl"]
+    assert out["kl_replicate_ci_high"] - out["kl_replicate_ci_low"] == pytest.approx(
+        2 * out["kl_replicate_halfwidth"])
+    assert out["kl_ci_high"] - out["kl_ci_low"] > 2 * out["kl_replicate_halfwidth"]  # items add their spread
