@@ -108,3 +108,16 @@ def test_replicate_records_keep_every_run_of_a_seed_and_refuse_a_foreign_choice(
     path.write_text(json.dumps(line) + "\n")
     with pytest.raises(LevanteError, match=r"seed1\.jsonl:1: choice_index 4 is not one of the record's 4 options"):
         read_model_records(tmp_path)
+
+
+def test_orders_tolerance_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from levante_tasks.cli import main
+    from levante_tasks.compare import pipeline
+
+    given = []
+    monkeypatch.setattr(pipeline, "run_compare", lambda *args, **kwargs: given.append(args[5]) or {"tasks": {}})
+    base = ["compare", "--irt", "x.rds", "--trials", "t.csv", "--runs", "r.csv", "--models", "m", "--out", "o"]
+    assert main([*base, "--orders-tolerance", "0.05"]) == 0
+    assert given[0].orders_tolerance == 0.05
+    assert main([*base, "--orders-tolerance", "0"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--orders-tolerance must be a number > 0 (nats)")
