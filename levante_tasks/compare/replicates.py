@@ -115,11 +115,6 @@ def _log_q(q: np.ndarray) -> np.ndarray:
     return np.log(np.where(q == 0, KL_EPSILON, q))
 
 
-def cell_kl(cells: Cells, q: np.ndarray) -> np.ndarray:
-    """KL(human || q) per cell; `q` is items x K aligned to `cells.items` (rows of unused items are ignored)."""
-    return cells.plogp - np.einsum("ck,ck->c", cells.p, _log_q(q[cells.item]))
-
-
 def _item_terms(cells: Cells) -> tuple[np.ndarray, np.ndarray]:
     """Per item: (sum over its cells of n * sum_k p ln p, sum of n): with cells.m (= sum n p) they give the
     item's n-weighted KL sum for any q as a - sum_k m_k ln q_k."""
