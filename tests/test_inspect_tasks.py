@@ -137,6 +137,9 @@ def test_orders_records_each_replicates_order_and_parsed_choice(data_dir, tmp_pa
     assert [(r["option_seed"], r["n"], r["correct"]) for r in cell["replicates"]] == [
         (seed, len(per_seed[seed]), sum(r["correct"] for r in records.values() if r["seed"] == seed))
         for seed in range(4)]
+    (run_summary,) = (tmp_path / "summary" / "runs").glob("*/summary.json")
+    run = json.loads(run_summary.read_text(encoding="utf-8"))
+    assert run["protocol"]["seeds"] == [0, 1, 2, 3] and [t["orders"] for t in run["tasks"].values()] == [4]
     assert verify_runs([tmp_path / "logs"], data_dir, installation=False).lines == []
 
 
