@@ -180,8 +180,9 @@ def test_an_orders_log_is_one_replicate_per_seed_through_summarize_verify_and_re
     orders_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The summary splits the log by seed (the task column and each sub-type column: K replicates, each seed's
-    counts as counted here); an older parser's record under seed 2 is rescored as seed 2's, and the rescored log
-    summarizes to the genuine per-seed counts; verify passes before and after."""
+    counts as counted here; the cell's accuracy is inspect's reported levante_record accuracy); an older parser's
+    record under seed 2 is rescored as seed 2's, and the rescored log summarizes to the genuine per-seed counts;
+    verify passes before and after."""
     from inspect_ai.log import read_eval_log, write_eval_log
 
     records = _log_records(orders_log)
@@ -193,6 +194,9 @@ def test_an_orders_log_is_one_replicate_per_seed_through_summarize_verify_and_re
     (cell,) = [c for c in document["cells"] if c["task"] == "levante_egma_math"]
     assert [r["task"] for r in cell["replicates"]] == ["levante_egma_math", *(f"levante_egma_math_seed{k}"
                                                                              for k in range(1, ORDERS))]
+    reported = next(m for m in read_eval_log(str(next(orders_log.glob("*.eval")))).results.scores
+                    if m.name == "levante_record").metrics["accuracy"].value
+    assert cell["accuracy"] == pytest.approx(reported)  # the seeds hold the same items: mean over seeds = pooled
     subtypes = [c for c in document["cells"] if c["parent"] == "levante_egma_math"]
     assert subtypes and all(c["n_replicates"] == ORDERS for c in subtypes)
     assert sum(r["n"] for c in subtypes for r in c["replicates"]) == len(records)
