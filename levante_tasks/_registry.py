@@ -1,7 +1,8 @@
 """inspect_ai entry point (`[project.entry-points.inspect_ai]`): one @task per catalogue task.
 
 `inspect eval levante_tasks/levante_trog --model vllm/... -T seed=1 -T variant=blank` (docs/inspect.md); `-T locale=de`
-runs the task in a children's language (`levante_tasks.schema.locales`). The tasks
+runs the task in a children's language (`levante_tasks.schema.locales`); `-T orders=8` asks each item under
+option-order seeds 0 .. 7 (the distribution mode). The tasks
 are made from `levante_tasks.schema.tasks.TASKS`, so a new catalogue row is a new inspect task too. Bad task
 arguments (an unknown `-T` name included: inspect would only warn and run the defaults) and missing or damaged
 data raise `LevanteTaskError`, which inspect's CLI prints as its one line, without a traceback.
@@ -28,14 +29,15 @@ from levante_tasks.schema.tasks import TASKS, TaskInfo
 def _task_function(info: TaskInfo) -> Callable[..., Task]:
     """The @task function of one catalogue task, named like its lmms-eval task (`levante_trog`)."""
 
-    def make(seed: int = 0, variant: str = "original", locale: str = "en", **unknown: Any) -> Task:
+    def make(seed: int = 0, variant: str = "original", locale: str = "en", orders: int | None = None,
+             **unknown: Any) -> Task:
         from levante_tasks.inspect.task import levante_task
 
-        return levante_task(info, seed=seed, variant=variant, locale=locale, unknown=unknown)
+        return levante_task(info, seed=seed, variant=variant, locale=locale, orders=orders, unknown=unknown)
 
     make.__name__ = make.__qualname__ = info.lmms_name
-    make.__doc__ = (f"LEVANTE {info.name}: option-order seed (0, 1, 2), image variant (original, blank, shuffled) and "
-                    "locale (en, de, es-CO, ...).")
+    make.__doc__ = (f"LEVANTE {info.name}: option-order seed (0, 1, 2) or orders K (each item under seeds 0 .. K-1, "
+                    "K <= 32), image variant (original, blank, shuffled) and locale (en, de, es-CO, ...).")
     return task(name=info.lmms_name)(make)
 
 

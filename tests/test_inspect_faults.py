@@ -47,6 +47,11 @@ def _one_line_error(call) -> str:
     ({"seed": True}, "seed=True: expected one of 0, 1, 2"),
     ({"variant": "xyz"}, "variant='xyz': expected one of original, blank, shuffled"),
     ({"varient": "blank"}, "unknown task argument(s) varient"),
+    ({"orders": 0}, "orders=0: expected a whole number from 1 to 32"),
+    ({"orders": 33}, "orders=33: expected a whole number from 1 to 32"),
+    ({"orders": "auto"}, "orders='auto': expected a whole number from 1 to 32"),
+    ({"orders": 2.5}, "orders=2.5: expected a whole number from 1 to 32"),
+    ({"orders": 4, "seed": 1}, "seed=1 with orders=4: orders asks option-order seeds 0 .. 3; leave -T seed out"),
 ])
 def test_bad_task_arguments_are_one_line_naming_the_task(fixture_env, args, expected):
     message = _one_line_error(lambda: _registry.levante_trog(**args))
@@ -104,19 +109,23 @@ def _inspect_cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("how", ["nothing prepared", "bad seed"])
+CLI_PROBLEMS = {"nothing prepared": ("seed=0", PREPARE), "bad seed": ("seed=7", "seed=7: expected one of 0, 1, 2"),
+                "bad orders": ("orders=40", "orders=40: expected a whole number from 1 to 32")}
+
+
+@pytest.mark.parametrize("how", list(CLI_PROBLEMS))
 def test_the_inspect_cli_prints_the_one_line_without_a_traceback(data_dir, tmp_path, how):
     empty = tmp_path / "empty"
     empty.mkdir()
     # inspect prints the message with rich (wrapped at COLUMNS; nothing at all under `--display none`)
     env = {"LEVANTE_DATA_DIR": str(empty if how == "nothing prepared" else data_dir), "COLUMNS": "500"}
-    seed = "7" if how == "bad seed" else "0"
-    proc = _inspect_cli(["eval", "levante_tasks/levante_trog", "--model", "levante-tiny/reply", "-T", f"seed={seed}",
+    argument, expected = CLI_PROBLEMS[how]
+    proc = _inspect_cli(["eval", "levante_tasks/levante_trog", "--model", "levante-tiny/reply", "-T", argument,
                          "--log-dir", str(tmp_path / "logs")], tmp_path, env)
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert len(lines) == 1 and lines[0].startswith("levante_tasks/levante_trog: "), lines[:5]
-    assert (PREPARE if how == "nothing prepared" else "seed=7: expected one of 0, 1, 2") in lines[0]
+    assert expected in lines[0]
     assert not list((tmp_path / "logs").rglob("*.eval"))
 
 

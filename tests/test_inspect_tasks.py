@@ -79,6 +79,70 @@ def test_samples_show_our_balanced_order_and_labelled_pictures(fixture_env, seed
     assert task.metadata["levante"]["seed"] == seed
 
 
+def test_orders_asks_each_item_under_a_latin_block_of_option_orders(fixture_env):
+    """`-T orders=4` on matrix-reasoning (4 options): each item 4 times in a row, under the docs builder's order of
+    seeds 0..3 (distinct ids, seed and presented order in the metadata, the seed in the message's item reference),
+    so each option is shown at each position once."""
+    from levante_tasks.core import docs
+    from levante_tasks.inspect.samples import ITEM_KEY
+
+    task = _registry().levante_matrix_reasoning(orders=4)
+    samples = list(task.dataset)
+    built = {seed: {d["item_uid"]: d for d in docs.task_docs("matrix-reasoning", seed=seed, variant="original",
+                                                            choice_only=True)} for seed in range(4)}
+    assert task.metadata["levante"]["orders"] == 4 and task.metadata["levante"]["seed"] == 0
+    assert len(samples) == 4 * len(built[0]) and len({s.id for s in samples}) == len(samples)
+    orders: dict[str, list[list[int]]] = {}
+    for k, sample in enumerate(samples):
+        meta = sample.metadata
+        assert meta["seed"] == k % 4 and sample.id == f"{meta['item_uid']}@seed{meta['seed']}"
+        doc = built[meta["seed"]][meta["item_uid"]]
+        assert meta["presented_order"] == doc["presented_order"] and sample.target == doc["target_letter"]
+        assert sample.input[0].metadata[ITEM_KEY] == {"task": "matrix-reasoning", "seed": meta["seed"],
+                                                      "variant": "original", "item_uid": meta["item_uid"]}
+        orders.setdefault(meta["item_uid"], []).append(meta["presented_order"])
+    assert len(orders) == len(built[0]) >= 4
+    for uid, shown in orders.items():
+        assert len(shown) == 4 and all(sorted(o[p] for o in shown) == [0, 1, 2, 3] for p in range(4)), uid
+
+
+def test_orders_records_each_replicates_order_and_parsed_choice(data_dir, tmp_path):
+    """A real inspect run with `orders=4` (a model that always answers `ANSWER: B`): one record per item and seed,
+    each with its replicate's seed and presented order and the choice parsed in it; the summary counts 4
+    replicates of the item set, and verify passes."""
+    from inspect_ai import eval as inspect_eval
+
+    import levante_tasks._registry  # noqa: F401 (registers levante-tiny)
+
+    os.environ["LEVANTE_DATA_DIR"] = str(data_dir)
+    try:
+        (log,) = inspect_eval("levante_tasks/levante_matrix_reasoning", model="levante-tiny/reply",
+                              model_args={"reply": "ANSWER: B"}, task_args={"orders": 4},
+                              log_dir=str(tmp_path / "logs"), display="none")
+    finally:
+        del os.environ["LEVANTE_DATA_DIR"]
+    assert log.status == "success", log.error
+    records = {s.id: s.scores["levante_record"].metadata[RECORD_KEY] for s in log.samples}
+    for sample in log.samples:
+        record = records[sample.id]
+        assert (record["item_uid"], record["seed"]) == (sample.metadata["item_uid"], sample.metadata["seed"])
+        assert record["presented_order"] == sample.metadata["presented_order"]
+        assert record["choice_letter"] == "B" and record["choice_index"] == record["presented_order"][1]
+        assert record["correct"] == int(record["presented_order"][1] == 0)
+    per_seed = {seed: sorted(r["item_uid"] for r in records.values() if r["seed"] == seed) for seed in range(4)}
+    assert len(records) == 4 * len(per_seed[0]) and all(uids == per_seed[0] for uids in per_seed.values())
+    document = summarize_runs([tmp_path / "logs"], tmp_path / "summary", plot=False)
+    (cell,) = document["cells"]
+    assert cell["n_replicates"] == 4 and cell["provenance"]["option_seeds"] == [0, 1, 2, 3]
+    assert [(r["option_seed"], r["n"], r["correct"]) for r in cell["replicates"]] == [
+        (seed, len(per_seed[seed]), sum(r["correct"] for r in records.values() if r["seed"] == seed))
+        for seed in range(4)]
+    (run_summary,) = (tmp_path / "summary" / "runs").glob("*/summary.json")
+    run = json.loads(run_summary.read_text(encoding="utf-8"))
+    assert run["protocol"]["seeds"] == [0, 1, 2, 3] and [t["orders"] for t in run["tasks"].values()] == [4]
+    assert verify_runs([tmp_path / "logs"], data_dir, installation=False).lines == []
+
+
 def test_text_options_are_the_choices_and_slider_items_are_left_out(fixture_env, data_dir):
     samples = list(_registry().levante_egma_math().dataset)
     assert samples and all(s.metadata["response_format"] == "choice" for s in samples)

@@ -144,6 +144,18 @@ def test_report_has_a_table_per_task_family(summary: Path) -> None:
     assert "95% CI over items" in text
 
 
+def test_every_cell_of_the_report_states_its_number_of_replicates(summary: Path) -> None:
+    """summary.md names each cell's replicate count, one seed included (vocab has seeds 0 and 1 here)."""
+    text = (summary / "summary.md").read_text(encoding="utf-8")
+    counts = {c["n_replicates"] for c in cells(summary)}
+    assert counts == {1, 2}
+    for found in cells(summary):
+        k = found["n_replicates"]
+        shown = f" n={found['n_items']}, parsed {found['parse_rate']:.0%}, {k} seed{'s sd' if k > 1 else ''}"
+        assert shown in text, shown
+    assert text.count(", 1 seed") == sum(c["n_replicates"] == 1 for c in cells(summary))
+
+
 def test_overall_row_pools_every_task_and_test_models_are_marked(summary: Path) -> None:
     """summary.md's overall row = the item-weighted mean accuracy of the model's task columns (original images,
     sub-type columns left out), per output type; both offline test doubles are named as test models, and the fixture

@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 DEFAULT_SEEDS = (0, 1, 2)
+MAX_ORDERS = 32  # replicates (option-order seeds) 0 .. MAX_ORDERS - 1 of the distribution mode
 
 
 def stable_hash(text: str, salt: str = "") -> str:

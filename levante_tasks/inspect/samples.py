@@ -5,7 +5,7 @@ Input: one user message whose text is the item's question composed without its a
 pictures in order, followed by the pictures of `core.hooks.doc_to_visual` (context `<image 1>` first, then options
 as presented; blank or shuffled per variant) as PNG data URIs, so logs hold no file paths. Choices: the options in
 OUR presented order (picture options as their `<image N>` marker, text options as their text); target: the gold
-letter.
+letter; id: the item's uid (`<uid>@seed<k>` for the replicates of `-T orders=K`).
 Our words (the picture line, the multiple_choice() instruction of `template`) are the item's locale's
 (`core.locale_text`); the `ANSWER: $LETTER` line it asks for stays English, as inspect's `choice()` reads it.
 Metadata: the doc fields the record needs (identity, seed, variant, presented and canonical order, letters; a
@@ -59,8 +59,14 @@ def data_uri(image: Image.Image) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def doc_sample(doc: Mapping[str, Any]) -> Sample:
-    """The Sample of one choice doc (module docstring)."""
+def sample_id(doc: Mapping[str, Any], replicated: bool) -> str:
+    """A Sample's id: the item's uid, or `<uid>@seed<k>` when the task asks each item under several option-order
+    seeds (`-T orders=K`), so the replicates of one item have distinct ids."""
+    return f"{doc['item_uid']}@seed{doc['seed']}" if replicated else str(doc["item_uid"])
+
+
+def doc_sample(doc: Mapping[str, Any], replicated: bool = False) -> Sample:
+    """The Sample of one choice doc (module docstring); `replicated`: its id names its seed (sample_id)."""
     images = hooks.doc_to_visual(doc)
     content: list[ContentText | ContentImage] = [ContentText(text=question_text(doc, len(images)))]
     content += [ContentImage(image=data_uri(image)) for image in images]
@@ -70,4 +76,4 @@ def doc_sample(doc: Mapping[str, Any]) -> Sample:
         metadata["locale"] = doc["locale"]
     ref = {key: doc[key] for key in ("task", "seed", "variant", "item_uid")}
     return Sample(input=[ChatMessageUser(content=content, metadata={ITEM_KEY: ref})], choices=hooks.choice_labels(doc),
-                  target=doc["target_letter"], id=str(doc["item_uid"]), metadata=metadata)
+                  target=doc["target_letter"], id=sample_id(doc, replicated), metadata=metadata)

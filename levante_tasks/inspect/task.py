@@ -5,6 +5,9 @@ Choice items only: inspect's multiple-choice form has no slider answer, so egma-
 are left out (as in lmms-eval's `_mc` variants). Decoding is the lmms-eval tasks' (`generate_config`: greedy,
 temperature 0, 128 new tokens, stop at a blank line), given to inspect as the Task's GenerateConfig. The Task's
 metadata holds the run provenance the summary reads; the Task's `version` is the catalogue's `TaskInfo.version`.
+The distribution mode `orders=K` (docs/inspect.md) asks each item under option-order seeds 0 .. K-1, replicate r
+being seed r's doc from the same builder: one Sample per item and seed, an item's replicates adjacent;
+metadata.levante then says `orders: K` (and `seed: 0`, the first replicate).
 Bad arguments and missing or damaged data raise LevanteTaskError: a LevanteError that is also inspect's
 PrerequisiteError, so `inspect eval` prints its one line (naming the task, the problem and the fix), no traceback.
 """
@@ -26,7 +29,7 @@ from inspect_ai.solver import multiple_choice
 
 from levante_tasks import __version__
 from levante_tasks.core import docs, generation
-from levante_tasks.core.options import DEFAULT_SEEDS
+from levante_tasks.core.options import DEFAULT_SEEDS, MAX_ORDERS
 from levante_tasks.errors import LevanteError
 from levante_tasks.inspect.samples import doc_sample, template
 from levante_tasks.inspect.scorer import levante_record
@@ -37,7 +40,7 @@ from levante_tasks.schema.task_source import INSPECT_SCOPE, PACKAGE_ROOT, files_
 from levante_tasks.schema.tasks import TaskInfo
 from levante_tasks.schema.variant import Variant
 
-PROVENANCE_KEY = "levante"  # Task metadata key: {task, lmms_name, seed, variant, provenance}
+PROVENANCE_KEY = "levante"  # Task metadata key: {task, lmms_name, seed, variant, [orders,] [locale,] provenance}
 
 
 class LevanteTaskError(LevanteError, PrerequisiteError):
@@ -85,19 +88,37 @@ def generate_config() -> GenerateConfig:
                           stop_seqs=list(generation.STOP_SEQUENCES))
 
 
-def check_args(name: str, seed: Any, variant: Any, unknown: Mapping[str, Any]) -> int:
-    """The option-order seed of valid task arguments; LevanteTaskError naming the bad one otherwise."""
+def check_args(name: str, seed: Any, variant: Any, unknown: Mapping[str, Any], orders: Any = None) -> list[int]:
+    """The option-order seeds valid task arguments ask: `[seed]`, or replicates 0 .. orders-1 with `orders`;
+    LevanteTaskError naming the bad argument otherwise (with `orders`, `seed` must stay 0: the replicates are seeds
+    0 .. K-1)."""
     seeds = ", ".join(map(str, DEFAULT_SEEDS))
     if unknown:
         raise LevanteTaskError(f"{name}: unknown task argument(s) {', '.join(sorted(unknown))} "
-                               f"(expected -T seed={{{seeds}}}, -T variant={{{', '.join(VARIANTS)}}} and "
-                               f"-T locale={{{locales.accepted()}}})")
+                               f"(expected -T seed={{{seeds}}}, -T orders=1..{MAX_ORDERS}, "
+                               f"-T variant={{{', '.join(VARIANTS)}}} and -T locale={{{locales.accepted()}}})")
     if isinstance(seed, bool) or not isinstance(seed, int | str) or str(seed).strip() not in map(str, DEFAULT_SEEDS):
         raise LevanteTaskError(f"{name}: seed={seed!r}: expected one of {seeds} (the option-order seeds of the "
                                f"lmms-eval tasks)")
     if variant not in VARIANTS:
         raise LevanteTaskError(f"{name}: variant={variant!r}: expected one of {', '.join(VARIANTS)}")
-    return int(seed)
+    if orders is None:
+        return [int(seed)]
+    if (isinstance(orders, bool) or not isinstance(orders, int | str) or not str(orders).strip().isdigit()
+            or not 1 <= int(orders) <= MAX_ORDERS):
+        raise LevanteTaskError(f"{name}: orders={orders!r}: expected a whole number from 1 to {MAX_ORDERS} (each "
+                               f"item is asked under option-order seeds 0 .. orders-1)")
+    if int(seed):
+        raise LevanteTaskError(f"{name}: seed={seed!r} with orders={int(orders)}: orders asks option-order seeds 0 .. "
+                               f"{int(orders) - 1}; leave -T seed out")
+    return list(range(int(orders)))
+
+
+def replicate_docs(task: str, seeds: list[int], variant: str, locale: Locale) -> list[dict[str, Any]]:
+    """The choice docs of `task` under each of `seeds` (docs.task_docs per seed), item by item: an item's
+    replicates are adjacent, so `--limit` keeps whole items when it is a multiple of the seeds."""
+    per_seed = [docs.task_docs(task, seed=seed, variant=variant, choice_only=True, locale=locale) for seed in seeds]
+    return [doc for replicates in zip(*per_seed, strict=True) for doc in replicates]
 
 
 def data_problem(name: str, exc: LevanteError) -> LevanteTaskError:
@@ -121,18 +142,20 @@ def task_locale(name: str, code: Any) -> Locale:
         raise LevanteTaskError(f"{name}: locale={code!r}: {exc}") from None
 
 
-def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original", locale: Any = "en",
+def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original", locale: Any = "en", orders: Any = None,
                  unknown: Mapping[str, Any] | None = None) -> Task:
-    """The inspect Task of one catalogue task: option-order `seed` (0, 1, 2), image `variant` and `locale` (the
-    spec names a translated locale as `locale`; the leaf name is lmms-eval's, `levante_trog_de`)."""
+    """The inspect Task of one catalogue task: option-order `seed` (0, 1, 2) or `orders` K (each item asked under
+    seeds 0 .. K-1, one sample per item and seed), image `variant` and `locale` (the spec names a translated locale
+    as `locale`; the leaf name is lmms-eval's, `levante_trog_de`)."""
     name = f"levante_tasks/{info.lmms_name}"
-    seed = check_args(name, seed, variant, unknown or {})
+    seeds = check_args(name, seed, variant, unknown or {}, orders)
     language = task_locale(name, locale)
     try:
-        task_docs = docs.task_docs(info.name, seed=seed, variant=variant, choice_only=True, locale=language)
-        samples = [doc_sample(doc) for doc in task_docs]
+        task_docs = replicate_docs(info.name, seeds, variant, language)
+        samples = [doc_sample(doc, replicated=orders is not None) for doc in task_docs]
         version_name = task_docs[0]["data_version"]
-        spec = {"task": info.name, "lmms_name": info.lmms_name, "seed": seed, "variant": variant,
+        spec = {"task": info.name, "lmms_name": info.lmms_name, "seed": seeds[0], "variant": variant,
+                **({} if orders is None else {"orders": len(seeds)}),
                 **({} if language.is_source else {"locale": language.code}),
                 "provenance": provenance(info, version_name, language)}
     except LevanteError as exc:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from levante_tasks.core.options import MAX_ORDERS
 from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.runs import variant_check
 from levante_tasks.runs.discover import INSPECT_AI, RunFiles
@@ -51,17 +53,47 @@ def skipped_run(run: RunFiles, log: Any) -> ParsedRun:
                      summary={"backend": INSPECT_AI, "date": str(log.eval.created), "tasks": tasks})
 
 
-def check_variant(spec: Mapping[str, Any], records: Iterable[tuple[str, Mapping[str, Any]]], label: str) -> None:
-    """FileProblem (runs.variant_check's line) when a record ((sample, record) pairs) is of another task or seed than
-    the log's metadata.levante says."""
-    ran = spec_variant(spec, label)
-    problem = variant_check.mismatch(label, f"its metadata.levante ({ran.format()})", ran, records)
+def spec_seeds(spec: Mapping[str, Any], label: str) -> list[int]:
+    """The option-order seeds a log asked: 0 .. K-1 when its metadata.levante says `orders: K` (the inspect face's
+    distribution mode), else its one `seed`; FileProblem for an orders value the task could not have written."""
+    orders = spec.get("orders")
+    if orders is None:
+        return [spec_variant(spec, label).seed]
+    if isinstance(orders, bool) or not isinstance(orders, int) or not 1 <= orders <= MAX_ORDERS:
+        raise FileProblem(f"{label}: metadata.levante orders {orders!r} is not a number of option orders (1 to "
+                          f"{MAX_ORDERS})")
+    return list(range(orders))
+
+
+def check_records(spec: Mapping[str, Any], records: Iterable[tuple[str, Mapping[str, Any]]], label: str) -> None:
+    """FileProblem (one line naming the log) when a record ((sample, record) pairs) is of another task or seed than
+    the log's metadata.levante says (runs.variant_check's line), when an item occurs twice under one seed, or, in an
+    orders log, when the seeds do not all hold the same items (a replicate dropped, or `--limit` not a multiple of
+    the orders)."""
+    ran, seeds = spec_variant(spec, label), spec_seeds(spec, label)
+    pairs = list(records)
+    says = f"its metadata.levante ({ran.format()}{f', orders {len(seeds)}' if 'orders' in spec else ''})"
+    problem = variant_check.mismatch(label, says, ran, pairs, seeds if "orders" in spec else None)
     if problem:
         raise FileProblem(problem)
+    items: dict[int, set[str]] = {seed: set() for seed in seeds}
+    for where, record in pairs:
+        seed, uid = int(record.get("seed", ran.seed)), record.get("item_uid")
+        if uid in items[seed]:
+            raise FileProblem(f"{label}: {where}: item {uid!r} occurs twice"
+                              + (f" under seed {seed}" if len(seeds) > 1 else ""))
+        items[seed].add(uid)
+    every = set().union(*items.values())
+    short = {seed: len(every - held) for seed, held in items.items() if held != every}
+    if short:
+        lacking = ", ".join(f"seed {seed} lacks {n}" for seed, n in sorted(short.items()))
+        raise FileProblem(f"{label}: orders {len(seeds)}: the replicates do not hold the same items ({lacking} of "
+                          f"{len(every)}): a replicate was dropped, or --limit was not a multiple of {len(seeds)}")
 
 
 def _records(log: Any, label: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The checked per-item records of the log's samples, in sample order, each of the variant `spec` says."""
+    """The checked per-item records of the log's samples, in sample order, each of the variant (and seeds) `spec`
+    says (check_records)."""
     if int(log.eval.config.epochs or 1) != 1:
         raise FileProblem(f"{label}: {log.eval.config.epochs} epochs: one epoch per run is summarized")
     records = []
@@ -74,9 +106,7 @@ def _records(log: Any, label: str, spec: Mapping[str, Any]) -> list[dict[str, An
         records.append(checked_record(score.metadata or {}, where))
     if not records:
         raise FileProblem(f"{label}: no samples")
-    if len({r["item_uid"] for r in records}) < len(records):
-        raise FileProblem(f"{label}: an item occurs twice")
-    check_variant(spec, ((f"sample {sample.id!r}", r) for sample, r in zip(log.samples, records, strict=True)), label)
+    check_records(spec, ((f"sample {sample.id!r}", r) for sample, r in zip(log.samples, records, strict=True)), label)
     return records
 
 
@@ -167,8 +197,25 @@ def spec_variant(spec: Mapping[str, Any], label: str) -> Variant:
         raise FileProblem(f"{label}: metadata.levante names no LEVANTE task variant: {exc.args[0]}") from None
 
 
+def _seed_units(base: Mapping[str, Any], ran: Variant, seed: int, records: list[dict[str, Any]],
+                sampling: tuple[Any, ...]) -> list[Unit]:
+    """The units of one option-order seed's records: the task's column and one per reported sub-type, the leaf
+    named as lmms-eval names that seed's variant (`levante_trog_seed3`)."""
+    variant = replace(ran, seed=seed)
+    column = column_of(variant)
+    mine = {**base, "leaf": variant.format(), "replicate": (seed, *sampling)}
+    units = [Unit(task=column, parent="", **mine, **record_counts(records))]
+    info = task_info(variant.task)
+    for sub, _ in info.subtypes:
+        chosen = [r for r in records if info.subtype_of(r["trial_type"]) == sub]
+        if chosen:
+            units.append(Unit(task=f"{column}/{sub}", parent=column, **mine, **record_counts(chosen)))
+    return units
+
+
 def parse_eval(run: RunFiles) -> ParsedRun:
-    """One `.eval` log -> a ParsedRun with a unit for the task and one per reported sub-type; FileProblem if bad."""
+    """One `.eval` log -> a ParsedRun with a unit for the task and one per reported sub-type, per option-order seed
+    (an orders log holds seeds 0 .. K-1: one replicate each, as K lmms-eval runs would); FileProblem if bad."""
     assert run.results is not None and run.kind == INSPECT_AI
     label = run.file_label(run.results)
     log, spec = levante_log(run.results, label)
@@ -178,25 +225,22 @@ def parse_eval(run: RunFiles) -> ParsedRun:
     model = model_row(log)
     provenance = _provenance(log, spec)
     comparison = _comparison(log, provenance)
-    ran = spec_variant(spec, label)
-    leaf, column, seed, family, variant = ran.format(), column_of(ran), ran.seed, ran.task, ran.control.value
-    base = dict(source=label, date=str(log.eval.created), leaf=leaf,
-                row=(model["public_id"], model["revision"], model["adapter"]), family=family,
-                output_type=str(records[0]["output_type"]), variant=variant,
-                replicate=(seed, *provenance["seeds"].values()), provenance=provenance, comparison=comparison,
-                signature=prov.sha256_json(comparison)[:16], harness=INSPECT_AI, test_model=model["test_model"])
-    units = [Unit(task=column, parent="", **base, **record_counts(records))]
-    info = task_info(family)
-    for sub, _ in info.subtypes:
-        chosen = [r for r in records if info.subtype_of(r["trial_type"]) == sub]
-        if chosen:
-            units.append(Unit(task=f"{column}/{sub}", parent=column, **base, **record_counts(chosen)))
+    ran, seeds = spec_variant(spec, label), spec_seeds(spec, label)
+    leaf, column, family, variant = ran.format(), column_of(ran), ran.task, ran.control.value
+    base = dict(source=label, date=str(log.eval.created), row=(model["public_id"], model["revision"],
+                model["adapter"]), family=family, output_type=str(records[0]["output_type"]), variant=variant,
+                provenance=provenance, comparison=comparison, signature=prov.sha256_json(comparison)[:16],
+                harness=INSPECT_AI, test_model=model["test_model"])
+    units = [unit for seed in seeds for unit in _seed_units(
+        base, ran, seed, [r for r in records if int(r.get("seed", ran.seed)) == seed],
+        tuple(provenance["seeds"].values()))]
     accuracy = sum(r["correct"] for r in records) / len(records)
+    orders = {"orders": len(seeds)} if "orders" in spec else {}
     summary = {"backend": INSPECT_AI, "date": str(log.eval.created),
                "protocol": {"limit": log.eval.config.limit, "epochs": log.eval.config.epochs,
-                            "generate_config": provenance["budget"]["generate_config"], "seeds": [seed]},
+                            "generate_config": provenance["budget"]["generate_config"], "seeds": seeds},
                "tasks": {leaf: {"status": "parsed", "records": len(records), "family": family, "column": column,
-                                "variant": variant, "seed": seed, "output_type": base["output_type"],
+                                "variant": variant, "seed": ran.seed, **orders, "output_type": base["output_type"],
                                 "metrics": reported_metrics(log), "recomputed_accuracy": accuracy,
                                 "provenance": provenance}}}
     return ParsedRun(run, {}, model, units=units, tasks={leaf: {"status": "parsed"}}, summary=summary)

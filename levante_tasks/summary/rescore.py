@@ -36,7 +36,7 @@ from levante_tasks.runs.inspect_log import levante_log
 from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.summary import stats
-from levante_tasks.summary.inspect_logs import RECORD_SCORER, check_variant, response_of
+from levante_tasks.summary.inspect_logs import RECORD_SCORER, check_records, response_of
 from levante_tasks.summary.units import group_rows
 from levante_tasks.summary.verify import group_expected, leaf_expected
 
@@ -177,7 +177,7 @@ def _rescore_eval(run: RunFiles, staging: Path, out: _Run) -> None:
             sample.scores[RECORD_SCORER] = score_of(fresh)
             changed = True
     if spec is not None:
-        check_variant(spec, seen, label)
+        check_records(spec, seen, label)
     out.problems += not_reparsable_lines(label, failures)
     if not changed:
         out.files[run.results.name] = run.results
