@@ -33,8 +33,8 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-DEFAULT_SEEDS = (0, 1, 2)
-MAX_ORDERS = 32  # option-order seeds (order replicates) 0 .. MAX_ORDERS-1
+from levante_tasks.schema.seeds import DEFAULT_SEEDS as DEFAULT_SEEDS  # the seeds, also here: callers ask options
+from levante_tasks.schema.seeds import MAX_ORDERS
 
 
 def stable_hash(text: str, salt: str = "") -> str:
