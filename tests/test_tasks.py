@@ -205,8 +205,10 @@ def test_image_oracle_proves_option_image_alignment_for_every_image_task() -> No
         "levante_mental_rotation",
         "levante_same_different",
     ]
-    variants = [f"{t}{s}" for t in image_tasks for s in ("", "_seed1", "_mc_seed2", "_blank", "_shuffled")]
+    # _seed5: an order replicate, block 1 of a 4-option item (a rotation of another base order than the canonical)
+    variants = [f"{t}{s}" for t in image_tasks for s in ("", "_seed1", "_mc_seed2", "_seed5", "_blank", "_shuffled")]
     out = evaluate(ImageIndexOracle(), variants)
+    assert {r["seed"] for t in image_tasks for r in leaf_records(out)[f"{t}_seed5"]} == {5}
     for task, recs in leaf_records(out).items():
         acc = sum(r["correct"] for r in recs) / len(recs)
         if task.endswith("_blank"):
