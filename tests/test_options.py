@@ -52,12 +52,15 @@ def test_fixed_letter_within_one_item_of_chance(sizes: dict[int, int], seed: int
         assert abs(hits - expected) <= bound + 1e-9, (letter, hits, expected)
 
 
-def test_seeds_shift_single_group_orders_and_are_deterministic() -> None:
-    items = [(f"trog_{i}", 4) for i in range(20)]
-    by_seed = [gold_positions(items, s) for s in DEFAULT_SEEDS]
-    assert by_seed[0] == gold_positions(list(reversed(items)), 0)
+def test_seeds_shift_one_option_count_gold_positions_and_are_deterministic() -> None:
+    """With one option count (here in two strata) seed s shifts every gold position by s, at every seed: the rule
+    before replicates, which the Latin constraint never changes."""
+    items = [(f"trog_{i}", 4) for i in range(23)]
+    strata = {uid: "ab"[i % 2] for i, (uid, _) in enumerate(items)}
+    by_seed = [gold_positions(items, s, strata) for s in range(MAX_ORDERS)]
+    assert by_seed[0] == gold_positions(list(reversed(items)), 0, strata)
     for uid, _ in items:
-        assert [(positions[uid] - by_seed[0][uid]) % 4 for positions in by_seed] == [0, 1, 2]
+        assert [(positions[uid] - by_seed[0][uid]) % 4 for positions in by_seed] == [s % 4 for s in range(MAX_ORDERS)]
 
 
 def test_block_zero_shows_the_rotation_with_gold_at_position() -> None:
