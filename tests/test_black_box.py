@@ -1,5 +1,6 @@
 """The scripted black box (`levante_tasks.testing.black_box`): its exact q*, and the same answers through lmms-eval's
-`openai` class against the fake OpenAI-compatible server as in process, for every (item, presented order).
+`openai` class against the fake OpenAI-compatible server as in process, for every (item, presented order) of
+order replicates 0-3 of a picture task (one Latin block of the fixture's 4-option vocab items).
 
 The server reads each request's presented order from its option pictures' colours (the colour-coded fixture) and
 keys the item by its prompt phrase; the test keys each record's item by its fixture row's phrase, so the two paths
@@ -26,7 +27,7 @@ from levante_tasks.testing.fake_openai import black_box_reply, serve
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.lmms_fork import run_cli
 
-SEED_TASKS = ["levante_vocab", "levante_vocab_seed1", "levante_vocab_seed2"]  # replicates 0, 1, 2 of a picture task
+SEED_TASKS = ["levante_vocab", "levante_vocab_seed1", "levante_vocab_seed2", "levante_vocab_seed3"]  # replicates 0-3
 PHRASE = re.compile(r"phrase \d+")
 BIAS = 0.4
 
@@ -65,7 +66,7 @@ def test_openai_class_on_the_fake_server_answers_as_the_black_box_in_process(tmp
     assert done.returncode == 0, done.stderr[-3000:]
     records = [r for task in SEED_TASKS for r in item_records(out)[task]]
     rows = fixture_rows(data)
-    assert {r["seed"] for r in records} == {0, 1, 2} and len(records) == 3 * 9
+    assert {r["seed"] for r in records} == {0, 1, 2, 3} and len(records) == 4 * 9
     expected = [answer(scripted_item(rows[r["item_uid"]]["prompt_phrase"], len(r["presented_order"]), favourite=1,
                                      bias=BIAS), r["presented_order"]) for r in records]
     assert [r["choice_index"] for r in records] == expected
