@@ -26,7 +26,7 @@ a bootstrap bias correction of the point estimate would give); the stopping rule
 tolerances 0.02 (the default) and 0.04, blocks of 4 up to 32) vs the K at which the true half-width (half the
 2.5-97.5% spread of the estimate over repetitions) falls under the tolerance.
 
-Run: `.venv/bin/python benchmarks/order_recovery.py --figures docs/figures` (about 6 CPU-minutes);
+Run: `.venv/bin/python benchmarks/order_recovery.py --figures docs/figures` (about 5 CPU-minutes);
 `--tiny` (the test suite: 4 repetitions, 50 bootstrap draws), `--repetitions N`, `--n-boot N`.
 """
 
@@ -124,6 +124,12 @@ def cells_of(items: list[Item]) -> Cells:
     return Cells.from_dist(pd.DataFrame(rows, columns=DIST_COLUMNS))
 
 
+def in_cell_order(items: list[Item], cells: Cells) -> list[Item]:
+    """The items that have cells, in the cells' item order (what the estimator's arrays are aligned to)."""
+    by_key = {item.box.key: item for item in items}
+    return [by_key[key] for key in cells.items]
+
+
 def weighted_kl(cells: Cells, q: np.ndarray) -> float:
     """The n-weighted mean KL(human || q) over the cells (q items x K aligned to cells.items; KL_EPSILON rule)."""
     return float(np.average(cell_kl(cells, q), weights=cells.n))
@@ -170,8 +176,7 @@ def fixed_items(study: Study, rng: np.random.Generator) -> dict[str, object]:
     """Fixed items, one new salt per repetition: balanced and random orders, the stopping rule."""
     items = draw_items(study, rng, study.n_items, "item-")
     cells = cells_of(items)
-    order = {key: i for i, key in enumerate(cells.items)}
-    items = sorted(items, key=lambda item: order[item.box.key])
+    items = in_cell_order(items, cells)
     n_opts = np.array([item.box.n_options for item in items])
     width = int(n_opts.max())
     latin = latin_orders(items, max(BLOCKS))
@@ -200,8 +205,7 @@ def population_value(study: Study, rng: np.random.Generator) -> tuple[float, flo
     """The population's weighted KL against q* (a new salt per item) and against q-bar, by Monte Carlo."""
     items = draw_items(study, rng, study.population_items, "pop-")
     cells = cells_of(items)
-    by_key = {item.box.key: item for item in items}
-    ordered = [by_key[key] for key in cells.items]
+    ordered = in_cell_order(items, cells)
     width = max(study.option_counts)
     star = padded([true_distribution(item.box, f"pop{i}") for i, item in enumerate(ordered)], width)
     return weighted_kl(cells, star), weighted_kl(cells, padded([item.q_bar for item in ordered], width))
@@ -213,8 +217,7 @@ def redrawn_items(study: Study, rng: np.random.Generator) -> pd.DataFrame:
     for rep in range(study.population_repetitions):
         items = draw_items(study, rng, study.n_items, f"r{rep}-")
         cells = cells_of(items)
-        by_key = {item.box.key: item for item in items}
-        items = [by_key[key] for key in cells.items]
+        items = in_cell_order(items, cells)
         n_opts = np.array([item.box.n_options for item in items])
         choices = choices_of(items, latin_orders(items, max(KS)), f"pop-rep{rep}")
         for k in KS:
