@@ -46,8 +46,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from levante_tasks.atomic import atomic_path  # noqa: E402
+from levante_tasks.compare.conventions import KL_EPSILON  # noqa: E402
 from levante_tasks.compare.distributions import DIST_COLUMNS, Cells, bin_label  # noqa: E402
-from levante_tasks.compare.replicates import by_orders, cell_kl, orders_enough, prefix, replicate_estimate  # noqa: E402
+from levante_tasks.compare.replicates import by_orders, orders_enough, prefix, replicate_estimate  # noqa: E402
 from levante_tasks.core.options import presented_orders  # noqa: E402
 from levante_tasks.testing.black_box import BoxItem, answer, true_distribution  # noqa: E402
 
@@ -131,8 +132,10 @@ def in_cell_order(items: list[Item], cells: Cells) -> list[Item]:
 
 
 def weighted_kl(cells: Cells, q: np.ndarray) -> float:
-    """The n-weighted mean KL(human || q) over the cells (q items x K aligned to cells.items; KL_EPSILON rule)."""
-    return float(np.average(cell_kl(cells, q), weights=cells.n))
+    """The truth: n-weighted mean KL(human || q) over the cells (q items x K aligned to cells.items), natural log,
+    q == 0 replaced by KL_EPSILON as the comparison does (p = 0 terms, padding included, add 0)."""
+    log_q = np.log(np.where(q == 0, KL_EPSILON, q))[cells.item]
+    return float(np.average(cells.plogp - (cells.p * log_q).sum(axis=1), weights=cells.n))
 
 
 def padded(rows: list[np.ndarray], width: int) -> np.ndarray:
