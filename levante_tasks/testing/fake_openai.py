@@ -23,7 +23,7 @@ from typing import Any
 from PIL import Image
 
 from levante_tasks.schema.items import LETTERS
-from levante_tasks.testing.black_box import answer, scripted_item
+from levante_tasks.testing import black_box
 from levante_tasks.testing.fixture_data import decode_colour
 
 Reply = str | Callable[[dict[str, Any]], str]  # a fixed answer, or one computed from the logged request line
@@ -58,8 +58,8 @@ def black_box_reply(item_key: Callable[[dict[str, Any]], str], *, favourite: int
         order = presented_options(line)
         if len(order) < 2:
             return fallback
-        item = scripted_item(item_key(line), len(order), favourite=favourite, bias=bias)
-        return LETTERS[order.index(answer(item, order, salt))]
+        item = black_box.scripted_item(item_key(line), len(order), favourite=favourite, bias=bias)
+        return LETTERS[order.index(black_box.answer(item, order, salt))]
     return reply
 
 
