@@ -104,7 +104,7 @@ def test_yaml_tree_is_thin() -> None:
     leaves = {rel: yaml.load((TASKS_DIR / rel).read_text(), Loader=_HookLoader) for rel in files
               if rel.endswith(".yaml")}
     tasks = {rel: leaf for rel, leaf in leaves.items() if "task" in leaf and "group" not in leaf}
-    assert len(tasks) == (10 + 2 * len(TRANSLATED)) * len(TASKS)
+    assert len(tasks) == (10 + 2 * len(TRANSLATED) + len(generator.REPLICATE_SEEDS)) * len(TASKS)
     for rel, leaf in tasks.items():
         assert len((TASKS_DIR / rel).read_text().splitlines()) <= LEAF_LINES, rel
         info = task_info(leaf["metadata"]["levante"]["task"])
@@ -144,7 +144,8 @@ def test_each_yaml_carries_its_catalogue_task_version_as_lmms_evals_metadata_ver
         info = next(i for i in TASKS if rel.startswith(f"{i.folder}/"))
         assert doc["metadata"]["version"] == info.version and isinstance(doc["metadata"]["version"], int), rel
         seen.add(name)
-    assert len(seen) == (12 + 2 * len(TRANSLATED)) * len(TASKS)  # 10 variants, 2 seed groups, 2 per locale
+    # 10 variants, 2 seed groups, 2 per locale, the order replicates
+    assert len(seen) == (12 + 2 * len(TRANSLATED) + len(generator.REPLICATE_SEEDS)) * len(TASKS)
     bumped = generator.leaf(Variant("trog"), replace(task_info("trog"), version=7))
     assert yaml.load(bumped, Loader=_HookLoader)["metadata"]["version"] == 7
 
@@ -204,8 +205,10 @@ def test_image_oracle_proves_option_image_alignment_for_every_image_task() -> No
         "levante_mental_rotation",
         "levante_same_different",
     ]
-    variants = [f"{t}{s}" for t in image_tasks for s in ("", "_seed1", "_mc_seed2", "_blank", "_shuffled")]
+    # _seed5: an order replicate, block 1 of a 4-option item (a rotation of another base order than the canonical)
+    variants = [f"{t}{s}" for t in image_tasks for s in ("", "_seed1", "_mc_seed2", "_seed5", "_blank", "_shuffled")]
     out = evaluate(ImageIndexOracle(), variants)
+    assert {r["seed"] for t in image_tasks for r in leaf_records(out)[f"{t}_seed5"]} == {5}
     for task, recs in leaf_records(out).items():
         acc = sum(r["correct"] for r in recs) / len(recs)
         if task.endswith("_blank"):
