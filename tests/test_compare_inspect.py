@@ -19,6 +19,7 @@ from levante_tasks.cli import main
 from levante_tasks.schema.records import RECORD_KEY
 
 ORDERS = 4
+ITEMS = 40  # the first 40 trog items (inspect's --limit counts samples: item-major, ORDERS per item)
 UNPARSED_EVERY = 13  # one answer in 13 names no option
 
 
@@ -36,15 +37,17 @@ def _answer(messages, tools, tool_choice, config):
     return output
 
 
-def _inspect_run(data: Path, folder: Path, **task_args: int) -> Path:
-    """One inspect_ai log of levante_trog on the prepared real sample, answered by `_answer`; its folder."""
+def _inspect_run(data: Path, folder: Path, limit: int, **task_args: int) -> Path:
+    """One inspect_ai log of levante_trog's first `limit` samples on the prepared real sample, answered by
+    `_answer`; its folder."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import get_model
 
     os.environ["LEVANTE_DATA_DIR"] = str(data)
     try:
         (log,) = inspect_eval("levante_tasks/levante_trog", model=get_model("mockllm/model", custom_outputs=_answer),
-                              task_args=task_args, log_dir=str(folder), display="none")
+                              task_args=task_args, limit=limit, log_dir=str(folder),
+                              display="none")
     finally:
         del os.environ["LEVANTE_DATA_DIR"]
     assert log.status == "success", log.error
@@ -53,7 +56,8 @@ def _inspect_run(data: Path, folder: Path, **task_args: int) -> Path:
 
 @pytest.fixture(scope="module")
 def orders_logs(real_sample_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _inspect_run(real_sample_data, tmp_path_factory.mktemp("inspect-orders") / "logs", orders=ORDERS)
+    return _inspect_run(real_sample_data, tmp_path_factory.mktemp("inspect-orders") / "logs", ORDERS * ITEMS,
+                        orders=ORDERS)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +93,7 @@ def test_an_orders_log_gives_the_orders_row_of_the_same_records_as_lmms_eval_see
     (unit,) = compared(summary)["orders"]
     assert unit == "model @ unknown (inspect_ai:mockllm/model)/original/gen/orders"
     kl = compared(summary)["orders"][unit]["kl"]
-    assert (kl["replicates"], kl["replicates_min"], kl["replicates_max"], kl["n_items"]) == (ORDERS, 4, 4, 99)
+    assert (kl["replicates"], kl["replicates_min"], kl["replicates_max"], kl["n_items"]) == (ORDERS, 4, 4, ITEMS)
     assert 0 < kl["unparsed_share"] < 0.2
     assert sorted(m for m in compared(summary)["models"] if "/seed" in m) == [
         f"model @ unknown (inspect_ai:mockllm/model)/original/gen/seed{k}" for k in range(ORDERS)]
@@ -104,7 +108,7 @@ def test_an_orders_log_gives_the_orders_row_of_the_same_records_as_lmms_eval_see
 def test_a_plain_log_gives_its_seed_unit_and_no_orders_row(
     real_sample_data: Path, orders_logs: Path, tmp_path: Path
 ) -> None:
-    plain = _inspect_run(real_sample_data, tmp_path / "logs", seed=1)
+    plain = _inspect_run(real_sample_data, tmp_path / "logs", ITEMS, seed=1)
     out, summary = compare(tmp_path, trog_trials(), plain)
     assert "orders" not in compared(summary)
     assert list(compared(summary)["models"]) == ["model @ unknown (inspect_ai:mockllm/model)/original/gen/seed1"]
