@@ -16,6 +16,7 @@ from shared_paths import irt_fixture_dir
 from test_replicate_audit import _drop_seed3_of_first_item
 
 from levante_tasks.cli import main
+from levante_tasks.compare.records import read_model_records
 from levante_tasks.schema.records import RECORD_KEY
 
 ORDERS = 4
@@ -148,3 +149,16 @@ def test_a_damaged_or_unreadable_log_is_the_line_summarize_gives(
     assert main(args) == 2
     assert capsys.readouterr().err.splitlines() == [line]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_log_of_another_task_is_counted_and_read_no_further(orders_logs: Path, tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    (path,) = orders_logs.glob("*.eval")
+    log = read_eval_log(str(path))
+    log.eval.metadata = {}  # what a task that is not LEVANTE's writes
+    write_eval_log(log, str(tmp_path / "other.eval"))
+    (tmp_path / path.name).write_bytes(path.read_bytes())
+    records, replicates, counts = read_model_records(tmp_path)
+    assert counts["logs_of_other_tasks"] == 1
+    assert len(replicates) == ORDERS * ITEMS and len(records) == ORDERS * ITEMS
