@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--models",
         required=True,
         type=Path,
-        help="lmms-eval output folder (samples_<task>.jsonl) or a records CSV/JSONL",
+        help="lmms-eval output folder (samples_<task>.jsonl) and/or inspect_ai .eval logs, or a records CSV/JSONL",
     )
     parser.add_argument(
         "--items",

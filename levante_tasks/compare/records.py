@@ -1,7 +1,9 @@
-"""Model per-item records: lmms-eval `samples_<task>.jsonl` (key `levante_item`) or tidy CSV/JSONL records.
+"""Model per-item records: lmms-eval `samples_<task>.jsonl` (key `levante_item`), inspect_ai `.eval` logs (the
+`levante_record` score's record, read by summary.inspect_logs) or tidy CSV/JSONL records.
 
 Each record gives a model's 0/1 `correct` and, when the model exposes them, `option_scores` in canonical order
-(higher = preferred). One scoring unit ("model") is one samples file (`<model name>/<lmms-eval task>`) or one
+(higher = preferred). One scoring unit ("model") is one samples file (`<model name>/<lmms-eval task>`; an inspect
+log's records are keyed as that task's lmms-eval records, an orders log's seeds as K runs of one seed each) or one
 `model` value of a tidy file, in one locale: the lmms-eval task name's (`compare.languages.record_locale`) or a tidy
 file's `locale` column (English when absent). A unit in a translated locale is named as its English unit
 (`english_unit`) plus `/<locale code>` (`qwen/original/gen/seed0/de`), which pairs the two across locales.
@@ -12,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,13 +25,15 @@ import pandas as pd
 from levante_tasks.compare.languages import english_name, record_locale
 from levante_tasks.compare.tables import parse_correct, read_table
 from levante_tasks.errors import LevanteError, display_path
-from levante_tasks.runs.discover import folder_label
+from levante_tasks.runs.discover import EVAL_SUFFIX, folder_label
+from levante_tasks.runs.inspect_log import levante_log
 from levante_tasks.runs.lmms import FileProblem, SampleLine, read_json_object, read_samples, samples_name
 from levante_tasks.runs.model import find_answer, local_name, model_identity, model_label, path_like
 from levante_tasks.schema.crosswalk import canonical_uid
 from levante_tasks.schema.locales import Locale, LocaleError, locale
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
 from levante_tasks.schema.variant import Control, OutputType
+from levante_tasks.summary.inspect_logs import log_records, model_row, spec_variant
 
 T = TypeVar("T")
 # the record fields that key a scoring unit, named by the schema (a renamed field fails here at import)
@@ -168,6 +172,28 @@ def _record_row(record: dict, model: str, where: str, place: Locale) -> dict:
     }
 
 
+def _rows(records: Iterable[tuple[str, Any]], model_name: str, test_model: bool, lmms_task: str,
+          named: Locale | None, counts: Counter) -> list[dict]:
+    """Rows of one run's records ((where, record) pairs) of `model_name` on lmms-eval task `lmms_task` in locale
+    `named`, each keyed by its scoring unit and orders unit; `named` None: a bare records file, whose unit is
+    `model_name` (no replicates)."""
+    english_task = english_name(lmms_task)
+    rows = []
+    for where, record in records:
+        if not isinstance(record, dict) or "item_uid" not in record:
+            counts["lines_without_levante_item"] += 1
+            continue
+        place = _locale_of(record.get(LOCALE), where)
+        if named is not None and LOCALE in record and place != named:
+            raise LevanteError(f"{where}: record locale {place.code!r} is not the locale of task "
+                               f"{lmms_task!r} ({named.code})")
+        unit = scoring_unit(model_name, record, english_task) if named is not None else model_name
+        pooled = orders_unit(model_name, record) if named is not None else ""
+        rows.append({**_record_row(record, unit, where, named or place), "test_model": test_model,
+                     **_replicate_fields(record, pooled, where, named or place)})
+    return rows
+
+
 def read_jsonl(path: Path, label: str, counts: Counter) -> list[dict]:
     """Rows of one JSONL file called `label` in messages: lmms-eval samples lines (record under `levante_item`) or
     bare records, read by runs.lmms.read_samples (the summary's reader: one wording for a damaged line)."""
@@ -175,24 +201,26 @@ def read_jsonl(path: Path, label: str, counts: Counter) -> list[dict]:
     lines = read_samples(path, label)
     model_name, test_model = _model_identity(path, lines) if name else (path.stem, False)
     lmms_task = name[1] if name else path.stem
-    named = record_locale(lmms_task) if name else None
-    english_task = english_name(lmms_task)
-    rows = []
-    for line in lines:
-        record = line.data.get(RECORD_KEY, line.data)
-        if not isinstance(record, dict) or "item_uid" not in record:
-            counts["lines_without_levante_item"] += 1
-            continue
-        where = f"{label}:{line.number}"
-        place = _locale_of(record.get(LOCALE), where)
-        if named is not None and LOCALE in record and place != named:
-            raise LevanteError(f"{where}: record locale {place.code!r} is not the locale of task {lmms_task!r} "
-                               f"({named.code})")
-        unit = scoring_unit(model_name, record, english_task) if name else model_name
-        pooled = orders_unit(model_name, record) if name else ""
-        rows.append({**_record_row(record, unit, where, named or place), "test_model": test_model,
-                     **_replicate_fields(record, pooled, where, named or place)})
-    return rows
+    records = ((f"{label}:{line.number}", line.data.get(RECORD_KEY, line.data)) for line in lines)
+    return _rows(records, model_name, test_model, lmms_task, record_locale(lmms_task) if name else None, counts)
+
+
+def read_eval(path: Path, label: str, counts: Counter) -> list[dict]:
+    """Rows of one inspect_ai `.eval` log called `label`, read as summarize reads it (summary.inspect_logs: one
+    replicate per seed of an orders log, a bad log refused in the same line), each keyed as the same records of an
+    lmms-eval run are: the model as summary.md names the log's row, the task's lmms-eval name and locale. Another
+    task's log has no rows (counted)."""
+    log, spec = levante_log(path, label)
+    if spec is None:
+        counts["logs_of_other_tasks"] += 1
+        return []
+    records = log_records(log, label, spec)
+    row = model_row(log)
+    ran = spec_variant(spec, label)
+    model_name = model_label({"model": row["public_id"], "revision": row["revision"], "adapter": row["adapter"]})
+    where = (f"{label}: sample {sample.id!r}" for sample in log.samples)
+    return _rows(zip(where, records, strict=True), model_name, bool(row["test_model"]), ran.format(), ran.locale,
+                 counts)
 
 
 def _first_bad_row(path: Path, mask: np.ndarray, problem: str) -> LevanteError:
@@ -273,6 +301,14 @@ def read_csv(path: Path) -> pd.DataFrame:
     })
 
 
+def _run_file(path: Path) -> bool:
+    """Whether a file in a models folder holds model records: an lmms-eval samples file or an inspect_ai log (named
+    as runs.discover finds them)."""
+    if path.name.endswith(EVAL_SUFFIX):
+        return len(path.name) > len(EVAL_SUFFIX) and path.is_file()
+    return path.suffix == ".jsonl" and samples_name(path.name) is not None
+
+
 def read_records(path: Path, only: list[Path] | None = None) -> tuple[pd.DataFrame, Counter]:
     """All model records under `path` (see `read_model_records`), de-duplicated; drops counted."""
     table, _, counts = read_model_records(path, only)
@@ -280,8 +316,9 @@ def read_records(path: Path, only: list[Path] | None = None) -> tuple[pd.DataFra
 
 
 def read_model_records(path: Path, only: list[Path] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, Counter]:
-    """(records, replicates, counts) of all model records under `path` (folder: every `*samples_*.jsonl`; `only`:
-    just these folders in it, e.g. a matrix's finished cells, each then a run folder as summarize reads it).
+    """(records, replicates, counts) of all model records under `path` (folder: every `*samples_*.jsonl` and every
+    inspect_ai `*.eval` log; `only`: just these folders in it, e.g. a matrix's finished cells, each then a run
+    folder as summarize reads it).
 
     `records` (COLUMNS) holds one record per (unit, task, item): later duplicates are dropped and counted.
     `replicates` holds every scored record of an orders unit with at least two seeds (COLUMNS' model, task,
@@ -291,12 +328,10 @@ def read_model_records(path: Path, only: list[Path] | None = None) -> tuple[pd.D
     if path.is_dir():
         # a samples file is named as summarize names it: `<run folder name>/<path inside it>`
         labels = {p: f"{folder_label(folder)}/{p.relative_to(folder).as_posix()}"
-                  for folder in (only if only is not None else [path]) for p in folder.rglob("*.jsonl")
-                  if samples_name(p.name)}
+                  for folder in (only if only is not None else [path]) for p in folder.rglob("*") if _run_file(p)}
         if not labels:
-            raise LevanteError(
-                f"{display_path(path)}: no lmms-eval samples_<task>.jsonl files found (run with --log_samples)"
-            )
+            raise LevanteError(f"{display_path(path)}: no lmms-eval samples_<task>.jsonl files (run with "
+                               f"--log_samples) and no inspect_ai *{EVAL_SUFFIX} logs found")
     elif path.is_file():
         labels = {path: path.name}
     else:
@@ -304,7 +339,8 @@ def read_model_records(path: Path, only: list[Path] | None = None) -> tuple[pd.D
     frames = [
         read_csv(file).assign(orders_unit="", seed=-1, choice_index=math.nan, n_options=0)
         if file.suffix.lower() == ".csv"
-        else pd.DataFrame(read_jsonl(file, labels[file], counts), columns=COLUMNS + REPLICATE_FIELDS)
+        else pd.DataFrame((read_eval if file.suffix == EVAL_SUFFIX else read_jsonl)(file, labels[file], counts),
+                          columns=COLUMNS + REPLICATE_FIELDS)
         for file in sorted(labels)
     ]
     table = (pd.concat(frames, ignore_index=True) if frames

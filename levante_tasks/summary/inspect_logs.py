@@ -91,9 +91,9 @@ def check_records(spec: Mapping[str, Any], records: Iterable[tuple[str, Mapping[
                           f"{len(every)}): a replicate was dropped, or --limit was not a multiple of {len(seeds)}")
 
 
-def _records(log: Any, label: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+def log_records(log: Any, label: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The checked per-item records of the log's samples, in sample order, each of the variant (and seeds) `spec`
-    says (check_records)."""
+    says (check_records): what summarize, verify, rescore and compare read of a LEVANTE log."""
     if int(log.eval.config.epochs or 1) != 1:
         raise FileProblem(f"{label}: {log.eval.config.epochs} epochs: one epoch per run is summarized")
     records = []
@@ -221,7 +221,7 @@ def parse_eval(run: RunFiles) -> ParsedRun:
     log, spec = levante_log(run.results, label)
     if spec is None:
         return skipped_run(run, log)
-    records = _records(log, label, spec)
+    records = log_records(log, label, spec)
     model = model_row(log)
     provenance = _provenance(log, spec)
     comparison = _comparison(log, provenance)
@@ -283,7 +283,7 @@ def verify_eval(run: RunFiles, fingerprint: Callable[[str, str, str | None], str
         log, spec = levante_log(run.results or Path(), label)
         if spec is None:
             return []
-        records = _records(log, label, spec)
+        records = log_records(log, label, spec)
     except FileProblem as exc:
         return [str(exc)]
     out, failures = [], []
