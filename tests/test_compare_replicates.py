@@ -22,6 +22,7 @@ from levante_tasks.compare.replicates import (
     prefix,
     readout_orders,
     replicate_estimate,
+    replicate_q,
 )
 
 
@@ -182,3 +183,14 @@ def test_the_intervals_remove_the_upward_bias_of_a_re_estimated_q():
     assert out["kl_replicate_ci_high"] - out["kl_replicate_ci_low"] == pytest.approx(
         2 * out["kl_replicate_halfwidth"])
     assert out["kl_ci_high"] - out["kl_ci_low"] > 2 * out["kl_replicate_halfwidth"]  # items add their spread
+
+
+def test_an_item_with_more_options_than_the_children_leaves_the_next_items_q_alone():
+    # the records give item a 4 options, the children 2 (a mismatch, left out); its choice 3 must not be
+    # counted as item b's option 0
+    cells = cells_of([("a", 0, [0.5, 0.5], 10), ("b", 0, [0.9, 0.1], 10)])
+    uids, choices, n_options = choices_from_records(pd.concat([records("a", 4, [3, 3, 3, 3]),
+                                                               records("b", 2, [0, 1, 0, 1])]))
+    q, used = replicate_q(cells, *align_choices(cells, uids, choices, n_options))
+    assert used.tolist() == [False, True]
+    assert q[1].tolist() == pytest.approx([0.5, 0.5])

@@ -229,9 +229,12 @@ def replicate_estimate(
 
 def replicate_q(cells: Cells, choices: np.ndarray, n_options: np.ndarray,
                 alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
-    """(q items x K, used items mask) from all counted replicates, aligned to `cells.items`."""
+    """(q items x K, used items mask) from all counted replicates, aligned to `cells.items`; only used items are
+    counted (an unused item may have more options than the cells' K, whose choices would spill into its
+    neighbour's counts)."""
     used = ((choices != NOT_COUNTED).sum(axis=1) > 0) & (np.asarray(n_options) == cells.n_options)
-    return dirichlet_q(_counts(choices, cells.p.shape[1]), cells.n_options, alpha), used
+    counted = np.where(used[:, None], choices, NOT_COUNTED)
+    return dirichlet_q(_counts(counted, cells.p.shape[1]), cells.n_options, alpha), used
 
 
 def prefix(choices: np.ndarray, n_options: np.ndarray, orders: int, per_seed: int = 1) -> np.ndarray:
