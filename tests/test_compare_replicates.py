@@ -194,3 +194,13 @@ def test_an_item_with_more_options_than_the_children_leaves_the_next_items_q_alo
     q, used = replicate_q(cells, *align_choices(cells, uids, choices, n_options))
     assert used.tolist() == [False, True]
     assert q[1].tolist() == pytest.approx([0.5, 0.5])
+
+
+def test_an_item_without_a_parsed_answer_is_left_out_not_taken_as_uniform():
+    cells = cells_of([("a", 0, [0.9, 0.1], 10), ("b", 0, [0.9, 0.1], 10)])
+    choices = np.array([[0, 0], [UNPARSED, UNPARSED]])
+    out = replicate_estimate(cells, choices, np.array([2, 2]), n_boot=50, seed=0)
+    assert out["n_items"] == 1
+    assert out["kl"] == pytest.approx(kl([0.9, 0.1], [2.5 / 3, 0.5 / 3]))
+    assert out["unparsed_share"] == 0.5  # the left-out item's answers still count as unparsed
+    assert replicate_q(cells, choices, np.array([2, 2]))[1].tolist() == [True, False]

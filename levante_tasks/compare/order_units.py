@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from levante_tasks.compare import conventions as conv
-from levante_tasks.compare.distributions import Cells, compare_units
+from levante_tasks.compare.distributions import ITEM_REASONS, NO_SCORES, Cells, compare_units
 from levante_tasks.compare.replicates import (
     ALPHA,
     NOT_COUNTED,
@@ -32,6 +32,8 @@ from levante_tasks.compare.unit_rows import by_unit, children_bins, front
 from levante_tasks.errors import LevanteError
 
 FITTED = ("beta", "beta_at_bound", "beta_unweighted")  # compare_units' fit columns: an orders unit fits none
+NO_SCORES_REASON = ITEM_REASONS[NO_SCORES]
+UNPARSED_ONLY = "items_with_only_unparsed_answers"  # an orders unit's item without a parsed counted answer
 
 
 @dataclass
@@ -59,18 +61,27 @@ def _choices(cells: Cells, unit: str, rows: pd.DataFrame) -> tuple[np.ndarray, n
     return aligned, options, records_per_seed(rows), int(len(rows) - (choices != NOT_COUNTED).sum())
 
 
-def _log_q_scores(cells: Cells, choices: np.ndarray, n_options: np.ndarray) -> dict[str, list[float]]:
+def _log_q_scores(cells: Cells, choices: np.ndarray, n_options: np.ndarray) -> dict[str, list[float] | None]:
     """ln q per item as option scores (softmax at beta = 1 gives q back): compare_units reads them as it reads a
     scored model's; an item whose records give another option count than the children's keeps that count, so it
-    is counted as a mismatch."""
+    is counted as a mismatch; one whose counted answers were all unparsed has no q (None, counted apart)."""
     q, used = replicate_q(cells, choices, n_options)
-    out = {}
+    out: dict[str, list[float] | None] = {}
     for i, uid in enumerate(cells.items):
         if used[i]:
             out[uid] = np.log(q[i, : cells.n_options[i]]).tolist()
         elif (choices[i] != NOT_COUNTED).any():
-            out[uid] = [0.0] * int(n_options[i])
+            out[uid] = None if n_options[i] == cells.n_options[i] else [0.0] * int(n_options[i])
     return out
+
+
+def _orders_reasons(counter: Counter) -> Counter:
+    """compare_units' item exclusions in an orders unit's words: an item without scores is one whose counted
+    answers were all unparsed (`_log_q_scores`)."""
+    reasons = Counter(counter)
+    if NO_SCORES_REASON in reasons:
+        reasons[UNPARSED_ONLY] = reasons.pop(NO_SCORES_REASON)
+    return reasons
 
 
 def compare_orders(
@@ -126,8 +137,8 @@ def compare_orders(
             entry["by_orders"] = table["rows"]
         entry.update(kl=summary, per_seed_softmax_kl=per_seed[name])
         out[name] = entry
-        results.count(counters[u] + Counter(replicate_records_outside_whole_blocks=left_out), task=task,
-                      model=name, language=language)
+        results.count(_orders_reasons(counters[u]) + Counter(replicate_records_outside_whole_blocks=left_out),
+                      task=task, model=name, language=language)
     results.add("kl_summary", pd.concat([front(units, task, language),
                                          pd.DataFrame([out[name]["kl"] for name in units.names])], axis=1)
                 .assign(kl_definition=conv.ORDER_REPLICATES))
