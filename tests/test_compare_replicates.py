@@ -204,3 +204,12 @@ def test_an_item_without_a_parsed_answer_is_left_out_not_taken_as_uniform():
     assert out["kl"] == pytest.approx(kl([0.9, 0.1], [2.5 / 3, 0.5 / 3]))
     assert out["unparsed_share"] == 0.5  # the left-out item's answers still count as unparsed
     assert replicate_q(cells, choices, np.array([2, 2]))[1].tolist() == [True, False]
+
+
+def test_orders_are_enough_only_where_every_item_is_counted():
+    # K = 2 holds a whole block of the 2-option item only: its half-width says nothing about the 4-option item
+    cells = cells_of([("a", 0, [0.6, 0.4], 10), ("b", 0, [0.1, 0.2, 0.3, 0.4], 10)])
+    choices = np.array([[0, 1, 0, 1, 0, 1, 0, 1], [0, 1, 2, 3, 3, 2, 1, 0]])
+    table = by_orders(cells, choices, np.array([2, 4]), [2, 4, 8], 1.0, n_boot=50, seed=0)
+    assert [r["n_items"] for r in table["rows"]] == [1, 2, 2]
+    assert table["orders_enough"] == 4

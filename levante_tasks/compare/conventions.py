@@ -60,7 +60,7 @@ ORDER_REPLICATES = (
     "intervals: basic bootstrap (2 KL - percentiles), each item's parsed answers redrawn from its q, items "
     "resampled too (kl_ci) or not (kl_replicate_ci, whose half-width is kl_replicate_halfwidth); beats uniform: "
     "the same permutation test with ln q as the scores; orders_enough: the smallest of K/4, K/2, K seeds (whole "
-    "blocks) whose replicate half-width <= orders_tolerance"
+    "blocks) that counts every item K counts and whose replicate half-width <= orders_tolerance"
 )
 
 FLAG_DROP = 0.5  # flagged when |centred model drop - centred children drop| (proportions) is at least this

@@ -20,7 +20,8 @@ canonical option at every position once). Conventions, all stated in comparison.
   the percentile interval would add that bias to the estimator's own (it then missed the exact KL in simulation,
   even excluded the estimate); redrawing from q rather than from the raw answers keeps the bootstrap's truth
   at the estimate (raw shares have zeros). `kl_replicate_halfwidth`: half the replicate-only interval's width,
-  the noise more replicates remove; the stopping rule (`orders_enough`) uses it.
+  the noise more replicates remove; the stopping rule (`orders_enough`) uses it, on prefixes that count every
+  item (with mixed option counts, K/4 may hold no whole block of the larger items).
 """
 
 from __future__ import annotations
@@ -262,8 +263,12 @@ def readout_orders(orders: int) -> list[int]:
 
 
 def orders_enough(rows: list[dict[str, float | int]], tolerance: float = TOLERANCE) -> int | None:
-    """The smallest `orders` among `rows` whose kl_replicate_halfwidth <= tolerance, or None."""
-    fine = [int(r["orders"]) for r in rows if r["kl_replicate_halfwidth"] <= tolerance]
+    """The smallest `orders` among `rows` whose kl_replicate_halfwidth <= tolerance and that counts as many items
+    as the row counting the most (a prefix too short for an item's whole block leaves that item out: its
+    half-width says nothing of it), or None."""
+    most = max((int(r["n_items"]) for r in rows), default=0)
+    fine = [int(r["orders"]) for r in rows
+            if r["n_items"] == most and r["kl_replicate_halfwidth"] <= tolerance]
     return min(fine) if fine else None
 
 
@@ -281,7 +286,8 @@ def by_orders(
     per_seed: int = 1,
 ) -> dict[str, object]:
     """The estimate on the seed prefixes `ks` (whole blocks): {"rows": [{orders, **estimate}], "tolerance",
-    "orders_enough"} (the smallest K in `ks` whose replicate half-width is <= tolerance, else None)."""
+    "orders_enough"} (the smallest K in `ks` counting every item whose replicate half-width is <= tolerance,
+    else None)."""
     rows = []
     for k in ks:
         estimate = replicate_estimate(cells, prefix(choices, n_options, k, per_seed), n_options, alpha=alpha,
