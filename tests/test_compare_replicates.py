@@ -52,12 +52,14 @@ def test_counts_whole_blocks_from_seed_zero_and_unparsed_apart():
         records("a", 2, [0, 1, 0, 0, 1]),  # seeds 0..4: two whole blocks of 2, seed 4 left out
         records("b", 3, [2, None, 1, 0, 0], seeds=[0, 1, 2, 3, 5]),  # seed 4 missing: R = 4, one block of 3
         records("c", 3, [0, 1], seeds=[0, 1]),  # no whole block
+        records("d", 2, [0, 1, 0], seeds=[0, 2, 3]),  # seed 1 missing: R = 1, no whole block (not 3 seeds: 2)
     ])
     uids, choices, n_options = choices_from_records(frame)
-    assert uids == ["a", "b", "c"]
-    assert n_options.tolist() == [2, 3, 3]
+    assert uids == ["a", "b", "c", "d"]
+    assert n_options.tolist() == [2, 3, 3, 2]
     x = NOT_COUNTED
-    assert choices.tolist() == [[0, 1, 0, 0, x, x], [2, UNPARSED, 1, x, x, x], [x, x, x, x, x, x]]
+    assert choices.tolist() == [[0, 1, 0, 0, x, x], [2, UNPARSED, 1, x, x, x], [x, x, x, x, x, x],
+                                [x, x, x, x, x, x]]
 
 
 def test_several_records_of_one_seed_all_count():
