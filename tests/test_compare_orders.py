@@ -137,3 +137,13 @@ def test_an_item_answered_only_unparsably_is_left_out_and_counted(tmp_path: Path
     first_uid = sorted(canonical(trog_trials()))[0]
     items = pd.read_csv(out / "kl_items.csv")
     assert first_uid not in set(items.loc[items["model"] == CHAT, "item_uid"])
+
+
+def test_seeds_short_of_a_whole_block_say_so(tmp_path: Path) -> None:
+    replicate_samples(tmp_path / "models", seeds=3)  # the three seeds of earlier runs: no whole block of 4
+    _, summary = compare(tmp_path, trog_trials(), tmp_path / "models")
+    kl = compared(summary)["orders"][CHAT]["kl"]
+    assert "mean_kl" not in kl and "whole block" in kl["note"]
+    counted = exclusions(summary, CHAT)
+    assert counted["items_without_a_whole_block"] == 99 and "items_not_answered_by_model" not in counted
+    assert counted["replicate_records_outside_whole_blocks"] == 3 * 99
