@@ -121,3 +121,29 @@ def test_orders_tolerance_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert given[0].orders_tolerance == 0.05
     assert main([*base, "--orders-tolerance", "0"]) == 2
     assert capsys.readouterr().err.strip().endswith("--orders-tolerance must be a number > 0 (nats)")
+
+
+def test_an_item_answered_only_unparsably_is_left_out_and_counted(tmp_path: Path) -> None:
+    replicate_samples(tmp_path / "models", seeds=4)
+    for path in sorted((tmp_path / "models").glob("seed*/*_samples_*.jsonl")):
+        lines = path.read_text().splitlines()
+        first = json.loads(lines[0])
+        first["levante_item"]["choice_index"] = first["levante_item"]["choice_letter"] = None
+        path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    out, summary = compare(tmp_path, trog_trials(), tmp_path / "models")
+    kl = compared(summary)["orders"][CHAT]["kl"]
+    assert kl["n_items"] == 98 and kl["unparsed_share"] == pytest.approx(1 / 99)
+    assert exclusions(summary, CHAT)["items_with_only_unparsed_answers"] == 1
+    first_uid = sorted(canonical(trog_trials()))[0]
+    items = pd.read_csv(out / "kl_items.csv")
+    assert first_uid not in set(items.loc[items["model"] == CHAT, "item_uid"])
+
+
+def test_seeds_short_of_a_whole_block_say_so(tmp_path: Path) -> None:
+    replicate_samples(tmp_path / "models", seeds=3)  # the three seeds of earlier runs: no whole block of 4
+    _, summary = compare(tmp_path, trog_trials(), tmp_path / "models")
+    kl = compared(summary)["orders"][CHAT]["kl"]
+    assert "mean_kl" not in kl and "whole block" in kl["note"]
+    counted = exclusions(summary, CHAT)
+    assert counted["items_without_a_whole_block"] == 99 and "items_not_answered_by_model" not in counted
+    assert counted["replicate_records_outside_whole_blocks"] == 3 * 99

@@ -22,6 +22,7 @@ from levante_tasks.compare.replicates import (
     prefix,
     readout_orders,
     replicate_estimate,
+    replicate_q,
 )
 
 
@@ -51,12 +52,14 @@ def test_counts_whole_blocks_from_seed_zero_and_unparsed_apart():
         records("a", 2, [0, 1, 0, 0, 1]),  # seeds 0..4: two whole blocks of 2, seed 4 left out
         records("b", 3, [2, None, 1, 0, 0], seeds=[0, 1, 2, 3, 5]),  # seed 4 missing: R = 4, one block of 3
         records("c", 3, [0, 1], seeds=[0, 1]),  # no whole block
+        records("d", 2, [0, 1, 0], seeds=[0, 2, 3]),  # seed 1 missing: R = 1, no whole block (not 3 seeds: 2)
     ])
     uids, choices, n_options = choices_from_records(frame)
-    assert uids == ["a", "b", "c"]
-    assert n_options.tolist() == [2, 3, 3]
+    assert uids == ["a", "b", "c", "d"]
+    assert n_options.tolist() == [2, 3, 3, 2]
     x = NOT_COUNTED
-    assert choices.tolist() == [[0, 1, 0, 0, x, x], [2, UNPARSED, 1, x, x, x], [x, x, x, x, x, x]]
+    assert choices.tolist() == [[0, 1, 0, 0, x, x], [2, UNPARSED, 1, x, x, x], [x, x, x, x, x, x],
+                                [x, x, x, x, x, x]]
 
 
 def test_several_records_of_one_seed_all_count():
@@ -182,3 +185,33 @@ def test_the_intervals_remove_the_upward_bias_of_a_re_estimated_q():
     assert out["kl_replicate_ci_high"] - out["kl_replicate_ci_low"] == pytest.approx(
         2 * out["kl_replicate_halfwidth"])
     assert out["kl_ci_high"] - out["kl_ci_low"] > 2 * out["kl_replicate_halfwidth"]  # items add their spread
+
+
+def test_an_item_with_more_options_than_the_children_leaves_the_next_items_q_alone():
+    # the records give item a 4 options, the children 2 (a mismatch, left out); its choice 3 must not be
+    # counted as item b's option 0
+    cells = cells_of([("a", 0, [0.5, 0.5], 10), ("b", 0, [0.9, 0.1], 10)])
+    uids, choices, n_options = choices_from_records(pd.concat([records("a", 4, [3, 3, 3, 3]),
+                                                               records("b", 2, [0, 1, 0, 1])]))
+    q, used = replicate_q(cells, *align_choices(cells, uids, choices, n_options))
+    assert used.tolist() == [False, True]
+    assert q[1].tolist() == pytest.approx([0.5, 0.5])
+
+
+def test_an_item_without_a_parsed_answer_is_left_out_not_taken_as_uniform():
+    cells = cells_of([("a", 0, [0.9, 0.1], 10), ("b", 0, [0.9, 0.1], 10)])
+    choices = np.array([[0, 0], [UNPARSED, UNPARSED]])
+    out = replicate_estimate(cells, choices, np.array([2, 2]), n_boot=50, seed=0)
+    assert out["n_items"] == 1
+    assert out["kl"] == pytest.approx(kl([0.9, 0.1], [2.5 / 3, 0.5 / 3]))
+    assert out["unparsed_share"] == 0.5  # the left-out item's answers still count as unparsed
+    assert replicate_q(cells, choices, np.array([2, 2]))[1].tolist() == [True, False]
+
+
+def test_orders_are_enough_only_where_every_item_is_counted():
+    # K = 2 holds a whole block of the 2-option item only: its half-width says nothing about the 4-option item
+    cells = cells_of([("a", 0, [0.6, 0.4], 10), ("b", 0, [0.1, 0.2, 0.3, 0.4], 10)])
+    choices = np.array([[0, 1, 0, 1, 0, 1, 0, 1], [0, 1, 2, 3, 3, 2, 1, 0]])
+    table = by_orders(cells, choices, np.array([2, 4]), [2, 4, 8], 1.0, n_boot=50, seed=0)
+    assert [r["n_items"] for r in table["rows"]] == [1, 2, 2]
+    assert table["orders_enough"] == 4

@@ -54,12 +54,13 @@ ORDER_REPLICATES = (
     "seed r, the seeds of an item with n options in whole blocks of n (each a Latin square: every option at every "
     "position once); counted: the first n * floor(R / n) seeds of the R present from 0, every record of a counted "
     "seed; q_k = (c_k + alpha) / (parsed + n * alpha) with the counts c of canonical options chosen, alpha the "
-    "Dirichlet prior (0.5, Jeffreys); unparsed answers counted apart (unparsed_share), never as an option; "
+    "Dirichlet prior (0.5, Jeffreys); unparsed answers counted apart (unparsed_share), never as an option (an item "
+    "with no parsed answer is left out); "
     "KL(human || q) weighted by the cell's children as for scored models, no beta (q is a distribution); "
     "intervals: basic bootstrap (2 KL - percentiles), each item's parsed answers redrawn from its q, items "
     "resampled too (kl_ci) or not (kl_replicate_ci, whose half-width is kl_replicate_halfwidth); beats uniform: "
     "the same permutation test with ln q as the scores; orders_enough: the smallest of K/4, K/2, K seeds (whole "
-    "blocks) whose replicate half-width <= orders_tolerance"
+    "blocks) that counts every item K counts and whose replicate half-width <= orders_tolerance"
 )
 
 FLAG_DROP = 0.5  # flagged when |centred model drop - centred children drop| (proportions) is at least this

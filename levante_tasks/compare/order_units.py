@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from levante_tasks.compare import conventions as conv
-from levante_tasks.compare.distributions import Cells, compare_units
+from levante_tasks.compare.distributions import ITEM_REASONS, NO_SCORES, NOT_ANSWERED, Cells, compare_units
 from levante_tasks.compare.replicates import (
     ALPHA,
     NOT_COUNTED,
@@ -32,6 +32,10 @@ from levante_tasks.compare.unit_rows import by_unit, children_bins, front
 from levante_tasks.errors import LevanteError
 
 FITTED = ("beta", "beta_at_bound", "beta_unweighted")  # compare_units' fit columns: an orders unit fits none
+NO_SCORES_REASON, NOT_ANSWERED_REASON = ITEM_REASONS[NO_SCORES], ITEM_REASONS[NOT_ANSWERED]
+UNPARSED_ONLY = "items_with_only_unparsed_answers"  # an orders unit's item without a parsed counted answer
+SHORT = "items_without_a_whole_block"  # answered, but under fewer seeds from 0 than the item has options
+NO_WHOLE_BLOCK = "no item has a whole block of option-order seeds (fewer seeds from 0 than its options)"
 
 
 @dataclass
@@ -59,18 +63,30 @@ def _choices(cells: Cells, unit: str, rows: pd.DataFrame) -> tuple[np.ndarray, n
     return aligned, options, records_per_seed(rows), int(len(rows) - (choices != NOT_COUNTED).sum())
 
 
-def _log_q_scores(cells: Cells, choices: np.ndarray, n_options: np.ndarray) -> dict[str, list[float]]:
+def _log_q_scores(cells: Cells, choices: np.ndarray, n_options: np.ndarray) -> dict[str, list[float] | None]:
     """ln q per item as option scores (softmax at beta = 1 gives q back): compare_units reads them as it reads a
     scored model's; an item whose records give another option count than the children's keeps that count, so it
-    is counted as a mismatch."""
+    is counted as a mismatch; one whose counted answers were all unparsed has no q (None, counted apart)."""
     q, used = replicate_q(cells, choices, n_options)
-    out = {}
+    out: dict[str, list[float] | None] = {}
     for i, uid in enumerate(cells.items):
         if used[i]:
             out[uid] = np.log(q[i, : cells.n_options[i]]).tolist()
         elif (choices[i] != NOT_COUNTED).any():
-            out[uid] = [0.0] * int(n_options[i])
+            out[uid] = None if n_options[i] == cells.n_options[i] else [0.0] * int(n_options[i])
     return out
+
+
+def _orders_reasons(counter: Counter, short: int) -> Counter:
+    """compare_units' item exclusions in an orders unit's words: an item without scores is one whose counted
+    answers were all unparsed (`_log_q_scores`); `short` of the items "not answered" were answered, but not under
+    a whole block of seeds."""
+    reasons = Counter(counter)
+    if NO_SCORES_REASON in reasons:
+        reasons[UNPARSED_ONLY] = reasons.pop(NO_SCORES_REASON)
+    reasons[NOT_ANSWERED_REASON] -= short
+    reasons[SHORT] += short
+    return +reasons  # drops the zero counts
 
 
 def compare_orders(
@@ -113,6 +129,10 @@ def compare_orders(
     for u, (name, (choices, n_options, per_seed_records, left_out)) in enumerate(zip(units.names, found,
                                                                                   strict=True)):
         summary = {k: v for k, v in summaries[u].items() if k not in FITTED}
+        uncounted = (choices == NOT_COUNTED).all(axis=1)
+        short = int((uncounted & (n_options > 0)).sum())  # records, none in a whole block
+        if short and uncounted.all():
+            summary["note"] = NO_WHOLE_BLOCK
         entry: dict[str, object] = {"locale": units.locales[u], "children_language": language}
         if "mean_kl" in summary:
             total = int(choices.shape[1] // per_seed_records)
@@ -126,8 +146,8 @@ def compare_orders(
             entry["by_orders"] = table["rows"]
         entry.update(kl=summary, per_seed_softmax_kl=per_seed[name])
         out[name] = entry
-        results.count(counters[u] + Counter(replicate_records_outside_whole_blocks=left_out), task=task,
-                      model=name, language=language)
+        results.count(_orders_reasons(counters[u], short) + Counter(replicate_records_outside_whole_blocks=left_out),
+                      task=task, model=name, language=language)
     results.add("kl_summary", pd.concat([front(units, task, language),
                                          pd.DataFrame([out[name]["kl"] for name in units.names])], axis=1)
                 .assign(kl_definition=conv.ORDER_REPLICATES))

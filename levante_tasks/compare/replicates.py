@@ -8,7 +8,8 @@ canonical option at every position once). Conventions, all stated in comparison.
   count. A partial block (e.g. seeds 6, 7 of a 3-option item run with K = 8) would let position bias in, so it is
   left out (marked NOT_COUNTED). Several records of one seed (temperature samples) all count.
 - q_k = (c_k + alpha) / (parsed + n * alpha): c_k the counted answers naming canonical option k; unparsed answers
-  are counted apart (the unparsed share), never as an option; alpha = 0.5 (the Jeffreys prior).
+  are counted apart (the unparsed share), never as an option (an item with no parsed answer has no q: left
+  out); alpha = 0.5 (the Jeffreys prior).
 - KL(human || q) per (item, ability bin) cell with the children's p, natural log, p = 0 terms add 0, q == 0 replaced
   by KL_EPSILON (only reachable with alpha = 0); cells weighted by their children's count n (`distributions.Cells`).
   No beta is fitted: q is a distribution already.
@@ -19,7 +20,8 @@ canonical option at every position once). Conventions, all stated in comparison.
   the percentile interval would add that bias to the estimator's own (it then missed the exact KL in simulation,
   even excluded the estimate); redrawing from q rather than from the raw answers keeps the bootstrap's truth
   at the estimate (raw shares have zeros). `kl_replicate_halfwidth`: half the replicate-only interval's width,
-  the noise more replicates remove; the stopping rule (`orders_enough`) uses it.
+  the noise more replicates remove; the stopping rule (`orders_enough`) uses it, on prefixes that count every
+  item (with mixed option counts, K/4 may hold no whole block of the larger items).
 """
 
 from __future__ import annotations
@@ -178,6 +180,13 @@ def _basic_interval(estimate: float, draws: np.ndarray, level: float) -> tuple[f
     return max(0.0, 2 * estimate - upper), float(2 * estimate - lower), float(upper - lower) / 2
 
 
+def _answered_items(cells: Cells, choices: np.ndarray, n_options: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(answered, used) item masks: answered = counted replicates and the children's option count; used = answered
+    with at least one parsed answer (an item answered only unparsably has no q: left out, not taken as uniform)."""
+    answered = (choices != NOT_COUNTED).any(axis=1) & (np.asarray(n_options) == cells.n_options)
+    return answered, answered & (choices >= 0).any(axis=1)
+
+
 def replicate_estimate(
     cells: Cells,
     choices: np.ndarray,
@@ -195,14 +204,17 @@ def replicate_estimate(
     choice, UNPARSED or NOT_COUNTED; `n_options` per item (the records'; items whose count differs from the
     children's are the caller's to drop). `per_seed` = records per seed (slots per seed in `choices`).
     Keys: kl, kl_ci_low/high (two-stage bootstrap), kl_replicate_halfwidth (replicates only), n_items,
-    replicates (seeds spanned by `choices`), replicates_min/max (counted answers per used item),
-    unparsed_share (of counted answers). NaN / 0 when no item has a counted replicate.
+    replicates (seeds spanned by `choices`), replicates_min/max (counted answers per used item: one with a parsed
+    answer), unparsed_share (of the counted answers of every item with the children's option count, used or not).
+    NaN / 0 (unparsed_share aside) when no item has a parsed counted replicate.
     """
-    counted_mask = choices != NOT_COUNTED
-    counted = counted_mask.sum(axis=1)
-    used = np.flatnonzero((counted > 0) & (np.asarray(n_options) == cells.n_options))
+    counted = (choices != NOT_COUNTED).sum(axis=1)
+    answered, usable = _answered_items(cells, choices, n_options)
+    used = np.flatnonzero(usable)
     out: dict[str, float | int] = dict.fromkeys(ESTIMATE_KEYS, float("nan"))
     out.update(n_items=int(len(used)), replicates=int(choices.shape[1] // max(1, per_seed)))
+    if answered.any():
+        out["unparsed_share"] = float((choices[answered] == UNPARSED).sum() / counted[answered].sum())
     if not len(used):
         out.update(replicates_min=0, replicates_max=0)
         return out
@@ -222,16 +234,18 @@ def replicate_estimate(
         kl=kl, kl_ci_low=low, kl_ci_high=high, kl_replicate_ci_low=r_low, kl_replicate_ci_high=r_high,
         kl_replicate_halfwidth=halfwidth,
         replicates_min=int(counted[used].min()), replicates_max=int(counted[used].max()),
-        unparsed_share=float((sub == UNPARSED).sum() / counted[used].sum()),
     )
     return out
 
 
 def replicate_q(cells: Cells, choices: np.ndarray, n_options: np.ndarray,
                 alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
-    """(q items x K, used items mask) from all counted replicates, aligned to `cells.items`."""
-    used = ((choices != NOT_COUNTED).sum(axis=1) > 0) & (np.asarray(n_options) == cells.n_options)
-    return dirichlet_q(_counts(choices, cells.p.shape[1]), cells.n_options, alpha), used
+    """(q items x K, used items mask) from all counted replicates, aligned to `cells.items`; only used items are
+    counted (an unused item may have more options than the cells' K, whose choices would spill into its
+    neighbour's counts)."""
+    used = _answered_items(cells, choices, n_options)[1]
+    counted = np.where(used[:, None], choices, NOT_COUNTED)
+    return dirichlet_q(_counts(counted, cells.p.shape[1]), cells.n_options, alpha), used
 
 
 def prefix(choices: np.ndarray, n_options: np.ndarray, orders: int, per_seed: int = 1) -> np.ndarray:
@@ -249,8 +263,12 @@ def readout_orders(orders: int) -> list[int]:
 
 
 def orders_enough(rows: list[dict[str, float | int]], tolerance: float = TOLERANCE) -> int | None:
-    """The smallest `orders` among `rows` whose kl_replicate_halfwidth <= tolerance, or None."""
-    fine = [int(r["orders"]) for r in rows if r["kl_replicate_halfwidth"] <= tolerance]
+    """The smallest `orders` among `rows` whose kl_replicate_halfwidth <= tolerance and that counts as many items
+    as the row counting the most (a prefix too short for an item's whole block leaves that item out: its
+    half-width says nothing of it), or None."""
+    most = max((int(r["n_items"]) for r in rows), default=0)
+    fine = [int(r["orders"]) for r in rows
+            if r["n_items"] == most and r["kl_replicate_halfwidth"] <= tolerance]
     return min(fine) if fine else None
 
 
@@ -268,7 +286,8 @@ def by_orders(
     per_seed: int = 1,
 ) -> dict[str, object]:
     """The estimate on the seed prefixes `ks` (whole blocks): {"rows": [{orders, **estimate}], "tolerance",
-    "orders_enough"} (the smallest K in `ks` whose replicate half-width is <= tolerance, else None)."""
+    "orders_enough"} (the smallest K in `ks` counting every item whose replicate half-width is <= tolerance,
+    else None)."""
     rows = []
     for k in ks:
         estimate = replicate_estimate(cells, prefix(choices, n_options, k, per_seed), n_options, alpha=alpha,
