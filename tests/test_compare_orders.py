@@ -147,3 +147,17 @@ def test_seeds_short_of_a_whole_block_say_so(tmp_path: Path) -> None:
     counted = exclusions(summary, CHAT)
     assert counted["items_without_a_whole_block"] == 99 and "items_not_answered_by_model" not in counted
     assert counted["replicate_records_outside_whole_blocks"] == 3 * 99
+
+
+@pytest.mark.parametrize("seed", [1.5, "1", True, -1, 32, 10**9])
+def test_a_seed_that_is_no_option_order_seed_is_one_line(tmp_path: Path, seed: object) -> None:
+    """A replicate's seed must be its file's seed, a whole number 0..31: 1.5 is not read as seed 1, and 10**9 never
+    sizes a choice matrix."""
+    replicate_samples(tmp_path, seeds=2)
+    path = tmp_path / "seed1" / "20260101_000000_samples_levante_trog_seed1.jsonl"
+    line = json.loads(path.read_text().splitlines()[0])
+    line["levante_item"]["seed"] = seed
+    path.write_text("\n".join([json.dumps(line), *path.read_text().splitlines()[1:]]) + "\n")
+    with pytest.raises(LevanteError, match=r"seed1\.jsonl(:1)?: .*seed") as refused:
+        read_model_records(tmp_path)
+    assert "\n" not in str(refused.value)

@@ -32,6 +32,7 @@ from levante_tasks.runs.model import find_answer, local_name, model_identity, mo
 from levante_tasks.schema.crosswalk import canonical_uid
 from levante_tasks.schema.locales import Locale, LocaleError, locale
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
+from levante_tasks.schema.seeds import MAX_ORDERS
 from levante_tasks.schema.variant import Control, OutputType
 from levante_tasks.summary.inspect_logs import log_records, model_row, spec_variant
 
@@ -121,12 +122,9 @@ def _replicate_fields(record: dict, unit: str, where: str, place: Locale) -> dic
     n_options, choice = len(record["presented_order"]), record.get("choice_index")
     if choice is not None and (isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < n_options):
         raise LevanteError(f"{where}: choice_index {choice!r} is not one of the record's {n_options} options")
-    try:
-        seed = int(record[SEED])
-    except (TypeError, ValueError):
-        raise LevanteError(f"{where}: seed {record[SEED]!r} is not a whole number") from None
-    if seed < 0:
-        raise LevanteError(f"{where}: seed {seed} is negative")
+    seed = record[SEED]
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_ORDERS:
+        raise LevanteError(f"{where}: seed {seed!r} is not an option-order seed (a whole number 0..{MAX_ORDERS - 1})")
     return {"orders_unit": localized_unit(unit, place), "seed": seed,
             "choice_index": math.nan if choice is None else float(choice), "n_options": n_options}
 
