@@ -110,6 +110,31 @@ def test_a_partial_block_is_not_counted():
     assert two["replicates_max"] == 2
 
 
+def test_an_item_counts_at_most_its_distinct_orders():
+    # n! orders: seeds n! .. repeat seeds 0 .. (core.options), and a greedy model repeats its answers there
+    assert counted_orders(np.array([2, 3, 4, 4]), 8).tolist() == [2, 6, 8, 8]
+    assert counted_orders(np.array([2, 3, 4]), 32).tolist() == [2, 6, 24]
+    frame = pd.concat([records("a", 2, [0, 1] * 4), records("b", 4, [k % 4 for k in range(32)])])
+    _, choices, _ = choices_from_records(frame)
+    assert (choices != NOT_COUNTED).sum(axis=1).tolist() == [2, 24]
+    samples = records("a", 2, [0, 1, 1, 1] * 4, seeds=[s // 2 for s in range(16)])  # 2 runs of each seed 0 .. 7
+    _, choices, _ = choices_from_records(samples)
+    assert (choices != NOT_COUNTED).sum() == 4  # seeds 0, 1, both runs of each
+    assert (prefix(np.zeros((2, 32), dtype=int), np.array([2, 4]), 32) != NOT_COUNTED).sum(axis=1).tolist() == [2, 24]
+
+
+def test_the_reported_kl_is_bias_corrected():
+    closer = []
+    for seed in range(3):
+        cells, choices, n_options, q = simulated(100, 8, seed)
+        exact = float(np.sum(cells.n * (cells.plogp - np.einsum("ck,ck->c", cells.p, np.log(q[cells.item]))))
+                      / cells.n.sum())
+        out = replicate_estimate(cells, choices, n_options, n_boot=400, seed=0)
+        closer.append(abs(out["kl"] - exact) < abs(out["kl_plugin"] - exact))
+        assert out["kl_ci_low"] <= out["kl"] <= out["kl_ci_high"]
+    assert all(closer)  # the plug-in sits about 0.05 nats above the exact KL at 8 answers per item
+
+
 def test_items_without_counted_replicates_or_another_option_count_are_left_out():
     cells = cells_of([("a", 0, [1.0, 0.0], 10), ("b", 0, [0.0, 1.0], 10)])
     x = NOT_COUNTED
@@ -187,27 +212,3 @@ def test_the_intervals_remove_the_upward_bias_of_a_re_estimated_q():
         2 * out["kl_replicate_halfwidth"])
     assert out["kl_ci_high"] - out["kl_ci_low"] > 2 * out["kl_replicate_halfwidth"]  # items add their spread
 
-
-def test_an_item_counts_at_most_its_distinct_orders():
-    # n! orders: seeds n! .. repeat seeds 0 .. (core.options), and a greedy model repeats its answers there
-    assert counted_orders(np.array([2, 3, 4, 4]), 8).tolist() == [2, 6, 8, 8]
-    assert counted_orders(np.array([2, 3, 4]), 32).tolist() == [2, 6, 24]
-    frame = pd.concat([records("a", 2, [0, 1] * 4), records("b", 4, [k % 4 for k in range(32)])])
-    _, choices, _ = choices_from_records(frame)
-    assert (choices != NOT_COUNTED).sum(axis=1).tolist() == [2, 24]
-    samples = records("a", 2, [0, 1, 1, 1] * 4, seeds=[s // 2 for s in range(16)])  # 2 runs of each seed 0 .. 7
-    _, choices, _ = choices_from_records(samples)
-    assert (choices != NOT_COUNTED).sum() == 4  # seeds 0, 1, both runs of each
-    assert (prefix(np.zeros((2, 32), dtype=int), np.array([2, 4]), 32) != NOT_COUNTED).sum(axis=1).tolist() == [2, 24]
-
-
-def test_the_reported_kl_is_bias_corrected():
-    closer = []
-    for seed in range(3):
-        cells, choices, n_options, q = simulated(100, 8, seed)
-        exact = float(np.sum(cells.n * (cells.plogp - np.einsum("ck,ck->c", cells.p, np.log(q[cells.item]))))
-                      / cells.n.sum())
-        out = replicate_estimate(cells, choices, n_options, n_boot=400, seed=0)
-        closer.append(abs(out["kl"] - exact) < abs(out["kl_plugin"] - exact))
-        assert out["kl_ci_low"] <= out["kl"] <= out["kl_ci_high"]
-    assert all(closer)  # the plug-in sits about 0.05 nats above the exact KL at 8 answers per item

@@ -50,19 +50,21 @@ class OrderUnits:
         return cls(list(groups), [str(g["locale"].iloc[0]) for g in groups.values()], list(groups.values()))
 
 
-def _choices(cells: Cells, unit: str, rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int, Counter]:
+def _choices(cells: Cells, unit: str, rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int, int]:
     """(choices, n_options) aligned to the cells' items, records per seed, and the unit's records left uncounted
-    by reason: a seed at or beyond the item's n! distinct orders repeats an order, any other is outside whole
-    blocks."""
+    outside whole blocks (those repeating an order are counted apart: `_repeating_orders`)."""
     try:
         uids, choices, n_options = choices_from_records(rows)
     except ValueError as exc:
         raise LevanteError(f"{unit}: {exc}") from None
     aligned, options = align_choices(cells, uids, choices, n_options)
-    repeats = int((rows["seed"].to_numpy(int) >= distinct_orders(rows["n_options"].to_numpy(int))).sum())
-    left_out = int(len(rows) - (choices != NOT_COUNTED).sum()) - repeats
-    return aligned, options, records_per_seed(rows), Counter(replicate_records_outside_whole_blocks=left_out,
-                                                             replicate_records_repeating_an_order=repeats)
+    return aligned, options, records_per_seed(rows), int(len(rows) - (choices != NOT_COUNTED).sum()) - \
+        _repeating_orders(rows)
+
+
+def _repeating_orders(rows: pd.DataFrame) -> int:
+    """Records of a seed at or beyond their item's n! distinct orders: they repeat an order already asked."""
+    return int((rows["seed"].to_numpy(int) >= distinct_orders(rows["n_options"].to_numpy(int))).sum())
 
 
 def _log_q_scores(cells: Cells, choices: np.ndarray, n_options: np.ndarray) -> dict[str, list[float]]:
@@ -77,17 +79,6 @@ def _log_q_scores(cells: Cells, choices: np.ndarray, n_options: np.ndarray) -> d
         elif (choices[i] != NOT_COUNTED).any():
             out[uid] = [0.0] * int(n_options[i])
     return out
-
-
-def headline(summary: dict[str, object], estimate: dict[str, object]) -> dict[str, object]:
-    """The orders row's summary keys from the estimate on all K: `mean_kl` is the bias-corrected KL (the
-    estimate's `kl`, so comparison.md, comparison.json and the CSVs print one number), `mean_kl_plugin` the KL of q
-    that compare_units computed (the per-cell and per-bin rows are plug-in, and average to it), the ratio to the
-    uniform model (and so the beats-uniform verdict, compare.family) from the corrected KL."""
-    uniform = float(summary["uniform_mean_kl"])  # type: ignore[arg-type]
-    rest = {k: v for k, v in estimate.items() if k not in ("orders", "kl", "kl_plugin", "n_items")}
-    return {"mean_kl": estimate["kl"], "mean_kl_plugin": summary["mean_kl"],
-            "kl_ratio_to_uniform": float(estimate["kl"]) / uniform if uniform > 0 else float("nan"), **rest}
 
 
 def compare_orders(
@@ -142,11 +133,25 @@ def compare_orders(
             readouts.append(pd.DataFrame(table["rows"]).assign(unit=u))
             entry["by_orders"] = table["rows"]
         entry.update(kl=summary, per_seed_softmax_kl=per_seed[name])
+        results.count(Counter(replicate_records_repeating_an_order=_repeating_orders(units.rows[u])), task=task,
+                      model=name, language=language)
         out[name] = entry
-        results.count(counters[u] + left_out, task=task, model=name, language=language)
+        results.count(counters[u] + Counter(replicate_records_outside_whole_blocks=left_out), task=task,
+                      model=name, language=language)
     results.add("kl_summary", pd.concat([front(units, task, language),
                                          pd.DataFrame([out[name]["kl"] for name in units.names])], axis=1)
                 .assign(kl_definition=conv.ORDER_REPLICATES))
     if readouts:
         results.add("kl_orders", by_unit(pd.concat(readouts, ignore_index=True), units, task, language))
     return out
+
+
+def headline(summary: dict[str, object], estimate: dict[str, object]) -> dict[str, object]:
+    """The orders row's summary keys from the estimate on all K: `mean_kl` is the bias-corrected KL (the
+    estimate's `kl`, so comparison.md, comparison.json and the CSVs print one number), `mean_kl_plugin` the KL of q
+    that compare_units computed (the per-cell and per-bin rows are plug-in, and average to it), the ratio to the
+    uniform model (and so the beats-uniform verdict, compare.family) from the corrected KL."""
+    uniform = float(summary["uniform_mean_kl"])  # type: ignore[arg-type]
+    rest = {k: v for k, v in estimate.items() if k not in ("orders", "kl", "kl_plugin", "n_items")}
+    return {"mean_kl": estimate["kl"], "mean_kl_plugin": summary["mean_kl"],
+            "kl_ratio_to_uniform": float(estimate["kl"]) / uniform if uniform > 0 else float("nan"), **rest}

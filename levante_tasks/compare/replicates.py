@@ -210,13 +210,13 @@ def replicate_estimate(
     level: float = 0.95,
     per_seed: int = 1,
 ) -> dict[str, float | int]:
-    """Weighted mean KL(human || q) over the cells of the items with counted replicates, with its intervals.
+    """Weighted mean KL(human || q) over the cells of the items with counted replicates, with its intervals: `kl`
+    bias-corrected, `kl_plugin` the KL of q itself (module docstring).
 
     `choices` is items x R aligned to `cells.items` (`choices_from_records`, `align_choices`): the canonical
     choice, UNPARSED or NOT_COUNTED; `n_options` per item (the records'; items whose count differs from the
     children's are the caller's to drop). `per_seed` = records per seed (slots per seed in `choices`).
-    Keys: kl (bias-corrected, module docstring), kl_plugin (the KL of q), kl_ci_low/high (two-stage bootstrap),
-    kl_replicate_halfwidth (replicates only), n_items,
+    Keys: kl, kl_ci_low/high (two-stage bootstrap), kl_replicate_halfwidth (replicates only), n_items,
     replicates (seeds spanned by `choices`), replicates_min/max (counted answers per used item),
     unparsed_share (of counted answers). NaN / 0 when no item has a counted replicate.
     """
