@@ -15,16 +15,17 @@ each new order's answer is drawn from (the mean of q* over salts), fixed per ite
 has only n! distinct answers per item (2 for 2 options), so q* often puts 0 on an option and KL(human || q*)
 is then bound by KL_EPSILON, which no smoothed estimate recovers.
 
-Readouts per K in 4, 8, 16, 32 (seeds 0..K-1, whole blocks per item): bias, RMSE and coverage of the
-replicate-only interval (items fixed), and of the two-stage interval for the population value (items redrawn every
-repetition; the population value by Monte Carlo over `population_items` items); balanced (the project's
-`core.options.presented_orders`) vs random orders (a uniform permutation per replicate, levante-bench style,
-counted the same way): the conditional position-bias error of q, mean over items and options of
-|E[q | orders] - q-bar| = lambda |share of replicates showing the option at the favourite position - 1/n|
-(raw shares), and the KL bias; the bias of the replicate interval's midpoint (2 kl - the bootstrap centre: what
-a bootstrap bias correction of the point estimate would give); the stopping rule (`replicates.orders_enough`,
-tolerances 0.02 (the default) and 0.04, blocks of 4 up to 32) vs the K at which the true half-width (half the
-2.5-97.5% spread of the estimate over repetitions) falls under the tolerance.
+Readouts per K in 4, 8, 16, 32 (seeds 0..K-1; per item whole blocks, at most its n! distinct orders, as the
+estimator counts): bias, RMSE and coverage of the replicate-only interval (items fixed), and of the two-stage
+interval for the population value (items redrawn every repetition; the population value by Monte Carlo over
+`population_items` items); balanced (the project's `core.options.presented_orders`) vs random orders (a uniform
+permutation per replicate, levante-bench style, counted the same way): the conditional position-bias error of q,
+mean over items and options of |E[q | orders] - q-bar| = lambda |share of replicates showing the option at the
+favourite position - 1/n| (raw shares), and the KL bias; the reported `kl` (bias-corrected with the replicate
+bootstrap) against its alternatives: the plug-in `kl_plugin` and a delete-one-replicate jackknife (per item,
+`jackknife_kl`); the stopping rule (`replicates.orders_enough`, tolerances 0.02 (the default) and 0.04, blocks of 4
+up to 32) vs the K at which the true half-width (half the 2.5-97.5% spread of the estimate over repetitions) falls
+under the tolerance.
 
 Run: `.venv/bin/python benchmarks/order_recovery.py --figures docs/figures` (about 5 CPU-minutes);
 `--tiny` (the test suite: 4 repetitions, 50 bootstrap draws), `--repetitions N`, `--n-boot N`.
@@ -48,7 +49,14 @@ import pandas as pd  # noqa: E402
 from levante_tasks.atomic import atomic_path  # noqa: E402
 from levante_tasks.compare.conventions import KL_EPSILON  # noqa: E402
 from levante_tasks.compare.distributions import DIST_COLUMNS, Cells, bin_label  # noqa: E402
-from levante_tasks.compare.replicates import by_orders, orders_enough, prefix, replicate_estimate  # noqa: E402
+from levante_tasks.compare.replicates import (  # noqa: E402
+    by_orders,
+    counted_orders,
+    dirichlet_q,
+    orders_enough,
+    prefix,
+    replicate_estimate,
+)
 from levante_tasks.core.options import presented_orders  # noqa: E402
 from levante_tasks.testing.black_box import BoxItem, answer, true_distribution  # noqa: E402
 
@@ -138,6 +146,25 @@ def weighted_kl(cells: Cells, q: np.ndarray) -> float:
     return float(np.average(cells.plogp - (cells.p * log_q).sum(axis=1), weights=cells.n))
 
 
+def jackknife_kl(cells: Cells, choices: np.ndarray, n_opts: np.ndarray) -> float:
+    """The alternative bias correction: per item, delete-one-replicate jackknife of its n-weighted KL sum
+    S(q) = sum over its cells of n KL(p || q), S_jack = S - (m - 1) (mean over its m answers of S without that
+    answer - S), summed and divided by the children's n (every counted answer parsed, as the box's are)."""
+    width = cells.p.shape[1]
+    counts = np.array([np.bincount(row[row >= 0], minlength=width) for row in choices])
+    a = np.bincount(cells.item, weights=cells.n * cells.plogp, minlength=len(cells.items))
+    weight = np.bincount(cells.item, weights=cells.n, minlength=len(cells.items))
+
+    def item_sums(c: np.ndarray) -> np.ndarray:
+        q = dirichlet_q(c, n_opts)
+        return a - (cells.m * np.log(np.where(q == 0, KL_EPSILON, q))).sum(axis=1)
+
+    whole, total = item_sums(counts), counts.sum(axis=1)
+    left_one = sum(counts[:, k] / np.maximum(total, 1) * item_sums(np.maximum(counts - np.eye(width, dtype=int)[k],
+                                                                               0)) for k in range(width))
+    return float((whole - (total - 1) * (left_one - whole)).sum() / weight.sum())
+
+
 def padded(rows: list[np.ndarray], width: int) -> np.ndarray:
     """Rows of different lengths as one zero-padded array."""
     out = np.zeros((len(rows), width))
@@ -169,7 +196,7 @@ def position_error(items: list[Item], orders: list[list[list[int]]], k: int) -> 
     errors = []
     for item, row in zip(items, orders, strict=True):
         n = item.box.n_options
-        counted = row[: n * (k // n)]
+        counted = row[: int(counted_orders(np.array([n]), k)[0])]
         shown = np.bincount([order[item.box.favourite] for order in counted], minlength=n) / len(counted)
         errors += list(item.box.bias * np.abs(shown - 1 / n))
     return float(np.mean(errors))
@@ -188,13 +215,15 @@ def fixed_items(study: Study, rng: np.random.Generator) -> dict[str, object]:
     for rep in range(study.repetitions):
         salt = f"rep{rep}"
         truth_star = weighted_kl(cells, padded([true_distribution(item.box, salt) for item in items], width))
-        balanced = by_orders(cells, choices_of(items, latin, salt), n_opts, list(BLOCKS), study.tolerance,
-                             n_boot=study.n_boot, seed=rep)
+        latin_choices = choices_of(items, latin, salt)
+        balanced = by_orders(cells, latin_choices, n_opts, list(BLOCKS), study.tolerance, n_boot=study.n_boot,
+                             seed=rep)
         shuffled = random_orders(items, max(KS), rng)
         random_choices = choices_of(items, shuffled, salt)
         for found in balanced["rows"]:
             rows.append({"scheme": "balanced", "rep": rep, "truth_star": truth_star, "truth_bar": truth_bar,
-                         **found,
+                         **found, "kl_jackknife": jackknife_kl(cells, prefix(latin_choices, n_opts,
+                                                                             int(found["orders"])), n_opts),
                          "position_error": position_error(items, latin, int(found["orders"]))})
         for k in KS:
             found = replicate_estimate(cells, prefix(random_choices, n_opts, k), n_opts, n_boot=study.n_boot,
@@ -248,8 +277,9 @@ def summary_table(fixed: pd.DataFrame, redrawn: pd.DataFrame, population: tuple[
             row[f"bias {name}"] = error.mean()
             row[f"RMSE {name}"] = math.sqrt((error ** 2).mean())
             row[f"cover {name}"] = covered(bal, "kl_replicate_ci_low", "kl_replicate_ci_high", truth).mean()
-        midpoint = (bal["kl_replicate_ci_low"] + bal["kl_replicate_ci_high"]) / 2  # 2 kl - bootstrap centre
-        row["bias q-bar midpoint"] = (midpoint - bal["truth_bar"]).mean()
+        for name, column in (("plug-in", "kl_plugin"), ("jackknife", "kl_jackknife")):
+            row[f"bias q-bar {name}"] = (bal[column] - bal["truth_bar"]).mean()
+            row[f"RMSE q-bar {name}"] = math.sqrt(((bal[column] - bal["truth_bar"]) ** 2).mean())
         row["two-stage cover pop q*"] = covered(pop, "kl_ci_low", "kl_ci_high", pd.Series(population[0],
                                                                                          pop.index)).mean()
         row["two-stage cover pop q-bar"] = covered(pop, "kl_ci_low", "kl_ci_high", pd.Series(population[1],
@@ -299,7 +329,8 @@ def figures(name: str, table: pd.DataFrame, stops: list[dict[str, object]], fixe
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     axes[0].plot(table["K"], table["bias q-bar"], "s-", label="balanced, truth q-bar")
     axes[0].plot(table["K"], table["bias q-bar random"], "^--", label="random orders, truth q-bar")
-    axes[0].plot(table["K"], table["bias q-bar midpoint"], "x-", label="replicate interval's midpoint, truth q-bar")
+    axes[0].plot(table["K"], table["bias q-bar plug-in"], "x-", label="balanced, plug-in kl_plugin, truth q-bar")
+    axes[0].plot(table["K"], table["bias q-bar jackknife"], "+-", label="balanced, jackknife, truth q-bar")
     axes[0].plot(table["K"], table["bias q*"], "o:", label="balanced, truth q* (exact over n! orders)")
     axes[0].axhline(0, color="grey", lw=0.8)
     axes[0].set(ylabel="KL bias (nats)", title="bias of the estimated KL", **ticks)

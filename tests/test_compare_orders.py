@@ -58,6 +58,32 @@ def test_eight_seeds_give_an_orders_row_whose_interval_holds_the_exact_kl(run) -
     assert f"| {CHAT} | 99 | 8 (8-8) |" in report
 
 
+def test_the_headline_kl_is_bias_corrected_and_printed_alike_everywhere(run) -> None:
+    out, summary = run
+    kl = compared(summary)["orders"][CHAT]["kl"]
+    last = compared(summary)["orders"][CHAT]["by_orders"][-1]
+    assert kl["mean_kl"] == last["kl"] < kl["mean_kl_plugin"] == pytest.approx(last["kl_plugin"], rel=1e-9)
+    assert kl["kl_ratio_to_uniform"] == pytest.approx(kl["mean_kl"] / kl["uniform_mean_kl"])
+    assert kl["kl_ci_low"] <= kl["mean_kl"] <= kl["kl_ci_high"]
+    table = pd.read_csv(out / "kl_summary.csv").set_index("model")
+    assert table.loc[CHAT, "mean_kl"] == pytest.approx(kl["mean_kl"])
+    assert table.loc[CHAT, "mean_kl_plugin"] == pytest.approx(kl["mean_kl_plugin"])
+    cells = pd.read_csv(out / "kl_items.csv").query("model == @CHAT")
+    # the per-cell rows are plug-in: their n-weighted mean is mean_kl_plugin, not the corrected mean_kl
+    assert np.average(cells["kl"], weights=cells["n_bin"]) == pytest.approx(kl["mean_kl_plugin"], rel=1e-9)
+    row = next(line for line in (out / "comparison.md").read_text().splitlines() if f"| {CHAT} |" in line)
+    assert f"| {kl['mean_kl']:.3f} [" in row and f"| {kl['mean_kl_plugin']:.3f} |" in row
+
+
+def test_seeds_beyond_an_items_distinct_orders_are_not_counted(tmp_path: Path) -> None:
+    replicate_samples(tmp_path / "models", seeds=26)  # 4 options: 24 orders, seeds 24 and 25 repeat seeds 0 and 1
+    _, summary = compare(tmp_path, trog_trials(), tmp_path / "models", n_boot=50)
+    kl = compared(summary)["orders"][CHAT]["kl"]
+    assert (kl["replicates"], kl["replicates_min"], kl["replicates_max"]) == (26, 24, 24)
+    assert exclusions(summary, CHAT)["replicate_records_repeating_an_order"] == 2 * 99
+    assert "replicate_records_outside_whole_blocks" not in exclusions(summary, CHAT)
+
+
 def test_the_readout_at_k_over_4_k_over_2_and_k(run) -> None:
     out, summary = run
     readout = pd.read_csv(out / "kl_orders.csv")

@@ -17,6 +17,7 @@ from levante_tasks.compare.replicates import (
     align_choices,
     by_orders,
     choices_from_records,
+    counted_orders,
     dirichlet_q,
     orders_enough,
     prefix,
@@ -49,7 +50,7 @@ def kl(p: list[float], q: list[float]) -> float:
 
 def test_counts_whole_blocks_from_seed_zero_and_unparsed_apart():
     frame = pd.concat([
-        records("a", 2, [0, 1, 0, 0, 1]),  # seeds 0..4: two whole blocks of 2, seed 4 left out
+        records("a", 2, [0, 1, 0, 0, 1]),  # seeds 0..4: one whole block of 2 (its 2 distinct orders)
         records("b", 3, [2, None, 1, 0, 0], seeds=[0, 1, 2, 3, 5]),  # seed 4 missing: R = 4, one block of 3
         records("c", 3, [0, 1], seeds=[0, 1]),  # no whole block
         records("d", 2, [0, 1, 0], seeds=[0, 2, 3]),  # seed 1 missing: R = 1, no whole block (not 3 seeds: 2)
@@ -58,7 +59,7 @@ def test_counts_whole_blocks_from_seed_zero_and_unparsed_apart():
     assert uids == ["a", "b", "c", "d"]
     assert n_options.tolist() == [2, 3, 3, 2]
     x = NOT_COUNTED
-    assert choices.tolist() == [[0, 1, 0, 0, x, x], [2, UNPARSED, 1, x, x, x], [x, x, x, x, x, x],
+    assert choices.tolist() == [[0, 1, x, x, x, x], [2, UNPARSED, 1, x, x, x], [x, x, x, x, x, x],
                                 [x, x, x, x, x, x]]
 
 
@@ -83,12 +84,12 @@ def test_dirichlet_prior():
 def test_weighted_kl_by_hand():
     cells = cells_of([("a", 0, [1.0, 0.0], 10), ("a", 1, [0.5, 0.5], 30), ("b", 0, [0.2, 0.3, 0.5], 20)])
     uids, choices, n_options = choices_from_records(pd.concat([
-        records("b", 3, [0, 1, 2, 2, 2, 2]), records("a", 2, [0, 0, 1, 0])]))
+        records("b", 3, [0, 1, 2, 2, 2, 2]), records("a", 2, [0, 0, 1, 0], seeds=[0, 0, 1, 1])]))
     choices, n_options = align_choices(cells, uids, choices, n_options)
-    out = replicate_estimate(cells, choices, n_options, n_boot=200, seed=1)
+    out = replicate_estimate(cells, choices, n_options, n_boot=200, seed=1, per_seed=2)
     qa, qb = [3.5 / 5, 1.5 / 5], [1.5 / 7.5, 1.5 / 7.5, 4.5 / 7.5]
     expected = (10 * kl([1, 0], qa) + 30 * kl([0.5, 0.5], qa) + 20 * kl([0.2, 0.3, 0.5], qb)) / 60
-    assert out["kl"] == pytest.approx(expected, rel=1e-12)
+    assert out["kl_plugin"] == pytest.approx(expected, rel=1e-12)
     assert (out["n_items"], out["replicates"], out["replicates_min"], out["replicates_max"]) == (2, 6, 4, 6)
     assert out["unparsed_share"] == 0
     assert out["kl_ci_low"] <= out["kl"] <= out["kl_ci_high"]
@@ -108,8 +109,33 @@ def test_a_partial_block_is_not_counted():
     partial = choices_from_records(records("a", 2, [0, 1, 0]))  # seed 2 starts a block it does not finish
     one = replicate_estimate(cells, *align_choices(cells, *whole), n_boot=50, seed=0)
     two = replicate_estimate(cells, *align_choices(cells, *partial), n_boot=50, seed=0)
-    assert two["kl"] == one["kl"] == pytest.approx(kl([0.7, 0.3], [0.5, 0.5]))
+    assert two["kl"] == one["kl"] and two["kl_plugin"] == pytest.approx(kl([0.7, 0.3], [0.5, 0.5]))
     assert two["replicates_max"] == 2
+
+
+def test_an_item_counts_at_most_its_distinct_orders():
+    # n! orders: seeds n! .. repeat seeds 0 .. (core.options), and a greedy model repeats its answers there
+    assert counted_orders(np.array([2, 3, 4, 4]), 8).tolist() == [2, 6, 8, 8]
+    assert counted_orders(np.array([2, 3, 4]), 32).tolist() == [2, 6, 24]
+    frame = pd.concat([records("a", 2, [0, 1] * 4), records("b", 4, [k % 4 for k in range(32)])])
+    _, choices, _ = choices_from_records(frame)
+    assert (choices != NOT_COUNTED).sum(axis=1).tolist() == [2, 24]
+    samples = records("a", 2, [0, 1, 1, 1] * 4, seeds=[s // 2 for s in range(16)])  # 2 runs of each seed 0 .. 7
+    _, choices, _ = choices_from_records(samples)
+    assert (choices != NOT_COUNTED).sum() == 4  # seeds 0, 1, both runs of each
+    assert (prefix(np.zeros((2, 32), dtype=int), np.array([2, 4]), 32) != NOT_COUNTED).sum(axis=1).tolist() == [2, 24]
+
+
+def test_the_reported_kl_is_bias_corrected():
+    closer = []
+    for seed in range(3):
+        cells, choices, n_options, q = simulated(100, 8, seed)
+        exact = float(np.sum(cells.n * (cells.plogp - np.einsum("ck,ck->c", cells.p, np.log(q[cells.item]))))
+                      / cells.n.sum())
+        out = replicate_estimate(cells, choices, n_options, n_boot=400, seed=0)
+        closer.append(abs(out["kl"] - exact) < abs(out["kl_plugin"] - exact))
+        assert out["kl_ci_low"] <= out["kl"] <= out["kl_ci_high"]
+    assert all(closer)  # the plug-in sits about 0.05 nats above the exact KL at 8 answers per item
 
 
 def test_items_without_counted_replicates_or_another_option_count_are_left_out():
@@ -117,7 +143,7 @@ def test_items_without_counted_replicates_or_another_option_count_are_left_out()
     x = NOT_COUNTED
     out = replicate_estimate(cells, np.array([[0, 0], [x, x]]), np.array([2, 2]), n_boot=20, seed=0)
     assert out["n_items"] == 1
-    assert out["kl"] == pytest.approx(kl([1, 0], [2.5 / 3, 0.5 / 3]))
+    assert out["kl_plugin"] == pytest.approx(kl([1, 0], [2.5 / 3, 0.5 / 3]))
     assert replicate_estimate(cells, np.array([[0, 0], [1, 1]]), np.array([3, 2]), n_boot=20, seed=0)["n_items"] == 1
     empty = replicate_estimate(cells, np.full((2, 2), x), np.array([2, 2]), n_boot=20, seed=0)
     assert empty["n_items"] == 0 and math.isnan(empty["kl"])
@@ -168,7 +194,9 @@ def test_readout_on_seed_prefixes_in_whole_blocks():
     rows = table["rows"]
     assert [r["orders"] for r in rows] == [8, 16, 32]
     assert [r["replicates"] for r in rows] == [8, 16, 32]
-    assert rows[-1] == {"orders": 32, **replicate_estimate(cells, choices, n_options, n_boot=200, seed=0)}
+    assert [r["replicates_max"] for r in rows] == [8, 16, 24]  # 4 options: 24 distinct orders
+    assert rows[-1] == {"orders": 32, **replicate_estimate(cells, prefix(choices, n_options, 32), n_options,
+                                                          n_boot=200, seed=0)}
     halfwidths = [r["kl_replicate_halfwidth"] for r in rows]
     assert halfwidths == sorted(halfwidths, reverse=True)
     assert table["orders_enough"] == 8  # tolerance 1 nat: every row is within it
@@ -180,8 +208,9 @@ def test_readout_on_seed_prefixes_in_whole_blocks():
 def test_the_intervals_remove_the_upward_bias_of_a_re_estimated_q():
     cells, choices, n_options, _ = simulated(100, 8, 2)
     out = replicate_estimate(cells, choices, n_options, n_boot=500, seed=0)
-    # a noisier q has a larger KL: the bootstrap draws sit above the estimate, so a basic interval lies below it
-    assert (out["kl_replicate_ci_low"] + out["kl_replicate_ci_high"]) / 2 < out["kl"]
+    # a noisier q has a larger KL: the bootstrap draws sit above the plug-in, so a basic interval lies below it
+    assert (out["kl_replicate_ci_low"] + out["kl_replicate_ci_high"]) / 2 < out["kl_plugin"]
+    assert out["kl_replicate_ci_low"] <= out["kl"] < out["kl_plugin"]  # the corrected KL, inside its interval
     assert out["kl_replicate_ci_high"] - out["kl_replicate_ci_low"] == pytest.approx(
         2 * out["kl_replicate_halfwidth"])
     assert out["kl_ci_high"] - out["kl_ci_low"] > 2 * out["kl_replicate_halfwidth"]  # items add their spread
@@ -203,7 +232,7 @@ def test_an_item_without_a_parsed_answer_is_left_out_not_taken_as_uniform():
     choices = np.array([[0, 0], [UNPARSED, UNPARSED]])
     out = replicate_estimate(cells, choices, np.array([2, 2]), n_boot=50, seed=0)
     assert out["n_items"] == 1
-    assert out["kl"] == pytest.approx(kl([0.9, 0.1], [2.5 / 3, 0.5 / 3]))
+    assert out["kl_plugin"] == pytest.approx(kl([0.9, 0.1], [2.5 / 3, 0.5 / 3]))
     assert out["unparsed_share"] == 0.5  # the left-out item's answers still count as unparsed
     assert replicate_q(cells, choices, np.array([2, 2]))[1].tolist() == [True, False]
 

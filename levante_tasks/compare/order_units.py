@@ -23,6 +23,7 @@ from levante_tasks.compare.replicates import (
     align_choices,
     by_orders,
     choices_from_records,
+    distinct_orders,
     readout_orders,
     records_per_seed,
     replicate_q,
@@ -54,13 +55,20 @@ class OrderUnits:
 
 
 def _choices(cells: Cells, unit: str, rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """(choices, n_options) aligned to the cells' items, records per seed, and the unit's records left uncounted."""
+    """(choices, n_options) aligned to the cells' items, records per seed, and the unit's records left uncounted
+    outside whole blocks (those repeating an order are counted apart: `_repeating_orders`)."""
     try:
         uids, choices, n_options = choices_from_records(rows)
     except ValueError as exc:
         raise LevanteError(f"{unit}: {exc}") from None
     aligned, options = align_choices(cells, uids, choices, n_options)
-    return aligned, options, records_per_seed(rows), int(len(rows) - (choices != NOT_COUNTED).sum())
+    return aligned, options, records_per_seed(rows), int(len(rows) - (choices != NOT_COUNTED).sum()) - \
+        _repeating_orders(rows)
+
+
+def _repeating_orders(rows: pd.DataFrame) -> int:
+    """Records of a seed at or beyond their item's n! distinct orders: they repeat an order already asked."""
+    return int((rows["seed"].to_numpy(int) >= distinct_orders(rows["n_options"].to_numpy(int))).sum())
 
 
 def _log_q_scores(cells: Cells, choices: np.ndarray, n_options: np.ndarray) -> dict[str, list[float] | None]:
@@ -139,12 +147,14 @@ def compare_orders(
             table = by_orders(cells, choices, n_options, readout_orders(total), settings.orders_tolerance,
                               n_boot=settings.n_boot, seed=settings.seed, level=settings.level,
                               per_seed=per_seed_records)
-            estimate = {k: v for k, v in table["rows"][-1].items() if k not in ("orders", "kl", "n_items")}
-            summary = {**summary, **estimate, "prior_alpha": ALPHA, "orders_tolerance": settings.orders_tolerance,
-                       "orders_enough": table["orders_enough"], "note": summary["note"]}
+            summary = {**summary, **headline(summary, table["rows"][-1]), "prior_alpha": ALPHA,
+                       "orders_tolerance": settings.orders_tolerance, "orders_enough": table["orders_enough"],
+                       "note": summary["note"]}
             readouts.append(pd.DataFrame(table["rows"]).assign(unit=u))
             entry["by_orders"] = table["rows"]
         entry.update(kl=summary, per_seed_softmax_kl=per_seed[name])
+        results.count(Counter(replicate_records_repeating_an_order=_repeating_orders(units.rows[u])), task=task,
+                      model=name, language=language)
         out[name] = entry
         results.count(_orders_reasons(counters[u], short) + Counter(replicate_records_outside_whole_blocks=left_out),
                       task=task, model=name, language=language)
@@ -154,3 +164,14 @@ def compare_orders(
     if readouts:
         results.add("kl_orders", by_unit(pd.concat(readouts, ignore_index=True), units, task, language))
     return out
+
+
+def headline(summary: dict[str, object], estimate: dict[str, object]) -> dict[str, object]:
+    """The orders row's summary keys from the estimate on all K: `mean_kl` is the bias-corrected KL (the
+    estimate's `kl`, so comparison.md, comparison.json and the CSVs print one number), `mean_kl_plugin` the KL of q
+    that compare_units computed (the per-cell and per-bin rows are plug-in, and average to it), the ratio to the
+    uniform model (and so the beats-uniform verdict, compare.family) from the corrected KL."""
+    uniform = float(summary["uniform_mean_kl"])  # type: ignore[arg-type]
+    rest = {k: v for k, v in estimate.items() if k not in ("orders", "kl", "kl_plugin", "n_items")}
+    return {"mean_kl": estimate["kl"], "mean_kl_plugin": summary["mean_kl"],
+            "kl_ratio_to_uniform": float(estimate["kl"]) / uniform if uniform > 0 else float("nan"), **rest}

@@ -24,7 +24,7 @@ MODEL_COLUMNS = ["children's language", "model locale", "model", "items", "theta
 LANGUAGE_COLUMNS = ["children's language", "children", "IRT record", "reference group", "children per group (from)",
                     "options from", "uniform-model KL"]
 ORDER_COLUMNS = ["children's language", "model locale", "model", "items", "orders (counted per item)", "unparsed",
-                 "mean KL [CI] (x uniform)", "replicate half-width", "beats uniform (p; Holm p)",
+                 "mean KL [CI] (x uniform)", "plug-in KL", "replicate half-width", "beats uniform (p; Holm p)",
                  "per-seed softmax KL (white box)", "orders enough"]
 READOUT_COLUMNS = ["children's language", "model", "orders", "items", "mean KL [CI]", "replicate half-width"]
 ITEM_COLUMNS = ["rank", "item", "model runs", "model acc. en -> locale", "model drop", "children p en -> locale",
@@ -220,7 +220,8 @@ def _interval(row: dict, key: str = "mean_kl") -> str:
 
 def _orders(units: list[tuple[str, dict]], tests: set[str]) -> list[str]:
     """The orders units of a task (compare.order_units): the distribution from option-order replicates with its
-    intervals, beside a white-box model's per-seed softmax KLs; then the KL at K/4, K/2 and K orders."""
+    intervals (the bias-corrected KL, its plug-in beside it), beside a white-box model's per-seed softmax KLs; then
+    the KL at K/4, K/2 and K orders."""
     if not units:
         return []
     rows, readout = [], []
@@ -235,7 +236,7 @@ def _orders(units: list[tuple[str, dict]], tests: set[str]) -> list[str]:
                      counted, _fmt(kl.get("unparsed_share"), 2),
                      f"{_interval(kl)} ({_fmt(kl.get('kl_ratio_to_uniform'), 2)})" if "mean_kl" in kl
                      else f"n/a ({kl.get('note', '')})",
-                     _fmt(kl.get("kl_replicate_halfwidth")), _verdict(kl),
+                     _fmt(kl.get("mean_kl_plugin")), _fmt(kl.get("kl_replicate_halfwidth")), _verdict(kl),
                      f"{_fmt(min(softmax))}-{_fmt(max(softmax))} ({len(softmax)} seeds)" if softmax else "-",
                      f"{enough} (<= {_fmt(kl.get('orders_tolerance'))})" if enough is not None
                      else f"not yet (> {_fmt(kl.get('orders_tolerance'))})" if "orders_tolerance" in kl else "n/a"])
