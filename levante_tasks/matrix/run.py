@@ -202,6 +202,7 @@ class MatrixRun:
     kept: set[str] = field(default_factory=set)  # cells found finished (not run again)
     elsewhere: dict[str, str] = field(default_factory=dict)  # cells another process was running: where (held_by)
     document: dict[str, Any] | None = None  # matrix.json, when the end step ran
+    stops: dict[tuple[str, str], str] = field(default_factory=dict)  # auto's why per (model, task) it stopped
 
     @property
     def failed(self) -> list[Cell]:

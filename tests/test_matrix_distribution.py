@@ -1,0 +1,159 @@
+"""The matrix's distribution mode (`distribution:` per model, docs/matrix.md *Response distributions*): config
+validation, the cells it plans (replicate orders x temperature samples, each its own hash), their lmms-eval argv,
+the refusals of `orders: auto`, and existing configs planning the very same cells as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from faults import one_error_line, run_cli
+
+from levante_tasks.errors import LevanteError
+from levante_tasks.matrix.config import load_config
+from levante_tasks.matrix.plan import cell_argv, config_argv, dataset_key, plan, runs_list
+from levante_tasks.schema.locales import LOCALES
+from levante_tasks.schema.tasks import TASKS
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = {"dir": Path("data"), "version": "2026-03-24",
+        "fingerprints": {dataset_key(t.name, lc): f"fp-{t.name}-{lc.code}" for t in TASKS for lc in LOCALES}}
+SOFTWARE = {"lmms_eval": {"version": "0.7.2", "patched": True}, "levante_tasks": "0.0.0"}
+# examples/matrix.yaml's cell ids under DATA and SOFTWARE, as planned before distribution mode existed
+EXAMPLE_CELL_IDS = [
+    "clip-b32__levante__s0__86aa19b7b063", "clip-b32__levante__s1__378d2eb44a22",
+    "clip-b32__levante__s2__bbcbe2831451", "siglip-b16__levante__s0__86c0219feeee",
+    "siglip-b16__levante__s1__43f92f0f4727", "siglip-b16__levante__s2__97995347844d",
+    "smolvlm-256m__levante__s0__7606ebc602c0", "smolvlm-256m__levante__s1__a830405d7611",
+    "smolvlm-256m__levante__s2__ba2df7b29735",
+]
+
+
+def write_config(folder: Path, **overrides: Any) -> Path:
+    """matrix.yaml: a chat model `api` (given `distribution` through overrides) and a greedy `other` on
+    levante_trog, each in its own group."""
+    config = {"models": [{"name": "api", "model": "openai", "model_args": "model_version=fake"},
+                         {"name": "other", "model": "levante_fixed", "model_args": "letter=B"}],
+              "groups": {"chat": ["api"], "doubles": ["other"]}, "tasks": ["levante_trog"], "limit": 4, **overrides}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "matrix.yaml"
+    path.write_text(yaml.safe_dump({k: v for k, v in config.items() if v is not None}), encoding="utf-8")
+    return path
+
+
+def with_distribution(distribution: Any, **model: Any) -> list[dict[str, Any]]:
+    """The two models, `api` with `distribution` (and any other model keys)."""
+    return [{"name": "api", "model": "openai", "model_args": "model_version=fake", "distribution": distribution,
+             **model}, {"name": "other", "model": "levante_fixed", "model_args": "letter=B"}]
+
+
+def test_an_existing_config_plans_the_same_cells_as_before() -> None:
+    cells = plan(load_config(ROOT / "examples" / "matrix.yaml"), DATA, SOFTWARE)
+    assert [c.cell_id for c in cells] == EXAMPLE_CELL_IDS
+    assert all(c.sample is None and "generation" not in c.spec for c in cells)
+
+
+def test_greedy_orders_are_the_seed_cells_of_a_plain_config(tmp_path: Path) -> None:
+    """`distribution: {orders: 3}` plans seeds 0..2 of every task, the very cells (same hashes) `seeds: [0, 1, 2]`
+    plans; the other model keeps the config's seeds."""
+    plain = plan(load_config(write_config(tmp_path / "plain", seeds=[0, 1, 2])), DATA, SOFTWARE)
+    orders = plan(load_config(write_config(tmp_path / "orders", models=with_distribution({"orders": 3}))), DATA,
+                  SOFTWARE)
+    assert [(c.model.name, c.seed) for c in orders] == [("api", 0), ("api", 1), ("api", 2), ("other", 0)]
+    assert [c.cell_id for c in orders[:3]] == [c.cell_id for c in plain[:3]]
+    assert [c.lmms_task for c in orders[:3]] == ["levante_trog", "levante_trog_seed1", "levante_trog_seed2"]
+
+
+def test_temperature_samples_are_cells_of_their_own(tmp_path: Path) -> None:
+    """orders x samples cells, each with its own hash and folder, lmms-eval seeds shifted per sample, and the
+    temperature through --gen_kwargs (also in the one process of the model's cells)."""
+    config = load_config(write_config(tmp_path, models=with_distribution(
+        {"orders": 2, "samples": 2, "temperature": 0.7})))
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    assert [(c.seed, c.sample) for c in cells] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert len({c.sha256 for c in cells}) == 4 and len({c.cell_id for c in cells}) == 4
+    assert [c.cell_id.split("__")[2] for c in cells] == ["s0n0", "s0n1", "s1n0", "s1n1"]
+    assert [c.spec["lmms_seed"].split(",")[0] for c in cells] == ["0", "1000", "1", "1001"]
+    assert [c.spec["generation"]["sample"] for c in cells] == [0, 1, 0, 1]
+    argv = cell_argv(config, cells[1], 1, tmp_path / "out")
+    assert argv[argv.index("--gen_kwargs") + 1] == "temperature=0.7,do_sample=True"
+    assert argv[argv.index("--seed") + 1] == "1000,2234,2234,2234"
+    runs = runs_list(config, cells, [tmp_path / f"out{i}" for i in range(4)])
+    assert [run["seed"][0] for run in runs] == [0, 1000, 1, 1001]
+    whole = config_argv(config, cells[0], 1, tmp_path / "runs.yaml")
+    assert whole.count("--gen_kwargs") == 1 and "--seed" not in whole
+    other = load_config(write_config(tmp_path, models=with_distribution(
+        {"orders": 2, "samples": 2, "temperature": 0.9})))
+    assert not {c.sha256 for c in plan(other, DATA, SOFTWARE)} & {c.sha256 for c in cells}  # temperature is hashed
+
+
+@pytest.mark.parametrize(("distribution", "message"), [
+    ({"orders": 1}, "models[0].distribution.orders: must be an integer from 2 to 32, not 1"),
+    ({"orders": 33}, "models[0].distribution.orders: must be an integer from 2 to 32, not 33"),
+    ({"orders": "many"}, "models[0].distribution.orders: must be an integer from 2 to 32 or auto, not 'many'"),
+    ({"orders": True}, "models[0].distribution.orders: must be an integer from 2 to 32"),
+    ({}, "models[0].distribution.orders: missing"),
+    ([4], "models[0].distribution: must be a mapping"),
+    ({"orders": 4, "runs": 2}, "models[0].distribution.runs: unknown key"),
+    ({"orders": 4, "tolerance": 0.1}, "models[0].distribution.tolerance: only with orders: auto"),
+    ({"orders": 4, "max_orders": 8}, "models[0].distribution.max_orders: only with orders: auto"),
+    ({"orders": "auto", "tolerance": 0}, "models[0].distribution.tolerance: must be a number > 0 and < 1, not 0"),
+    ({"orders": "auto", "tolerance": "small"}, "models[0].distribution.tolerance: must be a number > 0"),
+    ({"orders": "auto", "max_orders": 64}, "models[0].distribution.max_orders: must be an integer from 2 to 32"),
+    ({"orders": 4, "samples": 0}, "models[0].distribution.samples: must be an integer >= 1"),
+    ({"orders": 4, "samples": 3}, "models[0].distribution.samples: 3 samples per order need a temperature > 0"),
+    ({"orders": 4, "temperature": 0}, "models[0].distribution.temperature: must be a number > 0, not 0"),
+    ({"orders": 4, "temperature": -1}, "models[0].distribution.temperature: must be a number > 0"),
+])
+def test_each_bad_value_is_one_line_naming_the_file_and_the_key(distribution: Any, message: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config(tmp_path, models=with_distribution(distribution))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LevanteError) as caught:
+        load_config(Path("matrix.yaml"))
+    assert str(caught.value).startswith(f"matrix.yaml: {message}"), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"models": with_distribution({"orders": "auto"})},
+     "matrix.yaml: models[0].distribution.orders: auto needs a compare: section"),
+    ({"models": with_distribution({"orders": 2, "temperature": 0.7}), "extra_args": ["--gen_kwargs", "top_p=0.9"]},
+     "matrix.yaml: models[0].distribution.temperature: the runner sets --gen_kwargs for it"),
+    ({"models": with_distribution({"orders": 2, "temperature": 0.7}), "groups": None},
+     "matrix.yaml: models[0].distribution.temperature: group 'all' holds 'api', decoding at temperature 0.7, and "
+     "'other', decoding greedily"),
+])
+def test_what_a_distribution_needs_from_the_rest_of_the_config(overrides: dict[str, Any], message: str,
+                                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config(tmp_path, **overrides)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LevanteError) as caught:
+        load_config(Path("matrix.yaml"))
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value), str(caught.value)
+
+
+def test_a_task_without_option_orders_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config(tmp_path, models=with_distribution({"orders": 2}), tasks=["l0_trace"])
+    monkeypatch.chdir(tmp_path)
+    config = load_config(Path("matrix.yaml"))
+    with pytest.raises(LevanteError, match=r"^matrix.yaml: models\[0\].distribution: l0_trace has no balanced "
+                                           r"option orders"):
+        plan(config, DATA, SOFTWARE)
+
+
+def test_auto_is_refused_with_submit_in_one_line_before_anything_runs(tmp_path: Path) -> None:
+    release = tmp_path / "children.csv"
+    release.write_text("x\n", encoding="utf-8")
+    compare = {"trials": str(release), "runs": str(release), "irt": [str(release)]}
+    path = write_config(tmp_path / "cfg", models=with_distribution({"orders": "auto"}), compare=compare)
+    assert load_config(path).models[0].distribution.auto  # the config itself is fine without --submit
+    done = run_cli(["matrix", "--config", path, "--out", tmp_path / "out", "--submit", "--dry-run"], cwd=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done.stderr) == (
+        "levante-tasks: error: cfg/matrix.yaml: models[0].distribution.orders: auto decides after each block of "
+        "orders whether to run more, which queued jobs cannot; give a number of orders to --submit, or run the "
+        "matrix without --submit")
+    assert not (tmp_path / "out").exists()
