@@ -4,18 +4,23 @@ the refusals of `orders: auto`, and existing configs planning the very same cell
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from built_once import built_once
+from data_helpers import prepared_synthetic
 from faults import one_error_line, run_cli
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import load_config
-from levante_tasks.matrix.plan import cell_argv, config_argv, dataset_key, plan, runs_list
+from levante_tasks.matrix.plan import cell_argv, config_argv, dataset_key, package_task_names, plan, runs_list
 from levante_tasks.schema.locales import LOCALES
 from levante_tasks.schema.tasks import TASKS
+from levante_tasks.testing.fake_openai import serve
+from levante_tasks.testing.processor_spy import read_log
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = {"dir": Path("data"), "version": "2026-03-24",
@@ -157,3 +162,79 @@ def test_auto_is_refused_with_submit_in_one_line_before_anything_runs(tmp_path: 
         "orders whether to run more, which queued jobs cannot; give a number of orders to --submit, or run the "
         "matrix without --submit")
     assert not (tmp_path / "out").exists()
+
+
+# --- end to end: lmms-eval's `openai` class on the local fake server ------------------------------------------
+
+# replicate orders of the end-to-end run: 4 once the seed-3 variants exist (design 30 section 1), 3 until then
+ORDERS = 4 if "levante_trog_seed3" in package_task_names() else 3
+E2E_TASKS = ["levante_trog", "levante_vocab"]
+E2E_LIMIT = 4
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The prepared synthetic release (release/ and data/), shared by the run's workers."""
+    return built_once(tmp_path_factory, "prepared-synthetic", prepared_synthetic)
+
+
+@pytest.fixture(scope="module")
+def openai_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """A matrix of lmms-eval's `openai` class against the fake server (it answers `A`, a pure position bias) with
+    `distribution: {orders: ORDERS}` and a comparison with the synthetic release's children; its folder and the
+    requests the server received."""
+    folder = tmp_path_factory.mktemp("distribution-openai")
+    release = prepared / "release"
+    log = folder / "server.jsonl"
+    with serve(log) as url:
+        path = write_config(
+            folder, models=[{"name": "api", "model": "openai", "public_id": "fake-gpt",
+                             "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1",
+                             "distribution": {"orders": ORDERS}}],
+            groups=None, tasks=E2E_TASKS, limit=E2E_LIMIT,
+            data={"dir": str(prepared / "data"), "version": "synthetic"},
+            env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+            compare={"trials": str(release / "children" / "trials.csv"),
+                     "runs": str(release / "children" / "runs.csv"),
+                     "irt": [str(release / "irt" / "item_params.csv")],
+                     "items": str(prepared / "data" / "synthetic" / "datasets"), "n_boot": 20})
+        done = run_cli(["matrix", "--config", path, "--out", folder / "out"], cwd=folder, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return folder / "out", read_log(log)
+
+
+def item_records(cell_dir: Path) -> list[dict[str, Any]]:
+    """The per-item records (`levante_item`) of a cell's samples files."""
+    return [json.loads(line)["levante_item"] for path in sorted(cell_dir.rglob("*_samples_*.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_openai_run_has_a_finished_cell_and_records_for_every_replicate(
+        openai_matrix: tuple[Path, list[dict[str, Any]]]) -> None:
+    """Every (task, replicate) is its own finished cell; its records carry the replicate as seed with its presented
+    order; each item was asked once per replicate (K requests per item), each time in another order."""
+    out, requests = openai_matrix
+    document = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
+    cells = document["cells"]
+    assert sorted((c["task"], c["seed"]) for c in cells) == sorted(
+        (task, seed) for task in E2E_TASKS for seed in range(ORDERS))
+    assert all(c["status"] == "done" for c in cells)
+    orders: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+    for cell in cells:
+        records = item_records(out / cell["dir"])
+        assert len(records) == E2E_LIMIT and {r["seed"] for r in records} == {cell["seed"]}
+        for record in records:
+            assert sorted(record["presented_order"]) == list(range(len(record["presented_order"])))
+            orders.setdefault((cell["task"], record["item_uid"]), []).append(tuple(record["presented_order"]))
+    assert len(orders) == len(E2E_TASKS) * E2E_LIMIT
+    assert all(len(shown) == ORDERS == len(set(shown)) for shown in orders.values()), orders
+    assert len(requests) == len(E2E_TASKS) * E2E_LIMIT * ORDERS
+    readout = document["distribution"]["api"]
+    assert readout["orders"] == ORDERS and readout["samples"] == 1 and readout["temperature"] is None
+    assert readout["tasks"] == {task: {"orders": ORDERS, "requests_per_item": ORDERS, "why": f"orders: {ORDERS}"}
+                                for task in E2E_TASKS}
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Response distributions" in report
+    assert all(f"| api | {task} | orders: {ORDERS} | greedy | {ORDERS} | {ORDERS} |" in report for task in E2E_TASKS)
+    assert document["groups"]["all"]["comparison"] == "comparison/all/comparison.md"
+    assert (out / "comparison" / "all" / "comparison.md").is_file()
