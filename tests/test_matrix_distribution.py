@@ -5,6 +5,7 @@ the refusals of `orders: auto`, and existing configs planning the very same cell
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ from data_helpers import prepared_synthetic
 from faults import one_error_line, run_cli
 
 from levante_tasks.errors import LevanteError
+from levante_tasks.matrix import run as matrix_run
 from levante_tasks.matrix.config import load_config
-from levante_tasks.matrix.plan import cell_argv, config_argv, dataset_key, package_task_names, plan, runs_list
+from levante_tasks.matrix.plan import Cell, cell_argv, config_argv, dataset_key, package_task_names, plan, runs_list
+from levante_tasks.matrix.run import MatrixRun
 from levante_tasks.schema.locales import LOCALES
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.testing.fake_openai import serve
@@ -197,7 +200,7 @@ def openai_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> t
             compare={"trials": str(release / "children" / "trials.csv"),
                      "runs": str(release / "children" / "runs.csv"),
                      "irt": [str(release / "irt" / "item_params.csv")],
-                     "items": str(prepared / "data" / "synthetic" / "datasets"), "n_boot": 20})
+                     "items": str(prepared / "data" / "synthetic" / "datasets"), "n_boot": 20, "min_n": 2})
         done = run_cli(["matrix", "--config", path, "--out", folder / "out"], cwd=folder, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return folder / "out", read_log(log)
@@ -238,3 +241,70 @@ def test_openai_run_has_a_finished_cell_and_records_for_every_replicate(
     assert all(f"| api | {task} | orders: {ORDERS} | greedy | {ORDERS} | {ORDERS} |" in report for task in E2E_TASKS)
     assert document["groups"]["all"]["comparison"] == "comparison/all/comparison.md"
     assert (out / "comparison" / "all" / "comparison.md").is_file()
+
+
+@pytest.fixture(scope="module")
+def auto_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`orders: auto` (tolerance 0.99, max_orders 3) on levante_mental_rotation (2 options: a block is 2 orders)
+    through the `openai` class on the fake server: its first block is enough."""
+    folder = tmp_path_factory.mktemp("distribution-auto")
+    release = prepared / "release"
+    with serve(folder / "server.jsonl") as url:
+        path = write_config(
+            folder, models=[{"name": "loose", "model": "openai",
+                             "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1",
+                             "distribution": {"orders": "auto", "tolerance": 0.99, "max_orders": 3}}],
+            groups=None, tasks=["levante_mental_rotation"], limit=E2E_LIMIT,
+            data={"dir": str(prepared / "data"), "version": "synthetic"},
+            env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+            compare={"trials": str(release / "children" / "trials.csv"),
+                     "runs": str(release / "children" / "runs.csv"),
+                     "irt": [str(release / "irt" / "item_params.csv")],
+                     "items": str(prepared / "data" / "synthetic" / "datasets"), "n_boot": 50, "min_n": 2})
+        done = run_cli(["matrix", "--config", path, "--out", folder / "out"], cwd=folder, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return folder / "out"
+
+
+def test_auto_stops_after_the_block_whose_half_width_is_within_tolerance(auto_matrix: Path) -> None:
+    """The children's comparison and the replicate estimator decide after the first block (2 orders); the third
+    order is planned but not run, and is no failure."""
+    document = json.loads((auto_matrix / "matrix.json").read_text(encoding="utf-8"))
+    assert [(c["seed"], c["status"]) for c in document["cells"]] == [(0, "done"), (1, "done"), (2, "not needed")]
+    readout = document["distribution"]["loose"]["tasks"]["levante_mental_rotation"]
+    assert readout["orders"] == 2 and readout["requests_per_item"] == 2
+    assert re.fullmatch(r"half-width 0\.\d{4} <= tolerance 0\.99 at 2 orders", readout["why"]), readout
+    report = (auto_matrix / "report.md").read_text(encoding="utf-8")
+    assert "| loose | levante_mental_rotation | orders: auto (tolerance 0.99, max 3) | greedy | 2 | 2 |" in report
+    assert "## Failures" not in report and not (auto_matrix / ".auto").exists()
+
+
+def test_auto_runs_a_block_per_task_at_a_time_until_tolerance_or_max_orders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop alone (estimator and cells stubbed): each pending task gets its next block (its largest option
+    count, cut at max_orders) in one call; a task stops at the first half-width <= tolerance, else at max_orders;
+    the orders past a stop are `not needed`."""
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 3}),
+                        tasks=["levante_trog", "levante_mental_rotation"],
+                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    widths = {"levante_trog": [0.2], "levante_mental_rotation": [0.3, 0.04]}
+    monkeypatch.setattr(matrix_run, "block_size", lambda task, _data: 3 if task == "levante_trog" else 2)
+    monkeypatch.setattr(matrix_run, "replicate_halfwidth", lambda _config, done, _out: widths[done[0].task].pop(0))
+    batches = []
+
+    def run_cells(batch: list[Cell]) -> None:
+        batches.append(sorted((c.task.removeprefix("levante_"), c.seed) for c in batch))
+        run.states.update({c.cell_id: {"status": "done"} for c in batch})
+
+    matrix_run._run_auto(run, tmp_path, DATA, cells, run_cells, lambda _cell, _kept: None, lambda _line: None)
+    assert batches == [[("mental_rotation", 0), ("mental_rotation", 1), ("trog", 0), ("trog", 1), ("trog", 2)],
+                       [("mental_rotation", 2)]]
+    assert run.stops == {("api", "levante_trog"): "max_orders 3 reached (half-width 0.2000)",
+                         ("api", "levante_mental_rotation"): "half-width 0.0400 <= tolerance 0.05 at 3 orders"}
+    assert all(state["status"] == "done" for state in run.states.values())
+    assert not run.failed

@@ -17,7 +17,7 @@ from levante_tasks.atomic import write_json, write_text
 from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.markdown_table import markdown_table
 from levante_tasks.matrix.plan import Cell
-from levante_tasks.matrix.run import MatrixRun
+from levante_tasks.matrix.run import NOT_NEEDED, MatrixRun
 from levante_tasks.matrix.state import read_state
 from levante_tasks.summary.card import CARD_FILE, write_results_card
 
@@ -155,7 +155,7 @@ def _markdown(document: dict[str, Any], timing: dict[str, float]) -> str:
     lines += ["", "## Cells", "", markdown_table(
         ["cell", "model", "task", "seed", "status", "batch size", "attempts", "wall time"], rows)]
     lines += _distribution_markdown(document.get("distribution") or {})
-    failed = [c for c in document["cells"] if c["status"] != "done"]
+    failed = [c for c in document["cells"] if c["status"] not in ("done", NOT_NEEDED)]
     if failed:
         lines += ["", "## Failures", ""]
         for cell in failed:
