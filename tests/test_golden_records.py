@@ -16,7 +16,10 @@ text-only egma-math items, where the oracle gives every option the same loss, 2 
 picture marker changed, and the scripted models' records, which hash the prompt): the records and counts of
 `fixed_B` and `image_oracle` unchanged; parser version 4 (issue 31.3: new answer forms, negations and
 ruled-out letters) changed only parser_version (checked: with parser_version "3" put back every unit hashes as
-before, so no golden response is read differently).
+before, so no golden response is read differently); order replicates (issue 30: each block of n seeds a Latin
+square per item) changed the option orders of egma-math's seeds 1 and 2, the synthetic release's one task with mixed
+option counts whose earlier rule repeated a gold position over seeds 0-2 (the records and inputs of its 14 seed 1
+and 2 units over the four models; every other unit, seed 0 included, hashes as before).
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def test_samples_show_our_balanced_order_and_labelled_pictures(fixture_env, seed
     for sample in samples:
         n, meta = len(sample.choices), sample.metadata
         gold = positions[sample.id]
-        assert sample.target == "ABCD"[gold] and meta["presented_order"] == presented_order(n, gold)
+        assert sample.target == "ABCD"[gold] and meta["presented_order"] == presented_order(n, gold, seed)
         assert sample.choices == [f"<image {k}>" for k in range(2, n + 2)]  # the context picture is <image 1>
         (message,) = sample.input
         text, *images = message.content

@@ -27,7 +27,7 @@ from levante_tasks.cards.croissant import check_card
 from levante_tasks.errors import LevanteError
 from levante_tasks.filehash import sha256_file
 from levante_tasks.matrix.config import load_config
-from levante_tasks.matrix.plan import data_facts, datasets_of, plan, plan_sha256
+from levante_tasks.matrix.plan import data_facts, datasets_of, plan, plan_sha256, seeded_task
 from levante_tasks.matrix.run import plan_document, run_model_cells, select_cells, set_aside_superseded
 from levante_tasks.matrix.slurm import cell_script, chunk_models
 from levante_tasks.matrix.state import live_runner, process_start, write_state
@@ -177,6 +177,19 @@ def test_a_seed_without_an_option_order_variant_is_refused(inputs: dict[str, Pat
     with pytest.raises(LevanteError, match=r"/matrix.yaml: tasks: levante_trog_blank: has no option-order variant "
                                            r"for seed 1"):
         plan(config)
+
+
+def test_generate_tasks_take_the_order_replicates_up_to_31_and_others_refuse_in_one_line() -> None:
+    assert seeded_task("levante_trog", 31) == "levante_trog_seed31" and seeded_task("levante", 17) == "levante_seed17"
+    assert seeded_task("levante_trog_mc", 2) == "levante_trog_mc_seed2"
+    for task, seed in (("levante_trog_mc", 3), ("levante_mc", 5), ("levante_trog_de", 3), ("levante_trog_blank", 4),
+                       ("levante_trog", 32)):
+        with pytest.raises(LevanteError) as caught:
+            seeded_task(task, seed)
+        message = str(caught.value)
+        assert message.startswith(f"{task}: has no option-order variant for seed {seed} (option-order seed {seed}")
+        assert "order replicates up to 31 for generate_until in English with original images" in message
+        assert "\n" not in message
 
 
 def test_a_task_reads_its_own_dataset_and_a_levante_group_every_one(vocab_extended: TaskInfo) -> None:

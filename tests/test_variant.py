@@ -11,9 +11,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from levante_tasks.core.options import DEFAULT_SEEDS
+from levante_tasks.core.options import DEFAULT_SEEDS, MAX_ORDERS
 from levante_tasks.lmms import generate as generator
-from levante_tasks.schema.locales import LOCALES, locale
+from levante_tasks.schema.locales import LOCALES, Locale, locale
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.schema.variant import (
     AllTasksGroup,
@@ -28,9 +28,27 @@ from levante_tasks.schema.variant import (
 task_names = st.sampled_from([info.name for info in TASKS])
 output_types = st.sampled_from(list(OutputType))
 controls = st.sampled_from(list(Control))
-seeds = st.integers(0, 10_000)
 locales = st.sampled_from(LOCALES)
-variants = st.builds(Variant, task_names, output_types, seeds, controls, locales)
+
+
+def _has_replicates(output_type: OutputType, control: Control, loc: Locale) -> bool:
+    """Whether a variant of these axes has the order replicates (seeds past DEFAULT_SEEDS)."""
+    return output_type is OutputType.GENERATE_UNTIL and control is Control.ORIGINAL and loc.is_source
+
+
+def _seeds(output_type: OutputType, control: Control, loc: Locale) -> range:
+    """The option-order seeds a variant of these axes can have."""
+    return range(MAX_ORDERS if _has_replicates(output_type, control, loc) else len(DEFAULT_SEEDS))
+
+
+@st.composite
+def axes(draw: st.DrawFn) -> tuple[OutputType, int, Control, Locale]:
+    """(output type, seed, control, locale) of a variant the schema admits."""
+    output_type, control, loc = draw(output_types), draw(controls), draw(locales)
+    return output_type, draw(st.sampled_from(_seeds(output_type, control, loc))), control, loc
+
+
+variants = st.builds(lambda task, found: Variant(task, *found), task_names, axes())
 
 
 @settings(max_examples=300, deadline=None)
@@ -42,7 +60,7 @@ def test_parse_reads_back_every_variant_format_writes(variant: Variant) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(group=st.one_of(st.builds(AllTasksGroup, output_types, seeds, controls, locales),
+@given(group=st.one_of(st.builds(lambda found: AllTasksGroup(*found), axes()),
                       st.builds(SeedGroup, task_names, output_types, locales)))
 def test_parse_name_reads_back_every_group_format_writes(group: AllTasksGroup | SeedGroup) -> None:
     assert parse_name(group.format()) == group
@@ -69,11 +87,11 @@ def test_the_names_are_the_documented_spellings() -> None:
 
 def test_no_two_variants_or_groups_of_the_catalogue_share_a_name() -> None:
     """An ambiguous catalogue (a task named like another's variant or like a group) would break the round trip."""
-    names = [Variant(info.name, output, seed, control, loc).format()
-             for info in TASKS for output in OutputType for seed in range(4) for control in Control for loc in LOCALES]
+    every_axes = [(output, seed, control, loc) for output in OutputType for control in Control for loc in LOCALES
+                  for seed in _seeds(output, control, loc)]
+    names = [Variant(info.name, *found).format() for info in TASKS for found in every_axes]
     names += [SeedGroup(info.name, output, loc).format() for info in TASKS for output in OutputType for loc in LOCALES]
-    names += [AllTasksGroup(output, seed, control, loc).format()
-              for output in OutputType for seed in range(4) for control in Control for loc in LOCALES]
+    names += [AllTasksGroup(*found).format() for found in every_axes]
     assert len(names) == len(set(names))
 
 
@@ -106,9 +124,31 @@ def test_any_other_name_is_refused_naming_it_and_what_is_accepted(name: str) -> 
             parse(name)
         message = str(caught.value)
         assert message.startswith(f"{name!r} is not a LEVANTE lmms-eval task")
-        assert ("accepted: <lmms_name>[_<locale>: de|es_co|fr_ca|nl|de_ch][_mc][_seed<k>, k >= 1][_blank|_shuffled]"
+        assert ("accepted: <lmms_name>[_<locale>: de|es_co|fr_ca|nl|de_ch][_mc][_seed<k>, k = 1..31][_blank|_shuffled]"
                 in message)
         assert "levante_vocab, levante_trog," in message and "\n" not in message
+
+
+@pytest.mark.parametrize(("name", "seed"), [("levante_trog_mc_seed3", 3), ("levante_trog_seed3_blank", 3),
+                                          ("levante_trog_de_seed3", 3), ("levante_vocab_es_co_mc_seed31", 31),
+                                          ("levante_mc_seed3", 3), ("levante_seed30_shuffled", 30)])
+def test_an_order_replicate_past_seed_two_is_generate_until_english_original_only(name: str, seed: int) -> None:
+    with pytest.raises(VariantNameError) as caught:
+        parse_name(name)
+    assert str(caught.value) == (
+        f"{name!r} is not a LEVANTE lmms-eval task or group name: option-order seed {seed}: seeds 3..31 (order "
+        "replicates) are generate_until only, in English with original images; multiple_choice, the image controls "
+        "and the locales have seeds 0, 1, 2")
+    assert Variant.parse(f"levante_trog_seed{seed}") == Variant("trog", seed=seed)  # generate_until English original
+
+
+def test_seeds_past_the_replicates_are_refused() -> None:
+    assert parse_name("levante_trog_seed31") == Variant("trog", seed=31)
+    assert parse_name("levante_seed31") == AllTasksGroup(seed=31)
+    for name in ("levante_trog_seed32", "levante_seed32", "levante_trog_seed100"):
+        with pytest.raises(VariantNameError, match=rf"^'{name}' is not .*: option-order seed \d+ is not an int in "
+                                                   r"0\.\.31$"):
+            parse_name(name)
 
 
 def test_a_task_named_like_another_task_plus_a_word_is_its_own_task(vocab_extended: TaskInfo) -> None:
@@ -125,7 +165,7 @@ def test_the_values_are_typed() -> None:
         Variant("trog", "multiple_choice")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not a Control"):
         Variant("trog", control="blank")  # type: ignore[arg-type]
-    for seed in (-1, True, 1.0):
+    for seed in (-1, True, 1.0, MAX_ORDERS):
         with pytest.raises(ValueError, match="option-order seed"):
             Variant("trog", seed=seed)  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="unknown LEVANTE task 'levante_trog'"):
@@ -165,4 +205,6 @@ def test_every_generated_name_parses_to_what_its_yaml_says() -> None:
         assert rel.endswith(f"/{doc['task']}.yaml")
         leaves += 1
     n_locales = len(LOCALES) - 1  # each translated locale: a gen and an mc leaf per task, and two levante groups
-    assert leaves == (10 + 2 * n_locales) * len(TASKS) and groups == 10 + 2 * n_locales + 2 * len(TASKS)
+    replicates = MAX_ORDERS - len(DEFAULT_SEEDS)  # generate_until seeds 3..31: a leaf per task and a levante group
+    assert leaves == (10 + 2 * n_locales + replicates) * len(TASKS)
+    assert groups == 10 + 2 * n_locales + replicates + 2 * len(TASKS)

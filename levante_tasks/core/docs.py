@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from levante_tasks.core import controls
-from levante_tasks.core.options import gold_positions, presented_order
+from levante_tasks.core.options import presented_orders
 from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import SCHEMA_VERSION, DatasetInfo, read_build_tasks, read_dataset_info
@@ -111,16 +111,17 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _group_docs(rows: list[dict[str, Any]], positions: Mapping[str, int], *, seed: int, variant: str,
+def _group_docs(rows: list[dict[str, Any]], orders: Mapping[str, list[int]], *, seed: int, variant: str,
                 version: str) -> list[dict[str, Any]]:
-    """Docs of one group of rows: presented orders from the gold `positions` for `seed`, images per `variant`."""
+    """Docs of one group of rows: the presented `orders` of `seed` (the gold option 0's position is the target),
+    images per `variant`."""
     docs = []
     for row in rows:
         for key in ("range_min", "range_max", "chance_level"):
             row[key] = None if _is_missing(row.get(key)) else float(row[key])
         if row["response_format"] == "choice":
-            gold = positions[row["item_uid"]]
-            order = presented_order(int(row["n_options"]), gold)
+            order = orders[row["item_uid"]]
+            gold = order.index(0)
             letters = letters_for(int(row["n_options"]))
             target = letters[gold]
         else:
@@ -147,8 +148,9 @@ def _group_docs(rows: list[dict[str, Any]], positions: Mapping[str, int], *, see
 
 def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, version: str) -> list[dict[str, Any]]:
     """Docs for one task variant, in row order. Option orders are balanced over the whole task and within each
-    reported sub-type at once (`TaskInfo.subtypes`; options.gold_positions); shuffled images are exchanged within
-    each sub-type (the whole task when it has none)."""
+    reported sub-type at once (`TaskInfo.subtypes`), and each block of n seeds shows an n-option item every option
+    at every position once (options.presented_orders); shuffled images are exchanged within each sub-type (the
+    whole task when it has none)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
     rows = [dict(r) for r in rows]
@@ -158,10 +160,10 @@ def build_docs(rows: Iterable[Mapping[str, Any]], *, seed: int, variant: str, ve
         strata[row["item_uid"]] = task_info(row["task"]).subtype_of(row["trial_type"])
         groups.setdefault(strata[row["item_uid"]], []).append(row)
     choices = [(r["item_uid"], int(r["n_options"])) for r in rows if r["response_format"] == "choice"]
-    positions = gold_positions(choices, seed, strata)
+    orders = presented_orders(choices, seed, strata)
     by_uid = {}
     for group in groups.values():
-        by_uid.update((d["item_uid"], d) for d in _group_docs(group, positions, seed=seed, variant=variant,
+        by_uid.update((d["item_uid"], d) for d in _group_docs(group, orders, seed=seed, variant=variant,
                                                               version=version))
     return [by_uid[row["item_uid"]] for row in rows]
 

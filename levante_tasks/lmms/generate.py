@@ -9,16 +9,17 @@ Two templates hold every setting and hook (`_levante_generate_until_template_yam
 template per output kind in its folder (`_<folder>_<output type>_template_yaml`, including the shared one, as
 lmms-eval's `mmstar/_default_template_yaml`), whose `metric_list` adds one `levante_acc_<sub-type>` per sub-type
 (only that task carries them; each metric has a value for every doc, so lmms-eval's group weights are item counts).
-Variants: `_mc` = multiple_choice, `_seed1`/`_seed2` (seed 0 has no suffix), `_blank`/`_shuffled` images; each
-translated locale (`schema.locales`) has `<task>_<locale>` and `<task>_<locale>_mc` (default option order, original
-images: the seeds and image controls probe what no translation changes, so they stay English). Groups:
-`levante<suffix>` (all tasks, `levante_de` and `levante_de_mc` per locale) and `<task>_seeds`/`<task>_mc_seeds` (mean
-over seeds); `levante_tasks.schema.variant` writes every name. Each leaf and each `<task>_seeds` group carries the
-task's catalogue version (`TaskInfo.version`) as lmms-eval's own `metadata.version`, so lmms-eval's results
-`versions` and its printed table's Version column show it; the all-task `levante*` groups carry ALL_TASKS_VERSION.
-Run `python -m levante_tasks.lmms.generate` after changing this file or a catalogue version; a test fails when the
-tree and this generator disagree. (l0_trace/ and each folder's Python modules are written by hand.) In a source
-checkout it also writes the task table of docs/tasks.md.
+Variants: `_mc` = multiple_choice, `_seed1`/`_seed2` (seed 0 has no suffix), `_blank`/`_shuffled` images, and the order
+replicates `_seed3` ... `_seed31` (generate_until, original images: `core.options`, docs/tasks.md); each translated
+locale (`schema.locales`) has `<task>_<locale>` and `<task>_<locale>_mc` (default option order, original images: the
+seeds and image controls probe what no translation changes, so they stay English). Groups: `levante<suffix>` (all tasks,
+`levante_de` and `levante_de_mc` per locale, `levante_seed<k>` per replicate) and `<task>_seeds`/`<task>_mc_seeds` (mean
+over seeds 0, 1, 2); `levante_tasks.schema.variant` writes every name. Each leaf and each `<task>_seeds` group carries
+the task's catalogue version (`TaskInfo.version`) as lmms-eval's own `metadata.version`, so lmms-eval's results
+`versions` and its printed table's Version column show it; the all-task `levante*` groups carry ALL_TASKS_VERSION. Run
+`python -m levante_tasks.lmms.generate` after changing this file or a catalogue version; a test fails when the tree and
+this generator disagree. (l0_trace/ and each folder's Python modules are written by hand.) In a source checkout it also
+writes the task table of docs/tasks.md.
 
 Each task folder also gets a `README.md`: what the task measures (`TaskInfo.measures`), its variants' lmms-eval
 names, its sub-types and its item counts. The counts come from the `item_counts.json` of each task folder
@@ -37,7 +38,7 @@ from typing import Any
 from levante_tasks.atomic import write_json, write_text
 from levante_tasks.core import generation
 from levante_tasks.core.locale_text import text as locale_text
-from levante_tasks.core.options import DEFAULT_SEEDS
+from levante_tasks.core.options import DEFAULT_SEEDS, MAX_ORDERS
 from levante_tasks.data.items import ITEM_RULES, count_manifest_items
 from levante_tasks.errors import LevanteError
 from levante_tasks.markdown_table import markdown_table
@@ -62,11 +63,15 @@ VARIANT_WORDS = {"original": "original images", "blank": "blank images (control)
                  "shuffled": "images shuffled across items (control)"}
 
 
+REPLICATE_SEEDS = range(len(DEFAULT_SEEDS), MAX_ORDERS)  # the order replicates past the seeds every variant has
+
+
 def all_task_groups() -> list[AllTasksGroup]:
     """One `levante<suffix>` group per variant suffix, in file order: per output type, each option-order seed
-    (original images), then the two image controls."""
+    (original images), then the two image controls; then the generate_until order replicates `levante_seed3` ..."""
     axes = [*((seed, Control.ORIGINAL) for seed in DEFAULT_SEEDS), *((DEFAULT_SEEDS[0], c) for c in CONTROLS)]
-    return [AllTasksGroup(output, seed, control) for output in OutputType for seed, control in axes]
+    return ([AllTasksGroup(output, seed, control) for output in OutputType for seed, control in axes]
+            + [AllTasksGroup(OutputType.GENERATE_UNTIL, seed) for seed in REPLICATE_SEEDS])
 
 
 def locale_groups() -> list[AllTasksGroup]:
@@ -178,6 +183,18 @@ def _count_table(title: str, counts: dict[str, int], value: str = "items") -> st
     return markdown_table([title, value], counts.items()) + "\n"
 
 
+def _variant_rows(info: TaskInfo) -> list[list[Any]]:
+    """The README's variant rows: one per variant, the order replicates `_seed3` ... `_seed31` in one row."""
+    rows: list[list[Any]] = [
+        [f"`{variant.format()}`", variant.output_type.value, variant.seed, VARIANT_WORDS[variant.control.value],
+         variant.locale.name] for variant in variants(info.name) if variant.seed not in REPLICATE_SEEDS]
+    first, last = (Variant(info.name, seed=seed).format() for seed in (REPLICATE_SEEDS[0], REPLICATE_SEEDS[-1]))
+    rows.append([f"`{first}` ... `{last}`", OutputType.GENERATE_UNTIL.value,
+                 f"{REPLICATE_SEEDS[0]}..{REPLICATE_SEEDS[-1]} (order replicates)", VARIANT_WORDS["original"],
+                 ENGLISH.name])
+    return rows
+
+
 def readme(info: TaskInfo, counts: dict[str, Any] | None) -> str:
     """The task folder's README: what it measures, its variants, sub-types and item counts (`counts`: the task's
     `item_counts.json`, None when it has none)."""
@@ -188,12 +205,13 @@ def readme(info: TaskInfo, counts: dict[str, Any] | None) -> str:
              f"(docs/tasks.md, Task versions); options are {options}."
              + (f" {notes}" if notes else ""), "",
              "## Variants (lmms-eval task names)\n", markdown_table(
-                 ["task", "output type", "option-order seed", "images", "locale"],
-                 [[f"`{variant.format()}`", variant.output_type.value, variant.seed,
-                   VARIANT_WORDS[variant.control.value], variant.locale.name] for variant in variants(info.name)])]
+                 ["task", "output type", "option-order seed", "images", "locale"], _variant_rows(info))]
     seed_groups = [SeedGroup(info.name, output).format() for output in OutputType]
-    lines += ["", f"Groups: `{seed_groups[0]}` and `{seed_groups[1]}` (mean over the seeds); every "
-              "variant is also a member of the `levante<suffix>` group of its suffix (docs/tasks.md). A locale variant "
+    lines += ["", f"Groups: `{seed_groups[0]}` and `{seed_groups[1]}` (mean over seeds "
+              f"{', '.join(map(str, DEFAULT_SEEDS))}); every variant is also a member of the `levante<suffix>` group "
+              "of its suffix (docs/tasks.md). The order replicates show each item under balanced orders (each block "
+              "of n seeds shows an n-option item every option at every position once; docs/tasks.md, Option orders). "
+              "A locale variant "
               "runs on the items whose text LEVANTE's translation table translates (`prepare --translations`, "
               "docs/prepare.md).", ""]
     lines.append("## Sub-types\n")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks import __version__
-from levante_tasks.core.options import DEFAULT_SEEDS
+from levante_tasks.core.options import DEFAULT_SEEDS, MAX_ORDERS
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.matrix.config import MatrixConfig, ModelSpec
 from levante_tasks.schema import layout
@@ -109,19 +109,24 @@ def _levante_name(task: str) -> Variant | SeedGroup | AllTasksGroup | None:
 
 def seeded_task(task: str, seed: int) -> str:
     """The lmms-eval task a matrix seed runs: our variants and `levante<suffix>` groups take the option-order
-    variant of the seed (`levante_trog` -> `levante_trog_seed1`; seed 0 is the name itself); other tasks keep their
-    name (the seed then only reaches lmms-eval's `--seed`)."""
+    variant of the seed (`levante_trog` -> `levante_trog_seed1`, up to `_seed31` for generate_until; seed 0 is the
+    name itself); other tasks keep their name (the seed then only reaches lmms-eval's `--seed`)."""
     ours = package_task_names()
     if seed == 0 or task not in ours:
         return task
     named, missing = _levante_name(task), ""
     if isinstance(named, Variant | AllTasksGroup) and named.seed == 0:
-        variant = replace(named, seed=seed).format()
-        if variant in ours:
-            return variant
-        missing = f"{variant} does not exist; "
+        try:
+            variant = replace(named, seed=seed).format()
+        except ValueError as exc:  # a seed this output type, image control or locale has not (schema.variant)
+            missing = f"{exc}; "
+        else:
+            if variant in ours:
+                return variant
+            missing = f"{variant} does not exist; "
     seeds = ", ".join(map(str, DEFAULT_SEEDS))
-    raise LevanteError(f"{task}: has no option-order variant for seed {seed} ({missing}LEVANTE seeds: {seeds}; "
+    raise LevanteError(f"{task}: has no option-order variant for seed {seed} ({missing}LEVANTE seeds: {seeds}, and "
+                       f"order replicates up to {MAX_ORDERS - 1} for generate_until in English with original images; "
                        "image controls, locale tasks and L0 tasks run with seed 0 only)")
 
 

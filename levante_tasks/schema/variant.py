@@ -6,7 +6,8 @@ A variant is (task, output type, option-order seed, image control, locale). Its 
     <lmms_name>[_<locale>][_mc][_seed<k>][_blank|_shuffled]
 
 `_<locale>`: a translated locale's suffix (`schema.locales`: `_de`, `_es_co`; English, the source, writes none);
-`_mc`: multiple_choice (generate_until writes none); `_seed<k>`: option-order seed k >= 1 (seed 0 writes none);
+`_mc`: multiple_choice (generate_until writes none); `_seed<k>`: option-order seed k >= 1 (seed 0 writes none; k is at
+most 2, except generate_until in English with original images, whose order replicates go up to 31: `schema.seeds`);
 `_blank`/`_shuffled`: the image controls (original images write none). E.g. `levante_trog`, `levante_trog_mc_seed1`,
 `levante_vocab_blank`, `levante_trog_de`, `levante_vocab_es_co_mc`. Groups: `AllTasksGroup` is `levante<suffix>`, every
 task's variant of one suffix (`levante`, `levante_mc_seed1`, `levante_de`); `SeedGroup` is
@@ -14,8 +15,9 @@ task's variant of one suffix (`levante`, `levante_mc_seed1`, `levante_de`); `See
 
 `parse_name` (and `Variant.parse` for variants alone) accepts exactly the names `format` writes: the task part must
 be a whole catalogue `lmms_name` (never a prefix of the name, so a `levante_vocab_extended` row is its own task) and
-each suffix is spelled the one way `format` spells it (`_seed0`, `_seed01` and `_blank_mc` are refused); anything
-else raises VariantNameError naming the name and what is accepted.
+each suffix is spelled the one way `format` spells it (`_seed0`, `_seed01` and `_blank_mc` are refused), and a seed
+is one the variant can have (`_mc_seed3`, `_seed32` are refused); anything else raises VariantNameError naming the
+name and what is accepted.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from functools import cache
 from levante_tasks.errors import LevanteError
 from levante_tasks.schema import tasks as catalogue
 from levante_tasks.schema.locales import ENGLISH, TRANSLATED, Locale, locale
+from levante_tasks.schema.seeds import DEFAULT_SEEDS, MAX_ORDERS
 
 ALL_TASKS = "levante"  # the stem of the all-task groups: `levante<suffix>`
 MC_SUFFIX = "_mc"
@@ -57,7 +60,10 @@ _LOCALE_SUFFIX = f"(?:_(?P<locale>{'|'.join(loc.suffix for loc in TRANSLATED)}))
 _SUFFIX = (f"{_LOCALE_SUFFIX}(?P<mc>{MC_SUFFIX})?(?:{SEED_SUFFIX}(?P<seed>[1-9][0-9]*))?"
            f"(?:_(?P<control>{'|'.join(c.value for c in CONTROLS)}))?")
 _SUFFIX_SPELLING = (f"[_<locale>: {'|'.join(loc.suffix for loc in TRANSLATED)}][{MC_SUFFIX}]"
-                    f"[{SEED_SUFFIX}<k>, k >= 1][{'|'.join(f'_{c.value}' for c in CONTROLS)}]")
+                    f"[{SEED_SUFFIX}<k>, k = 1..{MAX_ORDERS - 1}][{'|'.join(f'_{c.value}' for c in CONTROLS)}]")
+_REPLICATES = (f"seeds {len(DEFAULT_SEEDS)}..{MAX_ORDERS - 1} (order replicates) are generate_until "
+               f"only, in English with original images; multiple_choice, the image controls and the locales have seeds "
+               f"{', '.join(map(str, DEFAULT_SEEDS))}")
 
 
 class VariantNameError(LevanteError, ValueError):
@@ -73,15 +79,19 @@ def _suffix(output_type: OutputType, seed: int, control: Control, locale: Locale
 
 
 def _check(output_type: object, seed: object, control: object, locale: object = ENGLISH) -> None:
-    """TypeError/ValueError unless the axes are typed values (a seed is an int >= 0)."""
+    """TypeError/ValueError unless the axes are typed values and the seed is one the variant can have (an int in
+    0..MAX_ORDERS-1; past DEFAULT_SEEDS only for generate_until in English with original images)."""
     if not isinstance(locale, Locale):
         raise TypeError(f"locale {locale!r} is not a Locale (schema.locales.locale(code) makes one)")
     if not isinstance(output_type, OutputType):
         raise TypeError(f"output_type {output_type!r} is not an OutputType")
     if not isinstance(control, Control):
         raise TypeError(f"control {control!r} is not a Control")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"option-order seed {seed!r} is not an int >= 0")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_ORDERS:
+        raise ValueError(f"option-order seed {seed!r} is not an int in 0..{MAX_ORDERS - 1}")
+    if seed not in DEFAULT_SEEDS and (output_type is not OutputType.GENERATE_UNTIL or control is not Control.ORIGINAL
+                                      or not locale.is_source):
+        raise ValueError(f"option-order seed {seed}: {_REPLICATES}")
 
 
 def _lmms_name(task: str) -> str:
@@ -191,14 +201,17 @@ def parse_name(name: str, groups: bool = True) -> Variant | SeedGroup | AllTasks
     `format` writes; VariantNameError naming `name` and what is accepted otherwise."""
     by_lmms_name = {info.lmms_name: info.name for info in catalogue.TASKS}
     leaf, seeds, everything = _patterns(tuple(by_lmms_name))
-    if (match := leaf.fullmatch(name)) is not None:
-        return Variant(by_lmms_name[match["task"]], _output_type(match), int(match["seed"] or 0), _control(match),
-                       _locale(match))
-    if groups and (match := seeds.fullmatch(name)) is not None:
-        return SeedGroup(by_lmms_name[match["task"]], _output_type(match), _locale(match))
-    if groups and (match := everything.fullmatch(name)) is not None:
-        return AllTasksGroup(_output_type(match), int(match["seed"] or 0), _control(match), _locale(match))
     what = "task or group" if groups else "task variant"
+    try:
+        if (match := leaf.fullmatch(name)) is not None:
+            return Variant(by_lmms_name[match["task"]], _output_type(match), int(match["seed"] or 0), _control(match),
+                           _locale(match))
+        if groups and (match := seeds.fullmatch(name)) is not None:
+            return SeedGroup(by_lmms_name[match["task"]], _output_type(match), _locale(match))
+        if groups and (match := everything.fullmatch(name)) is not None:
+            return AllTasksGroup(_output_type(match), int(match["seed"] or 0), _control(match), _locale(match))
+    except ValueError as exc:  # a seed the variant cannot have (`_check`)
+        raise VariantNameError(f"{name!r} is not a LEVANTE lmms-eval {what} name: {exc}") from None
     raise VariantNameError(f"{name!r} is not a LEVANTE lmms-eval {what} name; accepted: {_accepted(groups)}")
 
 
