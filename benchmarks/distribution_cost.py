@@ -4,15 +4,15 @@ lmms-eval's own `openai` class against the local fake OpenAI-compatible server (
 which answers at once: the figures are the harness's and the runner's, not an API's latency), on the synthetic
 release's `levante_trog` (4 options), one model per matrix, each matrix a fresh `levante-tasks matrix` process:
 1. requests per item: the server's request count / items, for the anchor (no `distribution:`, seed 0: K = 1),
-   `distribution: {orders: K}` and `{orders: K, samples: 2, temperature: 0.7}` (expected K x samples);
+   `distribution: {orders: 4}`, `{orders: 8}` and `{orders: 8, samples: 2, temperature: 0.7}` (expected K x
+   samples);
 2. wall time per item: the cells' own seconds (their lmms-eval runs, from matrix.json) / items, and per request;
 3. the share of the matrix's wall time the replicates take: 1 - T(K = 1) / T(K), the whole run (cells, summary,
    comparison-free end step) against the anchor.
 A model's cells run in one lmms-eval process (one start-up), so replicates add requests, not start-ups; against a
 real API each request adds its latency, and the share tends to (K x samples - 1) / (K x samples).
-K is 8, or the most orders the task variants hold (seeds 0..K-1). Run: `.venv/bin/python
-benchmarks/distribution_cost.py` (about 5 minutes on 2 cores); `--tiny`: 4 items, the anchor and K = 2 x 2
-samples only (about 2 minutes: each matrix costs its lmms-eval start-up and end step).
+Run: `.venv/bin/python benchmarks/distribution_cost.py` (about 6 minutes on 2 cores); `--tiny`: 4 items, the
+anchor and K = 2 x 2 samples only (about 2 minutes: each matrix costs its lmms-eval start-up and end step).
 """
 
 from __future__ import annotations
@@ -31,16 +31,8 @@ import yaml
 
 CLI = [sys.executable, "-m", "levante_tasks"]
 TASK = "levante_trog"
-SIZES = {"full": {"items": 16, "orders": 8, "plain_orders": True},
-         "tiny": {"items": 4, "orders": 2, "plain_orders": False}}
-
-
-def largest_orders(wanted: int) -> int:
-    """`wanted` replicate orders, or the most this package's task variants hold (seed variants 0..K-1)."""
-    from levante_tasks.matrix.plan import package_task_names
-
-    names = package_task_names()
-    return max(k for k in range(1, wanted + 1) if k == 1 or f"{TASK}_seed{k - 1}" in names)
+SIZES = {"full": {"items": 16, "orders": (4, 8), "sampled": 8},  # sampled: K of the 2-samples case
+         "tiny": {"items": 4, "orders": (), "sampled": 2}}
 
 
 def run_matrix(folder: Path, data: Path, url: str, items: int, distribution: dict[str, Any] | None) -> float:
@@ -76,7 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="4 items, K = 2 x 2 samples (the test suite's run)")
     size = SIZES["tiny" if parser.parse_args().tiny else "full"]
-    items, orders = size["items"], largest_orders(size["orders"])
+    items = size["items"]
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from levante_tasks.testing.fake_openai import serve
 
@@ -89,10 +81,9 @@ def main() -> None:
         data, log = tmp / "demo" / "data", tmp / "server.jsonl"
         print(f"distribution-mode cost benchmark; {os.cpu_count()} CPU(s); openai class on the local fake server, "
               f"{TASK}, {items} items, one fresh matrix process each")
-        cases = {"anchor (K = 1)": None, f"orders: {orders}": {"orders": orders},
-                 f"orders: {orders}, samples: 2": {"orders": orders, "samples": 2, "temperature": 0.7}}
-        if not size["plain_orders"]:  # --tiny: the anchor and K x samples only
-            del cases[f"orders: {orders}"]
+        cases: dict[str, dict[str, Any] | None] = {"anchor (K = 1)": None}
+        cases.update({f"orders: {k}": {"orders": k} for k in size["orders"]})
+        cases[f"orders: {size['sampled']}, samples: 2"] = {"orders": size["sampled"], "samples": 2, "temperature": 0.7}
         rows = []
         with serve(log) as url:
             for index, (label, distribution) in enumerate(cases.items()):

@@ -18,7 +18,7 @@ from faults import one_error_line, run_cli
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix import run as matrix_run
 from levante_tasks.matrix.config import load_config
-from levante_tasks.matrix.plan import Cell, cell_argv, config_argv, dataset_key, package_task_names, plan, runs_list
+from levante_tasks.matrix.plan import Cell, cell_argv, config_argv, dataset_key, plan, runs_list
 from levante_tasks.matrix.run import MatrixRun
 from levante_tasks.schema.locales import LOCALES
 from levante_tasks.schema.tasks import TASKS
@@ -169,8 +169,7 @@ def test_auto_is_refused_with_submit_in_one_line_before_anything_runs(tmp_path: 
 
 # --- end to end: lmms-eval's `openai` class on the local fake server ------------------------------------------
 
-# replicate orders of the end-to-end run: 4 once the seed-3 variants exist (design 30 section 1), 3 until then
-ORDERS = 4 if "levante_trog_seed3" in package_task_names() else 3
+ORDERS = 4  # replicate orders of the end-to-end run: one Latin square of trog's 4 options
 E2E_TASKS = ["levante_trog", "levante_vocab"]
 E2E_LIMIT = 4
 

@@ -11,6 +11,7 @@ from typing import Any
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.matrix.slurm_options import SlurmSpec, parse_slurm
 from levante_tasks.schema.layout import is_version_name
+from levante_tasks.schema.seeds import MAX_ORDERS
 from levante_tasks.yaml_file import read_yaml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -22,7 +23,6 @@ TOP_KEYS = {"models", "tasks", "seeds", "limit", "batch_sizes", "device", "num_p
             "lmms_eval_module", "data", "compare", "groups", "slurm"}
 MODEL_KEYS = {"name", "model", "model_args", "public_id", "revision", "distribution"}
 DISTRIBUTION_KEYS = {"orders", "tolerance", "max_orders", "samples", "temperature"}
-MAX_ORDERS = 32  # replicate option orders a task has (seeds 0..31; levante_tasks.core.options, design 30 section 1)
 AUTO = "auto"
 UNKNOWN_REVISION = "unknown"
 COMMIT = re.compile(r"[0-9a-f]{40}")
