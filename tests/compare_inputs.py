@@ -106,3 +106,40 @@ def record_slots(name: str) -> dict[str, object]:
                 frame[column] = frame[column].astype(object)
         slots[key] = frame
     return slots
+
+
+REPLICATE_Q = ([0.5, 0.25, 0.125, 0.125], [0.25] * 4, [0.125, 0.125, 0.25, 0.5], [0.625, 0.125, 0.125, 0.125],
+               [0.1, 0.4, 0.4, 0.1])
+
+
+def replicate_q(uid_rank: int) -> list[float]:
+    """The known answer distribution of the `uid_rank`-th trog item (sorted uids) in `replicate_samples`."""
+    return REPLICATE_Q[uid_rank % len(REPLICATE_Q)]
+
+
+def replicate_samples(root: Path, seeds: int = 8, model: str = "org/chat", scores: bool = False,
+                      output_type: str = "generate_until") -> Path:
+    """lmms-eval samples of a model asked every trog item under option-order seeds 0 .. seeds - 1 (a run folder
+    per seed, as the matrix writes them): each answer drawn from the item's `replicate_q` (seeded: the same files
+    every time), presented order rotation seed % 4. `scores`: the records also carry option scores (a white-box
+    model): ln q plus a per-seed shift."""
+    uids = sorted(canonical(trog_trials()))
+    rng = np.random.default_rng(0)
+    answers = [rng.choice(4, seeds, p=replicate_q(rank)) for rank in range(len(uids))]
+    for seed in range(seeds):
+        run = root / f"seed{seed}"
+        run.mkdir(parents=True)
+        (run / "20260101_000000_results.json").write_text(json.dumps({"model_name": model}))
+        lines = []
+        for rank, uid in enumerate(uids):
+            order = [(seed + p) % 4 for p in range(4)]
+            choice = int(answers[rank][seed])
+            record = {"output_type": output_type, "item_uid": uid, "task": "trog", "trial_type": "", "seed": seed,
+                      "variant": "original", "presented_order": order, "choice_letter": "ABCD"[order.index(choice)],
+                      "choice_index": choice, "correct": int(choice == 0),
+                      "option_scores": [float(np.log(v)) + 0.1 * seed for v in replicate_q(rank)] if scores
+                      else None}
+            lines.append(json.dumps({"doc_id": rank, "levante_item": record}))
+        task = "levante_trog" + ("_mc" if output_type == "multiple_choice" else "") + (f"_seed{seed}" if seed else "")
+        (run / f"20260101_000000_samples_{task}.jsonl").write_text("\n".join(lines) + "\n")
+    return root

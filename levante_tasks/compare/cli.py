@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE
+from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE, ORDERS_TOLERANCE
 from levante_tasks.errors import LevanteError, display_path
 
 
@@ -79,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also compare each model run with the children of every other language (each row "
                              "names the run's locale and the children's language); default: a run in locale L "
                              "meets the children of L only")
+    parser.add_argument("--orders-tolerance", type=float, default=ORDERS_TOLERANCE,
+                        help="replicate half-width (nats) at which a model run under several option-order seeds has "
+                             f"enough orders (orders_enough; default {ORDERS_TOLERANCE:g})")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.set_defaults(func=run)
 
@@ -89,12 +92,14 @@ def run(args: argparse.Namespace) -> int:
         raise LevanteError("--min-n, --n-boot and --n-perm must be positive")
     if not args.calibration_tolerance >= 0:
         raise LevanteError("--calibration-tolerance must be a number >= 0 (logits)")
+    if not args.orders_tolerance > 0:
+        raise LevanteError("--orders-tolerance must be a number > 0 (nats)")
     from levante_tasks.compare.pipeline import Settings, run_compare  # heavy (pandas, scipy): only when run
 
     _check_task_names(args.irt)
     settings = Settings(min_n=args.min_n, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed,
                         plots=not args.no_plots, calibration_tolerance=args.calibration_tolerance,
-                        across_languages=args.across_languages)
+                        across_languages=args.across_languages, orders_tolerance=args.orders_tolerance)
     summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
     from levante_tasks.compare.report import command_notes, outcome_lines
 

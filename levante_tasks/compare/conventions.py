@@ -48,6 +48,19 @@ KL_WEIGHTING = (
     "children's responses); mean_kl_unweighted weights cells equally (DevBench), at its own beta_unweighted; "
     "uniform = q_k = 1/K baseline"
 )
+ORDERS_TOLERANCE = 0.02  # nats: the default replicate half-width at which a model has enough option orders
+ORDER_REPLICATES = (
+    "a model without option scores (or any model run under several option-order seeds): replicate r = option-order "
+    "seed r, the seeds of an item with n options in whole blocks of n (each a Latin square: every option at every "
+    "position once); counted: the first n * floor(R / n) seeds of the R present from 0, every record of a counted "
+    "seed; q_k = (c_k + alpha) / (parsed + n * alpha) with the counts c of canonical options chosen, alpha the "
+    "Dirichlet prior (0.5, Jeffreys); unparsed answers counted apart (unparsed_share), never as an option; "
+    "KL(human || q) weighted by the cell's children as for scored models, no beta (q is a distribution); "
+    "intervals: basic bootstrap (2 KL - percentiles), each item's parsed answers redrawn from its q, items "
+    "resampled too (kl_ci) or not (kl_replicate_ci, whose half-width is kl_replicate_halfwidth); beats uniform: "
+    "the same permutation test with ln q as the scores; orders_enough: the smallest of K/4, K/2, K seeds (whole "
+    "blocks) whose replicate half-width <= orders_tolerance"
+)
 
 FLAG_DROP = 0.5  # flagged when |centred model drop - centred children drop| (proportions) is at least this
 CROSS_LANGUAGE = (

@@ -2,9 +2,9 @@
 
 A model is tested against the uniform model once per comparison (task, and children's language); reading "beats
 uniform" off every per-task p <= 0.05 lets a model with no signal pass somewhere by chance (a random-init model
-passed on 2 of 7 tasks). The family is one model unit's tests in one compare run: every task and children's
-language it was compared on (without `--across-languages`, its tasks). Holm's step-down adjustment keeps the
-probability of any false "beats uniform" in the family at most 1 - level, whatever the tests' dependence.
+passed on 2 of 7 tasks). The family is one model unit's (or orders unit's) tests in one compare run: every task
+and children's language it was compared on (without `--across-languages`, its tasks). Holm's step-down adjustment
+keeps the probability of any false "beats uniform" in the family at most 1 - level, whatever the tests' dependence.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def adjust_uniform_tests(results: Results, level: float) -> None:
     results.tables["kl_summary"] = [table]
     for k in np.flatnonzero(tested.to_numpy()):
         row = table.iloc[k]
-        kl = results.tasks[row["task"]]["languages"][row["children_language"]]["models"][row["model"]]["kl"]
+        scope = results.tasks[row["task"]]["languages"][row["children_language"]]
+        kl = (scope["models"].get(row["model"]) or scope["orders"][row["model"]])["kl"]
         kl.update({"uniform_test_p_holm": float(row["uniform_test_p_holm"]),
                    "uniform_test_family_size": int(row["uniform_test_family_size"]),
                    "better_than_uniform": bool(row["better_than_uniform"])})

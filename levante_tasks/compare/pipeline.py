@@ -49,7 +49,8 @@ from levante_tasks.compare.languages import (
     pairings,
     split_irt_task,
 )
-from levante_tasks.compare.records import read_records
+from levante_tasks.compare.records import read_model_records
+from levante_tasks.compare.replicates import ALPHA
 from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.tables import rows_with_items
 from levante_tasks.compare.task import Comparison, compare_task, irt_summary, item_table
@@ -203,9 +204,11 @@ def run_compare(
     """
     target = check_out(out)
     clean_stale(target.parent)
-    records, record_counts = read_records(models_path, model_folders)
+    records, replicates, record_counts = read_model_records(models_path, model_folders)
     # a records CSV may spell a task `mrot`, as --irt may (one lookup per distinct name, not per record)
-    records["task"] = records["task"].map({task: _internal_name(task) for task in records["task"].unique()})
+    internal = {task: _internal_name(task) for task in records["task"].unique()}
+    records["task"] = records["task"].map(internal)
+    replicates["task"] = replicates["task"].map(internal)
     trials = read_trials(trials_path)
     run_counts: Counter = Counter()
     runs = read_runs(runs_path, run_counts)
@@ -238,7 +241,8 @@ def run_compare(
         for comparison, units in tqdm(plan, desc="compare tasks", leave=False, disable=None):
             rows = labels == comparison.language  # pooled: every label is NOT_RECORDED
             compare_task(comparison, records[records["model"].isin(units) & (records["task"] == comparison.task)],
-                         trials if rows.all() else trials[rows], runs, items_file, settings, results)
+                         trials if rows.all() else trials[rows], runs, items_file, settings, results,
+                         replicates[replicates["model"].isin(units) & (replicates["task"] == comparison.task)])
     adjust_uniform_tests(results, settings.level)
     cross = cross_language_items(records[records["task"].isin(tasks)], trials,
                                  labels if children.recorded else np.full(len(trials), None), settings.min_n)
@@ -246,8 +250,9 @@ def run_compare(
     if not any(unit["n_items"] for info in results.tasks.values() for comparison in info["languages"].values()
                for unit in comparison["models"].values()):
         raise LevanteError(f"{display_path(models_path)}: nothing compared: {_why_nothing(records, tasks, results)}")
+    orders = any("orders" in lang for info in results.tasks.values() for lang in info["languages"].values())
     summary = {
-        "conventions": conv.conventions(),
+        "conventions": {**conv.conventions(), **({"order_replicates": conv.ORDER_REPLICATES} if orders else {})},
         "settings": {
             "min_n": settings.min_n,
             "n_boot": settings.n_boot,
@@ -258,6 +263,7 @@ def run_compare(
             "min_items_for_r": MIN_ITEMS,
             "across_languages": settings.across_languages,
             "flag_drop": conv.FLAG_DROP,
+            **({"orders_prior_alpha": ALPHA, "orders_tolerance": settings.orders_tolerance} if orders else {}),
         },
         "languages": {"recorded": children.recorded, "source": children.source,
                       "unknown_tags": children.unknown_tags},

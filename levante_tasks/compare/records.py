@@ -36,6 +36,10 @@ T = TypeVar("T")
 _FIELDS = {f.name: f.name for f in fields(ItemRecord)}
 SEED, VARIANT, OUTPUT_TYPE = _FIELDS["seed"], _FIELDS["variant"], _FIELDS["output_type"]
 COLUMNS = ["model", "task", "item_uid", "correct", "option_scores", "test_model", "locale", "english_unit", "control"]
+# a samples record's replicate fields: the unit pooling its seeds ('' when it is no replicate), its seed, its parsed
+# canonical choice (NaN = unparsed) and its option count
+REPLICATE_FIELDS = ["orders_unit", "seed", "choice_index", "n_options"]
+ORDERS = "orders"  # the pooled unit's last part instead of `seed<k>`
 LOCALE = "locale"  # a tidy records file's optional column (and a bare JSONL record's key): the run's locale code
 
 
@@ -92,6 +96,35 @@ def scoring_unit(model: str, record: dict, english_task: str) -> str:
         return f"{model}/{english_task}"
     kind = "mc" if record.get(OUTPUT_TYPE) == OutputType.MULTIPLE_CHOICE.value else "gen"
     return f"{model}/{record[VARIANT]}/{kind}/seed{record[SEED]}"
+
+
+def orders_unit(model: str, record: dict) -> str:
+    """The unit pooling one model's option-order seeds (its replicates) of one output type, English name:
+    `<model>/original/<gen|mc>/orders`; '' for a record that is no replicate (another variant, no seed, fewer
+    than two presented options: a slider; a record naming its own `model`, whose unit is that name)."""
+    order = record.get("presented_order")
+    if (record.get(VARIANT) != Control.ORIGINAL.value or SEED not in record or record.get("model")
+            or not isinstance(order, list) or len(order) < 2):
+        return ""
+    return scoring_unit(model, record, "").rsplit("/", 1)[0] + f"/{ORDERS}"
+
+
+def _replicate_fields(record: dict, unit: str, where: str, place: Locale) -> dict:
+    """A samples record's REPLICATE_FIELDS (`unit`: its English orders unit, '' for none); a choice_index that is
+    not one of its options is a user error naming the line."""
+    if not unit:
+        return {"orders_unit": "", "seed": -1, "choice_index": math.nan, "n_options": 0}
+    n_options, choice = len(record["presented_order"]), record.get("choice_index")
+    if choice is not None and (isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < n_options):
+        raise LevanteError(f"{where}: choice_index {choice!r} is not one of the record's {n_options} options")
+    try:
+        seed = int(record[SEED])
+    except (TypeError, ValueError):
+        raise LevanteError(f"{where}: seed {record[SEED]!r} is not a whole number") from None
+    if seed < 0:
+        raise LevanteError(f"{where}: seed {seed} is negative")
+    return {"orders_unit": localized_unit(unit, place), "seed": seed,
+            "choice_index": math.nan if choice is None else float(choice), "n_options": n_options}
 
 
 def localized_unit(english_unit: str, where: Locale) -> str:
@@ -156,7 +189,9 @@ def read_jsonl(path: Path, label: str, counts: Counter) -> list[dict]:
             raise LevanteError(f"{where}: record locale {place.code!r} is not the locale of task {lmms_task!r} "
                                f"({named.code})")
         unit = scoring_unit(model_name, record, english_task) if name else model_name
-        rows.append({**_record_row(record, unit, where, named or place), "test_model": test_model})
+        pooled = orders_unit(model_name, record) if name else ""
+        rows.append({**_record_row(record, unit, where, named or place), "test_model": test_model,
+                     **_replicate_fields(record, pooled, where, named or place)})
     return rows
 
 
@@ -239,8 +274,19 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 
 def read_records(path: Path, only: list[Path] | None = None) -> tuple[pd.DataFrame, Counter]:
-    """All model records under `path` (folder: every `*samples_*.jsonl`; `only`: just these folders in it, e.g. a
-    matrix's finished cells, each then a run folder as summarize reads it), de-duplicated; drops counted."""
+    """All model records under `path` (see `read_model_records`), de-duplicated; drops counted."""
+    table, _, counts = read_model_records(path, only)
+    return table, counts
+
+
+def read_model_records(path: Path, only: list[Path] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, Counter]:
+    """(records, replicates, counts) of all model records under `path` (folder: every `*samples_*.jsonl`; `only`:
+    just these folders in it, e.g. a matrix's finished cells, each then a run folder as summarize reads it).
+
+    `records` (COLUMNS) holds one record per (unit, task, item): later duplicates are dropped and counted.
+    `replicates` holds every scored record of an orders unit with at least two seeds (COLUMNS' model, task,
+    item_uid, locale plus REPLICATE_FIELDS), duplicates kept: several runs of one seed all count.
+    """
     counts: Counter = Counter()
     if path.is_dir():
         # a samples file is named as summarize names it: `<run folder name>/<path inside it>`
@@ -256,16 +302,28 @@ def read_records(path: Path, only: list[Path] | None = None) -> tuple[pd.DataFra
     else:
         raise LevanteError(f"{display_path(path)}: model records not found")
     frames = [
-        read_csv(file) if file.suffix.lower() == ".csv"
-        else pd.DataFrame(read_jsonl(file, labels[file], counts), columns=COLUMNS)
+        read_csv(file).assign(orders_unit="", seed=-1, choice_index=math.nan, n_options=0)
+        if file.suffix.lower() == ".csv"
+        else pd.DataFrame(read_jsonl(file, labels[file], counts), columns=COLUMNS + REPLICATE_FIELDS)
         for file in sorted(labels)
     ]
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    table = (pd.concat(frames, ignore_index=True) if frames
+             else pd.DataFrame(columns=COLUMNS + REPLICATE_FIELDS))
     if table.empty:
         raise LevanteError(f"{path.name}: no model records (no lines with '{RECORD_KEY}')")
     unscored = table["correct"].isna()
     counts["records_without_correct"] += int(unscored.sum())
     table = table[~unscored]
+    replicates = _replicates(table)
+    table = table[COLUMNS]
     duplicated = table.duplicated(["model", "task", "item_uid"])
     counts["duplicate_records_dropped"] += int(duplicated.sum())
-    return table[~duplicated].reset_index(drop=True), counts
+    return table[~duplicated].reset_index(drop=True), replicates, counts
+
+
+def _replicates(table: pd.DataFrame) -> pd.DataFrame:
+    """The records of orders units that hold at least two seeds of one task (one seed is no replicate)."""
+    rows = table[table["orders_unit"] != ""]
+    seeds = rows.groupby(["orders_unit", "task"])["seed"].transform("nunique")
+    columns = ["model", "task", "item_uid", "locale", *REPLICATE_FIELDS]
+    return rows.loc[seeds >= 2, columns].astype({"seed": int, "n_options": int}).reset_index(drop=True)

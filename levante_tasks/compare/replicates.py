@@ -27,13 +27,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from levante_tasks.compare.conventions import KL_EPSILON
+from levante_tasks.compare.conventions import KL_EPSILON, ORDERS_TOLERANCE
 from levante_tasks.compare.distributions import Cells
 
 ALPHA = 0.5  # Dirichlet prior per option: Jeffreys
 UNPARSED = -1  # a counted replicate whose answer named no option
 NOT_COUNTED = -2  # no record, or a record outside the item's whole blocks
-TOLERANCE = 0.02  # default stopping tolerance on kl_replicate_halfwidth (nats)
+TOLERANCE = ORDERS_TOLERANCE  # default stopping tolerance on kl_replicate_halfwidth (nats)
 BOOT_CHUNK_ELEMENTS = 2_000_000  # draw x item x option values held at once
 ESTIMATE_KEYS = ("kl", "kl_ci_low", "kl_ci_high", "kl_replicate_ci_low", "kl_replicate_ci_high",
                  "kl_replicate_halfwidth", "n_items", "replicates", "replicates_min", "replicates_max",
@@ -113,11 +113,6 @@ def dirichlet_q(counts: np.ndarray, n_options: np.ndarray, alpha: float = ALPHA)
 def _log_q(q: np.ndarray) -> np.ndarray:
     """ln q with the KL epsilon rule (q == 0 -> KL_EPSILON), so padding (p = 0 there) adds a finite 0 term."""
     return np.log(np.where(q == 0, KL_EPSILON, q))
-
-
-def cell_kl(cells: Cells, q: np.ndarray) -> np.ndarray:
-    """KL(human || q) per cell; `q` is items x K aligned to `cells.items` (rows of unused items are ignored)."""
-    return cells.plogp - np.einsum("ck,ck->c", cells.p, _log_q(q[cells.item]))
 
 
 def _item_terms(cells: Cells) -> tuple[np.ndarray, np.ndarray]:

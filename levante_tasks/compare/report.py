@@ -23,6 +23,10 @@ MODEL_COLUMNS = ["children's language", "model locale", "model", "items", "theta
                  "mean KL (x uniform)", "beats uniform (p; Holm p)", "age equivalent [CI]"]
 LANGUAGE_COLUMNS = ["children's language", "children", "IRT record", "reference group", "children per group (from)",
                     "options from", "uniform-model KL"]
+ORDER_COLUMNS = ["children's language", "model locale", "model", "items", "orders (counted per item)", "unparsed",
+                 "mean KL [CI] (x uniform)", "replicate half-width", "beats uniform (p; Holm p)",
+                 "per-seed softmax KL (white box)", "orders enough"]
+READOUT_COLUMNS = ["children's language", "model", "orders", "items", "mean KL [CI]", "replicate half-width"]
 ITEM_COLUMNS = ["rank", "item", "model runs", "model acc. en -> locale", "model drop", "children p en -> locale",
                 "children drop", "difference of the centred drops"]
 FLAGGED_SHOWN = 15  # flagged items listed per task and locale; the rest are in cross_language_items.csv
@@ -89,6 +93,9 @@ def section(summary: dict, figures: list[Path], items: pd.DataFrame | None = Non
         f"{1 - summary['settings']['ci_level']:.2f} and the KL is lower (the table gives p; Holm p)."
         f"{_too_few_permutations(summary)} The KL has no ability or age readout (the bin with the lowest KL is "
         "pulled to the middle bins: docs/comparison.md); read ability from theta and the age equivalent.",
+        *([f"- Order replicates: {conv['order_replicates']}; prior alpha "
+           f"{summary['settings']['orders_prior_alpha']}, tolerance {summary['settings']['orders_tolerance']} "
+           "nats."] if "order_replicates" in conv else []),
         f"- Languages: {conv['languages']}.",
         f"- Options: {conv['option_order']}.",
         f"- Ability: {conv['eap']}. Scale: {conv['theta_scale']}. {conv['ml']}.",
@@ -186,6 +193,8 @@ def _task(task: str, info: dict, tests: set[str]) -> list[str]:
             lines += _calibration(lang)
         rows = [_model_row(unit, res, tests) for lang in languages.values() for unit, res in lang["models"].items()]
         lines += [markdown_table(MODEL_COLUMNS, rows), ""]
+        lines += _orders([(unit, res) for lang in languages.values() for unit, res in lang.get("orders", {}).items()],
+                         tests)
     lonely = info.get("not_compared", {}).get("model_runs", {})
     unmet = info.get("not_compared", {}).get("children_runs", {})
     if lonely:
@@ -194,6 +203,50 @@ def _task(task: str, info: dict, tests: set[str]) -> list[str]:
     if unmet:
         lines += [f"Children not compared (no model run in their language): "
                   f"{', '.join(f'{language_name(lang)} {n} runs' for lang, n in unmet.items())}.", ""]
+    return lines
+
+
+def _verdict(kl: dict) -> str:
+    """Beats uniform: yes / no / n/a with its p-value and Holm p."""
+    better = kl.get("better_than_uniform")
+    verdict = "yes" if better else "no" if better is False else "n/a"
+    return f"{verdict} ({p_value_text(kl.get('uniform_test_p'))}; {p_value_text(kl.get('uniform_test_p_holm'))})"
+
+
+def _interval(row: dict, key: str = "mean_kl") -> str:
+    """A KL with its two-stage interval."""
+    return f"{_fmt(row.get(key))} [{_fmt(row.get('kl_ci_low'))}, {_fmt(row.get('kl_ci_high'))}]"
+
+
+def _orders(units: list[tuple[str, dict]], tests: set[str]) -> list[str]:
+    """The orders units of a task (compare.order_units): the distribution from option-order replicates with its
+    intervals, beside a white-box model's per-seed softmax KLs; then the KL at K/4, K/2 and K orders."""
+    if not units:
+        return []
+    rows, readout = [], []
+    for unit, res in units:
+        kl = res["kl"]
+        softmax = list(res.get("per_seed_softmax_kl", {}).values())
+        enough = kl.get("orders_enough")
+        counted = (f"{kl['replicates']} ({kl['replicates_min']}-{kl['replicates_max']})" if "replicates" in kl
+                   else "n/a")
+        rows.append([language_name(res["children_language"]), res["locale"],
+                     f"{unit} (random-init test model)" if unit in tests else unit, str(kl.get("n_items", "n/a")),
+                     counted, _fmt(kl.get("unparsed_share"), 2),
+                     f"{_interval(kl)} ({_fmt(kl.get('kl_ratio_to_uniform'), 2)})" if "mean_kl" in kl
+                     else f"n/a ({kl.get('note', '')})",
+                     _fmt(kl.get("kl_replicate_halfwidth")), _verdict(kl),
+                     f"{_fmt(min(softmax))}-{_fmt(max(softmax))} ({len(softmax)} seeds)" if softmax else "-",
+                     f"{enough} (<= {_fmt(kl.get('orders_tolerance'))})" if enough is not None
+                     else f"not yet (> {_fmt(kl.get('orders_tolerance'))})" if "orders_tolerance" in kl else "n/a"])
+        readout += [[language_name(res["children_language"]), unit, str(r["orders"]), str(r["n_items"]),
+                     _interval(r, "kl") if r["n_items"] else "n/a (no whole block)",
+                     _fmt(r["kl_replicate_halfwidth"])] for r in res.get("by_orders", [])]
+    lines = ["Model distributions from option-order replicates (one row per model and output type, its seeds "
+             "pooled; conventions above):", "", markdown_table(ORDER_COLUMNS, rows), ""]
+    if readout:
+        lines += ["How many orders are enough: the KL on the first K/4, K/2 and K seeds (whole blocks of each "
+                  "item's option count):", "", markdown_table(READOUT_COLUMNS, readout), ""]
     return lines
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE
+from levante_tasks.compare.replicates import TOLERANCE
 
 
 @dataclass
@@ -22,6 +23,7 @@ class Settings:
     plots: bool = True
     calibration_tolerance: float = CALIBRATION_TOLERANCE
     across_languages: bool = False  # also compare each model run with the children of every other language
+    orders_tolerance: float = TOLERANCE  # nats: an orders unit's replicate half-width that is enough (orders_enough)
 
 
 @dataclass

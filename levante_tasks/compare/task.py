@@ -19,9 +19,11 @@ from levante_tasks.compare.difficulty import correlate_many
 from levante_tasks.compare.distributions import Cells, compare_units, human_distributions
 from levante_tasks.compare.humans import GROUP_SOURCES, children_theta
 from levante_tasks.compare.irt import IrtModel
+from levante_tasks.compare.order_units import compare_orders
 from levante_tasks.compare.results import Results, Settings
 from levante_tasks.compare.scoring import calibration_check
 from levante_tasks.compare.tables import rows_with_items
+from levante_tasks.compare.unit_rows import by_unit, children_bins, front
 from levante_tasks.compare.units import Units, share_below
 from levante_tasks.errors import LevanteError
 
@@ -49,13 +51,6 @@ def canonical_options(
     counts["items_with_duplicate_options"] += len(duplicates)
     counts["trials_item_with_duplicate_options"] += int(trials["item_uid"].isin(duplicates).sum())
     return {uid: opts for uid, opts in options.items() if uid not in duplicates}, "items file"
-
-
-def _children_bins(children: pd.DataFrame) -> pd.DataFrame:
-    """Children per ability bin with their mean age (descriptive: kl_bins.csv, never an age readout)."""
-    frame = children.dropna(subset=["theta"])
-    frame = frame.assign(bin_low=np.floor(frame["theta"].to_numpy(float)).astype(int))
-    return frame.groupby("bin_low", as_index=False).agg(n_children=("run_id", "size"), mean_child_age=("age", "mean"))
 
 
 def irt_summary(model: IrtModel, settings: Settings) -> dict[str, object]:
@@ -106,9 +101,11 @@ def compare_task(
     items_file: dict[str, list[str]] | None,
     settings: Settings,
     results: Results,
+    replicates: pd.DataFrame | None = None,
 ) -> None:
-    """The children's side once, then all model scoring units of `records` (see the module docstring); the summary
-    goes to `results.tasks[task]["languages"][language]`."""
+    """The children's side once, then all model scoring units of `records` and the orders units of `replicates`
+    (records.read_model_records; compare.order_units) (see the module docstring); the summary goes to
+    `results.tasks[task]["languages"][language]`."""
     task, language, model = comparison.task, comparison.language, comparison.model
     counts: Counter = Counter()
     items = model.first_instances()
@@ -148,27 +145,16 @@ def compare_task(
     units = Units.build(records, items)
     no_kl = "no option texts (pass --items): KL not computed" if items_file is None else NO_CELLS
     info["models"] = compare_units_of_task(comparison, units, children, cells, curves, settings, results, no_kl)
+    if replicates is not None and len(replicates):
+        info["orders"] = compare_orders(task, language, replicates, cells, children, info["models"], settings,
+                                        results, no_kl)
     results.tasks.setdefault(task, {"languages": {}})["languages"][language] = info
 
 
-def _front(units: Units, task: str, language: str, rows: np.ndarray | None = None) -> pd.DataFrame:
-    """The columns every per-unit row starts with: model, task, the unit's locale, the children's language (`rows`:
-    unit positions, one per output row; default one row per unit)."""
-    at = np.arange(len(units.names)) if rows is None else np.asarray(rows, dtype=int)
-    return pd.DataFrame({"model": np.asarray(units.names, dtype=object)[at], "task": task,
-                         "locale": np.asarray(units.locales, dtype=object)[at], "children_language": language})
-
-
 def _frame(units: Units, comparison: Comparison, rows: list[dict[str, object]], **columns: object) -> pd.DataFrame:
-    """One row per unit: `_front` first, then `rows` (dicts), then extra constant or per-unit columns."""
-    front = _front(units, comparison.task, comparison.language)
-    return pd.concat([front, pd.DataFrame(rows)], axis=1).assign(**columns)
-
-
-def _by_unit(table: pd.DataFrame, units: Units, comparison: Comparison) -> pd.DataFrame:
-    """A table keyed by unit position (`unit` column) with `_front`'s columns first."""
-    front = _front(units, comparison.task, comparison.language, table["unit"].to_numpy(int))
-    return pd.concat([front, table.drop(columns="unit").reset_index(drop=True)], axis=1)
+    """One row per unit: `front` first, then `rows` (dicts), then extra constant or per-unit columns."""
+    head = front(units, comparison.task, comparison.language)
+    return pd.concat([head, pd.DataFrame(rows)], axis=1).assign(**columns)
 
 
 def _group_shares(model: IrtModel, children: pd.DataFrame,
@@ -190,14 +176,14 @@ def _theta_table(comparison: Comparison, units: Units, shares: dict[str, tuple[i
     for prior in model.groups:
         theta, se = thetas[prior.name]
         n_children, share = shares[prior.name]
-        frames.append(_front(units, comparison.task, comparison.language).assign(**{
+        frames.append(front(units, comparison.task, comparison.language).assign(**{
             "estimator": "EAP", "group": prior.name,
             "is_reference": prior is model.reference, "prior_mean": prior.mean, "prior_var": prior.var,
             "n_items": n_items, "theta": theta, "se": se, "n_children_in_group": n_children,
             "children_below_theta_in_group": share, "note": "",
         }))
     theta_ml, se_ml, notes = ml
-    frames.append(_front(units, comparison.task, comparison.language).assign(**{
+    frames.append(front(units, comparison.task, comparison.language).assign(**{
         "estimator": "ML", "group": "", "is_reference": False,
         "prior_mean": np.nan, "prior_var": np.nan, "n_items": n_items, "theta": theta_ml, "se": se_ml,
         "n_children_in_group": np.nan, "children_below_theta_in_group": np.nan, "note": notes,
@@ -249,7 +235,7 @@ def compare_units_of_task(
     below = share_below(children["theta_common"].to_numpy(float), theta)
     answered = units.answered()
     u_idx, i_idx = np.nonzero(answered)
-    results.add("model_items", _front(units, task, comparison.language, u_idx).assign(
+    results.add("model_items", front(units, task, comparison.language, u_idx).assign(
         item_uid=units.items.index.to_numpy()[i_idx], correct=units.correct[u_idx, i_idx],
         b=units.items["b"].to_numpy(float)[i_idx]))
     difficulty = _difficulty(units, settings)
@@ -258,9 +244,9 @@ def compare_units_of_task(
     kl_counts = [Counter() for _ in units.names]
     if cells is not None:
         pairs, bins, kl, kl_counts = compare_units(cells, units.scores, n_perm=settings.n_perm, seed=settings.seed)
-        results.add("kl_items", _by_unit(pairs, units, comparison))
-        bins = bins.merge(_children_bins(children), on="bin_low", how="left")
-        results.add("kl_bins", _by_unit(bins, units, comparison))
+        results.add("kl_items", by_unit(pairs, units, task, comparison.language))
+        bins = bins.merge(children_bins(children), on="bin_low", how="left")
+        results.add("kl_bins", by_unit(bins, units, task, comparison.language))
     else:
         kl = [{"note": no_kl or NO_CELLS} for _ in units.names]
     results.add("kl_summary", _frame(units, comparison, kl, kl_definition=conv.KL_DEFINITION))

@@ -37,6 +37,8 @@ def write_outputs(folder: Path, results: Results, summary: dict[str, object], se
         "age_curve",
         "cross_language_items",
     ]
+    if "kl_orders" in results.tables:  # only a run with orders units (several option-order seeds) has it
+        names.insert(names.index("kl_summary") + 1, "kl_orders")
     for name in names:
         _write_csv(folder / f"{name}.csv", results.table(name))
     _write_csv(
