@@ -1,15 +1,14 @@
 """`distribution: {orders: auto}`: after each block of replicate orders, whether a (model, task) has enough.
 
 A block is the task's largest option count (one Latin square of its items with that many options). After each
-block the model's finished cells of the task are compared with the config's children (`compare:`): their (item,
-ability bin) option distributions and the replicate estimator (compare.replicates) give the half-width of the
-KL's interval over replicates alone (items fixed), the noise more orders remove. The task stops adding orders when
+block the model's finished cells of the task are compared with the config's children (`compare:`); the
+comparison's orders unit (compare.order_units, compare.replicates) gives the half-width of the KL's interval over
+replicates alone (items fixed), the noise more orders remove. The task stops adding orders when
 that half-width is <= `tolerance` (for a group task, every member task's), or when `max_orders` is reached.
 """
 
 from __future__ import annotations
 
-import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,6 @@ import pyarrow.parquet as pq
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import Distribution, MatrixConfig
 from levante_tasks.matrix.plan import Cell, datasets_of
-from levante_tasks.runs.lmms import FileProblem, read_samples, samples_name
 from levante_tasks.schema import layout
 from levante_tasks.schema.locales import locale as locale_of
 
@@ -68,61 +66,25 @@ def decide(spec: Distribution, orders: int, halfwidth: float | None) -> Decision
     return Decision(orders, halfwidth, None)
 
 
-def choice_records(folders: list[Path]) -> pd.DataFrame:
-    """item_uid, task, seed, choice_index (canonical; None unparsed) and n_options of every per-item record of
-    choice items in the cells' samples files."""
-    rows = []
-    for folder in folders:
-        for path in sorted(folder.rglob("*.jsonl")):
-            if not samples_name(path.name):
-                continue
-            try:
-                lines = read_samples(path, path.name)
-            except FileProblem as exc:
-                raise LevanteError(str(exc)) from None
-            rows += [{"item_uid": r["item_uid"], "task": r["task"], "seed": int(r["seed"]),
-                      "choice_index": r.get("choice_index"), "n_options": len(r["presented_order"])}
-                     for r in (line.record for line in lines) if r and r.get("presented_order")]
-    return pd.DataFrame(rows, columns=["item_uid", "task", "seed", "choice_index", "n_options"])
-
-
 def replicate_halfwidth(config: MatrixConfig, cells: list[Cell], out: Path) -> float | None:
-    """The largest replicate half-width over the tasks and children's languages the finished `cells` (of one model
-    and config task) are compared on; None when no task could be estimated. The children's distributions come
-    from a comparison of these cells alone, written to OUT/.auto/ (no plots; one draw of its own bootstraps, whose
-    intervals the decision does not read)."""
-    from levante_tasks.compare.distributions import Cells
+    """The largest replicate half-width (`kl_replicate_halfwidth`) of the orders units of a comparison of the
+    finished `cells` (of one model and config task) alone with the config's children, over the tasks and
+    children's languages it compares them on; None when none could be estimated. The comparison is written to
+    OUT/.auto/<model>/ (no plots; one permutation: the decision does not read the uniform test)."""
+    from levante_tasks.compare.conventions import ORDER_REPLICATES
     from levante_tasks.compare.pipeline import Settings, run_compare
-    from levante_tasks.compare.replicates import (
-        align_choices,
-        choices_from_records,
-        records_per_seed,
-        replicate_estimate,
-    )
 
     spec = config.compare
     if spec is None or not cells:
         return None
     scratch = out / SCRATCH / cells[0].model.name
     shutil.rmtree(scratch, ignore_errors=True)
-    folders = [out / c.rel_dir for c in cells]
     run_compare(list(spec.irt), spec.trials, spec.runs, out / "cells" / cells[0].model.group, scratch,
-                Settings(min_n=spec.min_n, n_boot=1, seed=spec.seed, plots=False), items_path=spec.items,
-                model_folders=folders)
-    distributions = scratch / "human_distributions.csv"
-    dist = pd.read_csv(distributions) if distributions.is_file() else pd.DataFrame()
-    records = choice_records(folders)
-    widths = []
-    for (task, _language), rows in (dist.groupby(["task", "children_language"]) if len(dist) else []):
-        frame = records[records["task"] == task]
-        if frame.empty:
-            continue
-        children = Cells.from_dist(rows)
-        uids, choices, n_options = choices_from_records(frame)
-        choices, n_options = align_choices(children, uids, choices, n_options)
-        estimate = replicate_estimate(children, choices, n_options, n_boot=spec.n_boot, seed=spec.seed,
-                                      per_seed=records_per_seed(frame))
-        width = float(estimate["kl_replicate_halfwidth"])
-        if not math.isnan(width):
-            widths.append(width)
-    return max(widths) if widths else None
+                Settings(min_n=spec.min_n, n_boot=spec.n_boot, n_perm=1, seed=spec.seed, plots=False),
+                items_path=spec.items, model_folders=[out / c.rel_dir for c in cells])
+    summary = scratch / "kl_summary.csv"
+    table = pd.read_csv(summary) if summary.is_file() and summary.stat().st_size else pd.DataFrame()
+    if "kl_replicate_halfwidth" not in table.columns:
+        return None
+    widths = table.loc[table["kl_definition"] == ORDER_REPLICATES, "kl_replicate_halfwidth"].dropna()
+    return float(widths.max()) if len(widths) else None
