@@ -239,7 +239,26 @@ def test_openai_run_has_a_finished_cell_and_records_for_every_replicate(
     assert "## Response distributions" in report
     assert all(f"| api | {task} | orders: {ORDERS} | greedy | {ORDERS} | {ORDERS} |" in report for task in E2E_TASKS)
     assert document["groups"]["all"]["comparison"] == "comparison/all/comparison.md"
-    assert (out / "comparison" / "all" / "comparison.md").is_file()
+
+
+def test_openai_run_has_a_kl_row_with_interval_and_replicate_count_for_every_task(
+        openai_matrix: tuple[Path, list[dict[str, Any]]]) -> None:
+    """The issue's done-when: comparison.md of the openai-class matrix has, for every task, the model's orders row
+    with its KL, interval and the orders counted per item (all 4: one whole block of trog's and vocab's 4
+    options), on the items that have children's cells."""
+    out, _ = openai_matrix
+    markdown = (out / "comparison" / "all" / "comparison.md").read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^### (\S+)\n(.*?)(?=^### |\Z)", markdown, re.MULTILINE | re.DOTALL))
+    row = re.compile(r"^\| English \(en\) \| en \| fake-gpt @ unknown \(openai\)/original/gen/orders \| "
+                     rf"[1-{E2E_LIMIT}] \| {ORDERS} \({ORDERS}-{ORDERS}\) \| [\d.]+ \| (\d\.\d+) \[(\d\.\d+), "
+                     r"(\d\.\d+)\] \(", re.MULTILINE)
+    for task in ("trog", "vocab"):
+        found = row.search(sections[task])
+        assert found, sections[task][:3000]
+        _, low, high = map(float, found.groups())
+        assert low < high  # a basic bootstrap interval: it may sit below the estimate (compare.replicates)
+    summary = json.loads((out / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
+    assert summary["settings"]["orders_tolerance"] == 0.02  # no auto model: the comparison's default
 
 
 @pytest.fixture(scope="module")
@@ -276,6 +295,8 @@ def test_auto_stops_after_the_block_whose_half_width_is_within_tolerance(auto_ma
     report = (auto_matrix / "report.md").read_text(encoding="utf-8")
     assert "| loose | levante_mental_rotation | orders: auto (tolerance 0.99, max 3) | greedy | 2 | 2 |" in report
     assert "## Failures" not in report and not (auto_matrix / ".auto").exists()
+    comparison = json.loads((auto_matrix / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
+    assert comparison["settings"]["orders_tolerance"] == 0.99  # the group's auto tolerance
 
 
 def test_auto_runs_a_block_per_task_at_a_time_until_tolerance_or_max_orders(

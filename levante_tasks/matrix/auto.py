@@ -80,7 +80,8 @@ def replicate_halfwidth(config: MatrixConfig, cells: list[Cell], out: Path) -> f
     scratch = out / SCRATCH / cells[0].model.name
     shutil.rmtree(scratch, ignore_errors=True)
     run_compare(list(spec.irt), spec.trials, spec.runs, out / "cells" / cells[0].model.group, scratch,
-                Settings(min_n=spec.min_n, n_boot=spec.n_boot, n_perm=1, seed=spec.seed, plots=False),
+                Settings(min_n=spec.min_n, n_boot=spec.n_boot, n_perm=1, seed=spec.seed, plots=False,
+                         orders_tolerance=cells[0].model.distribution.tolerance),
                 items_path=spec.items, model_folders=[out / c.rel_dir for c in cells])
     summary = scratch / "kl_summary.csv"
     table = pd.read_csv(summary) if summary.is_file() and summary.stat().st_size else pd.DataFrame()

@@ -16,6 +16,7 @@ from typing import Any
 from levante_tasks.atomic import write_json, write_text
 from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.markdown_table import markdown_table
+from levante_tasks.matrix.config import MatrixConfig
 from levante_tasks.matrix.plan import Cell
 from levante_tasks.matrix.run import NOT_NEEDED, MatrixRun
 from levante_tasks.matrix.state import read_state
@@ -87,6 +88,14 @@ def orders_reached(run: MatrixRun, states: dict[str, dict[str, Any]]) -> dict[st
     return readout
 
 
+def group_tolerance(config: MatrixConfig, group: str) -> dict[str, float]:
+    """The comparison's `orders_tolerance` for a group: the tolerance its `orders: auto` models share (their
+    comparison then reads `orders enough` as their runs decided), else the comparison's default (no key)."""
+    tolerances = {m.distribution.tolerance for m in config.models
+                  if m.group == group and m.distribution is not None and m.distribution.auto}
+    return {"orders_tolerance": tolerances.pop()} if len(tolerances) == 1 else {}
+
+
 def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str], None]) -> dict[str, Any]:
     """Summarize and compare one group's finished cells; a step that cannot run is recorded, not fatal."""
     from levante_tasks.compare.pipeline import Settings, run_compare
@@ -118,7 +127,8 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
                 result = run_compare(list(spec.irt), spec.trials, spec.runs,
                                      run.out / "cells" / group, run.out / "comparison" / group,
                                      Settings(min_n=spec.min_n, n_boot=spec.n_boot, seed=spec.seed, plots=True,
-                                              across_languages=spec.across_languages),
+                                              across_languages=spec.across_languages,
+                                              **group_tolerance(run.config, group)),
                                      items_path=spec.items, model_folders=[run.out / c.rel_dir for c in done])
             entry["comparison"] = f"comparison/{group}/comparison.md"
             echo(f"comparison ({group}): {len(result['tasks'])} task(s) -> comparison/{group}/comparison.md")
