@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +298,19 @@ def test_auto_stops_after_the_block_whose_half_width_is_within_tolerance(auto_ma
     assert "## Failures" not in report and not (auto_matrix / ".auto").exists()
     comparison = json.loads((auto_matrix / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
     assert comparison["settings"]["orders_tolerance"] == 0.99  # the group's auto tolerance
+
+
+def test_report_only_decides_again_from_the_finished_cells(auto_matrix: Path, tmp_path: Path) -> None:
+    """The end step alone (`--report-only`, running no cell) reaches the same decision: the unrun order is `not
+    needed`, not a failure, and the exit status is 0."""
+    copy = tmp_path / "copy"
+    shutil.copytree(auto_matrix.parent, copy)
+    done = run_cli(["matrix", "--config", copy / "matrix.yaml", "--out", copy / "out", "--report-only"], cwd=copy)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    document = json.loads((copy / "out" / "matrix.json").read_text(encoding="utf-8"))
+    assert [c["status"] for c in document["cells"]] == ["done", "done", "not needed"]
+    assert document["distribution"] == json.loads((auto_matrix / "matrix.json").read_text(
+        encoding="utf-8"))["distribution"]
 
 
 def test_auto_runs_a_block_per_task_at_a_time_until_tolerance_or_max_orders(

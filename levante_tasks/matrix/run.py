@@ -613,8 +613,9 @@ def run_matrix(config: MatrixConfig, out: Path, *, resume: bool = False, shard: 
     role = lock_role(shard, cell_index, model_index, report_only)
     with _matrix_lock(target, partial, role), sigterm_raises():
         check_out(out, resume, partial)  # again: a whole run may have started it while this one waited
-        # orders: auto decides on the orders of whole (model, task)s: a shard or a single cell runs its cells as such
-        decides = not report_only and shard is None and cell_index is None
+        # orders: auto decides on the orders of whole (model, task)s (the end step again, from the finished cells,
+        # running none): a shard or a single cell runs its cells as planned
+        decides = shard is None and cell_index is None
         _run_locked(run, target, data, partial, report_only, echo, decides)
     return run
 
