@@ -498,7 +498,8 @@ def plan_document(config: MatrixConfig, cells: list[Cell]) -> dict[str, Any]:
     """matrix-plan.json: the config's name and every planned cell with its hash and spec (no times)."""
     return {"schema": 1, "config": config.path.name,
             "cells": [{"index": c.index, "cell_id": c.cell_id, "dir": c.rel_dir, "model": c.model.name,
-                       "group": c.model.group, "task": c.task, "seed": c.seed, "lmms_task": c.lmms_task,
+                       "group": c.model.group, "task": c.task, "seed": c.seed,
+                       **({} if c.sample is None else {"sample": c.sample}), "lmms_task": c.lmms_task,
                        "sha256": c.sha256, "spec": c.spec} for c in cells]}
 
 
