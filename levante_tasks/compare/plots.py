@@ -176,7 +176,7 @@ def _kl_label(unit: str, fit: pd.Series) -> str:
     that beta is at a bound of its range (an orders unit: its replicate count), and its permutation p-value with
     its Holm-adjusted value (compare.family)."""
     bound = " at its bound" if _true(fit.get("beta_at_bound")) else ""
-    how = (f"q from {int(fit['replicates'])} orders" if pd.isna(fit["beta"]) and pd.notna(fit.get("replicates"))
+    how = (f"q from {int(fit['replicates'])} orders" if pd.isna(fit.get("beta")) and pd.notna(fit.get("replicates"))
            else f"beta={fit['beta']:.3g}{bound}")  # an orders unit (compare.order_units) fits no beta
     return (f"{unit} ({how}; vs uniform p={p_value_text(fit.get('uniform_test_p'))}, "
             f"Holm p={p_value_text(fit.get('uniform_test_p_holm'))})")

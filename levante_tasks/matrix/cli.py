@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.errors import LevanteError
+from levante_tasks.errors import LevanteError, display_path
 
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
@@ -81,6 +81,11 @@ def run(args: argparse.Namespace) -> int:
             raise LevanteError("--submit: submits the whole matrix; drop --shard, --cell, --model and --plan-sha256")
         if args.report_only:
             raise LevanteError("--submit: the end step it submits is --report-only; drop --report-only")
+        auto = next((i for i, m in enumerate(config.models) if m.distribution and m.distribution.auto), None)
+        if auto is not None:
+            raise LevanteError(f"{display_path(config.path)}: models[{auto}].distribution.orders: auto decides after "
+                               "each block of orders whether to run more, which queued jobs cannot; give a number of "
+                               "orders to --submit, or run the matrix without --submit")
         submit(config, args.out, args.resume, dry_run=args.dry_run)
         return 0
     if args.report_only and (args.resume or args.dry_run or args.shard or args.cell is not None

@@ -11,6 +11,7 @@ from typing import Any
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.matrix.slurm_options import SlurmSpec, parse_slurm
 from levante_tasks.schema.layout import is_version_name
+from levante_tasks.schema.seeds import MAX_ORDERS
 from levante_tasks.yaml_file import read_yaml
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -20,12 +21,42 @@ RESERVED_FLAGS = ("--model", "--model_args", "--tasks", "--batch_size", "--outpu
                   "--limit", "--device", "--include_path")
 TOP_KEYS = {"models", "tasks", "seeds", "limit", "batch_sizes", "device", "num_processes", "extra_args", "env",
             "lmms_eval_module", "data", "compare", "groups", "slurm"}
-MODEL_KEYS = {"name", "model", "model_args", "public_id", "revision"}
+MODEL_KEYS = {"name", "model", "model_args", "public_id", "revision", "distribution"}
+DISTRIBUTION_KEYS = {"orders", "tolerance", "max_orders", "samples", "temperature"}
+AUTO = "auto"
 UNKNOWN_REVISION = "unknown"
 COMMIT = re.compile(r"[0-9a-f]{40}")
 # Our lmms-eval models: `revision=<commit>` in their model_args loads that commit (levante_adapters.revision).
 REVISION_PINNING_MODELS = {"levante_clip", "levante_vlm_mc"}
 DEFAULT_GROUP = "all"
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A model's distribution mode: every item asked under replicate option orders 0..K-1 (`orders`; None for
+    `auto`, which adds blocks until the replicate half-width is <= `tolerance` or `max_orders` is reached), each
+    order `samples` times at `temperature` (None: the task's greedy decoding)."""
+
+    orders: int | None
+    tolerance: float | None = None
+    max_orders: int | None = None
+    samples: int = 1
+    temperature: float | None = None
+
+    @property
+    def auto(self) -> bool:
+        """Whether the matrix decides K per task (`orders: auto`)."""
+        return self.orders is None
+
+    @property
+    def most_orders(self) -> int:
+        """The largest K this mode may run: `orders`, or auto's `max_orders`."""
+        return self.orders if self.orders is not None else self.max_orders or MAX_ORDERS
+
+    def document(self) -> dict[str, Any]:
+        """The settings as matrix.json and the report state them."""
+        return {"orders": AUTO if self.auto else self.orders, "tolerance": self.tolerance,
+                "max_orders": self.max_orders, "samples": self.samples, "temperature": self.temperature}
 
 
 @dataclass(frozen=True)
@@ -38,6 +69,7 @@ class ModelSpec:
     public_id: str
     revision: str
     group: str = DEFAULT_GROUP
+    distribution: Distribution | None = None
 
 
 @dataclass(frozen=True)
@@ -111,10 +143,17 @@ class _Reader:
                                  "or digit)")
         return text
 
-    def integer(self, value: Any, key: str, minimum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(key, f"must be an integer >= {minimum}")
+    def integer(self, value: Any, key: str, minimum: int, maximum: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
+                maximum is not None and value > maximum):
+            raise self.fail(key, f"must be an integer >= {minimum}" if maximum is None
+                            else f"must be an integer from {minimum} to {maximum}, not {value!r}")
         return value
+
+    def positive(self, value: Any, key: str, below: float | None = None) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < (below or float("inf")):
+            raise self.fail(key, f"must be a number > 0{f' and < {below:g}' if below else ''}, not {value!r}")
+        return float(value)
 
     def items(self, value: Any, key: str) -> list[Any]:
         if isinstance(value, str | int) and not isinstance(value, bool):
@@ -145,8 +184,38 @@ def _model(reader: _Reader, value: Any, key: str) -> ModelSpec:
         raise reader.fail(f"{key}.model_args", "must be a `k=v,k2=v2` string or a mapping")
     model = reader.text(raw["model"], f"{key}.model")
     args, revision = _pin_revision(reader, key, model, args.strip(), raw.get("revision"))
+    distribution = _distribution(reader, raw["distribution"], f"{key}.distribution") if "distribution" in raw else None
     return ModelSpec(name=name, model=model, model_args=args,
-                     public_id=reader.text(raw.get("public_id", name), f"{key}.public_id"), revision=revision)
+                     public_id=reader.text(raw.get("public_id", name), f"{key}.public_id"), revision=revision,
+                     distribution=distribution)
+
+
+def _distribution(reader: _Reader, value: Any, key: str) -> Distribution:
+    """A model's `distribution:` (docs/matrix.md, *Response distributions*): `orders: K` (2..32) or `orders: auto`
+    with `tolerance` and `max_orders`; `samples` runs per order at `temperature` > 0."""
+    raw = reader.mapping(value, key, DISTRIBUTION_KEYS)
+    if "orders" not in raw:
+        raise reader.fail(f"{key}.orders", f"missing (an integer from 2 to {MAX_ORDERS}, or {AUTO})")
+    orders, tolerance, max_orders = raw["orders"], None, None
+    if orders == AUTO:
+        orders = None
+        tolerance = reader.positive(raw.get("tolerance", 0.02), f"{key}.tolerance", below=1)
+        max_orders = reader.integer(raw.get("max_orders", MAX_ORDERS), f"{key}.max_orders", 2, MAX_ORDERS)
+    else:
+        if isinstance(orders, str):
+            raise reader.fail(f"{key}.orders", f"must be an integer from 2 to {MAX_ORDERS} or {AUTO}, not {orders!r}")
+        orders = reader.integer(orders, f"{key}.orders", 2, MAX_ORDERS)
+        extra = next((k for k in ("tolerance", "max_orders") if k in raw), None)
+        if extra:
+            raise reader.fail(f"{key}.{extra}", f"only with orders: {AUTO} (orders: {orders} runs exactly {orders})")
+    samples = reader.integer(raw.get("samples", 1), f"{key}.samples", 1)
+    temperature = reader.positive(raw["temperature"], f"{key}.temperature") if raw.get("temperature") is not None \
+        else None
+    if samples > 1 and temperature is None:
+        raise reader.fail(f"{key}.samples", f"{samples} samples per order need a temperature > 0 (greedy runs of one "
+                                            "order give the same answer)")
+    return Distribution(orders=orders, tolerance=tolerance, max_orders=max_orders, samples=samples,
+                        temperature=temperature)
 
 
 def _pin_revision(reader: _Reader, key: str, model: str, args: str, value: Any) -> tuple[str, str]:
@@ -228,6 +297,34 @@ def _groups(reader: _Reader, value: Any, models: list[ModelSpec]) -> dict[str, t
     return groups
 
 
+def _check_distributions(reader: _Reader, models: list[ModelSpec], compare: bool, extra_args: tuple[str, ...]) -> None:
+    """What a model's `distribution:` needs from the rest of the config: `auto` a `compare:` section (the children
+    decide when the orders are enough); a temperature no `--gen_kwargs` of its own in `extra_args` (the runner sets
+    it) and a group whose models all decode alike (the summary compares one decoding per group)."""
+    decoding = {}
+    for index, model in enumerate(models):
+        key = f"models[{index}].distribution"
+        spec = model.distribution
+        if spec is not None and spec.auto and not compare:
+            raise reader.fail(f"{key}.orders", f"{AUTO} needs a compare: section (the children's data decides when "
+                                               "the orders are enough); give one, or a number of orders")
+        temperature = spec.temperature if spec else None
+        if temperature is not None and any(a.split("=", 1)[0] == "--gen_kwargs" for a in extra_args):
+            raise reader.fail(f"{key}.temperature", "the runner sets --gen_kwargs for it; drop --gen_kwargs from "
+                                                    "extra_args")
+        other = decoding.setdefault(model.group, (model.name, temperature, index))
+        if other[1] != temperature:
+            raise reader.fail(f"models[{index if temperature is not None else other[2]}].distribution.temperature",
+                              f"group {model.group!r} holds {other[0]!r}, decoding {_decoding(other[1])}, and "
+                              f"{model.name!r}, decoding {_decoding(temperature)}: the summary compares one decoding "
+                              "per group; put them in different groups")
+
+
+def _decoding(temperature: float | None) -> str:
+    """How a model decodes, in words."""
+    return "greedily" if temperature is None else f"at temperature {temperature:g}"
+
+
 def _number(reader: _Reader, value: Any, key: str) -> float | None:
     """`limit`: a positive count (>= 1) or fraction (< 1), or null."""
     if value is None:
@@ -287,6 +384,7 @@ def parse_config(raw: Any, path: Path) -> MatrixConfig:
     groups = _groups(reader, raw.get("groups"), models)
     group_of = {m: g for g, members in groups.items() for m in members}
     models = [replace(m, group=group_of[m.name]) for m in models]
+    _check_distributions(reader, models, bool(raw.get("compare")), extra_args)
     return MatrixConfig(
         path=path, models=tuple(models), tasks=tasks, seeds=seeds, limit=_number(reader, raw.get("limit"), "limit"),
         batch_sizes=batch_sizes,

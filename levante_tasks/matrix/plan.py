@@ -50,11 +50,14 @@ class Cell:
     lmms_task: str
     spec: dict[str, Any]
     sha256: str
+    sample: int | None = None  # the run of its order at the model's temperature (distribution mode), else None
 
     @property
     def cell_id(self) -> str:
-        """`<model>__<task>__s<seed>__<hash12>`: readable, and a changed config never lands in an old folder."""
-        return f"{self.model.name}__{self.task}__s{self.seed}__{self.sha256[:12]}"
+        """`<model>__<task>__s<seed>__<hash12>` (`s<seed>n<sample>` for a temperature sample): readable, and a
+        changed config never lands in an old folder."""
+        sample = "" if self.sample is None else f"n{self.sample}"
+        return f"{self.model.name}__{self.task}__s{self.seed}{sample}__{self.sha256[:12]}"
 
     @property
     def rel_dir(self) -> str:
@@ -132,6 +135,27 @@ def lmms_seed_arg(seed: int) -> str:
     return f"{seed},{1234 + seed},{1234 + seed},{1234 + seed}"
 
 
+SAMPLE_SEED_STRIDE = 1000  # temperature sample k of seed s runs with lmms-eval seeds shifted by s + 1000 k
+
+
+def model_seeds(config: MatrixConfig, model: ModelSpec) -> tuple[int, ...]:
+    """The seeds a model's cells run: its replicate orders 0..K-1 in distribution mode (auto: up to max_orders),
+    else the config's `seeds`."""
+    spec = model.distribution
+    return tuple(range(spec.most_orders)) if spec is not None else config.seeds
+
+
+def model_samples(model: ModelSpec) -> tuple[int | None, ...]:
+    """The temperature samples of each of a model's orders (0..n-1), or (None,) for its one greedy run."""
+    spec = model.distribution
+    return tuple(range(spec.samples)) if spec is not None and spec.temperature is not None else (None,)
+
+
+def gen_kwargs_arg(temperature: float) -> str:
+    """lmms-eval's `--gen_kwargs` for a temperature sample (merged over the task's generation_kwargs)."""
+    return f"temperature={temperature:g},do_sample=True"
+
+
 def dataset_key(task: str, locale: Locale = ENGLISH) -> str:
     """A prepared dataset's key in the cell hash: the task's internal name, `<task>@<code>` in a translated locale."""
     return task if locale.is_source else f"{task}@{locale.code}"
@@ -181,13 +205,21 @@ def canonical_json(value: Any) -> str:
 
 
 def cell_spec(config: MatrixConfig, model: ModelSpec, task: str, seed: int, data: dict[str, Any],
-              software: dict[str, Any]) -> dict[str, Any]:
-    """Everything that changes a cell's output (not the batch size, not where it is written)."""
+              software: dict[str, Any], sample: int | None = None) -> dict[str, Any]:
+    """Everything that changes a cell's output (not the batch size, not where it is written). A temperature
+    sample adds `generation` (its temperature and sample index) and shifts lmms-eval's seeds; a greedy replicate
+    order is the same cell as that seed without distribution mode."""
+    generation = {}
+    if sample is not None and model.distribution is not None and model.distribution.temperature is not None:
+        generation = {"generation": {"temperature": model.distribution.temperature, "sample": sample,
+                                     "gen_kwargs": gen_kwargs_arg(model.distribution.temperature)}}
+    lmms_seed = lmms_seed_arg(seed + SAMPLE_SEED_STRIDE * (sample or 0))
     return {
         "schema": SCHEMA_VERSION,
         "model": {"model": model.model, "model_args": model.model_args, "public_id": model.public_id,
                   "revision": model.revision},
-        "task": task, "lmms_task": seeded_task(task, seed), "seed": seed, "lmms_seed": lmms_seed_arg(seed),
+        **generation,
+        "task": task, "lmms_task": seeded_task(task, seed), "seed": seed, "lmms_seed": lmms_seed,
         "limit": config.limit, "device": config.device, "num_processes": config.num_processes,
         "extra_args": list(config.extra_args), "env": dict(sorted(config.env.items())),
         "lmms_eval_module": config.lmms_eval_module,
@@ -218,8 +250,8 @@ def check_batch_sizes(config: MatrixConfig, software: dict[str, Any]) -> None:
 
 def plan(config: MatrixConfig, data: dict[str, Any] | None = None,
          software: dict[str, Any] | None = None) -> list[Cell]:
-    """All cells in a fixed order (models, then tasks, then seeds, as listed); an unknown seed variant is an error,
-    and so is a batch size the installed lmms-eval gets wrong (check_batch_sizes)."""
+    """All cells in a fixed order (models, then tasks, then seeds, as listed, then temperature samples); an unknown
+    seed variant is an error, and so is a batch size the installed lmms-eval gets wrong (check_batch_sizes)."""
     data = data if data is not None else data_facts(config)
     software = software if software is not None else software_facts()
     for task in config.tasks:
@@ -229,15 +261,19 @@ def plan(config: MatrixConfig, data: dict[str, Any] | None = None,
             raise LevanteError(f"{display_path(config.path)}: tasks: {exc}") from None
     check_batch_sizes(config, software)
     cells = []
-    for model in config.models:
+    for index, model in enumerate(config.models):
         for task in config.tasks:
-            for seed in config.seeds:
-                try:
-                    spec = cell_spec(config, model, task, seed, data, software)
-                except LevanteError as exc:
-                    raise LevanteError(f"{display_path(config.path)}: tasks: {exc}") from None
-                digest = hashlib.sha256(canonical_json(spec).encode("utf-8")).hexdigest()
-                cells.append(Cell(len(cells), model, task, seed, spec["lmms_task"], spec, digest))
+            if model.distribution is not None and _levante_name(task) is None:
+                raise LevanteError(f"{display_path(config.path)}: models[{index}].distribution: {task} has no "
+                                   "balanced option orders (distribution mode runs LEVANTE tasks and groups)")
+            for seed in model_seeds(config, model):
+                for sample in model_samples(model):
+                    try:
+                        spec = cell_spec(config, model, task, seed, data, software, sample)
+                    except LevanteError as exc:
+                        raise LevanteError(f"{display_path(config.path)}: tasks: {exc}") from None
+                    digest = hashlib.sha256(canonical_json(spec).encode("utf-8")).hexdigest()
+                    cells.append(Cell(len(cells), model, task, seed, spec["lmms_task"], spec, digest, sample))
     return cells
 
 
@@ -273,6 +309,8 @@ def cell_argv(config: MatrixConfig, cell: Cell, batch_size: int, cell_output: Pa
         argv += ["--include_path", relative_to_base(config, TASKS_DIR)]
     argv += ["--batch_size", str(batch_size), "--output_path", relative_to_base(config, cell_output),
              "--log_samples", "--seed", cell.spec["lmms_seed"]]
+    if "generation" in cell.spec:
+        argv += ["--gen_kwargs", cell.spec["generation"]["gen_kwargs"]]
     if config.limit is not None:
         argv += ["--limit", f"{config.limit:g}"]
     if config.device is not None:

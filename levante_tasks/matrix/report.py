@@ -16,8 +16,9 @@ from typing import Any
 from levante_tasks.atomic import write_json, write_text
 from levante_tasks.errors import LevanteError, problem_text
 from levante_tasks.markdown_table import markdown_table
+from levante_tasks.matrix.config import MatrixConfig
 from levante_tasks.matrix.plan import Cell
-from levante_tasks.matrix.run import MatrixRun
+from levante_tasks.matrix.run import NOT_NEEDED, MatrixRun
 from levante_tasks.matrix.state import read_state
 from levante_tasks.summary.card import CARD_FILE, write_results_card
 
@@ -42,7 +43,8 @@ def _cell_entry(cell: Cell, state: dict[str, Any], labels: dict[str, str]) -> di
     return {"cell_id": cell.cell_id, "dir": cell.rel_dir, "model": cell.model.name,
             "public_id": cell.model.public_id, "revision": cell.model.revision, "group": cell.model.group,
             "model_label": labels.get(Path(cell.rel_dir).name),
-            "task": cell.task, "seed": cell.seed, "lmms_task": cell.lmms_task, "sha256": cell.sha256,
+            "task": cell.task, "seed": cell.seed, **({} if cell.sample is None else {"sample": cell.sample}),
+            "lmms_task": cell.lmms_task, "sha256": cell.sha256,
             "status": state.get("status", "not run"), "batch_size": state.get("batch_size"),
             "oom_fallback": len(attempts) > 1 and state.get("status") == "done", "attempts": attempts,
             "error": state.get("error")}
@@ -59,6 +61,39 @@ def model_loads(run: MatrixRun, states: dict[str, dict[str, Any]]) -> dict[str, 
     per_model = {m.name: sum(_loaded(a) for c in run.cells if c.model.name == m.name
                              for a in states[c.cell_id].get("attempts", [])) for m in run.config.models}
     return {"per_model": per_model, "total": sum(per_model.values())}
+
+
+def orders_reached(run: MatrixRun, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per model in distribution mode: its settings, and per task the replicate orders K it reached (seeds 0..K-1
+    with every sample done), the requests per item that cost (K x samples) and why it stopped there (`stops`:
+    auto's decision per task, when it made one)."""
+    readout: dict[str, Any] = {}
+    for model in run.config.models:
+        spec = model.distribution
+        if spec is None:
+            continue
+        tasks = {}
+        for task in run.config.tasks:
+            done_seeds = {c.seed for c in run.cells if c.model.name == model.name and c.task == task}
+            for cell in run.cells:
+                if cell.model.name == model.name and cell.task == task and \
+                        states[cell.cell_id].get("status") != "done":
+                    done_seeds.discard(cell.seed)
+            reached = next((k for k in range(spec.most_orders + 1) if k not in done_seeds), spec.most_orders)
+            stop = run.stops.get((model.name, task))
+            why = stop or (f"orders: {spec.orders}" if reached == spec.orders
+                           else f"cells of order {reached} not finished")
+            tasks[task] = {"orders": reached, "requests_per_item": reached * spec.samples, "why": why}
+        readout[model.name] = {**spec.document(), "tasks": tasks}
+    return readout
+
+
+def group_tolerance(config: MatrixConfig, group: str) -> dict[str, float]:
+    """The comparison's `orders_tolerance` for a group: the tolerance its `orders: auto` models share (their
+    comparison then reads `orders enough` as their runs decided), else the comparison's default (no key)."""
+    tolerances = {m.distribution.tolerance for m in config.models
+                  if m.group == group and m.distribution is not None and m.distribution.auto}
+    return {"orders_tolerance": tolerances.pop()} if len(tolerances) == 1 else {}
 
 
 def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str], None]) -> dict[str, Any]:
@@ -92,7 +127,8 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
                 result = run_compare(list(spec.irt), spec.trials, spec.runs,
                                      run.out / "cells" / group, run.out / "comparison" / group,
                                      Settings(min_n=spec.min_n, n_boot=spec.n_boot, seed=spec.seed, plots=True,
-                                              across_languages=spec.across_languages),
+                                              across_languages=spec.across_languages,
+                                              **group_tolerance(run.config, group)),
                                      items_path=spec.items, model_folders=[run.out / c.rel_dir for c in done])
             entry["comparison"] = f"comparison/{group}/comparison.md"
             echo(f"comparison ({group}): {len(result['tasks'])} task(s) -> comparison/{group}/comparison.md")
@@ -123,11 +159,13 @@ def _markdown(document: dict[str, Any], timing: dict[str, float]) -> str:
         seconds = timing.get(cell["cell_id"])
         wall = f"{seconds:.0f} s" if seconds is not None else "-"
         model = cell["model_label"] or f"{cell['model']} (not summarized)"
-        rows.append([f"[{cell['cell_id']}]({cell['dir']}/)", model, cell["task"], cell["seed"], status,
+        seed = cell["seed"] if "sample" not in cell else f"{cell['seed']} (sample {cell['sample']})"
+        rows.append([f"[{cell['cell_id']}]({cell['dir']}/)", model, cell["task"], seed, status,
                      cell["batch_size"] or "-", attempts, wall])
     lines += ["", "## Cells", "", markdown_table(
         ["cell", "model", "task", "seed", "status", "batch size", "attempts", "wall time"], rows)]
-    failed = [c for c in document["cells"] if c["status"] != "done"]
+    lines += _distribution_markdown(document.get("distribution") or {})
+    failed = [c for c in document["cells"] if c["status"] not in ("done", NOT_NEEDED)]
     if failed:
         lines += ["", "## Failures", ""]
         for cell in failed:
@@ -135,6 +173,24 @@ def _markdown(document: dict[str, Any], timing: dict[str, float]) -> str:
             lines += [f"### {cell['cell_id']}", "", error.get("reason", cell["status"]), "", "```",
                       *error.get("tail", []), "```", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _distribution_markdown(readout: dict[str, Any]) -> list[str]:
+    """report.md's section on the models in distribution mode: per model x task the orders reached and why."""
+    if not readout:
+        return []
+    rows = []
+    for model, entry in readout.items():
+        setting = f"orders: {entry['orders']}" + (f" (tolerance {entry['tolerance']:g}, max {entry['max_orders']})"
+                                                  if entry["orders"] == "auto" else "")
+        decoding = "greedy" if entry["temperature"] is None else \
+            f"{entry['samples']} sample(s) per order at temperature {entry['temperature']:g}"
+        rows += [[model, task, setting, decoding, t["orders"], t["requests_per_item"], t["why"]]
+                 for task, t in entry["tasks"].items()]
+    return ["", "## Response distributions", "",
+            "Models in distribution mode ask every item under balanced option orders 0..K-1 (docs/matrix.md, "
+            "*Response distributions*); K reached counts the orders whose cells all finished.", "",
+            markdown_table(["model", "task", "setting", "decoding", "K reached", "requests per item", "why"], rows)]
 
 
 def _linked(groups: dict[str, dict[str, Any]]) -> dict[str, str]:
@@ -162,6 +218,9 @@ def write_report(run: MatrixRun, echo: Callable[[str], None] = print) -> dict[st
                 "cells": [_cell_entry(c, states[c.cell_id], labels) for c in run.cells],
                 "model_loads": model_loads(run, states), "groups": groups,
                 "timing": {"cell_seconds": timing}}
+    readout = orders_reached(run, states)
+    if readout:
+        document["distribution"] = readout
     with _writing(run.out, "matrix.json"):
         write_json(run.out / "matrix.json", document)
     with _writing(run.out, CARD_FILE):

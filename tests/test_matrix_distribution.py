@@ -1,0 +1,344 @@
+"""The matrix's distribution mode (`distribution:` per model, docs/matrix.md *Response distributions*): config
+validation, the cells it plans (replicate orders x temperature samples, each its own hash), their lmms-eval argv,
+the refusals of `orders: auto`, and existing configs planning the very same cells as before."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from built_once import built_once
+from data_helpers import prepared_synthetic
+from faults import one_error_line, run_cli
+
+from levante_tasks.errors import LevanteError
+from levante_tasks.matrix import run as matrix_run
+from levante_tasks.matrix.config import load_config
+from levante_tasks.matrix.plan import Cell, cell_argv, config_argv, dataset_key, plan, runs_list
+from levante_tasks.matrix.run import MatrixRun
+from levante_tasks.schema.locales import LOCALES
+from levante_tasks.schema.tasks import TASKS
+from levante_tasks.testing.fake_openai import serve
+from levante_tasks.testing.processor_spy import read_log
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = {"dir": Path("data"), "version": "2026-03-24",
+        "fingerprints": {dataset_key(t.name, lc): f"fp-{t.name}-{lc.code}" for t in TASKS for lc in LOCALES}}
+SOFTWARE = {"lmms_eval": {"version": "0.7.2", "patched": True}, "levante_tasks": "0.0.0"}
+# examples/matrix.yaml's cell ids under DATA and SOFTWARE, as planned before distribution mode existed
+EXAMPLE_CELL_IDS = [
+    "clip-b32__levante__s0__86aa19b7b063", "clip-b32__levante__s1__378d2eb44a22",
+    "clip-b32__levante__s2__bbcbe2831451", "siglip-b16__levante__s0__86c0219feeee",
+    "siglip-b16__levante__s1__43f92f0f4727", "siglip-b16__levante__s2__97995347844d",
+    "smolvlm-256m__levante__s0__7606ebc602c0", "smolvlm-256m__levante__s1__a830405d7611",
+    "smolvlm-256m__levante__s2__ba2df7b29735",
+]
+
+
+def write_config(folder: Path, **overrides: Any) -> Path:
+    """matrix.yaml: a chat model `api` (given `distribution` through overrides) and a greedy `other` on
+    levante_trog, each in its own group."""
+    config = {"models": [{"name": "api", "model": "openai", "model_args": "model_version=fake"},
+                         {"name": "other", "model": "levante_fixed", "model_args": "letter=B"}],
+              "groups": {"chat": ["api"], "doubles": ["other"]}, "tasks": ["levante_trog"], "limit": 4, **overrides}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "matrix.yaml"
+    path.write_text(yaml.safe_dump({k: v for k, v in config.items() if v is not None}), encoding="utf-8")
+    return path
+
+
+def with_distribution(distribution: Any, **model: Any) -> list[dict[str, Any]]:
+    """The two models, `api` with `distribution` (and any other model keys)."""
+    return [{"name": "api", "model": "openai", "model_args": "model_version=fake", "distribution": distribution,
+             **model}, {"name": "other", "model": "levante_fixed", "model_args": "letter=B"}]
+
+
+def test_an_existing_config_plans_the_same_cells_as_before() -> None:
+    cells = plan(load_config(ROOT / "examples" / "matrix.yaml"), DATA, SOFTWARE)
+    assert [c.cell_id for c in cells] == EXAMPLE_CELL_IDS
+    assert all(c.sample is None and "generation" not in c.spec for c in cells)
+
+
+def test_greedy_orders_are_the_seed_cells_of_a_plain_config(tmp_path: Path) -> None:
+    """`distribution: {orders: 3}` plans seeds 0..2 of every task, the very cells (same hashes) `seeds: [0, 1, 2]`
+    plans; the other model keeps the config's seeds."""
+    plain = plan(load_config(write_config(tmp_path / "plain", seeds=[0, 1, 2])), DATA, SOFTWARE)
+    orders = plan(load_config(write_config(tmp_path / "orders", models=with_distribution({"orders": 3}))), DATA,
+                  SOFTWARE)
+    assert [(c.model.name, c.seed) for c in orders] == [("api", 0), ("api", 1), ("api", 2), ("other", 0)]
+    assert [c.cell_id for c in orders[:3]] == [c.cell_id for c in plain[:3]]
+    assert [c.lmms_task for c in orders[:3]] == ["levante_trog", "levante_trog_seed1", "levante_trog_seed2"]
+
+
+def test_temperature_samples_are_cells_of_their_own(tmp_path: Path) -> None:
+    """orders x samples cells, each with its own hash and folder, lmms-eval seeds shifted per sample, and the
+    temperature through --gen_kwargs (also in the one process of the model's cells)."""
+    config = load_config(write_config(tmp_path, models=with_distribution(
+        {"orders": 2, "samples": 2, "temperature": 0.7})))
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    assert [(c.seed, c.sample) for c in cells] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert len({c.sha256 for c in cells}) == 4 and len({c.cell_id for c in cells}) == 4
+    assert [c.cell_id.split("__")[2] for c in cells] == ["s0n0", "s0n1", "s1n0", "s1n1"]
+    assert [c.spec["lmms_seed"].split(",")[0] for c in cells] == ["0", "1000", "1", "1001"]
+    assert [c.spec["generation"]["sample"] for c in cells] == [0, 1, 0, 1]
+    argv = cell_argv(config, cells[1], 1, tmp_path / "out")
+    assert argv[argv.index("--gen_kwargs") + 1] == "temperature=0.7,do_sample=True"
+    assert argv[argv.index("--seed") + 1] == "1000,2234,2234,2234"
+    runs = runs_list(config, cells, [tmp_path / f"out{i}" for i in range(4)])
+    assert [run["seed"][0] for run in runs] == [0, 1000, 1, 1001]
+    whole = config_argv(config, cells[0], 1, tmp_path / "runs.yaml")
+    assert whole.count("--gen_kwargs") == 1 and "--seed" not in whole
+    other = load_config(write_config(tmp_path, models=with_distribution(
+        {"orders": 2, "samples": 2, "temperature": 0.9})))
+    assert not {c.sha256 for c in plan(other, DATA, SOFTWARE)} & {c.sha256 for c in cells}  # temperature is hashed
+
+
+@pytest.mark.parametrize(("distribution", "message"), [
+    ({"orders": 1}, "models[0].distribution.orders: must be an integer from 2 to 32, not 1"),
+    ({"orders": 33}, "models[0].distribution.orders: must be an integer from 2 to 32, not 33"),
+    ({"orders": "many"}, "models[0].distribution.orders: must be an integer from 2 to 32 or auto, not 'many'"),
+    ({"orders": True}, "models[0].distribution.orders: must be an integer from 2 to 32"),
+    ({}, "models[0].distribution.orders: missing"),
+    ([4], "models[0].distribution: must be a mapping"),
+    ({"orders": 4, "runs": 2}, "models[0].distribution.runs: unknown key"),
+    ({"orders": 4, "tolerance": 0.1}, "models[0].distribution.tolerance: only with orders: auto"),
+    ({"orders": 4, "max_orders": 8}, "models[0].distribution.max_orders: only with orders: auto"),
+    ({"orders": "auto", "tolerance": 0}, "models[0].distribution.tolerance: must be a number > 0 and < 1, not 0"),
+    ({"orders": "auto", "tolerance": "small"}, "models[0].distribution.tolerance: must be a number > 0"),
+    ({"orders": "auto", "max_orders": 64}, "models[0].distribution.max_orders: must be an integer from 2 to 32"),
+    ({"orders": 4, "samples": 0}, "models[0].distribution.samples: must be an integer >= 1"),
+    ({"orders": 4, "samples": 3}, "models[0].distribution.samples: 3 samples per order need a temperature > 0"),
+    ({"orders": 4, "temperature": 0}, "models[0].distribution.temperature: must be a number > 0, not 0"),
+    ({"orders": 4, "temperature": -1}, "models[0].distribution.temperature: must be a number > 0"),
+])
+def test_each_bad_value_is_one_line_naming_the_file_and_the_key(distribution: Any, message: str, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config(tmp_path, models=with_distribution(distribution))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LevanteError) as caught:
+        load_config(Path("matrix.yaml"))
+    assert str(caught.value).startswith(f"matrix.yaml: {message}"), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"models": with_distribution({"orders": "auto"})},
+     "matrix.yaml: models[0].distribution.orders: auto needs a compare: section"),
+    ({"models": with_distribution({"orders": 2, "temperature": 0.7}), "extra_args": ["--gen_kwargs", "top_p=0.9"]},
+     "matrix.yaml: models[0].distribution.temperature: the runner sets --gen_kwargs for it"),
+    ({"models": with_distribution({"orders": 2, "temperature": 0.7}), "groups": None},
+     "matrix.yaml: models[0].distribution.temperature: group 'all' holds 'api', decoding at temperature 0.7, and "
+     "'other', decoding greedily"),
+])
+def test_what_a_distribution_needs_from_the_rest_of_the_config(overrides: dict[str, Any], message: str,
+                                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config(tmp_path, **overrides)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LevanteError) as caught:
+        load_config(Path("matrix.yaml"))
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value), str(caught.value)
+
+
+def test_a_task_without_option_orders_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config(tmp_path, models=with_distribution({"orders": 2}), tasks=["l0_trace"])
+    monkeypatch.chdir(tmp_path)
+    config = load_config(Path("matrix.yaml"))
+    with pytest.raises(LevanteError, match=r"^matrix.yaml: models\[0\].distribution: l0_trace has no balanced "
+                                           r"option orders"):
+        plan(config, DATA, SOFTWARE)
+
+
+def test_auto_is_refused_with_submit_in_one_line_before_anything_runs(tmp_path: Path) -> None:
+    release = tmp_path / "children.csv"
+    release.write_text("x\n", encoding="utf-8")
+    compare = {"trials": str(release), "runs": str(release), "irt": [str(release)]}
+    path = write_config(tmp_path / "cfg", models=with_distribution({"orders": "auto"}), compare=compare)
+    assert load_config(path).models[0].distribution.auto  # the config itself is fine without --submit
+    done = run_cli(["matrix", "--config", path, "--out", tmp_path / "out", "--submit", "--dry-run"], cwd=tmp_path)
+    assert done.returncode == 2
+    assert one_error_line(done.stderr) == (
+        "levante-tasks: error: cfg/matrix.yaml: models[0].distribution.orders: auto decides after each block of "
+        "orders whether to run more, which queued jobs cannot; give a number of orders to --submit, or run the "
+        "matrix without --submit")
+    assert not (tmp_path / "out").exists()
+
+
+# --- end to end: lmms-eval's `openai` class on the local fake server ------------------------------------------
+
+ORDERS = 4  # replicate orders of the end-to-end run: one Latin square of trog's 4 options
+E2E_TASKS = ["levante_trog", "levante_vocab"]
+E2E_LIMIT = 4
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The prepared synthetic release (release/ and data/), shared by the run's workers."""
+    return built_once(tmp_path_factory, "prepared-synthetic", prepared_synthetic)
+
+
+@pytest.fixture(scope="module")
+def openai_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """A matrix of lmms-eval's `openai` class against the fake server (it answers `A`, a pure position bias) with
+    `distribution: {orders: ORDERS}` and a comparison with the synthetic release's children; its folder and the
+    requests the server received."""
+    folder = tmp_path_factory.mktemp("distribution-openai")
+    release = prepared / "release"
+    log = folder / "server.jsonl"
+    with serve(log) as url:
+        path = write_config(
+            folder, models=[{"name": "api", "model": "openai", "public_id": "fake-gpt",
+                             "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1",
+                             "distribution": {"orders": ORDERS}}],
+            groups=None, tasks=E2E_TASKS, limit=E2E_LIMIT,
+            data={"dir": str(prepared / "data"), "version": "synthetic"},
+            env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+            compare={"trials": str(release / "children" / "trials.csv"),
+                     "runs": str(release / "children" / "runs.csv"),
+                     "irt": [str(release / "irt" / "item_params.csv")],
+                     "items": str(prepared / "data" / "synthetic" / "datasets"), "n_boot": 20, "min_n": 2})
+        done = run_cli(["matrix", "--config", path, "--out", folder / "out"], cwd=folder, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return folder / "out", read_log(log)
+
+
+def item_records(cell_dir: Path) -> list[dict[str, Any]]:
+    """The per-item records (`levante_item`) of a cell's samples files."""
+    return [json.loads(line)["levante_item"] for path in sorted(cell_dir.rglob("*_samples_*.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_openai_run_has_a_finished_cell_and_records_for_every_replicate(
+        openai_matrix: tuple[Path, list[dict[str, Any]]]) -> None:
+    """Every (task, replicate) is its own finished cell; its records carry the replicate as seed with its presented
+    order; each item was asked once per replicate (K requests per item), each time in another order."""
+    out, requests = openai_matrix
+    document = json.loads((out / "matrix.json").read_text(encoding="utf-8"))
+    cells = document["cells"]
+    assert sorted((c["task"], c["seed"]) for c in cells) == sorted(
+        (task, seed) for task in E2E_TASKS for seed in range(ORDERS))
+    assert all(c["status"] == "done" for c in cells)
+    orders: dict[tuple[str, str], list[tuple[str, ...]]] = {}
+    for cell in cells:
+        records = item_records(out / cell["dir"])
+        assert len(records) == E2E_LIMIT and {r["seed"] for r in records} == {cell["seed"]}
+        for record in records:
+            assert sorted(record["presented_order"]) == list(range(len(record["presented_order"])))
+            orders.setdefault((cell["task"], record["item_uid"]), []).append(tuple(record["presented_order"]))
+    assert len(orders) == len(E2E_TASKS) * E2E_LIMIT
+    assert all(len(shown) == ORDERS == len(set(shown)) for shown in orders.values()), orders
+    assert len(requests) == len(E2E_TASKS) * E2E_LIMIT * ORDERS
+    readout = document["distribution"]["api"]
+    assert readout["orders"] == ORDERS and readout["samples"] == 1 and readout["temperature"] is None
+    assert readout["tasks"] == {task: {"orders": ORDERS, "requests_per_item": ORDERS, "why": f"orders: {ORDERS}"}
+                                for task in E2E_TASKS}
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Response distributions" in report
+    assert all(f"| api | {task} | orders: {ORDERS} | greedy | {ORDERS} | {ORDERS} |" in report for task in E2E_TASKS)
+    assert document["groups"]["all"]["comparison"] == "comparison/all/comparison.md"
+
+
+def test_openai_run_has_a_kl_row_with_interval_and_replicate_count_for_every_task(
+        openai_matrix: tuple[Path, list[dict[str, Any]]]) -> None:
+    """The issue's done-when: comparison.md of the openai-class matrix has, for every task, the model's orders row
+    with its KL, interval and the orders counted per item (all 4: one whole block of trog's and vocab's 4
+    options), on the items that have children's cells."""
+    out, _ = openai_matrix
+    markdown = (out / "comparison" / "all" / "comparison.md").read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^### (\S+)\n(.*?)(?=^### |\Z)", markdown, re.MULTILINE | re.DOTALL))
+    row = re.compile(r"^\| English \(en\) \| en \| fake-gpt @ unknown \(openai\)/original/gen/orders \| "
+                     rf"[1-{E2E_LIMIT}] \| {ORDERS} \({ORDERS}-{ORDERS}\) \| [\d.]+ \| (\d\.\d+) \[(\d\.\d+), "
+                     r"(\d\.\d+)\] \(", re.MULTILINE)
+    for task in ("trog", "vocab"):
+        found = row.search(sections[task])
+        assert found, sections[task][:3000]
+        _, low, high = map(float, found.groups())
+        assert low < high  # a basic bootstrap interval: it may sit below the estimate (compare.replicates)
+    summary = json.loads((out / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
+    assert summary["settings"]["orders_tolerance"] == 0.02  # no auto model: the comparison's default
+
+
+@pytest.fixture(scope="module")
+def auto_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`orders: auto` (tolerance 0.99, max_orders 3) on levante_mental_rotation (2 options: a block is 2 orders)
+    through the `openai` class on the fake server: its first block is enough."""
+    folder = tmp_path_factory.mktemp("distribution-auto")
+    release = prepared / "release"
+    with serve(folder / "server.jsonl") as url:
+        path = write_config(
+            folder, models=[{"name": "loose", "model": "openai",
+                             "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1",
+                             "distribution": {"orders": "auto", "tolerance": 0.99, "max_orders": 3}}],
+            groups=None, tasks=["levante_mental_rotation"], limit=E2E_LIMIT,
+            data={"dir": str(prepared / "data"), "version": "synthetic"},
+            env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+            compare={"trials": str(release / "children" / "trials.csv"),
+                     "runs": str(release / "children" / "runs.csv"),
+                     "irt": [str(release / "irt" / "item_params.csv")],
+                     "items": str(prepared / "data" / "synthetic" / "datasets"), "n_boot": 50, "min_n": 2})
+        done = run_cli(["matrix", "--config", path, "--out", folder / "out"], cwd=folder, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return folder / "out"
+
+
+def test_auto_stops_after_the_block_whose_half_width_is_within_tolerance(auto_matrix: Path) -> None:
+    """The children's comparison and the replicate estimator decide after the first block (2 orders); the third
+    order is planned but not run, and is no failure."""
+    document = json.loads((auto_matrix / "matrix.json").read_text(encoding="utf-8"))
+    assert [(c["seed"], c["status"]) for c in document["cells"]] == [(0, "done"), (1, "done"), (2, "not needed")]
+    readout = document["distribution"]["loose"]["tasks"]["levante_mental_rotation"]
+    assert readout["orders"] == 2 and readout["requests_per_item"] == 2
+    assert re.fullmatch(r"half-width 0\.\d{4} <= tolerance 0\.99 at 2 orders", readout["why"]), readout
+    report = (auto_matrix / "report.md").read_text(encoding="utf-8")
+    assert "| loose | levante_mental_rotation | orders: auto (tolerance 0.99, max 3) | greedy | 2 | 2 |" in report
+    assert "## Failures" not in report and not (auto_matrix / ".auto").exists()
+    comparison = json.loads((auto_matrix / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
+    assert comparison["settings"]["orders_tolerance"] == 0.99  # the group's auto tolerance
+
+
+def test_report_only_decides_again_from_the_finished_cells(auto_matrix: Path, tmp_path: Path) -> None:
+    """The end step alone (`--report-only`, running no cell) reaches the same decision: the unrun order is `not
+    needed`, not a failure, and the exit status is 0."""
+    copy = tmp_path / "copy"
+    shutil.copytree(auto_matrix.parent, copy)
+    done = run_cli(["matrix", "--config", copy / "matrix.yaml", "--out", copy / "out", "--report-only"], cwd=copy)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    document = json.loads((copy / "out" / "matrix.json").read_text(encoding="utf-8"))
+    assert [c["status"] for c in document["cells"]] == ["done", "done", "not needed"]
+    assert document["distribution"] == json.loads((auto_matrix / "matrix.json").read_text(
+        encoding="utf-8"))["distribution"]
+
+
+def test_auto_runs_a_block_per_task_at_a_time_until_tolerance_or_max_orders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop alone (estimator and cells stubbed): each pending task gets its next block (its largest option
+    count, cut at max_orders) in one call; a task stops at the first half-width <= tolerance, else at max_orders;
+    the orders past a stop are `not needed`."""
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 3}),
+                        tasks=["levante_trog", "levante_mental_rotation"],
+                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    widths = {"levante_trog": [0.2], "levante_mental_rotation": [0.3, 0.04]}
+    monkeypatch.setattr(matrix_run, "block_size", lambda task, _data: 3 if task == "levante_trog" else 2)
+    monkeypatch.setattr(matrix_run, "replicate_halfwidth", lambda _config, done, _out: widths[done[0].task].pop(0))
+    batches = []
+
+    def run_cells(batch: list[Cell]) -> None:
+        batches.append(sorted((c.task.removeprefix("levante_"), c.seed) for c in batch))
+        run.states.update({c.cell_id: {"status": "done"} for c in batch})
+
+    matrix_run._run_auto(run, tmp_path, DATA, cells, run_cells, lambda _cell, _kept: None, lambda _line: None)
+    assert batches == [[("mental_rotation", 0), ("mental_rotation", 1), ("trog", 0), ("trog", 1), ("trog", 2)],
+                       [("mental_rotation", 2)]]
+    assert run.stops == {("api", "levante_trog"): "max_orders 3 reached (half-width 0.2000)",
+                         ("api", "levante_mental_rotation"): "half-width 0.0400 <= tolerance 0.05 at 3 orders"}
+    assert all(state["status"] == "done" for state in run.states.values())
+    assert not run.failed
