@@ -145,6 +145,15 @@ def test_config_problems_are_one_line_naming_file_and_key(inputs: dict[str, Path
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
 
 
+def test_compare_n_boot_is_positive_as_compare_takes_it(inputs: dict[str, Path], tmp_path: Path) -> None:
+    """`compare.n_boot: 0` is refused as `compare --n-boot 0` is (it crashed the end step's age curves)."""
+    record = inputs["release"] / "irt" / "item_params.csv"
+    with pytest.raises(LevanteError, match=r"compare\.n_boot: must be an integer >= 1$"):
+        load_config(write_config(tmp_path, inputs, compare={
+            "trials": str(inputs["release"] / "children" / "trials.csv"),
+            "runs": str(inputs["release"] / "children" / "runs.csv"), "irt": str(record), "n_boot": 0}))
+
+
 def test_compare_records_per_language_as_compare_takes_them(inputs: dict[str, Path], tmp_path: Path) -> None:
     """`compare.irt` entries are `PATH` or `TASK[@LANGUAGE]=PATH` (`compare --irt`), `across_languages` a boolean;
     a bad task, language or flag is one line naming the key."""

@@ -267,7 +267,7 @@ def _compare(reader: _Reader, value: Any) -> CompareSpec:
     return CompareSpec(trials=trials, runs=runs, irt=irt,
                        items=reader.path_value(raw["items"], "compare.items") if raw.get("items") else None,
                        min_n=reader.integer(raw.get("min_n", 10), "compare.min_n", 1),
-                       n_boot=reader.integer(raw.get("n_boot", 2000), "compare.n_boot", 0),
+                       n_boot=reader.integer(raw.get("n_boot", 2000), "compare.n_boot", 1),
                        seed=reader.integer(raw.get("seed", 0), "compare.seed", 0), across_languages=across)
 
 
