@@ -1,9 +1,9 @@
 """`distribution: {orders: auto}`: after each block of replicate orders, whether a (model, task) has enough.
 
-A block is the task's largest option count (one Latin square of its items with that many options). After each
-block the model's finished cells of the task are compared with the config's children (`compare:`); the
-comparison's orders unit (compare.order_units, compare.replicates) gives the half-width of the KL's interval over
-replicates alone (items fixed), the noise more orders remove. The task stops adding orders when
+A block is the task's largest option count (plan.block_size: one Latin square of its items with that many
+options). After each block the model's finished cells of the task are compared with the config's children
+(`compare:`); the comparison's orders unit (compare.order_units, compare.replicates) gives the half-width of the
+KL's interval over replicates alone (items fixed), the noise more orders remove. The task stops adding orders when
 that half-width is <= `tolerance` (for a group task, every member task's), when every distinct order has been
 asked (n! for the task's largest option count n: later seeds repeat earlier orders and are never counted), or
 when `max_orders` is reached.
@@ -33,14 +33,14 @@ class Decision:
     stop: str | None
 
 
-def decide(spec: Distribution, orders: int, halfwidth: float | None, distinct: int | None = None) -> Decision:
+def decide(spec: Distribution, orders: int, halfwidth: float | None, distinct: int) -> Decision:
     """Whether a task with `orders` orders run and that half-width has enough (the rule in the module doc);
-    `distinct`: the task's distinct orders n! (plan.task_distinct_orders; None: unknown)."""
+    `distinct`: the task's n! distinct orders."""
     tolerance = spec.tolerance or 0.0
     if halfwidth is not None and halfwidth <= tolerance:
         return Decision(orders, halfwidth, f"half-width {halfwidth:.4f} <= tolerance {tolerance:g} at {orders} "
                                            "orders")
-    if distinct is not None and orders >= distinct:
+    if orders >= distinct:
         return Decision(orders, halfwidth, f"every order asked (n! = {distinct})")
     if orders >= spec.most_orders:
         shown = "not estimable" if halfwidth is None else f"{halfwidth:.4f}"
