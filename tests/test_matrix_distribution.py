@@ -264,16 +264,16 @@ def test_openai_run_has_a_kl_row_with_interval_and_replicate_count_for_every_tas
 
 @pytest.fixture(scope="module")
 def auto_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`orders: auto` (tolerance 0.99, max_orders 3) on levante_mental_rotation (2 options: a block is 2 orders)
-    through the `openai` class on the fake server: its first block is enough."""
+    """`orders: auto` (tolerance 0.99, max_orders 5) on levante_trog (4 options: a block is 4 orders) through the
+    `openai` class on the fake server: its first block is enough."""
     folder = tmp_path_factory.mktemp("distribution-auto")
     release = prepared / "release"
     with serve(folder / "server.jsonl") as url:
         path = write_config(
             folder, models=[{"name": "loose", "model": "openai",
                              "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1",
-                             "distribution": {"orders": "auto", "tolerance": 0.99, "max_orders": 3}}],
-            groups=None, tasks=["levante_mental_rotation"], limit=E2E_LIMIT,
+                             "distribution": {"orders": "auto", "tolerance": 0.99, "max_orders": 5}}],
+            groups=None, tasks=["levante_trog"], limit=E2E_LIMIT,
             data={"dir": str(prepared / "data"), "version": "synthetic"},
             env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
             compare={"trials": str(release / "children" / "trials.csv"),
@@ -286,15 +286,16 @@ def auto_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 def test_auto_stops_after_the_block_whose_half_width_is_within_tolerance(auto_matrix: Path) -> None:
-    """The children's comparison and the replicate estimator decide after the first block (2 orders); the third
+    """The children's comparison and the replicate estimator decide after the first block (4 orders); the fifth
     order is planned but not run, and is no failure."""
     document = json.loads((auto_matrix / "matrix.json").read_text(encoding="utf-8"))
-    assert [(c["seed"], c["status"]) for c in document["cells"]] == [(0, "done"), (1, "done"), (2, "not needed")]
-    readout = document["distribution"]["loose"]["tasks"]["levante_mental_rotation"]
-    assert readout["orders"] == 2 and readout["requests_per_item"] == 2
-    assert re.fullmatch(r"half-width 0\.\d{4} <= tolerance 0\.99 at 2 orders", readout["why"]), readout
+    assert [(c["seed"], c["status"]) for c in document["cells"]] == [
+        (0, "done"), (1, "done"), (2, "done"), (3, "done"), (4, "not needed")]
+    readout = document["distribution"]["loose"]["tasks"]["levante_trog"]
+    assert readout["orders"] == 4 and readout["requests_per_item"] == 4
+    assert re.fullmatch(r"half-width 0\.\d{4} <= tolerance 0\.99 at 4 orders", readout["why"]), readout
     report = (auto_matrix / "report.md").read_text(encoding="utf-8")
-    assert "| loose | levante_mental_rotation | orders: auto (tolerance 0.99, max 3) | greedy | 2 | 2 |" in report
+    assert "| loose | levante_trog | orders: auto (tolerance 0.99, max 5) | greedy | 4 | 4 |" in report
     assert "## Failures" not in report and not (auto_matrix / ".auto").exists()
     comparison = json.loads((auto_matrix / "comparison" / "all" / "comparison.json").read_text(encoding="utf-8"))
     assert comparison["settings"]["orders_tolerance"] == 0.99  # the group's auto tolerance
@@ -308,26 +309,28 @@ def test_report_only_decides_again_from_the_finished_cells(auto_matrix: Path, tm
     done = run_cli(["matrix", "--config", copy / "matrix.yaml", "--out", copy / "out", "--report-only"], cwd=copy)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     document = json.loads((copy / "out" / "matrix.json").read_text(encoding="utf-8"))
-    assert [c["status"] for c in document["cells"]] == ["done", "done", "not needed"]
+    assert [c["status"] for c in document["cells"]] == ["done"] * 4 + ["not needed"]
     assert document["distribution"] == json.loads((auto_matrix / "matrix.json").read_text(
         encoding="utf-8"))["distribution"]
 
 
-def test_auto_runs_a_block_per_task_at_a_time_until_tolerance_or_max_orders(
+def test_auto_runs_a_block_per_task_at_a_time_until_tolerance_every_order_or_max_orders(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The loop alone (estimator and cells stubbed): each pending task gets its next block (its largest option
-    count, cut at max_orders) in one call; a task stops at the first half-width <= tolerance, else at max_orders;
-    the orders past a stop are `not needed`."""
+    count n, cut at max_orders and at its n! distinct orders) in one call; a task stops at the first half-width <=
+    tolerance, else once every distinct order was asked, else at max_orders; the orders past a stop are `not
+    needed` (a 2-option task never runs a third order: it would repeat one of the two)."""
     children = tmp_path / "children.csv"
     children.write_text("x\n", encoding="utf-8")
-    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 3}),
-                        tasks=["levante_trog", "levante_mental_rotation"],
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 8}),
+                        tasks=["levante_trog", "levante_mental_rotation", "levante_vocab"],
                         compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
     config = load_config(path)
-    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]  # DATA: no option counts, no cap
     run = MatrixRun(config, tmp_path / "out", cells, cells)
-    widths = {"levante_trog": [0.2], "levante_mental_rotation": [0.3, 0.04]}
-    monkeypatch.setattr(matrix_run, "block_size", lambda task, _data: 3 if task == "levante_trog" else 2)
+    widths = {"levante_trog": [0.2, 0.04], "levante_mental_rotation": [0.3], "levante_vocab": [0.2, 0.1]}
+    blocks = {"levante_trog": 3, "levante_mental_rotation": 2, "levante_vocab": 4}
+    monkeypatch.setattr(matrix_run, "block_size", lambda task, _data: blocks[task])
     monkeypatch.setattr(matrix_run, "replicate_halfwidth", lambda _config, done, _out: widths[done[0].task].pop(0))
     batches = []
 
@@ -336,9 +339,62 @@ def test_auto_runs_a_block_per_task_at_a_time_until_tolerance_or_max_orders(
         run.states.update({c.cell_id: {"status": "done"} for c in batch})
 
     matrix_run._run_auto(run, tmp_path, DATA, cells, run_cells, lambda _cell, _kept: None, lambda _line: None)
-    assert batches == [[("mental_rotation", 0), ("mental_rotation", 1), ("trog", 0), ("trog", 1), ("trog", 2)],
-                       [("mental_rotation", 2)]]
-    assert run.stops == {("api", "levante_trog"): "max_orders 3 reached (half-width 0.2000)",
-                         ("api", "levante_mental_rotation"): "half-width 0.0400 <= tolerance 0.05 at 3 orders"}
-    assert all(state["status"] == "done" for state in run.states.values())
+    assert batches == [[("mental_rotation", 0), ("mental_rotation", 1), ("trog", 0), ("trog", 1), ("trog", 2),
+                        ("vocab", 0), ("vocab", 1), ("vocab", 2), ("vocab", 3)],
+                       [("trog", 3), ("trog", 4), ("trog", 5), ("vocab", 4), ("vocab", 5), ("vocab", 6),
+                        ("vocab", 7)]]
+    assert run.stops == {("api", "levante_mental_rotation"): "every order asked (n! = 2)",
+                         ("api", "levante_trog"): "half-width 0.0400 <= tolerance 0.05 at 6 orders",
+                         ("api", "levante_vocab"): "max_orders 8 reached (half-width 0.1000)"}
+    done = sorted((c.task.removeprefix("levante_"), c.seed) for c in cells if run.states[c.cell_id]["status"] == "done")
+    assert done == sorted(seed for batch in batches for seed in batch)
+    assert {run.states[c.cell_id]["status"] for c in cells if (c.task.removeprefix("levante_"), c.seed) not in done} \
+        == {"not needed"}
     assert not run.failed
+
+
+def prepared_data(prepared: Path) -> dict[str, Any]:
+    """DATA with the prepared synthetic release's data folder (the option counts the cap reads)."""
+    return {**DATA, "dir": prepared / "data", "version": "synthetic"}
+
+
+@pytest.mark.parametrize(("task", "orders", "planned"), [
+    ("levante_mental_rotation", 8, 2),  # 2 options: 2! orders
+    ("levante_trog", 32, 24),  # 4 options: 4!
+    ("levante_trog", 8, 8),  # under 4!: as configured
+])
+def test_fixed_orders_are_capped_at_the_tasks_distinct_orders(task: str, orders: int, planned: int,
+                                                              prepared: Path, tmp_path: Path) -> None:
+    """Seeds from n! on repeat earlier orders and the estimator never counts them: the plan stops at n! of the
+    task's largest option count (read from the prepared data); the greedy model without `distribution` keeps its
+    seed."""
+    config = load_config(write_config(tmp_path, models=with_distribution({"orders": orders}), tasks=[task]))
+    cells = plan(config, prepared_data(prepared), SOFTWARE)
+    assert [(c.model.name, c.seed) for c in cells] == [("api", s) for s in range(planned)] + [("other", 0)]
+
+
+def test_auto_plans_at_most_the_tasks_distinct_orders(prepared: Path, tmp_path: Path) -> None:
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    config = load_config(write_config(
+        tmp_path, models=with_distribution({"orders": "auto", "max_orders": 32}),
+        tasks=["levante_mental_rotation", "levante_trog"],
+        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]}))
+    cells = [c for c in plan(config, prepared_data(prepared), SOFTWARE) if c.model.name == "api"]
+    assert [c.seed for c in cells if c.task == "levante_mental_rotation"] == [0, 1]
+    assert [c.seed for c in cells if c.task == "levante_trog"] == list(range(24))
+
+
+def test_a_capped_task_says_why_in_matrix_json(tmp_path: Path) -> None:
+    """orders_reached: a fixed K planned as n! (fewer cells) reads 'capped at every order asked', not 'not
+    finished'."""
+    from levante_tasks.matrix.report import orders_reached
+
+    config = load_config(write_config(tmp_path, models=with_distribution({"orders": 8})))
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"][:2]  # as plan caps a 2-option task
+    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    readout = orders_reached(run, {c.cell_id: {"status": "done"} for c in cells})
+    assert readout["api"]["tasks"]["levante_trog"] == {
+        "orders": 2, "requests_per_item": 2, "why": "orders: 8, capped at every order asked (n! = 2)"}
+    one_short = orders_reached(run, {cells[0].cell_id: {"status": "done"}, cells[1].cell_id: {"status": "failed"}})
+    assert one_short["api"]["tasks"]["levante_trog"]["why"] == "cells of order 1 not finished"

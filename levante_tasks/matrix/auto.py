@@ -1,10 +1,12 @@
 """`distribution: {orders: auto}`: after each block of replicate orders, whether a (model, task) has enough.
 
-A block is the task's largest option count (one Latin square of its items with that many options). After each
-block the model's finished cells of the task are compared with the config's children (`compare:`); the
-comparison's orders unit (compare.order_units, compare.replicates) gives the half-width of the KL's interval over
-replicates alone (items fixed), the noise more orders remove. The task stops adding orders when
-that half-width is <= `tolerance` (for a group task, every member task's), or when `max_orders` is reached.
+A block is the task's largest option count (plan.block_size: one Latin square of its items with that many
+options). After each block the model's finished cells of the task are compared with the config's children
+(`compare:`); the comparison's orders unit (compare.order_units, compare.replicates) gives the half-width of the
+KL's interval over replicates alone (items fixed), the noise more orders remove. The task stops adding orders when
+that half-width is <= `tolerance` (for a group task, every member task's), when every distinct order has been
+asked (n! for the task's largest option count n: later seeds repeat earlier orders and are never counted), or
+when `max_orders` is reached.
 """
 
 from __future__ import annotations
@@ -12,16 +14,11 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-import pyarrow.parquet as pq
 
-from levante_tasks.errors import LevanteError
 from levante_tasks.matrix.config import Distribution, MatrixConfig
-from levante_tasks.matrix.plan import Cell, datasets_of
-from levante_tasks.schema import layout
-from levante_tasks.schema.locales import locale as locale_of
+from levante_tasks.matrix.plan import Cell
 
 SCRATCH = ".auto"  # under --out: each decision's comparison (rewritten per block, removed at the end)
 
@@ -36,30 +33,15 @@ class Decision:
     stop: str | None
 
 
-def block_size(task: str, data: dict[str, Any]) -> int:
-    """The largest option count of the choice items the task reads (its prepared datasets): one block of orders."""
-    largest = 0
-    for key in datasets_of(task):
-        name, _, code = key.partition("@")
-        path = layout.dataset_dir(data["version"], name, data["dir"], locale_of(code)) / layout.DATASET_FILE
-        try:
-            table = pq.read_table(path, columns=["n_options", "response_format"]).to_pydict()
-        except (OSError, ValueError) as exc:
-            raise LevanteError(f"{task}: cannot read the option counts of {name} ({exc.__class__.__name__}); "
-                               "prepare the data first") from None
-        counts = [n for n, kind in zip(table["n_options"], table["response_format"], strict=True) if kind == "choice"]
-        largest = max([largest, *counts])
-    if largest < 2:
-        raise LevanteError(f"{task}: no choice item with two or more options: nothing for orders to balance")
-    return largest
-
-
-def decide(spec: Distribution, orders: int, halfwidth: float | None) -> Decision:
-    """Whether a task with `orders` orders run and that half-width has enough (the rule in the module doc)."""
+def decide(spec: Distribution, orders: int, halfwidth: float | None, distinct: int) -> Decision:
+    """Whether a task with `orders` orders run and that half-width has enough (the rule in the module doc);
+    `distinct`: the task's n! distinct orders."""
     tolerance = spec.tolerance or 0.0
     if halfwidth is not None and halfwidth <= tolerance:
         return Decision(orders, halfwidth, f"half-width {halfwidth:.4f} <= tolerance {tolerance:g} at {orders} "
                                            "orders")
+    if orders >= distinct:
+        return Decision(orders, halfwidth, f"every order asked (n! = {distinct})")
     if orders >= spec.most_orders:
         shown = "not estimable" if halfwidth is None else f"{halfwidth:.4f}"
         return Decision(orders, halfwidth, f"max_orders {spec.most_orders} reached (half-width {shown})")

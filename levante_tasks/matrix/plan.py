@@ -22,6 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from levante_tasks import __version__
 from levante_tasks.core.options import DEFAULT_SEEDS, MAX_ORDERS
 from levante_tasks.errors import LevanteError, display_path
@@ -29,6 +31,7 @@ from levante_tasks.matrix.config import MatrixConfig, ModelSpec
 from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import read_dataset_info
 from levante_tasks.schema.locales import ENGLISH, LOCALES, Locale
+from levante_tasks.schema.locales import locale as locale_of
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.schema.variant import AllTasksGroup, SeedGroup, Variant, VariantNameError, parse_name
@@ -138,11 +141,44 @@ def lmms_seed_arg(seed: int) -> str:
 SAMPLE_SEED_STRIDE = 1000  # temperature sample k of seed s runs with lmms-eval seeds shifted by s + 1000 k
 
 
-def model_seeds(config: MatrixConfig, model: ModelSpec) -> tuple[int, ...]:
+def model_seeds(config: MatrixConfig, model: ModelSpec, distinct: int | None = None) -> tuple[int, ...]:
     """The seeds a model's cells run: its replicate orders 0..K-1 in distribution mode (auto: up to max_orders),
-    else the config's `seeds`."""
+    at most the task's `distinct` orders (task_distinct_orders; None: no cap), else the config's `seeds`."""
     spec = model.distribution
-    return tuple(range(spec.most_orders)) if spec is not None else config.seeds
+    if spec is None:
+        return config.seeds
+    return tuple(range(min(spec.most_orders, distinct or spec.most_orders)))
+
+
+def block_size(task: str, data: dict[str, Any]) -> int:
+    """The largest option count of the choice items the task reads (its prepared datasets): one block of orders."""
+    largest = 0
+    for key in datasets_of(task):
+        name, _, code = key.partition("@")
+        try:
+            path = layout.dataset_dir(data["version"], name, data["dir"], locale_of(code)) / layout.DATASET_FILE
+            table = pq.read_table(path, columns=["n_options", "response_format"]).to_pydict()
+        except (OSError, TypeError, ValueError) as exc:
+            raise LevanteError(f"{task}: cannot read the option counts of {name} ({exc.__class__.__name__}); "
+                               "prepare the data first") from None
+        counts = [n for n, kind in zip(table["n_options"], table["response_format"], strict=True) if kind == "choice"]
+        largest = max([largest, *counts])
+    if largest < 2:
+        raise LevanteError(f"{task}: no choice item with two or more options: nothing for orders to balance")
+    return largest
+
+
+def task_distinct_orders(task: str, data: dict[str, Any]) -> int | None:
+    """n! of the task's largest option count n (block_size): the distinct orders its items can be shown in.
+    Seeds from n! on repeat earlier orders (core.options' Latin blocks cycle) and the estimator never counts them
+    (compare.replicates.counted_orders), so no cell runs them. None when the option counts cannot be read (data
+    not prepared: the task's cells fail for want of data anyway, and the orders stay as configured)."""
+    from levante_tasks.compare.replicates import distinct_orders
+
+    try:
+        return int(distinct_orders(block_size(task, data))[0])
+    except LevanteError:
+        return None
 
 
 def model_samples(model: ModelSpec) -> tuple[int | None, ...]:
@@ -261,12 +297,15 @@ def plan(config: MatrixConfig, data: dict[str, Any] | None = None,
             raise LevanteError(f"{display_path(config.path)}: tasks: {exc}") from None
     check_batch_sizes(config, software)
     cells = []
+    distinct: dict[str, int | None] = {}
     for index, model in enumerate(config.models):
         for task in config.tasks:
             if model.distribution is not None and _levante_name(task) is None:
                 raise LevanteError(f"{display_path(config.path)}: models[{index}].distribution: {task} has no "
                                    "balanced option orders (distribution mode runs LEVANTE tasks and groups)")
-            for seed in model_seeds(config, model):
+            if model.distribution is not None and task not in distinct:
+                distinct[task] = task_distinct_orders(task, data)
+            for seed in model_seeds(config, model, distinct.get(task)):
                 for sample in model_samples(model):
                     try:
                         spec = cell_spec(config, model, task, seed, data, software, sample)

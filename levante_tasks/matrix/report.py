@@ -66,7 +66,7 @@ def model_loads(run: MatrixRun, states: dict[str, dict[str, Any]]) -> dict[str, 
 def orders_reached(run: MatrixRun, states: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per model in distribution mode: its settings, and per task the replicate orders K it reached (seeds 0..K-1
     with every sample done), the requests per item that cost (K x samples) and why it stopped there (`stops`:
-    auto's decision per task, when it made one)."""
+    auto's decision per task, when it made one; a fixed K above the task's n! distinct orders is planned as n!)."""
     readout: dict[str, Any] = {}
     for model in run.config.models:
         spec = model.distribution
@@ -75,14 +75,16 @@ def orders_reached(run: MatrixRun, states: dict[str, dict[str, Any]]) -> dict[st
         tasks = {}
         for task in run.config.tasks:
             done_seeds = {c.seed for c in run.cells if c.model.name == model.name and c.task == task}
+            planned = len(done_seeds)  # fewer than `orders` when the task has fewer distinct orders (plan.py)
             for cell in run.cells:
                 if cell.model.name == model.name and cell.task == task and \
                         states[cell.cell_id].get("status") != "done":
                     done_seeds.discard(cell.seed)
             reached = next((k for k in range(spec.most_orders + 1) if k not in done_seeds), spec.most_orders)
             stop = run.stops.get((model.name, task))
-            why = stop or (f"orders: {spec.orders}" if reached == spec.orders
-                           else f"cells of order {reached} not finished")
+            why = stop or (f"cells of order {reached} not finished" if reached < planned or spec.auto
+                           else f"orders: {spec.orders}" if reached == spec.orders
+                           else f"orders: {spec.orders}, capped at every order asked (n! = {planned})")
             tasks[task] = {"orders": reached, "requests_per_item": reached * spec.samples, "why": why}
         readout[model.name] = {**spec.document(), "tasks": tasks}
     return readout

@@ -30,10 +30,11 @@ from levante_tasks import folder_lock
 from levante_tasks.atomic import clean_stale, write_json, write_text
 from levante_tasks.errors import LevanteError, display_path, os_error, problem_text
 from levante_tasks.matrix import slurm_job
-from levante_tasks.matrix.auto import SCRATCH, block_size, decide, replicate_halfwidth
+from levante_tasks.matrix.auto import SCRATCH, decide, replicate_halfwidth
 from levante_tasks.matrix.config import MatrixConfig
 from levante_tasks.matrix.plan import (
     Cell,
+    block_size,
     cell_argv,
     cell_env,
     config_argv,
@@ -626,15 +627,18 @@ def _run_auto(run: MatrixRun, target: Path, data: dict[str, Any], model_cells: l
               echo: Callable[[str], None]) -> None:
     """A model with `orders: auto` (matrix/auto.py): per task, a block of orders at a time (all pending tasks'
     blocks in one process), then the decision; the orders past a task's stop are recorded `not needed`."""
+    from levante_tasks.compare.replicates import distinct_orders
+
     spec = model_cells[0].model.distribution
     assert spec is not None
     tasks = list(dict.fromkeys(c.task for c in model_cells))
     block = {task: block_size(task, data) for task in tasks}
+    distinct = {task: int(distinct_orders(block[task])[0]) for task in tasks}
     reached = {task: 0 for task in tasks}
     pending = list(tasks)
     while pending:
         for task in pending:
-            reached[task] = min(reached[task] + block[task], spec.most_orders)
+            reached[task] = min(reached[task] + block[task], spec.most_orders, distinct[task])
         run_cells([c for c in model_cells if c.task in pending and c.seed < reached[c.task]
                    and c.cell_id not in run.states])
         for task in list(pending):
@@ -644,7 +648,7 @@ def _run_auto(run: MatrixRun, target: Path, data: dict[str, Any], model_cells: l
                 run.stops[(cells[0].model.name, task)] = f"cells of its first {reached[task]} orders did not all finish"
                 pending.remove(task)
                 continue
-            decision = decide(spec, reached[task], replicate_halfwidth(run.config, done, target))
+            decision = decide(spec, reached[task], replicate_halfwidth(run.config, done, target), distinct[task])
             echo(f"{cells[0].model.name} x {task}: {decision.orders} orders, replicate half-width "
                  f"{'n/a' if decision.halfwidth is None else f'{decision.halfwidth:.4f}'}"
                  f"{'; ' + decision.stop if decision.stop else '; adding a block'}")
