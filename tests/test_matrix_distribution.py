@@ -342,3 +342,34 @@ def test_auto_runs_a_block_per_task_at_a_time_until_tolerance_or_max_orders(
                          ("api", "levante_mental_rotation"): "half-width 0.0400 <= tolerance 0.05 at 3 orders"}
     assert all(state["status"] == "done" for state in run.states.values())
     assert not run.failed
+
+
+def test_a_task_whose_comparison_fails_stops_with_its_reason_and_the_others_go_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A comparison that cannot run for a task (e.g. `nothing compared`: no children's cells for it) stops that
+    task with the comparison's line as its reason; the matrix does not crash and the other task still decides."""
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 4}),
+                        tasks=["levante_trog", "levante_mental_rotation"],
+                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    run = MatrixRun(config, tmp_path / "out", cells, cells)
+
+    def halfwidth(_config: Any, done: list[Cell], _out: Path) -> float:
+        if done[0].task == "levante_trog":
+            raise LevanteError("cells/all: nothing compared: no children's trials of levante_trog")
+        return 0.01
+
+    monkeypatch.setattr(matrix_run, "block_size", lambda task, _data: 4 if task == "levante_trog" else 2)
+    monkeypatch.setattr(matrix_run, "replicate_halfwidth", halfwidth)
+
+    def run_cells(batch: list[Cell]) -> None:
+        run.states.update({c.cell_id: {"status": "done"} for c in batch})
+
+    matrix_run._run_auto(run, tmp_path, DATA, cells, run_cells, lambda _cell, _kept: None, lambda _line: None)
+    assert run.stops == {
+        ("api", "levante_trog"): "no decision at 4 orders: the comparison with the children could not run "
+                                 "(cells/all: nothing compared: no children's trials of levante_trog)",
+        ("api", "levante_mental_rotation"): "half-width 0.0100 <= tolerance 0.05 at 2 orders"}

@@ -644,7 +644,16 @@ def _run_auto(run: MatrixRun, target: Path, data: dict[str, Any], model_cells: l
                 run.stops[(cells[0].model.name, task)] = f"cells of its first {reached[task]} orders did not all finish"
                 pending.remove(task)
                 continue
-            decision = decide(spec, reached[task], replicate_halfwidth(run.config, done, target))
+            try:
+                halfwidth = replicate_halfwidth(run.config, done, target)
+            except LevanteError as exc:  # more orders cannot mend it: stop with its line, the others go on
+                problem = (str(exc).splitlines() or [type(exc).__name__])[0]
+                run.stops[(cells[0].model.name, task)] = (f"no decision at {reached[task]} orders: the comparison "
+                                                          f"with the children could not run ({problem})")
+                echo(f"{cells[0].model.name} x {task}: {run.stops[(cells[0].model.name, task)]}")
+                pending.remove(task)
+                continue
+            decision = decide(spec, reached[task], halfwidth)
             echo(f"{cells[0].model.name} x {task}: {decision.orders} orders, replicate half-width "
                  f"{'n/a' if decision.halfwidth is None else f'{decision.halfwidth:.4f}'}"
                  f"{'; ' + decision.stop if decision.stop else '; adding a block'}")
