@@ -373,3 +373,31 @@ def test_a_task_whose_comparison_fails_stops_with_its_reason_and_the_others_go_o
         ("api", "levante_trog"): "no decision at 4 orders: the comparison with the children could not run "
                                  "(cells/all: nothing compared: no children's trials of levante_trog)",
         ("api", "levante_mental_rotation"): "half-width 0.0100 <= tolerance 0.05 at 2 orders"}
+
+
+def test_orders_after_a_block_that_did_not_finish_are_not_run_not_not_needed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task whose block did not all finish (a failed cell, an interrupted run read by --report-only) stops
+    without a decision: its later orders are `not finished` failures naming why (a --resume runs them), never
+    `not needed`, which says auto had enough."""
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 6}),
+                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    monkeypatch.setattr(matrix_run, "block_size", lambda _task, _data: 2)
+    monkeypatch.setattr(matrix_run, "replicate_halfwidth", lambda _config, _done, _out: 0.5)
+
+    def run_cells(batch: list[Cell]) -> None:
+        run.states.update({c.cell_id: {"status": "failed" if c.seed == 3 else "done",
+                                       "error": {"reason": "boom", "tail": []}} for c in batch})
+
+    matrix_run._run_auto(run, tmp_path, DATA, cells, run_cells, lambda _cell, _kept: None, lambda _line: None)
+    assert run.stops == {("api", "levante_trog"): "cells of its first 4 orders did not all finish"}
+    assert [run.states[c.cell_id]["status"] for c in cells] == ["done", "done", "done", "failed", "not finished",
+                                                               "not finished"]
+    assert run.states[cells[4].cell_id]["error"]["reason"] == (
+        "not run: orders: auto stopped levante_trog before it (cells of its first 4 orders did not all finish)")
+    assert [c.seed for c in run.failed] == [3, 4, 5]

@@ -625,13 +625,15 @@ def _run_auto(run: MatrixRun, target: Path, data: dict[str, Any], model_cells: l
               run_cells: Callable[[list[Cell]], None], show: Callable[[Cell, bool], None],
               echo: Callable[[str], None]) -> None:
     """A model with `orders: auto` (matrix/auto.py): per task, a block of orders at a time (all pending tasks'
-    blocks in one process), then the decision; the orders past a task's stop are recorded `not needed`."""
+    blocks in one process), then the decision; the orders past a task's stop are recorded `not needed` when the
+    rule stopped it, else `not finished` (a block did not finish, or its comparison could not run)."""
     spec = model_cells[0].model.distribution
     assert spec is not None
     tasks = list(dict.fromkeys(c.task for c in model_cells))
     block = {task: block_size(task, data) for task in tasks}
     reached = {task: 0 for task in tasks}
     pending = list(tasks)
+    enough: set[str] = set()  # tasks the rule stopped (not those stopped by unfinished cells or a failed comparison)
     while pending:
         for task in pending:
             reached[task] = min(reached[task] + block[task], spec.most_orders)
@@ -659,10 +661,13 @@ def _run_auto(run: MatrixRun, target: Path, data: dict[str, Any], model_cells: l
                  f"{'; ' + decision.stop if decision.stop else '; adding a block'}")
             if decision.stop:
                 run.stops[(cells[0].model.name, task)] = decision.stop
+                enough.add(task)
                 pending.remove(task)
     for cell in model_cells:
-        if cell.cell_id not in run.states:
-            run.states[cell.cell_id] = {"status": NOT_NEEDED}
+        if cell.cell_id not in run.states:  # past its task's stop: not needed only where the rule decided it
+            why = run.stops[(cell.model.name, cell.task)]
+            run.states[cell.cell_id] = {"status": NOT_NEEDED} if cell.task in enough else unfinished_state(
+                target / cell.rel_dir, cell.sha256, f"not run: orders: auto stopped {cell.task} before it ({why})")
             show(cell, False)
 
 
