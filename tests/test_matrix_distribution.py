@@ -401,3 +401,22 @@ def test_orders_after_a_block_that_did_not_finish_are_not_run_not_not_needed(
     assert run.states[cells[4].cell_id]["error"]["reason"] == (
         "not run: orders: auto stopped levante_trog before it (cells of its first 4 orders did not all finish)")
     assert [c.seed for c in run.failed] == [3, 4, 5]
+
+
+def test_auto_decides_on_the_comparison_the_end_step_makes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decision's comparison takes the end step's settings (compare.across_languages too): an English run
+    with only other languages' children is compared under across_languages, and the half-width it decides on is
+    that of the rows the group's comparison.md shows."""
+    from levante_tasks.compare import pipeline
+    from levante_tasks.matrix.auto import replicate_halfwidth
+
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto"}), compare={
+        "trials": str(children), "runs": str(children), "irt": [str(children)], "across_languages": True})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"][:2]
+    seen = []
+    monkeypatch.setattr(pipeline, "run_compare", lambda *_args, **_kwargs: seen.append(_args[5]) or {})
+    assert replicate_halfwidth(config, cells, tmp_path / "out") is None
+    assert [settings.across_languages for settings in seen] == [True]
