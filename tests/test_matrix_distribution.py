@@ -420,3 +420,31 @@ def test_auto_decides_on_the_comparison_the_end_step_makes(tmp_path: Path, monke
     monkeypatch.setattr(pipeline, "run_compare", lambda *_args, **_kwargs: seen.append(_args[5]) or {})
     assert replicate_halfwidth(config, cells, tmp_path / "out") is None
     assert [settings.across_languages for settings in seen] == [True]
+
+
+def test_orders_past_the_stop_that_finished_earlier_are_kept_not_called_not_needed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Orders past auto's stop that finished earlier (a --shard ran the model's cells as planned, or the config
+    had `orders: 8` before) are kept as done, and used, not recorded `not needed` (not run); only the orders never
+    run are `not needed`."""
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 6}),
+                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    on_disk = {c.cell_id for c in cells if c.seed < 4}  # a shard ran orders 0..3
+    monkeypatch.setattr(matrix_run, "block_size", lambda _task, _data: 2)
+    monkeypatch.setattr(matrix_run, "replicate_halfwidth", lambda _config, _done, _out: 0.01)
+    monkeypatch.setattr(matrix_run, "unfinished_reason", lambda cell_dir, _sha, _task: None
+                        if cell_dir.name in on_disk else "not run yet")
+    batches = []
+
+    def run_cells(batch: list[Cell]) -> None:
+        batches.append([c.seed for c in batch])
+        run.states.update({c.cell_id: {"status": "done"} for c in batch})
+
+    matrix_run._run_auto(run, tmp_path, DATA, cells, run_cells, lambda _cell, _kept: None, lambda _line: None)
+    assert batches == [[0, 1], [2, 3]]  # the kept ones through the one keeping path, nothing else run
+    assert [run.states[c.cell_id]["status"] for c in cells] == ["done"] * 4 + ["not needed"] * 2

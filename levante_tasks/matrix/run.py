@@ -663,8 +663,13 @@ def _run_auto(run: MatrixRun, target: Path, data: dict[str, Any], model_cells: l
                 run.stops[(cells[0].model.name, task)] = decision.stop
                 enough.add(task)
                 pending.remove(task)
+    # past a task's stop: cells finished earlier (a --shard, a larger `orders: K` before) are kept and used
+    finished = [c for c in model_cells if c.cell_id not in run.states
+                and unfinished_reason(target / c.rel_dir, c.sha256, c.lmms_task) is None]
+    if finished:
+        run_cells(finished)
     for cell in model_cells:
-        if cell.cell_id not in run.states:  # past its task's stop: not needed only where the rule decided it
+        if cell.cell_id not in run.states:  # never run: not needed only where the rule decided it
             why = run.stops[(cell.model.name, cell.task)]
             run.states[cell.cell_id] = {"status": NOT_NEEDED} if cell.task in enough else unfinished_state(
                 target / cell.rel_dir, cell.sha256, f"not run: orders: auto stopped {cell.task} before it ({why})")
