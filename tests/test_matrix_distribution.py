@@ -398,3 +398,109 @@ def test_a_capped_task_says_why_in_matrix_json(tmp_path: Path) -> None:
         "orders": 2, "requests_per_item": 2, "why": "orders: 8, capped at every order asked (n! = 2)"}
     one_short = orders_reached(run, {cells[0].cell_id: {"status": "done"}, cells[1].cell_id: {"status": "failed"}})
     assert one_short["api"]["tasks"]["levante_trog"]["why"] == "cells of order 1 not finished"
+
+
+def test_a_task_whose_comparison_fails_stops_with_its_reason_and_the_others_go_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A comparison that cannot run for a task (e.g. `nothing compared`: no children's cells for it) stops that
+    task with the comparison's line as its reason; the matrix does not crash and the other task still decides."""
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 4}),
+                        tasks=["levante_trog", "levante_mental_rotation"],
+                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    run = MatrixRun(config, tmp_path / "out", cells, cells)
+
+    def halfwidth(_config: Any, done: list[Cell], _out: Path) -> float:
+        if done[0].task == "levante_trog":
+            raise LevanteError("cells/all: nothing compared: no children's trials of levante_trog")
+        return 0.01
+
+    monkeypatch.setattr(matrix_run, "block_size", lambda task, _data: 4 if task == "levante_trog" else 2)
+    monkeypatch.setattr(matrix_run, "replicate_halfwidth", halfwidth)
+
+    def run_cells(batch: list[Cell]) -> None:
+        run.states.update({c.cell_id: {"status": "done"} for c in batch})
+
+    matrix_run._run_auto(run, tmp_path, DATA, cells, run_cells, lambda _cell, _kept: None, lambda _line: None)
+    assert run.stops == {
+        ("api", "levante_trog"): "no decision at 4 orders: the comparison with the children could not run "
+                                 "(cells/all: nothing compared: no children's trials of levante_trog)",
+        ("api", "levante_mental_rotation"): "half-width 0.0100 <= tolerance 0.05 at 2 orders"}
+
+
+def test_orders_after_a_block_that_did_not_finish_are_not_run_not_not_needed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task whose block did not all finish (a failed cell, an interrupted run read by --report-only) stops
+    without a decision: its later orders are `not finished` failures naming why (a --resume runs them), never
+    `not needed`, which says auto had enough."""
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 6}),
+                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    monkeypatch.setattr(matrix_run, "block_size", lambda _task, _data: 4)  # 4 options: 24 orders
+    monkeypatch.setattr(matrix_run, "replicate_halfwidth", lambda _config, _done, _out: 0.5)
+
+    def run_cells(batch: list[Cell]) -> None:
+        run.states.update({c.cell_id: {"status": "failed" if c.seed == 3 else "done",
+                                       "error": {"reason": "boom", "tail": []}} for c in batch})
+
+    matrix_run._run_auto(run, tmp_path, DATA, cells, run_cells, lambda _cell, _kept: None, lambda _line: None)
+    assert run.stops == {("api", "levante_trog"): "cells of its first 4 orders did not all finish"}
+    assert [run.states[c.cell_id]["status"] for c in cells] == ["done", "done", "done", "failed", "not finished",
+                                                               "not finished"]
+    assert run.states[cells[4].cell_id]["error"]["reason"] == (
+        "not run: orders: auto stopped levante_trog before it (cells of its first 4 orders did not all finish)")
+    assert [c.seed for c in run.failed] == [3, 4, 5]
+
+
+def test_auto_decides_on_the_comparison_the_end_step_makes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decision's comparison takes the end step's settings (compare.across_languages too): an English run
+    with only other languages' children is compared under across_languages, and the half-width it decides on is
+    that of the rows the group's comparison.md shows."""
+    from levante_tasks.compare import pipeline
+    from levante_tasks.matrix.auto import replicate_halfwidth
+
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto"}), compare={
+        "trials": str(children), "runs": str(children), "irt": [str(children)], "across_languages": True})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"][:2]
+    seen = []
+    monkeypatch.setattr(pipeline, "run_compare", lambda *_args, **_kwargs: seen.append(_args[5]) or {})
+    assert replicate_halfwidth(config, cells, tmp_path / "out") is None
+    assert [settings.across_languages for settings in seen] == [True]
+
+
+def test_orders_past_the_stop_that_finished_earlier_are_kept_not_called_not_needed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Orders past auto's stop that finished earlier (a --shard ran the model's cells as planned, or the config
+    had `orders: 8` before) are kept as done, and used, not recorded `not needed` (not run); only the orders never
+    run are `not needed`."""
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 6}),
+                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
+    config = load_config(path)
+    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
+    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    on_disk = {c.cell_id for c in cells if c.seed < 4}  # a shard ran orders 0..3
+    monkeypatch.setattr(matrix_run, "block_size", lambda _task, _data: 2)
+    monkeypatch.setattr(matrix_run, "replicate_halfwidth", lambda _config, _done, _out: 0.01)
+    monkeypatch.setattr(matrix_run, "unfinished_reason", lambda cell_dir, _sha, _task: None
+                        if cell_dir.name in on_disk else "not run yet")
+    batches = []
+
+    def run_cells(batch: list[Cell]) -> None:
+        batches.append([c.seed for c in batch])
+        run.states.update({c.cell_id: {"status": "done"} for c in batch})
+
+    matrix_run._run_auto(run, tmp_path, DATA, cells, run_cells, lambda _cell, _kept: None, lambda _line: None)
+    assert batches == [[0, 1], [2, 3]]  # the kept ones through the one keeping path, nothing else run
+    assert [run.states[c.cell_id]["status"] for c in cells] == ["done"] * 4 + ["not needed"] * 2

@@ -51,8 +51,9 @@ def decide(spec: Distribution, orders: int, halfwidth: float | None, distinct: i
 def replicate_halfwidth(config: MatrixConfig, cells: list[Cell], out: Path) -> float | None:
     """The largest replicate half-width (`kl_replicate_halfwidth`) of the orders units of a comparison of the
     finished `cells` (of one model and config task) alone with the config's children, over the tasks and
-    children's languages it compares them on; None when none could be estimated. The comparison is written to
-    OUT/.auto/<model>/ (no plots; one permutation: the decision does not read the uniform test)."""
+    children's languages it compares them on; None when none could be estimated. The comparison is the end
+    step's (its min_n, n_boot, seed, across_languages), written to OUT/.auto/<model>/ (no plots; one permutation:
+    the decision does not read the uniform test)."""
     from levante_tasks.compare.conventions import ORDER_REPLICATES
     from levante_tasks.compare.pipeline import Settings, run_compare
 
@@ -63,6 +64,7 @@ def replicate_halfwidth(config: MatrixConfig, cells: list[Cell], out: Path) -> f
     shutil.rmtree(scratch, ignore_errors=True)
     run_compare(list(spec.irt), spec.trials, spec.runs, out / "cells" / cells[0].model.group, scratch,
                 Settings(min_n=spec.min_n, n_boot=spec.n_boot, n_perm=1, seed=spec.seed, plots=False,
+                         across_languages=spec.across_languages,
                          orders_tolerance=cells[0].model.distribution.tolerance),
                 items_path=spec.items, model_folders=[out / c.rel_dir for c in cells])
     summary = scratch / "kl_summary.csv"

@@ -626,7 +626,8 @@ def _run_auto(run: MatrixRun, target: Path, data: dict[str, Any], model_cells: l
               run_cells: Callable[[list[Cell]], None], show: Callable[[Cell, bool], None],
               echo: Callable[[str], None]) -> None:
     """A model with `orders: auto` (matrix/auto.py): per task, a block of orders at a time (all pending tasks'
-    blocks in one process), then the decision; the orders past a task's stop are recorded `not needed`."""
+    blocks in one process), then the decision; the orders past a task's stop are recorded `not needed` when the
+    rule stopped it, else `not finished` (a block did not finish, or its comparison could not run)."""
     from levante_tasks.compare.replicates import distinct_orders
 
     spec = model_cells[0].model.distribution
@@ -636,6 +637,7 @@ def _run_auto(run: MatrixRun, target: Path, data: dict[str, Any], model_cells: l
     distinct = {task: int(distinct_orders(block[task])[0]) for task in tasks}
     reached = {task: 0 for task in tasks}
     pending = list(tasks)
+    enough: set[str] = set()  # tasks the rule stopped (not those stopped by unfinished cells or a failed comparison)
     while pending:
         for task in pending:
             reached[task] = min(reached[task] + block[task], spec.most_orders, distinct[task])
@@ -648,16 +650,33 @@ def _run_auto(run: MatrixRun, target: Path, data: dict[str, Any], model_cells: l
                 run.stops[(cells[0].model.name, task)] = f"cells of its first {reached[task]} orders did not all finish"
                 pending.remove(task)
                 continue
-            decision = decide(spec, reached[task], replicate_halfwidth(run.config, done, target), distinct[task])
+            try:
+                halfwidth = replicate_halfwidth(run.config, done, target)
+            except LevanteError as exc:  # more orders cannot mend it: stop with its line, the others go on
+                problem = (str(exc).splitlines() or [type(exc).__name__])[0]
+                run.stops[(cells[0].model.name, task)] = (f"no decision at {reached[task]} orders: the comparison "
+                                                          f"with the children could not run ({problem})")
+                echo(f"{cells[0].model.name} x {task}: {run.stops[(cells[0].model.name, task)]}")
+                pending.remove(task)
+                continue
+            decision = decide(spec, reached[task], halfwidth, distinct[task])
             echo(f"{cells[0].model.name} x {task}: {decision.orders} orders, replicate half-width "
                  f"{'n/a' if decision.halfwidth is None else f'{decision.halfwidth:.4f}'}"
                  f"{'; ' + decision.stop if decision.stop else '; adding a block'}")
             if decision.stop:
                 run.stops[(cells[0].model.name, task)] = decision.stop
+                enough.add(task)
                 pending.remove(task)
+    # past a task's stop: cells finished earlier (a --shard, a larger `orders: K` before) are kept and used
+    finished = [c for c in model_cells if c.cell_id not in run.states
+                and unfinished_reason(target / c.rel_dir, c.sha256, c.lmms_task) is None]
+    if finished:
+        run_cells(finished)
     for cell in model_cells:
-        if cell.cell_id not in run.states:
-            run.states[cell.cell_id] = {"status": NOT_NEEDED}
+        if cell.cell_id not in run.states:  # never run: not needed only where the rule decided it
+            why = run.stops[(cell.model.name, cell.task)]
+            run.states[cell.cell_id] = {"status": NOT_NEEDED} if cell.task in enough else unfinished_state(
+                target / cell.rel_dir, cell.sha256, f"not run: orders: auto stopped {cell.task} before it ({why})")
             show(cell, False)
 
 
