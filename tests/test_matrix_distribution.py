@@ -181,13 +181,24 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built_once(tmp_path_factory, "prepared-synthetic", prepared_synthetic)
 
 
+def synthetic_run(prepared: Path, n_boot: int) -> dict[str, Any]:
+    """The config keys of an offline run on the prepared synthetic release, compared with its children (min_n 2:
+    a few items give no cell of 10 children)."""
+    release = prepared / "release"
+    return {"data": {"dir": str(prepared / "data"), "version": "synthetic"},
+            "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+            "compare": {"trials": str(release / "children" / "trials.csv"),
+                        "runs": str(release / "children" / "runs.csv"),
+                        "irt": [str(release / "irt" / "item_params.csv")],
+                        "items": str(prepared / "data" / "synthetic" / "datasets"), "n_boot": n_boot, "min_n": 2}}
+
+
 @pytest.fixture(scope="module")
 def openai_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
     """A matrix of lmms-eval's `openai` class against the fake server (it answers `A`, a pure position bias) with
     `distribution: {orders: ORDERS}` and a comparison with the synthetic release's children; its folder and the
     requests the server received."""
     folder = tmp_path_factory.mktemp("distribution-openai")
-    release = prepared / "release"
     log = folder / "server.jsonl"
     with serve(log) as url:
         path = write_config(
@@ -195,12 +206,7 @@ def openai_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> t
                              "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1",
                              "distribution": {"orders": ORDERS}}],
             groups=None, tasks=E2E_TASKS, limit=E2E_LIMIT,
-            data={"dir": str(prepared / "data"), "version": "synthetic"},
-            env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
-            compare={"trials": str(release / "children" / "trials.csv"),
-                     "runs": str(release / "children" / "runs.csv"),
-                     "irt": [str(release / "irt" / "item_params.csv")],
-                     "items": str(prepared / "data" / "synthetic" / "datasets"), "n_boot": 20, "min_n": 2})
+            **synthetic_run(prepared, n_boot=20))
         done = run_cli(["matrix", "--config", path, "--out", folder / "out"], cwd=folder, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return folder / "out", read_log(log)
@@ -267,19 +273,13 @@ def auto_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     """`orders: auto` (tolerance 0.99, max_orders 5) on levante_trog (4 options: a block is 4 orders) through the
     `openai` class on the fake server: its first block is enough."""
     folder = tmp_path_factory.mktemp("distribution-auto")
-    release = prepared / "release"
     with serve(folder / "server.jsonl") as url:
         path = write_config(
             folder, models=[{"name": "loose", "model": "openai",
                              "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1",
                              "distribution": {"orders": "auto", "tolerance": 0.99, "max_orders": 5}}],
             groups=None, tasks=["levante_trog"], limit=E2E_LIMIT,
-            data={"dir": str(prepared / "data"), "version": "synthetic"},
-            env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
-            compare={"trials": str(release / "children" / "trials.csv"),
-                     "runs": str(release / "children" / "runs.csv"),
-                     "irt": [str(release / "irt" / "item_params.csv")],
-                     "items": str(prepared / "data" / "synthetic" / "datasets"), "n_boot": 50, "min_n": 2})
+            **synthetic_run(prepared, n_boot=50))
         done = run_cli(["matrix", "--config", path, "--out", folder / "out"], cwd=folder, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return folder / "out"
@@ -400,18 +400,23 @@ def test_a_capped_task_says_why_in_matrix_json(tmp_path: Path) -> None:
     assert one_short["api"]["tasks"]["levante_trog"]["why"] == "cells of order 1 not finished"
 
 
+def auto_run(tmp_path: Path, max_orders: int, **config: Any) -> tuple[MatrixRun, list[Cell]]:
+    """A run of model `api` with `orders: auto` (tolerance 0.05) and a stand-in compare section, and its cells."""
+    children = tmp_path / "children.csv"
+    children.write_text("x\n", encoding="utf-8")
+    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05,
+                                                            "max_orders": max_orders}),
+                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]}, **config)
+    loaded = load_config(path)
+    cells = [c for c in plan(loaded, DATA, SOFTWARE) if c.model.name == "api"]
+    return MatrixRun(loaded, tmp_path / "out", cells, cells), cells
+
+
 def test_a_task_whose_comparison_fails_stops_with_its_reason_and_the_others_go_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A comparison that cannot run for a task (e.g. `nothing compared`: no children's cells for it) stops that
     task with the comparison's line as its reason; the matrix does not crash and the other task still decides."""
-    children = tmp_path / "children.csv"
-    children.write_text("x\n", encoding="utf-8")
-    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 4}),
-                        tasks=["levante_trog", "levante_mental_rotation"],
-                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
-    config = load_config(path)
-    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
-    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    run, cells = auto_run(tmp_path, max_orders=4, tasks=["levante_trog", "levante_mental_rotation"])
 
     def halfwidth(_config: Any, done: list[Cell], _out: Path) -> float:
         if done[0].task == "levante_trog":
@@ -436,13 +441,7 @@ def test_orders_after_a_block_that_did_not_finish_are_not_run_not_not_needed(
     """A task whose block did not all finish (a failed cell, an interrupted run read by --report-only) stops
     without a decision: its later orders are `not finished` failures naming why (a --resume runs them), never
     `not needed`, which says auto had enough."""
-    children = tmp_path / "children.csv"
-    children.write_text("x\n", encoding="utf-8")
-    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 6}),
-                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
-    config = load_config(path)
-    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
-    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    run, cells = auto_run(tmp_path, max_orders=6)
     monkeypatch.setattr(matrix_run, "block_size", lambda _task, _data: 4)  # 4 options: 24 orders
     monkeypatch.setattr(matrix_run, "replicate_halfwidth", lambda _config, _done, _out: 0.5)
 
@@ -483,13 +482,7 @@ def test_orders_past_the_stop_that_finished_earlier_are_kept_not_called_not_need
     """Orders past auto's stop that finished earlier (a --shard ran the model's cells as planned, or the config
     had `orders: 8` before) are kept as done, and used, not recorded `not needed` (not run); only the orders never
     run are `not needed`."""
-    children = tmp_path / "children.csv"
-    children.write_text("x\n", encoding="utf-8")
-    path = write_config(tmp_path, models=with_distribution({"orders": "auto", "tolerance": 0.05, "max_orders": 6}),
-                        compare={"trials": str(children), "runs": str(children), "irt": [str(children)]})
-    config = load_config(path)
-    cells = [c for c in plan(config, DATA, SOFTWARE) if c.model.name == "api"]
-    run = MatrixRun(config, tmp_path / "out", cells, cells)
+    run, cells = auto_run(tmp_path, max_orders=6)
     on_disk = {c.cell_id for c in cells if c.seed < 4}  # a shard ran orders 0..3
     monkeypatch.setattr(matrix_run, "block_size", lambda _task, _data: 2)
     monkeypatch.setattr(matrix_run, "replicate_halfwidth", lambda _config, _done, _out: 0.01)
