@@ -52,6 +52,9 @@ def _one_line_error(call) -> str:
     ({"orders": "auto"}, "orders='auto': expected a whole number from 1 to 32"),
     ({"orders": 2.5}, "orders=2.5: expected a whole number from 1 to 32"),
     ({"orders": 4, "seed": 1}, "seed=1 with orders=4: orders asks option-order seeds 0 .. 3; leave -T seed out"),
+    ({"orders": 4, "variant": "blank"}, "orders=4 with variant='blank', locale='en': option-order seed 3: seeds "
+     "3..31 (order replicates) are generate_until only, in English with original images"),
+    ({"orders": 4, "locale": "de"}, "orders=4 with variant='original', locale='de': option-order seed 3"),
 ])
 def test_bad_task_arguments_are_one_line_naming_the_task(fixture_env, args, expected):
     message = _one_line_error(lambda: _registry.levante_trog(**args))

@@ -119,3 +119,23 @@ def test_seeds_beyond_the_replicates_are_refused() -> None:
     for seed in (-1, MAX_ORDERS, True):
         with pytest.raises(ValueError, match=f"option-order seed .* is not an int in 0..{MAX_ORDERS - 1}"):
             gold_positions([("a", 2)], seed)
+
+
+def test_the_first_n_factorial_seeds_show_every_order_once_and_later_blocks_repeat_a_blocks_orders() -> None:
+    """What the comparison's counting rests on (docs/comparison.md, Order replicates): an n-option item's seeds
+    0 .. n!-1 show its n! orders once each, and block b + (n-1)! shows the orders of block b, though with mixed
+    option counts not always at the same seed (so 'seed n! + r shows seed r's order' would be false)."""
+    import math
+
+    items = [(f"item-{n}-{i}", n) for n in (2, 3, 4) for i in range(5)]
+    by_seed = [presented_orders(items, seed) for seed in range(MAX_ORDERS)]
+    moved = 0
+    for uid, n in items:
+        orders = [tuple(by_seed[seed][uid]) for seed in range(MAX_ORDERS)]
+        distinct = min(math.factorial(n), MAX_ORDERS // n * n)
+        assert len(set(orders[:distinct])) == distinct, uid
+        for seed in range(math.factorial(n), MAX_ORDERS // n * n, n):
+            block = seed - math.factorial(n)
+            assert set(orders[seed:seed + n]) == set(orders[block:block + n]), (uid, seed)
+            moved += orders[seed:seed + n] != orders[block:block + n]
+    assert moved  # some block's orders come in another seed order

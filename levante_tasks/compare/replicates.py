@@ -7,8 +7,9 @@ canonical option at every position once). Conventions, all stated in comparison.
 - Whole blocks only, distinct orders only: R = the seeds present contiguously from 0 for the item; the first
   min(n * floor(R / n), n!) of them count. A partial block (e.g. seeds 6, 7 of a 3-option item run with K = 8)
   would let position bias in, and an item has only n! distinct orders (2 options: 2; 3: 6; 4: 24; seeds n! ..
-  repeat seeds 0 .. in `core.options`), whose repeats a greedy model answers again: counting them would be false
-  precision. Both are left out (NOT_COUNTED). Several records of one seed (temperature samples) all count.
+  repeat the orders of seeds 0 .., block by block, in `core.options`), whose repeats a greedy model answers
+  again: counting them would be false precision. Both are left out (NOT_COUNTED). Several records of one seed
+  (temperature samples) all count.
 - q_k = (c_k + alpha) / (parsed + n * alpha): c_k the counted answers naming canonical option k; unparsed answers
   are counted apart (the unparsed share), never as an option (an item with no parsed answer has no q: left
   out); alpha = 0.5 (the Jeffreys prior).

@@ -38,7 +38,7 @@ from levante_tasks.schema.locales import ENGLISH, Locale
 from levante_tasks.schema.records import VARIANTS
 from levante_tasks.schema.task_source import INSPECT_SCOPE, PACKAGE_ROOT, files_sha256, package_closure
 from levante_tasks.schema.tasks import TaskInfo
-from levante_tasks.schema.variant import Variant
+from levante_tasks.schema.variant import Control, Variant
 
 PROVENANCE_KEY = "levante"  # Task metadata key: {task, lmms_name, seed, variant, [orders,] [locale,] provenance}
 
@@ -114,6 +114,18 @@ def check_args(name: str, seed: Any, variant: Any, unknown: Mapping[str, Any], o
     return list(range(int(orders)))
 
 
+def check_replicates(name: str, info: TaskInfo, seeds: list[int], variant: str, language: Locale) -> None:
+    """LevanteTaskError unless every seed is one the variant has (seeds past 0, 1, 2 are order replicates of
+    original images in English only, as lmms-eval's `_seed3` ...: `schema.variant`), so no log names a variant that
+    summarize, verify and compare cannot read."""
+    for seed in seeds:
+        try:
+            Variant(info.name, seed=seed, control=Control(variant), locale=language)
+        except ValueError as exc:
+            raise LevanteTaskError(f"{name}: orders={len(seeds)} with variant={variant!r}, locale="
+                                   f"{language.code!r}: {exc}") from None
+
+
 def replicate_docs(task: str, seeds: list[int], variant: str, locale: Locale) -> list[dict[str, Any]]:
     """The choice docs of `task` under each of `seeds` (docs.task_docs per seed), item by item: an item's
     replicates are adjacent, so `--limit` keeps whole items when it is a multiple of the seeds."""
@@ -150,6 +162,7 @@ def levante_task(info: TaskInfo, seed: Any = 0, variant: Any = "original", local
     name = f"levante_tasks/{info.lmms_name}"
     seeds = check_args(name, seed, variant, unknown or {}, orders)
     language = task_locale(name, locale)
+    check_replicates(name, info, seeds, variant, language)
     try:
         task_docs = replicate_docs(info.name, seeds, variant, language)
         samples = [doc_sample(doc, replicated=orders is not None) for doc in task_docs]

@@ -62,7 +62,11 @@ def spec_seeds(spec: Mapping[str, Any], label: str) -> list[int]:
     if isinstance(orders, bool) or not isinstance(orders, int) or not 1 <= orders <= MAX_ORDERS:
         raise FileProblem(f"{label}: metadata.levante orders {orders!r} is not a number of option orders (1 to "
                           f"{MAX_ORDERS})")
-    return list(range(orders))
+    ran = spec_variant(spec, label)
+    try:  # every replicate a variant lmms-eval has (seeds 3.. only of original images in English)
+        return [replace(ran, seed=seed).seed for seed in range(orders)]
+    except ValueError as exc:
+        raise FileProblem(f"{label}: metadata.levante orders {orders} of {ran.format()}: {exc}") from None
 
 
 def check_records(spec: Mapping[str, Any], records: Iterable[tuple[str, Mapping[str, Any]]], label: str) -> None:

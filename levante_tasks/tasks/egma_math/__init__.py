@@ -17,7 +17,7 @@ MATH_SUBTYPES = (
 )
 
 TASK = TaskInfo(
-    "egma-math", "math", "levante_egma_math", version=1, image_options=False, subtypes=MATH_SUBTYPES,
+    "egma-math", "math", "levante_egma_math", version=2, image_options=False, subtypes=MATH_SUBTYPES,
     slider_subtypes=("number_line_slider",),
     measures="Early numeracy and math (items after the Early Grade Mathematics Assessment, EGMA): number "
              "identification and comparison, counting, missing numbers, arithmetic, fractions and number-line "
