@@ -47,15 +47,17 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from levante_tasks.atomic import atomic_path  # noqa: E402
-from levante_tasks.compare.conventions import KL_EPSILON  # noqa: E402
 from levante_tasks.compare.distributions import DIST_COLUMNS, Cells, bin_label  # noqa: E402
 from levante_tasks.compare.replicates import (  # noqa: E402
     by_orders,
     counted_orders,
     dirichlet_q,
+    item_terms,
+    log_q,
     orders_enough,
     prefix,
     replicate_estimate,
+    weighted_kl,
 )
 from levante_tasks.core.options import presented_orders  # noqa: E402
 from levante_tasks.testing.black_box import BoxItem, answer, true_distribution  # noqa: E402
@@ -139,25 +141,16 @@ def in_cell_order(items: list[Item], cells: Cells) -> list[Item]:
     return [by_key[key] for key in cells.items]
 
 
-def weighted_kl(cells: Cells, q: np.ndarray) -> float:
-    """The truth: n-weighted mean KL(human || q) over the cells (q items x K aligned to cells.items), natural log,
-    q == 0 replaced by KL_EPSILON as the comparison does (p = 0 terms, padding included, add 0)."""
-    log_q = np.log(np.where(q == 0, KL_EPSILON, q))[cells.item]
-    return float(np.average(cells.plogp - (cells.p * log_q).sum(axis=1), weights=cells.n))
-
-
 def jackknife_kl(cells: Cells, choices: np.ndarray, n_opts: np.ndarray) -> float:
     """The alternative bias correction: per item, delete-one-replicate jackknife of its n-weighted KL sum
     S(q) = sum over its cells of n KL(p || q), S_jack = S - (m - 1) (mean over its m answers of S without that
     answer - S), summed and divided by the children's n (every counted answer parsed, as the box's are)."""
     width = cells.p.shape[1]
     counts = np.array([np.bincount(row[row >= 0], minlength=width) for row in choices])
-    a = np.bincount(cells.item, weights=cells.n * cells.plogp, minlength=len(cells.items))
-    weight = np.bincount(cells.item, weights=cells.n, minlength=len(cells.items))
+    a, weight = item_terms(cells)
 
     def item_sums(c: np.ndarray) -> np.ndarray:
-        q = dirichlet_q(c, n_opts)
-        return a - (cells.m * np.log(np.where(q == 0, KL_EPSILON, q))).sum(axis=1)
+        return a - (cells.m * log_q(dirichlet_q(c, n_opts))).sum(axis=1)
 
     whole, total = item_sums(counts), counts.sum(axis=1)
     left_one = sum(counts[:, k] / np.maximum(total, 1) * item_sums(np.maximum(counts - np.eye(width, dtype=int)[k],

@@ -134,17 +134,23 @@ def dirichlet_q(counts: np.ndarray, n_options: np.ndarray, alpha: float = ALPHA)
     return smoothed / np.where(total > 0, total, 1.0)
 
 
-def _log_q(q: np.ndarray) -> np.ndarray:
+def log_q(q: np.ndarray) -> np.ndarray:
     """ln q with the KL epsilon rule (q == 0 -> KL_EPSILON), so padding (p = 0 there) adds a finite 0 term."""
     return np.log(np.where(q == 0, KL_EPSILON, q))
 
 
-def _item_terms(cells: Cells) -> tuple[np.ndarray, np.ndarray]:
+def item_terms(cells: Cells) -> tuple[np.ndarray, np.ndarray]:
     """Per item: (sum over its cells of n * sum_k p ln p, sum of n): with cells.m (= sum n p) they give the
     item's n-weighted KL sum for any q as a - sum_k m_k ln q_k."""
     a = np.bincount(cells.item, weights=cells.n * cells.plogp, minlength=len(cells.items))
     weight = np.bincount(cells.item, weights=cells.n, minlength=len(cells.items))
     return a, weight
+
+
+def weighted_kl(cells: Cells, q: np.ndarray) -> float:
+    """The n-weighted mean KL(human || q) over the cells, for a q per item (items x K, aligned to cells.items)."""
+    a, weight = item_terms(cells)
+    return float((a - (cells.m * log_q(q)).sum(axis=1)).sum() / weight.sum())
 
 
 def _counts(choices: np.ndarray, kmax: int) -> np.ndarray:
@@ -159,7 +165,7 @@ def _mean_kl(counts: np.ndarray, items: np.ndarray, n_options: np.ndarray, m: np
              weight: np.ndarray, alpha: float) -> np.ndarray:
     """Weighted mean KL per draw: counts (draws, slots, K) of the items `items` (draws, slots)."""
     q = dirichlet_q(counts, n_options[items], alpha)
-    item_sum = a[items] - np.einsum("dsk,dsk->ds", m[items], _log_q(q))
+    item_sum = a[items] - np.einsum("dsk,dsk->ds", m[items], log_q(q))
     return item_sum.sum(axis=1) / weight[items].sum(axis=1)
 
 
@@ -241,7 +247,7 @@ def replicate_estimate(
     if not len(used):
         out.update(replicates_min=0, replicates_max=0)
         return out
-    a, weight = _item_terms(cells)
+    a, weight = item_terms(cells)
     terms = (cells.m[used], a[used], weight[used])
     n_used = cells.n_options[used]
     sub = choices[used]
