@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import select
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -77,6 +78,19 @@ def _report(message: str) -> int:
     return 2
 
 
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (`| head` ended): polling its end then reports an error."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # stdout is no file (captured in memory): it cannot break
+        return False
+    if not hasattr(select, "poll"):  # Windows: assume the broken pipe was stdout, as before
+        return True
+    poller = select.poll()
+    poller.register(descriptor, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; user-facing failures become one line on stderr and exit status 2.
 
@@ -89,8 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = args.func(args)
     except LevanteError as exc:
         return _report(str(exc) or exc.__class__.__name__)
-    except BrokenPipeError:  # stdout closed early (`| head`): stop quietly, as the Python docs recommend
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError as exc:
+        if not _stdout_closed():  # another pipe broke (a child process died): an error like any other
+            return _report(describe_os_error(exc))
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # `| head`: stop quietly (Python docs)
         return 1
     except OSError as exc:
         return _report(describe_os_error(exc))

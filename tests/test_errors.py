@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import errno
+import subprocess
+import sys
 
 import pyarrow.parquet as pq
 import pytest
 
+import levante_tasks.l0.cli as l0_cli
 from levante_tasks.atomic import atomic_path, staged_dir
+from levante_tasks.cli import main
 from levante_tasks.errors import describe_os_error, problem_text, shown_paths
 
 
@@ -67,3 +71,27 @@ def test_shown_paths_hides_absolute_paths_and_leaves_addresses_as_they_are() -> 
             "and https://huggingface.co/org/name")
     assert shown_paths(text) == ('OSError: .../ckpt/config.json missing; see "http://mlcommons.org/croissant/citeAs" '
                                  "and https://huggingface.co/org/name")
+
+
+FLOOD = ("import levante_tasks.l0.cli as l0; l0.run_generate = lambda args: [print('x' * 80) for _ in range(10**6)]; "
+         "from levante_tasks.cli import main; raise SystemExit(main(['l0', 'generate', '--config', 'c.yaml', "
+         "'--out', 'o']))")
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
+    command = subprocess.Popen([sys.executable, "-c", FLOOD], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert command.stdout is not None and command.stderr is not None
+    command.stdout.readline()
+    command.stdout.close()  # like `| head -1`
+    stderr = command.stderr.read()
+    assert command.wait(timeout=60) == 1
+    assert stderr == b""
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_a_one_line_error(monkeypatch, capsys) -> None:
+    def child_gone(args):
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    monkeypatch.setattr(l0_cli, "run_generate", child_gone)
+    assert main(["l0", "generate", "--config", "c.yaml", "--out", "o"]) == 2
+    assert capsys.readouterr().err.splitlines() == ["levante-tasks: error: Broken pipe"]

@@ -169,3 +169,20 @@ def test_worker_results_come_in_order_and_an_error_stops_the_other_workers() -> 
     thread.join(timeout=60)
     assert not thread.is_alive(), "the other worker finished its task instead of being stopped"
     assert outcome == [[0.3, 0, 0.1, 0], "refused"]
+
+
+def test_a_worker_killed_while_idle_ends_the_next_map_with_worker_died() -> None:
+    with ordered_map(2) as run:
+        assert list(run(sleep_or_refuse, [0, 0])) == [0, 0]
+        idle_workers = children(os.getpid())
+        assert len(idle_workers) == 2
+        os.kill(idle_workers[0], signal.SIGKILL)
+        wait_for(lambda: len(children(os.getpid())) < 2 or _is_zombie(idle_workers[0]), "the worker's death")
+        with pytest.raises(LevanteError, match="a worker process died"):  # not a BrokenPipeError on sending
+            list(run(sleep_or_refuse, [0, 0, 0, 0]))
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether `pid` has died and waits to be reaped (Linux /proc)."""
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()[0] == "Z"

@@ -82,7 +82,10 @@ class _Team:
                     exhausted = True
                     break
                 worker = idle.pop()
-                worker.conn.send((function, index_task[1]))
+                try:
+                    worker.conn.send((function, index_task[1]))
+                except OSError:  # the worker died while idle: its end of the pipe is gone (BrokenPipeError)
+                    raise WorkerDied() from None
                 busy[worker] = index_task[0]
             if following in done:
                 yield done.pop(following)
