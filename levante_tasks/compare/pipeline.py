@@ -160,7 +160,8 @@ def plan_comparisons(
     plan = []
     for task in sorted({task for task, _ in irt}):
         task_records = records[records["task"] == task]
-        unit_locales = dict(zip(task_records["model"], task_records["locale"], strict=True))
+        unit_locales = dict(zip(task_records["model"].to_numpy(dtype=object),  # numpy: not per-value pandas
+                                task_records["locale"].to_numpy(dtype=object), strict=True))
         uids = set().union(*(set(m.items["item_uid"]) for (t, _), m in irt.items() if t == task))
         rows = rows_with_items(trials, uids)
         runs = _runs_by_language(codes[rows], labels)

@@ -34,7 +34,6 @@ from levante_tasks.schema.locales import Locale, LocaleError, locale
 from levante_tasks.schema.records import RECORD_KEY, ItemRecord
 from levante_tasks.schema.seeds import MAX_ORDERS
 from levante_tasks.schema.variant import Control, OutputType
-from levante_tasks.summary.inspect_logs import log_records, model_row, spec_variant
 
 T = TypeVar("T")
 # the record fields that key a scoring unit, named by the schema (a renamed field fails here at import)
@@ -208,6 +207,8 @@ def read_eval(path: Path, label: str, counts: Counter) -> list[dict]:
     replicate per seed of an orders log, a bad log refused in the same line), each keyed as the same records of an
     lmms-eval run are: the model as summary.md names the log's row, the task's lmms-eval name and locale. Another
     task's log has no rows (counted)."""
+    from levante_tasks.summary.inspect_logs import log_records, model_row, spec_variant  # with .eval logs only
+
     log, spec = levante_log(path, label)
     if spec is None:
         counts["logs_of_other_tasks"] += 1
@@ -240,11 +241,10 @@ def _each_distinct(values: pd.Series, parse: Callable[[Any], T], path: Path) -> 
 def _score_column(column: pd.Series, path: Path) -> list[list[float] | None]:
     """Option scores of every row. JSON lists of numbers are converted in one pass over all rows; any other
     form (or a value the pass cannot read) goes through `parse_scores` row by row, which names the bad row."""
-    text = column.astype(object).where(column.notna(), None)
-    stripped = text.map(lambda v: v.strip() if isinstance(v, str) else v)
-    listed = stripped.map(lambda v: isinstance(v, str) and len(v) > 2 and v[0] == "[" and v[-1] == "]")
+    text = column.astype(object).where(column.notna(), None).to_numpy()  # plain Python values: no pandas per row
+    stripped = [v.strip() if isinstance(v, str) else v for v in text]
     out: list[list[float] | None] = [None] * len(text)
-    if listed.all():
+    if all(isinstance(v, str) and len(v) > 2 and v[0] == "[" and v[-1] == "]" for v in stripped):
         inner = [v[1:-1] for v in stripped]
         try:
             flat = np.array(",".join(inner).split(","), dtype=float)
@@ -252,7 +252,8 @@ def _score_column(column: pd.Series, path: Path) -> list[list[float] | None]:
             flat = None
         sizes = np.array([v.count(",") + 1 for v in inner])
         if flat is not None and len(flat) == sizes.sum():
-            return [part.tolist() for part in np.split(flat, np.cumsum(sizes)[:-1])]
+            values, ends = flat.tolist(), np.cumsum(sizes).tolist()
+            return [values[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
     for pos, value in enumerate(text, start=1):
         try:
             out[pos - 1] = parse_scores(value)
