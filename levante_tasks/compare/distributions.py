@@ -250,9 +250,17 @@ class _Objective:
 
     def __call__(self, beta: np.ndarray) -> np.ndarray:
         """Objective per unit; `beta` has shape (..., units)."""
+        return self.value(beta, *self.totals(beta))
+
+    def totals(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sum_k exp z, its log) per unit and item: the costly part, which depends on the scores only (so one
+        evaluation serves every weighting of the same scores)."""
         e = np.multiply(beta[..., None, None], self.shifted)
         total = _last_axis_sum(np.exp(e, out=e))
-        log_total = np.log(total)
+        return total, np.log(total)
+
+    def value(self, beta: np.ndarray, total: np.ndarray, log_total: np.ndarray) -> np.ndarray:
+        """Objective per unit from `totals(beta)`."""
         value = np.einsum("...ui,ui->...u", log_total, self.n) - beta * self.a + self.const
         if len(self.cand_s):
             u, i, _ = self.cand
@@ -277,18 +285,32 @@ def _last_axis_sum(values: np.ndarray) -> np.ndarray:
     return total
 
 
-def fit_betas(scores: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """beta* per unit in [0.025, 40] minimising the count-weighted mean KL; flags a bound optimum.
+def fit_betas(scores: np.ndarray, *weights: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per weighting in `weights`: beta* per unit in [0.025, 40] minimising the count-weighted mean KL, and
+    whether the optimum is at a bound.
 
-    `m` is units x items x K (each unit's usable items' pooled children's counts, zero elsewhere).
+    Each weighting is units x items x K (each unit's usable items' pooled children's counts, zero elsewhere); the
+    grid's exponentials depend on the scores only, so they are computed once for every weighting.
     """
     low, high = BETA_BOUNDS
     grid = np.geomspace(low, high, GRID_POINTS)
-    objective = _Objective(shifted_scores(scores), m)
+    shifted = shifted_scores(scores)
+    objectives = [_Objective(shifted, m) for m in weights]
     chunk = max(1, GRID_CHUNK_ELEMENTS // max(1, scores.size))
-    values = np.concatenate(
-        [objective(grid[s : s + chunk, None] * np.ones(len(scores))) for s in range(0, len(grid), chunk)]
-    )  # grid x units
+    values: list[list[np.ndarray]] = [[] for _ in objectives]
+    for s in range(0, len(grid), chunk):
+        beta = grid[s : s + chunk, None] * np.ones(len(scores))
+        totals = objectives[0].totals(beta)
+        for found, objective in zip(values, objectives, strict=True):
+            found.append(objective.value(beta, *totals))
+    return [_refine(objective, np.concatenate(found), grid)  # grid x units
+            for objective, found in zip(objectives, values, strict=True)]
+
+
+def _refine(objective: _Objective, values: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(beta*, at a bound) per unit: golden section between the grid neighbours of each unit's best grid point;
+    the grid point is kept unless the refined point is at least as good."""
+    low, high = BETA_BOUNDS
     best = np.argmin(values, axis=0)
     lo = np.log(grid[np.maximum(best - 1, 0)])
     hi = np.log(grid[np.minimum(best + 1, GRID_POINTS - 1)])
@@ -330,8 +352,7 @@ def compare_units(
     fit = np.flatnonzero(has_pairs)
     if len(fit):
         if betas is None:
-            beta[fit], at_bound[fit] = fit_betas(scores[fit], m[fit])
-            beta_unweighted[fit] = fit_betas(scores[fit], m_unweighted[fit])[0]
+            (beta[fit], at_bound[fit]), (beta_unweighted[fit], _) = fit_betas(scores[fit], m[fit], m_unweighted[fit])
         else:
             beta[fit] = beta_unweighted[fit] = np.asarray(betas, dtype=float)[fit]
     shifted = shifted_scores(scores)
