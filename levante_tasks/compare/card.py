@@ -121,7 +121,7 @@ def group_counts(trials: pd.DataFrame, languages: np.ndarray) -> list[dict[str, 
     rows = []
     for k, n_runs, n_trials in zip(keys, runs, size, strict=True):
         where = []
-        for codes, names in reversed(factors):
+        for _, names in reversed(factors):
             k, code = divmod(int(k), len(names))
             where.append(names[code])
         rows.append((tuple(reversed(where)), int(n_runs), int(n_trials)))
