@@ -114,10 +114,10 @@ def group_counts(trials: pd.DataFrame, languages: np.ndarray) -> list[dict[str, 
     for codes, names in factors:
         key = key * len(names) + codes
     keys, group, size = np.unique(key, return_inverse=True, return_counts=True)
-    run = _factor(trials["run_id"], "")[0] if len(trials) else np.zeros(0, dtype=np.intp)
+    run, run_names = _factor(trials["run_id"], "")
     given = ~pd.isna(trials["run_id"]).to_numpy()  # a missing run_id is no run (pandas' nunique skips it)
-    pairs = np.unique(np.stack([group[given], run[given]]), axis=1)
-    runs = np.bincount(pairs[0], minlength=len(keys))
+    pairs = np.unique(group[given].astype(np.int64) * len(run_names) + run[given])  # distinct (group, run)
+    runs = np.bincount(pairs // len(run_names), minlength=len(keys))
     rows = []
     for k, n_runs, n_trials in zip(keys, runs, size, strict=True):
         where = []
