@@ -7,7 +7,8 @@ a different order on every trial (comma lists and Python-dict strings), a canoni
 model records with option scores. Each configuration runs in a fresh Python process; the time reported is the
 `run_compare` call (reading inputs, every comparison and writing the outputs, plots off) as wall and CPU seconds
 (CPU time is what to compare on a shared machine: the wall time also counts other processes), and the peak
-resident memory of that process (`resource.getrusage`, includes the interpreter and imported libraries).
+resident memory of that process (`resource.getrusage`, includes the interpreter and imported libraries). Inputs are
+generated in a process of their own, so no measured process inherits the generator's memory as its peak.
 
 Each configuration is also run as the whole command (`python -m levante_tasks compare ... --no-plots`, a fresh
 process: start-up, imports and `run_compare`), its CPU seconds (user + system) and peak memory from its own rusage
@@ -230,7 +231,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10k and 100k trials only")
     parser.add_argument("--tiny", action="store_true", help="1 and 2 models, 1k trials, n_boot 100")
     parser.add_argument("--_once", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--_generate", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args._generate:
+        folder, n_trials, *model_counts = args._generate
+        generate(Path(folder), int(n_trials), [int(n) for n in model_counts])
+        return
     if args._once:
         folder, n_models, n_boot = args._once
         print(json.dumps(run_once(Path(folder), int(n_models), int(n_boot))))
@@ -247,7 +253,10 @@ def main() -> None:
         for n_trials in trials_sizes:
             folder = Path(tmp) / f"t{n_trials}"
             folder.mkdir()
-            generate(folder, n_trials, args.models)
+            # in a child process: a process started from this one inherits its peak RSS as its own floor (Linux
+            # keeps ru_maxrss across fork and exec), so the generator's ~1 GiB would read as compare's peak
+            subprocess.run([sys.executable, __file__, "--_generate", str(folder), str(n_trials),
+                            *map(str, args.models)], check=True)
             for n_models in args.models:
                 res = results[(n_trials, n_models)] = measure(folder, n_models, args.n_boot)
                 print(f"{n_trials:>9} {n_models:>7} | {res['seconds']:>8.2f} {res['cpu_seconds']:>8.2f} "
