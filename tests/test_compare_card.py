@@ -13,7 +13,7 @@ from compare_inputs import compare, records, trog_trials
 from shared_paths import irt_fixture_dir
 
 from levante_tasks.cards.croissant import CardError, check_card, write_card
-from levante_tasks.compare.card import children_card
+from levante_tasks.compare.card import children_card, group_counts
 from levante_tasks.filehash import sha256_file
 
 IRT = "trog_rasch_f1_scalar.rds"
@@ -63,6 +63,24 @@ def test_the_card_validates_down_to_the_records_and_holds_no_child_level_data(co
     leaked = [v for column in (trials["run_id"], trials["trial_id"], trials["user_id"], runs["age"])
               for v in set(column) if f'"{v}"' in text]
     assert leaked == []  # no child's id or age, only the counts per site, dataset and language
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_group_counts_per_site_dataset_and_language(categorical: bool) -> None:
+    """Counted on integer codes as pandas' groupby counted them: sorted, a missing value read as 'not recorded'
+    (one group with a value spelled so), a trial without run_id counted as a trial but not a run."""
+    trials = pd.DataFrame({"run_id": ["r1", "r1", "r2", None, "r3", "r3"],
+                           "site": ["b", "b", None, "a", "not recorded", "b"]})
+    trials = trials.astype("category") if categorical else trials
+    rows = group_counts(trials, ["en", "en", None, "de", "en", None])
+    assert [tuple(row.values()) for row in rows] == [
+        ("a", "not recorded", "de", 0, 1),
+        ("b", "not recorded", "en", 1, 2),
+        ("b", "not recorded", "not recorded", 1, 1),
+        ("not recorded", "not recorded", "en", 1, 1),
+        ("not recorded", "not recorded", "not recorded", 1, 1),
+    ]
+    assert list(rows[0]) == [f"groups/{c}" for c in ("site", "dataset", "language", "n_runs", "n_trials")]
 
 
 def test_a_changed_input_fails_naming_it(compared: Path, tmp_path: Path) -> None:
