@@ -34,8 +34,8 @@ P_MC, P_PLUGIN, P_ENTRY, P_HF, P_FILELOCK, P_EXIT, P_MC_CACHED = (
 )
 P_SKIP = BY_NUMBER.get("0004")  # 0.7.2 only: the 0.7.3 wheel ships the include templates
 P_GROUP_SKIP = BY_NUMBER["0014"]
-P_REFUSE_MC, P_LLAVA_DEVICE, P_REFUSAL_WORDS, P_LAZY_EVALUATE = (
-    BY_NUMBER[n] for n in ("0013", "0016", "0017", "0018")
+P_REFUSE_MC, P_LLAVA_DEVICE, P_REFUSAL_WORDS, P_LAZY_EVALUATE, P_LIBYAML, P_LAZY_CHAIR = (
+    BY_NUMBER[n] for n in ("0013", "0016", "0017", "0018", "0020", "0021")
 )
 # 0015 is one bug in three model classes: one patch file per class file (the patcher's rule: one file per patch).
 P_BATCH_TASK = {"Qwen2_VL": "0015-qwen2-vl-batch-items-own-task.patch",
@@ -754,3 +754,89 @@ def test_evaluate_imported_only_by_an_hf_metric_with_p15(trees, tmp_path) -> Non
         seen[name] = json.loads(lines[-1][6:])
     assert seen["all"] == {"import": False, "exit": 0, "run": False, "hf_metric": None, "fallback": True}
     assert seen[P_LAZY_EVALUATE] == {"import": True, "exit": 0, "run": True, "hf_metric": None, "fallback": True}
+
+
+# ---------------------------------------------------------------- P17: task YAMLs parsed by libyaml
+
+INDEX_PROBE = r"""
+import json, os, yaml
+import lmms_eval
+from lmms_eval import utils
+ROOT = os.path.dirname(os.path.dirname(lmms_eval.__file__))  # the tree: index paths are shown below it
+loaders = []
+real_load = yaml.load
+def counted_load(stream, Loader):
+    loaders.append(Loader.__name__)
+    return real_load(stream, Loader)
+yaml.load = counted_load
+full_load = yaml.full_load
+yaml.full_load = lambda stream: counted_load(stream, yaml.FullLoader)
+from lmms_eval.tasks import TaskManager
+index = TaskManager(include_path=TASKS).task_index
+indexed = list(loaders)
+full = utils.load_yaml_config(TASKS + "/trog/levante_trog.yaml", mode="full")
+print("PROBE " + json.dumps({"loaders": sorted(set(indexed)), "loads": len(indexed),
+                             "full_loaders": sorted(set(loaders[len(indexed):])),
+                             "index": {name: [entry["type"], str(entry["yaml_path"]).replace(ROOT, "<tree>")]
+                                       for name, entry in index.items()},
+                             "full": full}, default=lambda value: getattr(value, "__qualname__", str(value))))
+"""
+
+
+def test_task_yamls_are_parsed_by_libyaml_to_the_same_index_only_with_p17(trees, tmp_path) -> None:
+    """Upstream parsed every task YAML (thousands per start-up) with PyYAML's pure-Python loader; with 0020 libyaml's
+    full loader parses the index's loads, and the task index and a task's full config (its `!function` hooks, still
+    loaded by the pure-Python loader) are the same."""
+    seen = {}
+    for name in ("all", P_LIBYAML):
+        proc = subprocess.run([sys.executable, "-c", f"TASKS = {str(TASKS_DIR)!r}\n{INDEX_PROBE}"],
+                              capture_output=True, text=True, env=_env(trees[name]), cwd=tmp_path, timeout=600)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
+        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+        seen[name] = json.loads(lines[-1][6:])
+    assert seen["all"]["loaders"] == ["CFullLoader"] and seen[P_LIBYAML]["loaders"] == ["FullLoader"]
+    assert seen["all"]["full_loaders"] == seen[P_LIBYAML]["full_loaders"] == ["FullLoader"]
+    assert seen["all"]["loads"] == seen[P_LIBYAML]["loads"] > 1000  # the built-in tasks are indexed too
+    assert seen["all"]["index"] == seen[P_LIBYAML]["index"] and "levante_trog" in seen["all"]["index"]
+    assert seen["all"]["full"] == seen[P_LIBYAML]["full"]
+    assert seen["all"]["full"]["process_results"] == "process_results"  # a `!function` hook, imported
+
+
+# ---------------------------------------------------------------- P18: the CHAIR task module imported on demand
+
+CHAIR_PROBE = r"""
+import json, sys
+from lmms_eval.__main__ import cli_evaluate
+sys.argv = ["lmms-eval", "--model", "dummy", "--tasks", "levante_vocab,levante_vocab_mc", "--limit", "2",
+            "--output_path", "out", "--verbosity", "WARNING"]
+try:
+    cli_evaluate()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+seen = {"run": "nltk" in sys.modules}
+from lmms_eval.api.metrics import mean, mean_stderr, stderr_for_metric
+from lmms_eval.tasks.coco_cap_chair.utils import coco_cap_chair_aggregate_results_chair_i as chair_i
+seen["mean"] = stderr_for_metric(mean, 10) is mean_stderr
+seen["chair"] = stderr_for_metric(chair_i, 10).__qualname__
+print("PROBE " + json.dumps(seen))
+"""
+
+
+def test_the_chair_module_is_imported_only_for_its_metrics_with_p18(trees, tmp_path) -> None:
+    """Upstream imported the CHAIR task module (and nltk, over a second of CPU) at every bootstrapped stderr; with
+    0021 a LEVANTE run never imports it, and a CHAIR metric still gets its bootstrap as before."""
+    from levante_tasks.testing.fixture_data import write_fixture
+
+    write_fixture(tmp_path / "data")
+    seen = {}
+    for name in ("all", P_LAZY_CHAIR):
+        env = {**_env(trees[name]), "LEVANTE_DATA_DIR": str(tmp_path / "data")}
+        (tmp_path / name).mkdir()
+        proc = subprocess.run([sys.executable, "-c", CHAIR_PROBE], capture_output=True, text=True, env=env,
+                              cwd=tmp_path / name, timeout=600)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
+        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+        seen[name] = json.loads(lines[-1][6:])
+    assert seen["all"]["run"] is False and seen[P_LAZY_CHAIR]["run"] is True
+    assert seen["all"]["mean"] is seen[P_LAZY_CHAIR]["mean"] is True
+    assert seen["all"]["chair"] == seen[P_LAZY_CHAIR]["chair"] == "stderr_for_metric.<locals>.<lambda>"
