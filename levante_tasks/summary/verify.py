@@ -62,8 +62,8 @@ class Report:
 
 
 def _close(a: Any, b: Any) -> bool:
-    if type(a) is float and type(b) is float and a == b:
-        return True  # the common case, decided as below without the calls
+    if (type(a) is float and type(b) is float and a == b) or (a is None and b is None):
+        return True  # the common cases, decided as below without the calls
     if isinstance(a, int | float) and isinstance(b, int | float):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
@@ -113,25 +113,41 @@ def _clt_numbers(values: list[Any], score_key: str) -> list[float]:
             if _number(v) or (isinstance(v, Mapping) and _number(v.get(score_key)))]
 
 
-SUBTYPE_INPUTS = ("task", "trial_type", "output_type", "correct")  # all that metrics.subtype_values reads
+WANTED_INPUTS = ("correct", "parse_method", "task", "trial_type", "output_type")  # all that _record_values reads
+_WANTED_KEYS = frozenset(WANTED_INPUTS)
 
 
-def _subtype_values(record: Mapping[str, Any]) -> dict[str, float | None]:
-    """`metrics.subtype_values(record)`, looked up once per distinct (task, trial type, output type, correct)
-    (verify checks every line); a record lacking one of them, or holding an unhashable one, is not memoized."""
-    try:
-        key = tuple(record[name] for name in SUBTYPE_INPUTS)
-        hash(key)
-    except (KeyError, TypeError):
-        return metrics.subtype_values(record)
-    return _memo_subtype_values(key, tuple(map(type, key)))
+def _wanted(record: Mapping[str, Any]) -> dict[str, Any]:
+    """`_record_values(record)`, looked up once per distinct value of what it reads (verify checks every line); a
+    record lacking one of them, holding an unhashable one or raising is computed as it is. Shared: read only."""
+    if record.keys() >= _WANTED_KEYS:
+        key = tuple(map(record.__getitem__, WANTED_INPUTS))
+        try:
+            return _memo_wanted(key, tuple(map(type, key)))
+        except TypeError:
+            pass  # unhashable, or the values raise it: raised again below, as without the memo
+    return _record_values(record)
+
+
+def _record_values(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The per-line metric values a record makes: RECORD_METRICS and `metrics.subtype_values` (KeyError, TypeError
+    or ValueError when it cannot)."""
+    wanted = {name: check(record) for name, check in RECORD_METRICS.items()}
+    wanted.update(metrics.subtype_values(record))
+    return wanted
 
 
 @functools.lru_cache(maxsize=1024)
-def _memo_subtype_values(key: tuple[Any, ...], _types: tuple[type, ...]) -> dict[str, float | None]:
-    """The sub-type values of a record made of `key` (`_types` keeps 1 and True apart; callers copy the dict: it
-    is shared)."""
-    return metrics.subtype_values(dict(zip(SUBTYPE_INPUTS, key, strict=True)))
+def _memo_wanted(key: tuple[Any, ...], _types: tuple[type, ...]) -> dict[str, Any]:
+    """`_record_values` of a record made of `key` (`_types` keeps 1, 1.0 and True apart)."""
+    return _record_values(dict(zip(WANTED_INPUTS, key, strict=True)))
+
+
+@functools.lru_cache(maxsize=256)
+def _line_metrics(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys of a samples line (in its order) that `_record_disagreement` checks: the record's metrics, every
+    `levante_acc_<sub>` (RECORD_METRICS' names and the sub-type prefix cover all `_wanted` gives)."""
+    return tuple(key for key in keys if key in RECORD_METRICS or key.startswith(SUBTYPE_PREFIX))
 
 
 MEMO_NEEDS = frozenset((*IDENTITY, "parser_version", "option_texts"))  # keys whose absence the re-parse reports
@@ -188,14 +204,11 @@ def _record_disagreement(line: Mapping[str, Any]) -> str | None:
     if not isinstance(record, Mapping):
         return None
     try:
-        wanted = {name: check(record) for name, check in RECORD_METRICS.items()}
-        wanted.update(_subtype_values(record))
+        wanted = _wanted(record)
     except (KeyError, TypeError, ValueError):
         return None
-    for metric, value in line.items():
-        if metric not in wanted and not metric.startswith(SUBTYPE_PREFIX):
-            continue
-        want = wanted.get(metric)
+    for metric in _line_metrics(tuple(line)):
+        value, want = line[metric], wanted.get(metric)
         if not _close(value, want):
             return f"{metric} {value!r} disagrees with its {RECORD_KEY} record ({want!r})"
     return None
