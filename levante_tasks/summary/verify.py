@@ -88,7 +88,7 @@ def _recompute(aggregation: str | None, values: list[Any]) -> tuple[float | None
     """(value, per-line numbers) of one metric from the values of the lines that carry it (lmms-eval aggregates
     the docs that returned the metric); ValueError when it cannot be recomputed."""
     if aggregation == "mean":
-        if not all(_number(v) for v in values):
+        if not set(map(type, values)) <= {float} and not all(_number(v) for v in values):
             raise ValueError("per-line values are not all numbers")
         numbers = [float(v) for v in values]
         return (sum(numbers) / len(numbers) if numbers else None), numbers
@@ -107,8 +107,8 @@ def _recompute(aggregation: str | None, values: list[Any]) -> tuple[float | None
 
 def _clt_numbers(values: list[Any], score_key: str) -> list[float]:
     """The values lmms-eval's CLT stderr uses: numbers, or dicts' `score_key` numbers."""
-    if all(type(v) is float for v in values):
-        return list(values)  # the common case: what the comprehension below gives
+    if set(map(type, values)) <= {float, type(None)}:
+        return [v for v in values if v is not None]  # the common cases: what the comprehension below gives
     return [float(v) if _number(v) else float(v[score_key]) for v in values
             if _number(v) or (isinstance(v, Mapping) and _number(v.get(score_key)))]
 
@@ -319,8 +319,8 @@ def _lmms_sample_len(lines: list[SampleLine], aggregations: Mapping[str, str]) -
     For a task whose docs return different metrics (per-sub-type accuracies) it is not the task's size.
     """
     order: dict[str, None] = {}
-    for line in lines:
-        order.update(dict.fromkeys(k for k in line.data if k in aggregations))
+    for keys in dict.fromkeys(tuple(line.data) for line in lines):  # each distinct key order once, first seen first
+        order.update(dict.fromkeys(k for k in keys if k in aggregations))
     last = next(reversed(order), None)
     return sum(last in line.data for line in lines) if last else len(lines)
 
