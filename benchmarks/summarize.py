@@ -11,9 +11,9 @@ mismatch.
 
 Each measurement is a fresh process; reported: wall seconds, CPU seconds (user + system of that process: what
 to compare on a shared machine) and its peak resident memory (wait4 rusage, includes the interpreter and the
-imported libraries). `summarize` and `verify` are the CLI (`python -m levante_tasks ...`, heatmap on), whose
-parser imports every subcommand's module first (compare, prepare: pandas, scipy, pyarrow; ~1.5 s); `library`
-is one process that imports only `levante_tasks.summary` and calls `summarize_runs` then `verify_runs`.
+imported libraries). `summarize` and `verify` are the CLI (`python -m levante_tasks ...`, heatmap on; the CLI
+imports only the module of the command run); `library` is one process that imports only `levante_tasks.summary`
+and calls `summarize_runs` then `verify_runs`.
 
 Run: `.venv/bin/python benchmarks/summarize.py` (about a minute on 2 cores); `--sets 100` for one size; `--tiny`
 for 1 and 2 sets (a few seconds; the test suite runs it).

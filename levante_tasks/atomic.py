@@ -90,9 +90,9 @@ def atomic_open(target: str | os.PathLike[str], mode: str = "w", **kwargs: Any) 
 
 def write_json(target: str | os.PathLike[str], data: Any) -> None:
     """Write `data` as pretty, key-sorted JSON (stable bytes for hashing and diffs), atomically."""
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)  # one write, not one per JSON chunk
     with atomic_open(target, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True, ensure_ascii=False)
-        handle.write("\n")
+        handle.write(text + "\n")
 
 
 def write_text(target: str | os.PathLike[str], text: str) -> None:

@@ -61,6 +61,12 @@ def test_t_quantile_matches_the_published_table(df: int, table: float) -> None:
     assert stats.t_quantile_975(df) == pytest.approx(table, abs=5e-5)
 
 
+def test_t_quantile_table_is_scipys_to_the_bit() -> None:
+    """The table that spares summarize the scipy import holds exactly what stdtrit gives (and the call past it)."""
+    for df in range(1, len(stats.T_975) + 2):
+        assert stats.t_quantile_975(df) == stats.t_quantile_975_scipy(df), df
+
+
 def _coverage(k: int, pooled: bool, sims: int = 1500, n_items: int = 40) -> tuple[float, float]:
     """(coverage of the true mean item probability, mean width) of the 95% interval over simulated runs: each
     run draws n_items items with success probability p_i ~ Beta(0.4, 0.6) (true mean 0.4) and asks each k times."""

@@ -60,6 +60,20 @@ def _json(text: str, label: str, first_line: int = 1) -> Any:
                           "(truncated or damaged?)") from None
 
 
+_DECODER = json.JSONDecoder()
+_JSON_SPACE = " \t\n\r"  # the whitespace JSON allows around a value
+
+
+def _json_line(line: str, label: str, number: int) -> Any:
+    """One samples line parsed as JSON: what `_json` gives, without json.loads's per-call checks on the common
+    path (a value with nothing but JSON whitespace after it); anything else goes through `_json` (its error)."""
+    try:
+        value, end = _DECODER.raw_decode(line)
+    except ValueError:
+        return _json(line, label, number)
+    return value if end == len(line) or not line[end:].strip(_JSON_SPACE) else _json(line, label, number)
+
+
 def read_json_object(path: Path, label: str) -> dict[str, Any]:
     """A JSON file holding one object (FileProblem otherwise): a results file, complete or not."""
     data = _json(_text(path, label), label)
@@ -87,14 +101,15 @@ def read_samples(path: Path, label: str) -> list[SampleLine]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        obj = _json(line, label, number)
+        obj = _json_line(line, label, number)
         if not isinstance(obj, dict):
             raise FileProblem(f"{label}:{number}: not a JSON object")
         lines.append(SampleLine(number, obj))
     named = samples_name(path.name)
     expected = variant_check.named_variant(named[1]) if named else None
     if expected is not None:
-        records = ((f"line {line.number}", line.record) for line in lines if line.record is not None)
+        records = ((f"line {line.number}", record) for line in lines
+                   if isinstance(record := line.data.get(RECORD_KEY), dict))  # SampleLine.record, read once
         problem = variant_check.mismatch(label, f"its name ({named[1]})", expected, records)
         if problem:
             raise FileProblem(problem)

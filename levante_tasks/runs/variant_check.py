@@ -51,6 +51,15 @@ def _describe(fields: Mapping[str, Any], seeds: Collection[int] | None = None) -
     return f"task {show['task']}, {seed} ({show['output_type']}, {show['variant']} images)"
 
 
+def _differs(record: Mapping[str, Any], named: list[tuple[str, Any]]) -> bool:
+    """Whether the record holds one of the `(key, value)` fields with another value (a plain loop: every record of
+    every file is checked)."""
+    for key, value in named:
+        if key in record and record[key] != value:
+            return True
+    return False
+
+
 def mismatch(label: str, says: str, expected: Variant, records: Iterable[tuple[str, Mapping[str, Any]]],
              seeds: Collection[int] | None = None) -> str | None:
     """One line naming the file, what it says (`says`, e.g. "its name levante_vocab") and what its first record of
@@ -58,9 +67,9 @@ def mismatch(label: str, says: str, expected: Variant, records: Iterable[tuple[s
     `seeds`: the option-order seeds the file holds (an inspect orders log: 0 .. K-1), in place of expected's one."""
     want = _fields(expected)
     allowed = {expected.seed} if seeds is None else set(seeds)
+    named = [(key, value) for key, value in want.items() if key != "seed"]
     for where, record in records:
-        if any(key in record and record[key] != value for key, value in want.items() if key != "seed") or \
-                ("seed" in record and record["seed"] not in allowed):
+        if _differs(record, named) or ("seed" in record and record["seed"] not in allowed):
             return (f"{label}: {says} says {_describe(want, seeds)}, but {where} holds a record of "
                     f"{_describe(record)}: another task's or seed's records (a swapped or renamed file?); the file is "
                     "not read")

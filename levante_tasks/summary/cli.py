@@ -18,9 +18,12 @@ refused up front (one line, exit 2).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path
@@ -28,13 +31,14 @@ from levante_tasks.runs.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discove
 from levante_tasks.runs.lmms import FileProblem
 from levante_tasks.runs.model import model_label
 from levante_tasks.schema import layout
-from levante_tasks.summary import l0_bins, writers
-from levante_tasks.summary import matrix as matrix_mod
-from levante_tasks.summary.card import write_results_card
 from levante_tasks.summary.inspect_logs import parse_eval
-from levante_tasks.summary.rerun import RerunPlan, plan_reruns, rerun
 from levante_tasks.summary.units import ParsedRun, parse_run
 from levante_tasks.summary.verify import verify_runs
+
+if TYPE_CHECKING:
+    from levante_tasks.summary.rerun import RerunPlan
+# summarize's writers (l0_bins, writers, matrix, card) and verify --rerun's module are imported by the function that
+# uses them: `verify` does not pay for them (l0 and its tables, the matrix, the card)
 
 OUTPUT_MARKER = "matrix.json"
 
@@ -96,6 +100,8 @@ def check_run_dirs(run_dirs: list[Path]) -> None:
 
 def _run_summary(parsed: ParsedRun | None, label: str, problems: list[str], backend: str) -> dict[str, Any]:
     """runs/<run>/summary.json: what was parsed from one run (status, model, protocol, per-task metrics)."""
+    from levante_tasks.summary import writers
+
     doc: dict[str, Any] = {"schema_version": writers.SCHEMA_VERSION, "source": label, "backend": backend,
                            "problems": problems}
     if parsed is None:
@@ -134,6 +140,19 @@ def _parse(run: RunFiles) -> ParsedRun:
     return parse_eval(run) if run.kind == INSPECT_AI else parse_run(run)
 
 
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while every run's samples are read and kept: each collection would walk
+    all lines read so far (0.3 s of CPU at 100 result sets); parsed JSON holds no cycles, so nothing piles up."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = False,
                    plot: bool = True, data_dir: Path | None = None) -> dict[str, Any]:
     """Summarize the runs under `run_dirs` into `out`; returns matrix.json's content. Its results card points to
@@ -143,25 +162,30 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
     when nothing could be read, on conflicting duplicates and (unless `allow_mismatch`) on cells that claim
     comparison but differ.
     """
+    from levante_tasks.summary import l0_bins, writers
+    from levante_tasks.summary import matrix as matrix_mod
+    from levante_tasks.summary.card import write_results_card
+
     check_run_dirs(run_dirs)
     target = check_out(out)
     problems: list[str] = []
     parsed_runs: list[ParsedRun] = []
     entries: list[tuple[ParsedRun | None, str, list[str], str]] = []
-    for run_dir, label in zip(run_dirs, run_labels(run_dirs), strict=True):
-        runs, found = discover(run_dir, label)
-        problems += found
-        entries += [(None, line.split(": ", 1)[0], [line], LMMS_EVAL) for line in found]
-        for run in runs:
-            try:
-                parsed = _parse(run)
-            except FileProblem as exc:
-                problems.append(str(exc))
-                entries.append((None, run.label, [str(exc)], run.kind))
-                continue
-            problems += parsed.problems
-            parsed_runs.append(parsed)
-            entries.append((parsed, run.label, parsed.problems, run.kind))
+    with _cyclic_gc_paused():  # the lines read are trees, freed by reference counting
+        for run_dir, label in zip(run_dirs, run_labels(run_dirs), strict=True):
+            runs, found = discover(run_dir, label)
+            problems += found
+            entries += [(None, line.split(": ", 1)[0], [line], LMMS_EVAL) for line in found]
+            for run in runs:
+                try:
+                    parsed = _parse(run)
+                except FileProblem as exc:
+                    problems.append(str(exc))
+                    entries.append((None, run.label, [str(exc)], run.kind))
+                    continue
+                problems += parsed.problems
+                parsed_runs.append(parsed)
+                entries.append((parsed, run.label, parsed.problems, run.kind))
     units = [u for p in parsed_runs for u in p.units]
     l0 = [section for p in parsed_runs if p.files.kind == LMMS_EVAL
           if (section := l0_bins.run_section(p.files.label, _model_text(p.model), p.results)) is not None]
@@ -203,6 +227,8 @@ def check_data_dir(data_dir: Path | None) -> None:
 
 def _rerun_items(args: argparse.Namespace, plans: list[RerunPlan]) -> tuple[int, list[str]]:
     """Re-run each plan (its lines on stdout, `rerun: ...`); (items re-run, mismatch lines)."""
+    from levante_tasks.summary.rerun import rerun
+
     mismatches: list[str] = []
     for plan in plans:
         shown, differ = rerun(plan, args.data_dir)
@@ -217,6 +243,8 @@ def run_verify(args: argparse.Namespace) -> int:
     check_data_dir(args.data_dir)
     if args.rerun is not None and args.rerun < 1:
         raise LevanteError(f"--rerun {args.rerun}: the number of items to re-run must be 1 or more")
+    from levante_tasks.summary.rerun import plan_reruns
+
     plans, cannot = plan_reruns(args.run_dirs, args.rerun, args.rerun_seed,
                                    args.rerun_trust_remote_code) if args.rerun else ([], [])
     report = verify_runs(args.run_dirs, args.data_dir, installation=not args.skip_installation)

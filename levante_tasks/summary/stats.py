@@ -53,9 +53,27 @@ def item_interval(item_means: Sequence[float], responses: int, z: float = Z95) -
     return wilson_bounds(p, n_eff, z)
 
 
+# t(0.975, df) for df = 1..30 exactly as scipy.special.stdtrit gives them (a test compares every one): the usual
+# seed counts need no scipy import (~0.2 s of CPU in every summarize)
+T_975 = (12.706204736174694, 4.302652729749462, 3.1824463052837078, 2.7764451051977934, 2.5705818356363146,
+         2.4469118511449786, 2.364624251592784, 2.306004135204166, 2.262157162798205, 2.228138851986274,
+         2.200985160091639, 2.1788128296672284, 2.1603686564627913, 2.144786687917804, 2.131449545559776,
+         2.1199052992212546, 2.1098155778333156, 2.1009220402410382, 2.0930240544083087, 2.085963447265864,
+         2.0796138447276795, 2.0738730679040254, 2.0686576104190486, 2.0638985616280245, 2.0595385527532972,
+         2.0555294386428735, 2.0518305164802846, 2.0484071417952454, 2.045229642132703, 2.0422724563012378)
+
+
 def t_quantile_975(df: int) -> float:
     """The 0.975 quantile of Student's t with `df` >= 1 degrees of freedom (the seed spread's CI radius)."""
-    from scipy.special import stdtrit  # what scipy.stats.t.ppf evaluates; scipy.stats would add ~0.6 s of import
+    if 1 <= df <= len(T_975):
+        return T_975[df - 1]
+    return t_quantile_975_scipy(df)
+
+
+def t_quantile_975_scipy(df: int) -> float:
+    """t(0.975, df) from scipy.special.stdtrit (what scipy.stats.t.ppf evaluates; scipy.stats would add ~0.6 s of
+    import)."""
+    from scipy.special import stdtrit
 
     return float(stdtrit(df, 0.975))
 

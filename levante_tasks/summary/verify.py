@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from levante_tasks.core.reparse import NotReparsable, disagreement, not_reparsable_lines
+from levante_tasks.core.reparse import DECIDED, IDENTITY, NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.errors import LevanteError
 from levante_tasks.lmms import metrics
 from levante_tasks.runs.discover import INSPECT_AI, RunFiles, discover, folder_label
@@ -62,6 +62,8 @@ class Report:
 
 
 def _close(a: Any, b: Any) -> bool:
+    if (type(a) is float and type(b) is float and a == b) or (a is None and b is None):
+        return True  # the common cases, decided as below without the calls
     if isinstance(a, int | float) and isinstance(b, int | float):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
@@ -86,7 +88,7 @@ def _recompute(aggregation: str | None, values: list[Any]) -> tuple[float | None
     """(value, per-line numbers) of one metric from the values of the lines that carry it (lmms-eval aggregates
     the docs that returned the metric); ValueError when it cannot be recomputed."""
     if aggregation == "mean":
-        if not all(_number(v) for v in values):
+        if not set(map(type, values)) <= {float} and not all(_number(v) for v in values):
             raise ValueError("per-line values are not all numbers")
         numbers = [float(v) for v in values]
         return (sum(numbers) / len(numbers) if numbers else None), numbers
@@ -105,8 +107,95 @@ def _recompute(aggregation: str | None, values: list[Any]) -> tuple[float | None
 
 def _clt_numbers(values: list[Any], score_key: str) -> list[float]:
     """The values lmms-eval's CLT stderr uses: numbers, or dicts' `score_key` numbers."""
+    if set(map(type, values)) <= {float, type(None)}:
+        return [v for v in values if v is not None]  # the common cases: what the comprehension below gives
     return [float(v) if _number(v) else float(v[score_key]) for v in values
             if _number(v) or (isinstance(v, Mapping) and _number(v.get(score_key)))]
+
+
+WANTED_INPUTS = ("correct", "parse_method", "task", "trial_type", "output_type")  # all that _record_values reads
+_WANTED_KEYS = frozenset(WANTED_INPUTS)
+
+
+def _wanted(record: Mapping[str, Any]) -> dict[str, Any]:
+    """`_record_values(record)`, looked up once per distinct value of what it reads (verify checks every line); a
+    record lacking one of them, holding an unhashable one or raising is computed as it is. Shared: read only."""
+    if record.keys() >= _WANTED_KEYS:
+        key = tuple(map(record.__getitem__, WANTED_INPUTS))
+        try:
+            return _memo_wanted(key, tuple(map(type, key)))
+        except TypeError:
+            pass  # unhashable, or the values raise it: raised again below, as without the memo
+    return _record_values(record)
+
+
+def _record_values(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The per-line metric values a record makes: RECORD_METRICS and `metrics.subtype_values` (KeyError, TypeError
+    or ValueError when it cannot)."""
+    wanted = {name: check(record) for name, check in RECORD_METRICS.items()}
+    wanted.update(metrics.subtype_values(record))
+    return wanted
+
+
+@functools.lru_cache(maxsize=1024)
+def _memo_wanted(key: tuple[Any, ...], _types: tuple[type, ...]) -> dict[str, Any]:
+    """`_record_values` of a record made of `key` (`_types` keeps 1, 1.0 and True apart)."""
+    return _record_values(dict(zip(WANTED_INPUTS, key, strict=True)))
+
+
+@functools.lru_cache(maxsize=256)
+def _line_metrics(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys of a samples line (in its order) that `_record_disagreement` checks: the record's metrics, every
+    `levante_acc_<sub>` (RECORD_METRICS' names and the sub-type prefix cover all `_wanted` gives)."""
+    return tuple(key for key in keys if key in RECORD_METRICS or key.startswith(SUBTYPE_PREFIX))
+
+
+MEMO_NEEDS = frozenset((*IDENTITY, "parser_version", "option_texts"))  # keys whose absence the re-parse reports
+# what the re-parse of a choice record's text answer reads besides the order and option texts, and what it compares
+REPARSE_INPUTS = ("output_type", "parser_version", "seed", *DECIDED)
+
+
+class _Agreements:
+    """`core.reparse.disagreement`, remembering the (response, parser inputs, decided values) whose saved record
+    stands: a lone-letter answer to an item shown in one order repeats across items, seeds and models. Only
+    agreement (None) is remembered, and only for text answers to choice items whose record has every identity key:
+    the key (`_reparse_key`) holds all else the re-parse and its comparison read, so a record it matches agrees
+    too; an error is never remembered (the same record raises it again)."""
+
+    def __init__(self, limit: int = 1 << 17) -> None:
+        self.agreed: set[tuple[Any, ...]] = set()
+        self.limit = limit
+
+    def disagreement(self, record: Mapping[str, Any], response: Any) -> str | None:
+        """What `disagreement(record, response)` returns (NotReparsable raised as it raises it)."""
+        key = _reparse_key(record, response)
+        if key is not None and key in self.agreed:
+            return None
+        problem = disagreement(record, response)
+        if problem is None and key is not None:
+            if len(self.agreed) >= self.limit:
+                self.agreed.clear()
+            self.agreed.add(key)
+        return problem
+
+
+def _reparse_key(record: Mapping[str, Any], response: Any) -> tuple[Any, ...] | None:
+    """All that decides whether a choice record agrees with its text response's re-parse, each value with its type
+    (1, 1.0 and True apart); None: not memoized (a slider, multiple_choice, a record lacking an identity key)."""
+    text = response[0] if isinstance(response, list) and len(response) == 1 else response
+    if type(text) is not str or "target_value" in record or not record.keys() >= MEMO_NEEDS:
+        return None
+    order, options = record["presented_order"], record.get("option_texts")
+    if type(order) is not list or type(options) is not list:
+        return None
+    values = tuple(map(record.get, REPARSE_INPUTS))
+    key = (text, values, tuple(map(type, values)), tuple(order), tuple(map(type, order)), tuple(options),
+           tuple(map(type, options)))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _record_disagreement(line: Mapping[str, Any]) -> str | None:
@@ -115,14 +204,11 @@ def _record_disagreement(line: Mapping[str, Any]) -> str | None:
     if not isinstance(record, Mapping):
         return None
     try:
-        wanted = {name: check(record) for name, check in RECORD_METRICS.items()}
-        wanted.update(metrics.subtype_values(record))
+        wanted = _wanted(record)
     except (KeyError, TypeError, ValueError):
         return None
-    for metric, value in line.items():
-        if metric not in wanted and not metric.startswith(SUBTYPE_PREFIX):
-            continue
-        want = wanted.get(metric)
+    for metric in _line_metrics(tuple(line)):
+        value, want = line[metric], wanted.get(metric)
         if not _close(value, want):
             return f"{metric} {value!r} disagrees with its {RECORD_KEY} record ({want!r})"
     return None
@@ -156,11 +242,8 @@ def leaf_expected(name: str, results: dict[str, Any], lines: list[SampleLine]) -
     reported = results["results"].get(name) or {}
     config = results["configs"].get(name) or {}
     aggregations = _aggregations(config)
-    values: dict[str, list[Any]] = {metric: [] for metric in aggregations}
-    for line in lines:
-        for metric, value in line.data.items():
-            if metric in values:
-                values[metric].append(value)
+    datas = [line.data for line in lines]
+    values = {metric: [data[metric] for data in datas if metric in data] for metric in aggregations}
     iters = results["config"].get("bootstrap_iters", 100000)
     score_key = str(config.get("score_key") or "score")
     keys = [k for k in reported if _metric_key(k)]
@@ -191,7 +274,8 @@ def leaf_expected(name: str, results: dict[str, Any], lines: list[SampleLine]) -
     return expected, recomputed, failed
 
 
-def _check_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], where: str) -> tuple[list[str], dict]:
+def _check_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], where: str,
+                agreements: _Agreements) -> tuple[list[str], dict]:
     """Mismatch lines of one leaf task, and what groups need: `{metric_key: (value, n lines), ..., "lmms_size"}`."""
     out: list[str] = []
     reported = results["results"].get(name) or {}
@@ -213,7 +297,7 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], whe
         problem = _record_disagreement(line.data) or _order_disagreement(line.data)
         if problem is None and record is not None:
             try:
-                problem = disagreement(record, line.data.get("filtered_resps"))
+                problem = agreements.disagreement(record, line.data.get("filtered_resps"))
             except NotReparsable as exc:
                 failures.append((position, str(exc)))
         if problem:
@@ -235,8 +319,8 @@ def _lmms_sample_len(lines: list[SampleLine], aggregations: Mapping[str, str]) -
     For a task whose docs return different metrics (per-sub-type accuracies) it is not the task's size.
     """
     order: dict[str, None] = {}
-    for line in lines:
-        order.update(dict.fromkeys(k for k in line.data if k in aggregations))
+    for keys in dict.fromkeys(tuple(line.data) for line in lines):  # each distinct key order once, first seen first
+        order.update(dict.fromkeys(k for k in keys if k in aggregations))
     last = next(reversed(order), None)
     return sum(last in line.data for line in lines) if last else len(lines)
 
@@ -397,6 +481,7 @@ def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str
 def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation: bool = True) -> Report:
     """Check every run under `run_dirs`; the report's lines are the mismatches (empty = all verified)."""
     report = Report()
+    agreements = _Agreements()
     installed: Mapping[str, Any] = {}
     # once per task (and once for the inspect tasks), not per run: each hashes ~20 source files
     source_sha256, inspect_installed = functools.cache(prov.task_source_sha256), functools.cache(installed_inspect)
@@ -440,7 +525,7 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
                     report.lines.append(str(exc))
                     continue
                 report.tasks += 1
-                problems, recomputed[name] = _check_leaf(name, results, lines, where)
+                problems, recomputed[name] = _check_leaf(name, results, lines, where, agreements)
                 report.lines += problems
             report.lines += _check_groups(results, recomputed, where)
             if installation and data_dir is not None:

@@ -1,0 +1,75 @@
+"""verify's memos give what the code they spare gives: a record that agreed once does not hide a twin that differs
+in any input of the re-parse, in a value's type, or in a key the re-parse needs (summary.verify._Agreements,
+_wanted)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from levante_tasks.core.parsing import PARSER_VERSION
+from levante_tasks.core.reparse import disagreement, reparse
+from levante_tasks.summary import verify
+
+
+def _record(response: Any = "B") -> dict[str, Any]:
+    """A generate_until choice record (option 0 shown second) that agrees with `response`: its re-parse."""
+    shown = {"output_type": "generate_until", "item_uid": "vocab_1", "task": "vocab", "trial_type": "test", "seed": 0,
+             "variant": "original", "presented_order": [1, 0, 2, 3], "parser_version": PARSER_VERSION,
+             "option_texts": []}
+    return reparse(shown, response)
+
+
+def _edited(record: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of `record` with `changes` (KeyError: the key removed)."""
+    record = copy.deepcopy(record)
+    for key, value in changes.items():
+        if value is KeyError:
+            del record[key]
+        else:
+            record[key] = value
+    return record
+
+
+TWINS = [  # changes to an agreeing record
+    {"choice_letter": "C"}, {"correct": True}, {"correct": 1.0}, {"parse_confidence": -0.0},
+    {"parse_confidence": 0.5}, {"item_uid": KeyError}, {"seed": "0"}, {"seed": "x"}, {"seed": True},
+    {"presented_order": [1.0, 0.0, 2.0, 3.0]}, {"presented_order": [0, 1, 2, 3]},
+    {"option_texts": ["1", "0", "x", "y"]}, {"option_texts": [1, 0, 2, 3]}, {"parser_version": "1"},
+    {"parser_version": KeyError}, {"option_texts": KeyError}, {"output_type": "multiple_choice"},
+    {"response_position": 0.5}, {"choice_index": [0]}, {"task": "trog"}, {"trial_type": KeyError},
+]
+
+
+def _outcome(check: Any, record: dict[str, Any], response: Any) -> tuple[str, Any]:
+    try:
+        return "returned", check(record, response)
+    except Exception as exc:  # noqa: BLE001 (the memo must raise what the plain call raises)
+        return "raised", (type(exc), str(exc))
+
+
+@pytest.mark.parametrize("changes", TWINS, ids=range(len(TWINS)))
+@pytest.mark.parametrize("response", ["B", ["B"], "The answer is B."])
+def test_an_agreed_record_does_not_hide_its_twin(changes: dict[str, Any], response: Any) -> None:
+    agreements, record = verify._Agreements(), _record(response)
+    assert agreements.disagreement(record, response) is None
+    assert agreements.agreed  # remembered
+    twin = _edited(record, changes)
+    assert _outcome(agreements.disagreement, twin, response) == _outcome(disagreement, twin, response)
+
+
+def test_the_memo_is_used_and_bounded() -> None:
+    agreements = verify._Agreements(limit=2)
+    for response in ("B", "b", "B.", "(B)"):
+        assert agreements.disagreement(_record(response), response) is None
+    assert 1 <= len(agreements.agreed) <= 2
+
+
+@pytest.mark.parametrize("changes", TWINS, ids=range(len(TWINS)))
+def test_line_values_memo_gives_what_the_record_gives(changes: dict[str, Any]) -> None:
+    verify._wanted(_record())  # remembered
+    twin = _edited(_record(), changes)
+    assert _outcome(lambda r, _: verify._wanted(r), twin, None) == \
+        _outcome(lambda r, _: verify._record_values(r), twin, None)
