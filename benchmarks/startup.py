@@ -4,10 +4,10 @@
 The anchor is the installed, patched lmms-eval with 0020 and 0021 taken back out: a mirror of its package folder
 (symlinks) whose two touched files carry every other patch of the set; the patched side is the same mirror with the
 two files as installed (so both sides compile those two files afresh). Both sides run the same command in fresh
-processes, in turn (anchor, patched, then again): `python -m lmms_eval --model dummy --tasks levante_vocab
---limit 2` on a small fixture data dir, and `import lmms_eval.__main__` plus building the task index (what every
-start-up pays before any item). Figures are CPU seconds (user + system of the process: what to compare on a shared
-machine), medians over the rounds, with the ratio patched / anchor.
+processes, in turn (anchor then patched, then patched then anchor, ...): `python -m lmms_eval --model dummy --tasks
+levante_vocab --limit 2` on a small fixture data dir, and `import lmms_eval.__main__` plus building the task index
+(what every start-up pays before any item). Figures are CPU seconds (user + system of the process: what to compare
+on a shared machine), medians over the rounds, with the ratio patched / anchor.
 
 Needs the installed lmms-eval patched with the current set (`levante-tasks lmms-eval patch`).
 Run: `.venv/bin/python benchmarks/startup.py` (about a minute on 2 cores; `--rounds N`); `--tiny` is one round (the
@@ -40,7 +40,8 @@ def mirror(root: Path, without_patches: bool) -> Path:
     """A mirror of the installed lmms_eval (symlinks) with the files PATCHES touch copied, those patches reversed in
     them when `without_patches`."""
     target, patch_set = resolve_target(installed_root())
-    if read_record(target) is None or not all(any(n.startswith(p) for n in patch_set.series) for p in PATCHES):
+    record = read_record(target) or {}
+    if record.get("patch_set_sha256") != patch_set.patch_set_sha256:
         raise SystemExit("startup.py: the installed lmms-eval is not patched with the current set "
                          "(run `levante-tasks lmms-eval patch`)")
     copied: dict[str, str] = {}
@@ -79,9 +80,9 @@ def main() -> None:
                  for side in ("anchor", "patched")}
         figures: dict[tuple[str, str], list[float]] = {}
         measures = (("run", RUN),) if args.tiny else (("run", RUN), ("index", INDEX))
-        for _ in range(rounds):
+        for round_number in range(rounds):
             for what, command in measures:
-                for side, env in sides.items():
+                for side, env in sorted(sides.items(), reverse=round_number % 2 == 1):  # each side first in turn
                     folder = work / f"{side}-{what}"
                     folder.mkdir(exist_ok=True)
                     figures.setdefault((what, side), []).append(measured(command, env, folder))

@@ -79,7 +79,8 @@ def _report(message: str) -> int:
 
 
 def _stdout_closed() -> bool:
-    """Whether stdout is a pipe whose reader has gone (`| head` ended): polling its end then reports an error."""
+    """Whether stdout's reader has gone (`| head` ended): polling a pipe's end then reports an error (Linux) or a
+    hang-up (macOS, sockets); a file or terminal reports neither."""
     try:
         descriptor = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # stdout is no file (captured in memory): it cannot break
@@ -88,7 +89,7 @@ def _stdout_closed() -> bool:
         return True
     poller = select.poll()
     poller.register(descriptor, select.POLLOUT)
-    return any(events & select.POLLERR for _, events in poller.poll(0))
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,9 +9,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-import levante_tasks.l0.cli as l0_cli
 from levante_tasks.atomic import atomic_path, staged_dir
-from levante_tasks.cli import main
 from levante_tasks.errors import describe_os_error, problem_text, shown_paths
 
 
@@ -88,10 +86,16 @@ def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
     assert stderr == b""
 
 
-def test_a_broken_pipe_that_is_not_stdout_is_a_one_line_error(monkeypatch, capsys) -> None:
-    def child_gone(args):
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+BROKEN = ("import errno, levante_tasks.l0.cli as l0\n"
+          "def child_gone(args):\n    raise BrokenPipeError(errno.EPIPE, 'Broken pipe')\n"
+          "l0.run_generate = child_gone\nfrom levante_tasks.cli import main\n"
+          "raise SystemExit(main(['l0', 'generate', '--config', 'c.yaml', '--out', 'o']))")
 
-    monkeypatch.setattr(l0_cli, "run_generate", child_gone)
-    assert main(["l0", "generate", "--config", "c.yaml", "--out", "o"]) == 2
-    assert capsys.readouterr().err.splitlines() == ["levante-tasks: error: Broken pipe"]
+
+@pytest.mark.parametrize("stdout", ["pipe", "file"])
+def test_a_broken_pipe_that_is_not_stdout_is_a_one_line_error(stdout: str, tmp_path) -> None:
+    with open(tmp_path / "out.txt", "wb") as file:
+        done = subprocess.run([sys.executable, "-c", BROKEN], stdout=subprocess.PIPE if stdout == "pipe" else file,
+                              stderr=subprocess.PIPE, timeout=60, check=False)  # stdout read to the end: still open
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == ["levante-tasks: error: Broken pipe"]
