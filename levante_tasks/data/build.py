@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from levante_tasks.atomic import write_json
 from levante_tasks.data import numberline
+from levante_tasks.data.columns import rows_table
 from levante_tasks.data.items import ReleaseItems, read_release_items
 from levante_tasks.data.localize import localize
 from levante_tasks.data.mirror import sha256_file
@@ -102,8 +102,7 @@ def _write_task(items: list[dict[str, Any]], task: str, version: str, staging: P
     relpath = layout.dataset_relpath(task, locale)
     out_dir = staging / relpath
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(items, schema=ITEM_SCHEMA)
-    pq.write_table(table, out_dir / layout.DATASET_FILE)
+    pq.write_table(rows_table(items, ITEM_SCHEMA), out_dir / layout.DATASET_FILE)
     chance = sorted({round(i["chance_level"], 6) for i in items if not math.isnan(i["chance_level"])})
     write_json(out_dir / layout.DATASET_INFO_FILE, dataset_info_document(
         task, version, len(items),
