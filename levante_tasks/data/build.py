@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from levante_tasks.atomic import write_json
 from levante_tasks.data import numberline
 from levante_tasks.data.columns import rows_table
+from levante_tasks.data.decoding import Verdict
 from levante_tasks.data.items import ReleaseItems, read_release_items
 from levante_tasks.data.localize import localize
 from levante_tasks.data.mirror import sha256_file
@@ -167,16 +168,17 @@ def _stage_locales(result: ReleaseItems, accounts: dict[str, dict[str, int]], re
 
 def stage_datasets(release_root: Path, version: str, strict: bool, build_key: str, staging: Path,
                    allow_empty_tasks: bool = False, locales: LocaleRequest | None = None,
-                   jobs: int = 1) -> list[TaskSummary]:
+                   jobs: int = 1, decoded: dict[str, Verdict] | None = None) -> list[TaskSummary]:
     """Validate the release at `release_root` and write `datasets/` and `generated/` under `staging` only (with
     `locales`, also `datasets/locales/<code>/` and build.json's `locales`); pictures are decoded on up to `jobs`
-    processes (the same bytes for every `jobs`).
+    processes (the same bytes for every `jobs`), but for those in `decoded` (release relpath -> the verdict of its
+    bytes, taken while copying them).
 
     Image references stay `release/...` (relative to the version dir). Raises ValidationError/LevanteError
     before anything is written when the release is not usable.
     """
     log = ProblemLog()
-    result = read_release_items(release_root, log, jobs)
+    result = read_release_items(release_root, log, jobs, decoded)
     if log.file_problems():
         raise ValidationError(log.file_problems(), "fix the release files named above")
     if strict and log.item_problems():

@@ -1,8 +1,9 @@
 """Decode many pictures on several cores: one verdict per file, in the order asked, the same as one core's.
 
 A verdict is (why the picture does not decode or None, the OSError that kept it from being read or None, the sha256
-of the bytes read and decoded or None): each file is read once, and its hash comes from the bytes decoded. Workers
-only read: they write nothing, so a killed run leaves no output of theirs. On Linux they are forked (no
+of the bytes read and decoded or None): each file is read once, and its hash comes from the bytes decoded. Decoding
+workers only read; copying workers (data.mirror) write only in `.fetch/`, under temp names renamed when whole, so a
+killed run leaves whole copies (kept for the rerun) and temp files (removed by it). On Linux they are forked (no
 interpreter start-up) and die with the process that started them (a forked worker shares the parent's open
 files, `prepare`'s lock included: an orphan would hold it); elsewhere they start fresh (`spawn`), sharing nothing.
 """
@@ -14,11 +15,11 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from levante_tasks.data.visuals import decode_problem
 from levante_tasks.errors import LevanteError
@@ -33,6 +34,8 @@ class Verdict(NamedTuple):
     sha256: str | None
 
 
+T = TypeVar("T")
+R = TypeVar("R")
 PICTURES_PER_WORKER = 32  # below this many pictures per core, starting a worker costs more than it saves
 _DIE_WITH_PARENT = parent_death_signal(signal.SIGKILL)
 
@@ -66,17 +69,23 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
 
 
-def decode_all(paths: Sequence[str | os.PathLike[str]], jobs: int) -> list[Verdict]:
-    """The verdict of every picture in `paths`, in order, decoded on up to `jobs` processes (here when 1, or when
-    there are too few pictures to share)."""
-    workers = min(jobs, len(paths) // PICTURES_PER_WORKER)
+def on_cores(function: Callable[[T], R], items: Sequence[T], jobs: int, doing: str) -> Iterator[R]:
+    """`function` of every item, yielded in order as they are done, on up to `jobs` worker processes (here when 1, or
+    when there are too few items to share); `doing` names the work in the one line a dead worker gives."""
+    workers = min(jobs, len(items) // PICTURES_PER_WORKER)
     if workers <= 1:
-        return [verdict(path) for path in paths]
+        yield from map(function, items)
+        return
     executor = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker,
                                    initargs=(os.getpid(),))
     try:
-        return list(executor.map(verdict, paths, chunksize=max(1, len(paths) // (workers * 8))))
+        yield from executor.map(function, items, chunksize=max(1, len(items) // (workers * 8)))
     except BrokenProcessPool as exc:
-        raise LevanteError(f"decoding the pictures: a worker process died ({exc}); rerun with --jobs 1") from exc
+        raise LevanteError(f"{doing}: a worker process died ({exc}); rerun with --jobs 1") from exc
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+def decode_all(paths: Sequence[str | os.PathLike[str]], jobs: int) -> list[Verdict]:
+    """The verdict of every picture in `paths`, in order, decoded on up to `jobs` processes."""
+    return list(on_cores(verdict, paths, jobs, "decoding the pictures"))
