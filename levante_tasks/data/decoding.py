@@ -21,6 +21,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
+from PIL import Image
+
 from levante_tasks.data.visuals import decode_problem
 from levante_tasks.errors import LevanteError
 from levante_tasks.parent_death import parent_death_signal
@@ -37,6 +39,7 @@ class Verdict(NamedTuple):
 T = TypeVar("T")
 R = TypeVar("R")
 PICTURES_PER_WORKER = 32  # below this many pictures per core, starting a worker costs more than it saves
+KEPT_PICTURE_BLOCKS = 8  # freed picture buffers Pillow keeps for the next decode (each at most its block size, 16 MiB)
 _DIE_WITH_PARENT = parent_death_signal(signal.SIGKILL)
 
 
@@ -69,9 +72,18 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
 
 
+def reuse_picture_memory() -> None:
+    """Have Pillow keep freed picture buffers for the next picture (unless `PILLOW_BLOCKS_MAX` says otherwise): by
+    default each decode maps fresh pages, ~0.3 s of system time for 1,640 pictures. Decoding is unchanged."""
+    if "PILLOW_BLOCKS_MAX" not in os.environ:
+        Image.core.set_blocks_max(max(Image.core.get_blocks_max(), KEPT_PICTURE_BLOCKS))
+
+
 def on_cores(function: Callable[[T], R], items: Sequence[T], jobs: int, doing: str) -> Iterator[R]:
-    """`function` of every item, yielded in order as they are done, on up to `jobs` worker processes (here when 1, or
-    when there are too few items to share); `doing` names the work in the one line a dead worker gives."""
+    """`function` of every item (each decodes a picture or more), yielded in order as they are done, on up to `jobs`
+    worker processes (here when 1, or when there are too few items to share); `doing` names the work in the one line
+    a dead worker gives."""
+    reuse_picture_memory()  # before the workers fork: they inherit it
     workers = min(jobs, len(items) // PICTURES_PER_WORKER)
     if workers <= 1:
         yield from map(function, items)
