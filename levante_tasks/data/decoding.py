@@ -1,9 +1,8 @@
 """Decode many pictures on several cores: one verdict per file, in the order asked, the same as one core's.
 
 A verdict is (why the picture does not decode or None, the OSError that kept it from being read or None, the sha256
-of the bytes read and decoded or None): each file is read once, and its hash comes from the bytes decoded. Decoding
-workers only read; copying workers (data.mirror) write only in `.fetch/`, under temp names renamed when whole, so a
-killed run leaves whole copies (kept for the rerun) and temp files (removed by it). On Linux they are forked (no
+of the bytes read and decoded or None): each file is read once, and its hash comes from the bytes decoded. Workers
+only read: they write nothing, so a killed run leaves no output of theirs. On Linux they are forked (no
 interpreter start-up) and die with the process that started them (a forked worker shares the parent's open
 files, `prepare`'s lock included: an orphan would hold it); elsewhere they start fresh (`spawn`), sharing nothing.
 """
@@ -15,7 +14,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -79,19 +78,19 @@ def reuse_picture_memory() -> None:
         Image.core.set_blocks_max(max(Image.core.get_blocks_max(), KEPT_PICTURE_BLOCKS))
 
 
-def on_cores(function: Callable[[T], R], items: Sequence[T], jobs: int, doing: str) -> Iterator[R]:
-    """`function` of every item (each decodes a picture or more), yielded in order as they are done, on up to `jobs`
-    worker processes (here when 1, or when there are too few items to share); `doing` names the work in the one line
-    a dead worker gives."""
+def on_cores(function: Callable[[T], R], items: Iterable[T], count: int, jobs: int, doing: str) -> Iterator[R]:
+    """`function` of each of the `count` items (each decodes a picture), yielded in order, on up to `jobs` worker
+    processes (here when 1, or when there are too few items to share). Workers start on the first items while a lazy
+    `items` still makes the rest. `doing` names the work in the one line a dead worker gives."""
     reuse_picture_memory()  # before the workers fork: they inherit it
-    workers = min(jobs, len(items) // PICTURES_PER_WORKER)
+    workers = min(jobs, count // PICTURES_PER_WORKER)
     if workers <= 1:
         yield from map(function, items)
         return
     executor = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker,
                                    initargs=(os.getpid(),))
     try:
-        yield from executor.map(function, items, chunksize=max(1, len(items) // (workers * 8)))
+        yield from executor.map(function, items, chunksize=max(1, count // (workers * 8)))
     except BrokenProcessPool as exc:
         raise LevanteError(f"{doing}: a worker process died ({exc}); rerun with --jobs 1") from exc
     finally:
@@ -100,4 +99,4 @@ def on_cores(function: Callable[[T], R], items: Sequence[T], jobs: int, doing: s
 
 def decode_all(paths: Sequence[str | os.PathLike[str]], jobs: int) -> list[Verdict]:
     """The verdict of every picture in `paths`, in order, decoded on up to `jobs` processes."""
-    return list(on_cores(verdict, paths, jobs, "decoding the pictures"))
+    return list(on_cores(verdict, paths, len(paths), jobs, "decoding the pictures"))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import hashlib
 import json
 import os
@@ -169,11 +168,10 @@ def is_picture(relpath: str) -> bool:
     return relpath.startswith(f"{layout.VISUAL_DIR}/") and os.path.splitext(relpath)[1].lower() in IMAGE_SUFFIXES
 
 
-def _copy_local(source: LocalSource, version: str, job: tuple[RemoteFile, Path]) -> tuple[str, Verdict | None]:
+def _copy_local(source: LocalSource, version: str, remote: RemoteFile, path: Path) -> tuple[str, bytes | None]:
     """Copy one file of a local release to its `.fetch/` path (a temp name renamed when whole): the sha256 of the
-    bytes written, and for a picture the decode verdict of those bytes. A copy that comes out short (the file is
-    being changed) is redone by the retrying copy, and its picture is decoded by the build instead."""
-    remote, path = job
+    bytes written, and for a picture those bytes (None when the copy came out short, the file being changed: the
+    retrying copy redoes it, and the build decodes the picture instead)."""
     digest = hashlib.sha256()
     picture: list[bytes] | None = [] if is_picture(remote.relpath) else None
     written = 0
@@ -196,7 +194,13 @@ def _copy_local(source: LocalSource, version: str, job: tuple[RemoteFile, Path])
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return sha256, None if data is None else Verdict(decode_problem(data), None, sha256)
+    return sha256, data
+
+
+def _verdict_of(copied: tuple[bytes, str]) -> Verdict:
+    """The decode verdict of a picture's copied bytes (and their sha256)."""
+    data, sha256 = copied
+    return Verdict(decode_problem(data), None, sha256)
 
 
 @contextlib.contextmanager
@@ -215,7 +219,7 @@ def _progress(total: int, version: str, show: bool) -> Iterator[Callable[[int], 
 def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Path, todo: list[RemoteFile],
                 progress: bool, jobs: int = 1) -> Fetched:
     """Download `todo` into `<version_root>/.fetch/`, reusing complete files an interrupted run left there. A local
-    release is copied on up to `jobs` processes, each picture decoded from the bytes it copied."""
+    release's pictures are decoded from the bytes copied, on up to `jobs` processes while the copying goes on."""
     cache = version_root / FETCH_DIR
     fetched = Fetched({}, {})
     missing = []
@@ -227,13 +231,22 @@ def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Pa
     cache.mkdir(parents=True, exist_ok=True)
     with _progress(sum(f.size for f in missing), version, progress and bool(missing)) as advance:
         if isinstance(source, LocalSource):
-            work = [(remote, fetched.paths[remote.relpath]) for remote in missing]
-            copies = on_cores(functools.partial(_copy_local, source, version), work, jobs, "fetching release files")
-            for remote, (sha256, picture) in zip(missing, copies, strict=True):
-                fetched.sha256[remote.relpath] = sha256
-                if picture is not None:
-                    fetched.verdicts[remote.relpath] = picture
-                advance(remote.size)
+            shown: list[str] = []
+
+            def copies() -> Iterator[tuple[bytes, str]]:
+                """Copy every file here (one process: file creation does not scale over cores) as the decoders
+                take the pictures, so decoding overlaps copying."""
+                for remote in missing:
+                    sha256, data = _copy_local(source, version, remote, fetched.paths[remote.relpath])
+                    fetched.sha256[remote.relpath] = sha256
+                    advance(remote.size)
+                    if data is not None:
+                        shown.append(remote.relpath)
+                        yield data, sha256
+
+            pictures = sum(is_picture(remote.relpath) for remote in missing)
+            verdicts = list(on_cores(_verdict_of, copies(), pictures, jobs, "decoding the pictures"))
+            fetched.verdicts = dict(zip(shown, verdicts, strict=True))
             return fetched
         for remote in missing:
             with atomic_path(fetched.paths[remote.relpath]) as tmp:
