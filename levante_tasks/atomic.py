@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import json
 import os
 import shutil
@@ -79,6 +80,17 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+_TEMP_SERIAL = itertools.count()
+
+
+def temp_sibling(target: str | os.PathLike[str]) -> Path:
+    """A temp name next to `target` that no other writer uses (`.<name>.<pid>.<n>.part`, n counting in this process),
+    not created: for a writer of many small files that opens it itself (a plain `open`: mode 0666 & ~umask) and
+    renames it onto `target`, without `atomic_path`'s mkstemp + chmod per file."""
+    target = Path(target)
+    return target.with_name(f".{target.name}.{os.getpid()}.{next(_TEMP_SERIAL)}.part")
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from data_helpers import write_release
 from faults import run_cli, tree_snapshot
 
 from levante_tasks import atomic
+from levante_tasks.temp_names import target_path
 
 UMASKS = [pytest.param(0o022, id="umask022"), pytest.param(0o027, id="umask027")]
 
@@ -134,11 +135,13 @@ def _hold(tmp_path: Path, code: str) -> subprocess.Popen[str]:
 
 FILE_WRITER = ("with atomic.atomic_path(target) as tmp:\n    tmp.write_text('half')\n"
                "    print('ready', flush=True)\n    time.sleep(600)")
+SIBLING_WRITER = ("atomic.temp_sibling(target).write_text('half')\nprint('ready', flush=True)\ntime.sleep(600)")
 FOLDER_WRITER = ("staging = atomic.make_staging_dir(target)\n(staging / 'f').write_text('half')\n"
                  "print('ready', flush=True)\ntime.sleep(600)")
 
 
-@pytest.mark.parametrize("code", [FILE_WRITER, FOLDER_WRITER], ids=["temp-file", "staging-folder"])
+@pytest.mark.parametrize("code", [FILE_WRITER, SIBLING_WRITER, FOLDER_WRITER],
+                         ids=["temp-file", "temp-sibling", "staging-folder"])
 def test_clean_stale_removes_a_killed_writers_leftovers_but_not_a_live_ones(tmp_path: Path, code: str) -> None:
     (tmp_path / "keep.txt").write_text("good")
     (tmp_path / ".hidden-but-not-ours").write_text("keep")
@@ -159,6 +162,12 @@ def test_clean_stale_removes_a_killed_writers_leftovers_but_not_a_live_ones(tmp_
         live.wait()
     assert len(atomic.clean_stale(tmp_path)) == 1  # now the other writer is dead too
     assert {p.name for p in tmp_path.iterdir()} == {"keep.txt", ".hidden-but-not-ours"}
+
+
+def test_temp_siblings_are_new_names_that_messages_show_as_their_target(tmp_path: Path) -> None:
+    names = {atomic.temp_sibling(tmp_path / "out.txt") for _ in range(3)}
+    assert len(names) == 3 and all(p.parent == tmp_path and not p.exists() for p in names)
+    assert {target_path(str(p)) for p in names} == {str(tmp_path / "out.txt")}
 
 
 def test_clean_stale_recursive_reaches_nested_leftovers(tmp_path: Path) -> None:

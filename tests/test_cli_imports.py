@@ -48,7 +48,8 @@ def test_prepare_loads_only_the_data_layer(tmp_path: Path) -> None:
     args = ["prepare", "--release", str(tmp_path / "rel"), "--data-dir", str(tmp_path / "data"), "--quiet"]
     modules = loaded_after(f"from levante_tasks.cli import main; assert main({args!r}) == 0")
     assert "levante_tasks.data.prepare" in modules and (tmp_path / "data/2026-01-01/datasets/build.json").is_file()
-    assert found(modules, (*HEAVY, *OTHER_COMMANDS)) == []
+    assert found(modules, (*HEAVY, *OTHER_COMMANDS, "pandas")) == []  # pyarrow imports pandas for `pa.array`
+    assert "tqdm" not in modules  # `--quiet` shows no progress bar
     assert "requests" not in modules  # a local release needs no HTTP client
 
 

@@ -18,7 +18,7 @@ from faults import cli_command, run_cli, tree_snapshot
 from PIL import Image
 
 from levante_tasks.cli import main
-from levante_tasks.data import decoding
+from levante_tasks.data import decoding, mirror
 
 VERSION = "2026-01-01"
 WORDS = tuple(f"w{i:03d}" for i in range(120))  # enough pictures for two workers (decoding.PICTURES_PER_WORKER)
@@ -97,6 +97,25 @@ def test_a_picture_that_cannot_be_opened_is_reported_as_its_error(tmp_path):
     verdicts = decoding.decode_all([tmp_path / "missing.png"] * (2 * decoding.PICTURES_PER_WORKER), 2)
     assert all(why is None and isinstance(error, FileNotFoundError) and sha256 is None
                for why, error, sha256 in verdicts)
+
+
+def test_a_first_prepare_decodes_each_picture_once_from_the_bytes_it_copied(tmp_path, capsys, monkeypatch):
+    root = many_pictures(tmp_path / "rel")
+    decoded: list[tuple[str, str]] = []  # (module that decoded, sha256 of the bytes)
+    for module in (mirror, decoding):
+        def counted(data: bytes, module=module, real=module.decode_problem) -> str | None:
+            decoded.append((module.__name__, hashlib.sha256(data).hexdigest()))
+            return real(data)
+        monkeypatch.setattr(module, "decode_problem", counted)
+    pictures = sorted(hashlib.sha256(path.read_bytes()).hexdigest() for path in (root / "visual").rglob("*.png"))
+    assert prepare_cli(tmp_path / "rel", tmp_path / "data", 1, capsys)[0] == 0
+    assert sorted(sha for _, sha in decoded) == pictures  # copied, hashed and decoded from the same bytes
+    assert {name for name, _ in decoded} == {mirror.__name__}
+    decoded.clear()  # a rebuild that copies nothing decodes the mirror's pictures the build shows
+    manifest = root / "manifest.csv"
+    manifest.write_bytes(manifest.read_bytes().replace(b"Add the numbers", b"Add the NUMBERS"))
+    assert prepare_cli(tmp_path / "rel", tmp_path / "data", 1, capsys)[0] == 0
+    assert {name for name, _ in decoded} == {decoding.__name__} and len(decoded) > len(WORDS) / 2
 
 
 def _children(pid: int) -> set[int]:

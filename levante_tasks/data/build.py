@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from levante_tasks.atomic import write_json
 from levante_tasks.data import numberline
+from levante_tasks.data.columns import rows_table
+from levante_tasks.data.decoding import Verdict
 from levante_tasks.data.items import ReleaseItems, read_release_items
 from levante_tasks.data.localize import localize
 from levante_tasks.data.mirror import sha256_file
@@ -102,8 +103,7 @@ def _write_task(items: list[dict[str, Any]], task: str, version: str, staging: P
     relpath = layout.dataset_relpath(task, locale)
     out_dir = staging / relpath
     out_dir.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(items, schema=ITEM_SCHEMA)
-    pq.write_table(table, out_dir / layout.DATASET_FILE)
+    pq.write_table(rows_table(items, ITEM_SCHEMA), out_dir / layout.DATASET_FILE)
     chance = sorted({round(i["chance_level"], 6) for i in items if not math.isnan(i["chance_level"])})
     write_json(out_dir / layout.DATASET_INFO_FILE, dataset_info_document(
         task, version, len(items),
@@ -168,16 +168,17 @@ def _stage_locales(result: ReleaseItems, accounts: dict[str, dict[str, int]], re
 
 def stage_datasets(release_root: Path, version: str, strict: bool, build_key: str, staging: Path,
                    allow_empty_tasks: bool = False, locales: LocaleRequest | None = None,
-                   jobs: int = 1) -> list[TaskSummary]:
+                   jobs: int = 1, decoded: dict[str, Verdict] | None = None) -> list[TaskSummary]:
     """Validate the release at `release_root` and write `datasets/` and `generated/` under `staging` only (with
     `locales`, also `datasets/locales/<code>/` and build.json's `locales`); pictures are decoded on up to `jobs`
-    processes (the same bytes for every `jobs`).
+    processes (the same bytes for every `jobs`), but for those in `decoded` (release relpath -> the verdict of its
+    bytes, taken while copying them).
 
     Image references stay `release/...` (relative to the version dir). Raises ValidationError/LevanteError
     before anything is written when the release is not usable.
     """
     log = ProblemLog()
-    result = read_release_items(release_root, log, jobs)
+    result = read_release_items(release_root, log, jobs, decoded)
     if log.file_problems():
         raise ValidationError(log.file_problems(), "fix the release files named above")
     if strict and log.item_problems():

@@ -14,11 +14,13 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
+
+from PIL import Image
 
 from levante_tasks.data.visuals import decode_problem
 from levante_tasks.errors import LevanteError
@@ -33,7 +35,10 @@ class Verdict(NamedTuple):
     sha256: str | None
 
 
+T = TypeVar("T")
+R = TypeVar("R")
 PICTURES_PER_WORKER = 32  # below this many pictures per core, starting a worker costs more than it saves
+KEPT_PICTURE_BLOCKS = 8  # freed picture buffers Pillow keeps for the next decode (each at most its block size, 16 MiB)
 _DIE_WITH_PARENT = parent_death_signal(signal.SIGKILL)
 
 
@@ -66,17 +71,32 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
 
 
-def decode_all(paths: Sequence[str | os.PathLike[str]], jobs: int) -> list[Verdict]:
-    """The verdict of every picture in `paths`, in order, decoded on up to `jobs` processes (here when 1, or when
-    there are too few pictures to share)."""
-    workers = min(jobs, len(paths) // PICTURES_PER_WORKER)
+def reuse_picture_memory() -> None:
+    """Have Pillow keep freed picture buffers for the next picture (unless `PILLOW_BLOCKS_MAX` says otherwise): by
+    default each decode maps fresh pages, ~0.3 s of system time for 1,640 pictures. Decoding is unchanged."""
+    if "PILLOW_BLOCKS_MAX" not in os.environ:
+        Image.core.set_blocks_max(max(Image.core.get_blocks_max(), KEPT_PICTURE_BLOCKS))
+
+
+def on_cores(function: Callable[[T], R], items: Iterable[T], count: int, jobs: int, doing: str) -> Iterator[R]:
+    """`function` of each of the `count` items (each decodes a picture), yielded in order, on up to `jobs` worker
+    processes (here when 1, or when there are too few items to share). Workers start on the first items while a lazy
+    `items` still makes the rest. `doing` names the work in the one line a dead worker gives."""
+    reuse_picture_memory()  # before the workers fork: they inherit it
+    workers = min(jobs, count // PICTURES_PER_WORKER)
     if workers <= 1:
-        return [verdict(path) for path in paths]
+        yield from map(function, items)
+        return
     executor = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker,
                                    initargs=(os.getpid(),))
     try:
-        return list(executor.map(verdict, paths, chunksize=max(1, len(paths) // (workers * 8))))
+        yield from executor.map(function, items, chunksize=max(1, count // (workers * 8)))
     except BrokenProcessPool as exc:
-        raise LevanteError(f"decoding the pictures: a worker process died ({exc}); rerun with --jobs 1") from exc
+        raise LevanteError(f"{doing}: a worker process died ({exc}); rerun with --jobs 1") from exc
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+def decode_all(paths: Sequence[str | os.PathLike[str]], jobs: int) -> list[Verdict]:
+    """The verdict of every picture in `paths`, in order, decoded on up to `jobs` processes."""
+    return list(on_cores(verdict, paths, len(paths), jobs, "decoding the pictures"))

@@ -153,7 +153,8 @@ def shown_pictures(visuals: VisualIndex, rows: list[ManifestRow]) -> list[str]:
 class _Builder:
     """Holds the release-wide context (visual index, ToM pairing, problem log) while rows are converted."""
 
-    def __init__(self, root: Path, rows: list[ManifestRow], log: ProblemLog, result: ReleaseItems, jobs: int) -> None:
+    def __init__(self, root: Path, rows: list[ManifestRow], log: ProblemLog, result: ReleaseItems, jobs: int,
+                 decoded: dict[str, Verdict]) -> None:
         self.root, self.log, self.result = root, log, result
         self.visuals = VisualIndex(root)
         for folder, why in self.visuals.unreadable:
@@ -164,8 +165,11 @@ class _Builder:
             self.tom_pairs = tom.align_with_manifest(tom.read_tom_corpus(root / tom.CORPUS_RELPATH), tom_rows)
         self.sds_context = ""
         self._image_problems: dict[str, str | None] = {}  # each distinct file is decoded once
-        shown = shown_pictures(self.visuals, rows)  # decoded in advance, on `jobs` cores
-        self._decoded = dict(zip(shown, decode_all([self.visuals.absolute(rel) for rel in shown], jobs), strict=True))
+        shown = shown_pictures(self.visuals, rows)  # decoded in advance, on `jobs` cores, unless decoded when copied
+        known = {rel: decoded[key] for rel in shown if (key := rel.removeprefix(f"{layout.RELEASE_DIR}/")) in decoded}
+        todo = [rel for rel in shown if rel not in known]
+        self._decoded = {**known, **dict(zip(todo, decode_all([self.visuals.absolute(rel) for rel in todo], jobs),
+                                             strict=True))}
 
     def problem(self, row: ManifestRow, kind: str, message: str) -> None:
         self.log.add(Problem(layout.MANIFEST_FILE, kind, f"{row.item_uid}: {message}", row=row.row,
@@ -317,16 +321,17 @@ def _number_repeated_uids(items: list[dict[str, Any]]) -> None:
             item["item_uid"] = f"{uid}__{seen[uid]}"
 
 
-def read_release_items(release_root: Path, log: ProblemLog, jobs: int = 1) -> ReleaseItems:
+def read_release_items(release_root: Path, log: ProblemLog, jobs: int = 1,
+                       decoded: dict[str, Verdict] | None = None) -> ReleaseItems:
     """Read a release folder into items per task; problems go to `log` (rows with problems yield no item).
 
-    The pictures the rows may show are decoded first, on up to `jobs` processes (data.decoding); the items and
-    the problems are the same for every `jobs`."""
+    The pictures the rows may show are decoded first, on up to `jobs` processes (data.decoding), but for those
+    `decoded` already holds (release relpath -> verdict); the items and the problems are the same for every `jobs`."""
     result = ReleaseItems()
     manifest = load_manifest(release_root / layout.MANIFEST_FILE, log)
     result.exact_duplicates, result.rows_by_task = manifest.exact_duplicates, manifest.rows_by_task
     rows = _drop_conflicting_duplicates(manifest.rows, log)
-    builder = _Builder(release_root, rows, log, result, jobs)
+    builder = _Builder(release_root, rows, log, result, jobs, decoded or {})
     for row in rows:
         item = builder.convert(row)
         if item is not None:

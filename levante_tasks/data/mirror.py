@@ -10,20 +10,20 @@ swap in.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
 import os
 import shutil
 import stat
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
-from levante_tasks.atomic import atomic_path, make_staging_dir
+from levante_tasks.atomic import atomic_path, make_staging_dir, temp_sibling
+from levante_tasks.data.decoding import Verdict, on_cores
 from levante_tasks.data.sources import (
     HttpSource,
     LocalSource,
@@ -31,6 +31,7 @@ from levante_tasks.data.sources import (
     check_relpath,
     copy_file_with_retries,
 )
+from levante_tasks.data.visuals import IMAGE_SUFFIXES, decode_problem
 from levante_tasks.errors import LevanteError
 from levante_tasks.filehash import sha256_file
 from levante_tasks.schema import layout
@@ -153,16 +154,72 @@ def _cache_name(remote: RemoteFile) -> str:
 
 @dataclass
 class Fetched:
-    """The files `fetch_files` brought into `.fetch/` (relpath -> file), and the sha256 of those it copied in this
-    run, hashed from the bytes as they were written (a file an interrupted run left is hashed when staged)."""
+    """The files `fetch_files` brought into `.fetch/` (relpath -> file), the sha256 of those it copied in this run,
+    hashed from the bytes as they were written (a file an interrupted run left is hashed when staged), and the decode
+    verdicts of the pictures among them, taken from those same bytes (data.decoding)."""
 
     paths: dict[str, Path]
     sha256: dict[str, str]
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+
+
+def is_picture(relpath: str) -> bool:
+    """Whether a release file is a picture a build may decode (under `visual/`, an image suffix)."""
+    return relpath.startswith(f"{layout.VISUAL_DIR}/") and os.path.splitext(relpath)[1].lower() in IMAGE_SUFFIXES
+
+
+def _copy_local(source: LocalSource, version: str, remote: RemoteFile, path: Path) -> tuple[str, bytes | None]:
+    """Copy one file of a local release to its `.fetch/` path (a temp name renamed when whole): the sha256 of the
+    bytes written, and for a picture those bytes (None when the copy came out short, the file being changed: the
+    retrying copy redoes it, and the build decodes the picture instead)."""
+    digest = hashlib.sha256()
+    picture: list[bytes] | None = [] if is_picture(remote.relpath) else None
+    written = 0
+
+    def take(chunk: bytes) -> None:
+        nonlocal written
+        written += len(chunk)
+        digest.update(chunk)
+        if picture is not None:
+            picture.append(chunk)
+
+    tmp = temp_sibling(path)
+    try:
+        source.copy(version, remote.relpath, tmp, take)
+        if written == remote.size:
+            sha256, data = digest.hexdigest(), None if picture is None else b"".join(picture)
+        else:
+            sha256, data = copy_file_with_retries(source, version, remote, tmp, lambda _: None), None
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return sha256, data
+
+
+def _verdict_of(copied: tuple[bytes, str]) -> Verdict:
+    """The decode verdict of a picture's copied bytes (and their sha256)."""
+    data, sha256 = copied
+    return Verdict(decode_problem(data), None, sha256)
+
+
+@contextlib.contextmanager
+def _progress(total: int, version: str, show: bool) -> Iterator[Callable[[int], object]]:
+    """A byte counter for the fetch: a tqdm bar (shown on a terminal) when `show`, else nothing (tqdm is imported
+    only then: ~0.05 s of start-up)."""
+    if not show:
+        yield lambda _: None
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=total, unit="B", unit_scale=True, desc=f"fetch {version}", disable=None, leave=False) as bar:
+        yield bar.update
 
 
 def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Path, todo: list[RemoteFile],
-                progress: bool) -> Fetched:
-    """Download `todo` into `<version_root>/.fetch/`, reusing complete files an interrupted run left there."""
+                progress: bool, jobs: int = 1) -> Fetched:
+    """Download `todo` into `<version_root>/.fetch/`, reusing complete files an interrupted run left there. A local
+    release's pictures are decoded from the bytes copied, on up to `jobs` processes while the copying goes on."""
     cache = version_root / FETCH_DIR
     fetched = Fetched({}, {})
     missing = []
@@ -171,11 +228,29 @@ def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Pa
         fetched.paths[remote.relpath] = path
         if not (path.is_file() and path.stat().st_size == remote.size):
             missing.append(remote)
-    with tqdm(total=sum(f.size for f in missing), unit="B", unit_scale=True, desc=f"fetch {version}",
-              disable=True if not progress or not missing else None, leave=False) as bar:  # None: off unless a tty
+    cache.mkdir(parents=True, exist_ok=True)
+    with _progress(sum(f.size for f in missing), version, progress and bool(missing)) as advance:
+        if isinstance(source, LocalSource):
+            shown: list[str] = []
+
+            def copies() -> Iterator[tuple[bytes, str]]:
+                """Copy every file here (one process: file creation does not scale over cores) as the decoders
+                take the pictures, so decoding overlaps copying."""
+                for remote in missing:
+                    sha256, data = _copy_local(source, version, remote, fetched.paths[remote.relpath])
+                    fetched.sha256[remote.relpath] = sha256
+                    advance(remote.size)
+                    if data is not None:
+                        shown.append(remote.relpath)
+                        yield data, sha256
+
+            pictures = sum(is_picture(remote.relpath) for remote in missing)
+            verdicts = list(on_cores(_verdict_of, copies(), pictures, jobs, "decoding the pictures"))
+            fetched.verdicts = dict(zip(shown, verdicts, strict=True))
+            return fetched
         for remote in missing:
             with atomic_path(fetched.paths[remote.relpath]) as tmp:
-                fetched.sha256[remote.relpath] = copy_file_with_retries(source, version, remote, tmp, bar.update)
+                fetched.sha256[remote.relpath] = copy_file_with_retries(source, version, remote, tmp, advance)
     return fetched
 
 

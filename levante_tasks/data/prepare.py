@@ -31,7 +31,7 @@ from levante_tasks import folder_lock
 from levante_tasks.atomic import atomic_path, clean_stale, make_staging_dir, swap_dir, write_json, write_text
 from levante_tasks.data.build import BUILDER_VERSION, LocaleRequest, TaskSummary, stage_datasets
 from levante_tasks.data.card import write_data_card
-from levante_tasks.data.decoding import available_cores
+from levante_tasks.data.decoding import Verdict, available_cores
 from levante_tasks.data.localize import LOCALIZER_VERSION
 from levante_tasks.data.mirror import (
     FETCH_DIR,
@@ -238,14 +238,17 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
                            "release source is unreachable")
     staged_release = staged_build = None
     fetched = 0
+    decoded: dict[str, Verdict] = {}
     try:
         files = plan.files
         if plan.changed:
             with _step(version_root, "fetching release files"):
-                downloads = fetch_files(source, version, version_root, plan.fetch, progress)
+                downloads = fetch_files(source, version, version_root, plan.fetch, progress, jobs)
                 fetched = len(downloads.sha256)
             with _step(version_root, "staging the release"):
                 staged_release, files = stage_release(release, plan, downloads, listing)
+            decoded = {rel: verdict for rel, verdict in downloads.verdicts.items()  # the staged file is those bytes
+                       if files[rel]["sha256"] == verdict.sha256}
         build = locked.get("build") or {}
         with _step(version_root, "reading the translation table"):
             locales, origin, table_file = _locale_request(translations, chosen, staged_release or release, files,
@@ -256,7 +259,8 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
             with _step(version_root, "building the datasets"):
                 staged_build = make_staging_dir(version_root / layout.DATASETS_DIR)
                 tasks = stage_datasets(staged_release or release, version, strict, key, staged_build,
-                                       allow_empty_tasks=allow_empty_tasks, locales=locales, jobs=jobs)
+                                       allow_empty_tasks=allow_empty_tasks, locales=locales, jobs=jobs,
+                                       decoded=decoded)
                 if table_file is not None:  # kept with the locales it built, so a prepare without it rebuilds them
                     copy = staged_build / layout.DATASETS_DIR / layout.LOCALES_DIR / layout.KEPT_TRANSLATIONS_FILE
                     copy.parent.mkdir(parents=True, exist_ok=True)
