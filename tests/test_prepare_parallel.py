@@ -84,8 +84,21 @@ def test_decode_all_keeps_the_order_and_spreads_over_the_processes(tmp_path, mon
     paths = [tmp_path / f"p{i:03d}.png" for i in range(4 * decoding.PICTURES_PER_WORKER)]
     for path in paths:
         path.write_bytes(path.name.encode())
-    monkeypatch.setattr(decoding, "decode_problem", lambda data: f"{data.decode()} {os.getpid()}")  # forked: inherited
+    seen, wanted = tmp_path / "pids", {"pids": 1, "until": 0.0}  # processes to wait for, and until when
+
+    def decode(data: bytes) -> str:
+        """Names the picture and the process; waits (until a minute after the call began) for `wanted` processes to
+        have decoded, so a worker that starts late on a loaded machine still gets a share."""
+        with open(seen, "a", encoding="utf-8") as log:
+            log.write(f"{os.getpid()}\n")
+        while time.monotonic() < wanted["until"] and len(set(seen.read_text().split())) < wanted["pids"]:
+            time.sleep(0.01)
+        return f"{data.decode()} {os.getpid()}"
+
+    monkeypatch.setattr(decoding, "decode_problem", decode)  # forked: inherited
     for jobs, expected_pids in ((1, 1), (2, 2)):
+        seen.write_text("", encoding="utf-8")
+        wanted.update(pids=expected_pids, until=time.monotonic() + 60)
         verdicts = decoding.decode_all(paths, jobs)
         assert [v.why.split()[0] for v in verdicts] == [path.name for path in paths]
         assert [v.sha256 for v in verdicts] == [hashlib.sha256(path.read_bytes()).hexdigest() for path in paths]
