@@ -737,21 +737,24 @@ print("PROBE " + json.dumps(seen))
 """
 
 
+def probed(tree: Path, script: str, cwd: Path, **env: str) -> dict:
+    """What a probe script (run with `tree`'s lmms_eval in `cwd`) printed on its last `PROBE <json>` line."""
+    cwd.mkdir(exist_ok=True)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env={**_env(tree), **env},
+                          cwd=cwd, timeout=600)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    return json.loads(lines[-1][6:])
+
+
 def test_evaluate_imported_only_by_an_hf_metric_with_p15(trees, tmp_path) -> None:
     """Upstream imported HF `evaluate` (about 6 s of CPU) at every start-up; with 0018 importing lmms-eval and running
     LEVANTE tasks (generation and MC) never imports it, and a metric looked up in HF Evaluate still does."""
     from levante_tasks.testing.fixture_data import write_fixture
 
     write_fixture(tmp_path / "data")
-    seen = {}
-    for name in ("all", P_LAZY_EVALUATE):
-        env = {**_env(trees[name]), "LEVANTE_DATA_DIR": str(tmp_path / "data")}
-        (tmp_path / name).mkdir()
-        proc = subprocess.run([sys.executable, "-c", EVALUATE_PROBE], capture_output=True, text=True, env=env,
-                              cwd=tmp_path / name, timeout=600)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
-        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-        seen[name] = json.loads(lines[-1][6:])
+    seen = {name: probed(trees[name], EVALUATE_PROBE, tmp_path / name, LEVANTE_DATA_DIR=str(tmp_path / "data"))
+            for name in ("all", P_LAZY_EVALUATE)}
     assert seen["all"] == {"import": False, "exit": 0, "run": False, "hf_metric": None, "fallback": True}
     assert seen[P_LAZY_EVALUATE] == {"import": True, "exit": 0, "run": True, "hf_metric": None, "fallback": True}
 
@@ -791,14 +794,8 @@ def test_task_yamls_are_parsed_by_libyaml_to_the_same_index_only_with_p17(trees,
     extra = tmp_path / "extra"
     extra.mkdir()
     (extra / "lp_emoji.yaml").write_text('task: lp_emoji\ndataset_path: "\\ud83d\\ude00"\n')
-    seen = {}
-    for name in ("all", P_LIBYAML):
-        probe = f"TASKS, EXTRA = {str(TASKS_DIR)!r}, {str(extra)!r}\n{INDEX_PROBE}"
-        proc = subprocess.run([sys.executable, "-c", probe],
-                              capture_output=True, text=True, env=_env(trees[name]), cwd=tmp_path, timeout=600)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
-        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-        seen[name] = json.loads(lines[-1][6:])
+    probe = f"TASKS, EXTRA = {str(TASKS_DIR)!r}, {str(extra)!r}\n{INDEX_PROBE}"
+    seen = {name: probed(trees[name], probe, tmp_path / name) for name in ("all", P_LIBYAML)}
     assert seen["all"]["loaders"] == {"CFullLoader": seen["all"]["loads"] - 1, "FullLoader": 1}  # the emoji file
     assert seen[P_LIBYAML]["loaders"] == {"FullLoader": seen[P_LIBYAML]["loads"]}
     assert seen["all"]["full_loaders"] == seen[P_LIBYAML]["full_loaders"] == ["FullLoader"]
@@ -835,15 +832,8 @@ def test_the_chair_module_is_imported_only_for_its_metrics_with_p18(trees, tmp_p
     from levante_tasks.testing.fixture_data import write_fixture
 
     write_fixture(tmp_path / "data")
-    seen = {}
-    for name in ("all", P_LAZY_CHAIR):
-        env = {**_env(trees[name]), "LEVANTE_DATA_DIR": str(tmp_path / "data")}
-        (tmp_path / name).mkdir()
-        proc = subprocess.run([sys.executable, "-c", CHAIR_PROBE], capture_output=True, text=True, env=env,
-                              cwd=tmp_path / name, timeout=600)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
-        assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-        seen[name] = json.loads(lines[-1][6:])
+    seen = {name: probed(trees[name], CHAIR_PROBE, tmp_path / name, LEVANTE_DATA_DIR=str(tmp_path / "data"))
+            for name in ("all", P_LAZY_CHAIR)}
     assert seen["all"]["run"] is False and seen[P_LAZY_CHAIR]["run"] is True
     assert seen["all"]["mean"] is seen[P_LAZY_CHAIR]["mean"] is True
     assert seen["all"]["chair"] == seen[P_LAZY_CHAIR]["chair"] == ["bootstrap_stderr"]
