@@ -1,9 +1,10 @@
 """Benchmark of an lmms-eval run's fixed cost with our start-up patches (0020: the task index parsed by libyaml;
-0021: the CHAIR task module and nltk imported only for their metrics) against the same lmms-eval without them.
+0021: the CHAIR task module and nltk imported only for their metrics; 0022: the punctuation table built on first use)
+against the same lmms-eval without them.
 
-The anchor is the installed, patched lmms-eval with 0020 and 0021 taken back out: a mirror of its package folder
-(symlinks) whose two touched files carry every other patch of the set; the patched side is the same mirror with the
-two files as installed (so both sides compile those two files afresh). Both sides run the same command in fresh
+The anchor is the installed, patched lmms-eval with 0020-0022 taken back out: a mirror of its package folder
+(symlinks) whose touched files carry every other patch of the set; the patched side is the same mirror with those
+files as installed (so both sides compile them afresh). Both sides run the same command in fresh
 processes, in turn (anchor then patched, then patched then anchor, ...): `python -m lmms_eval --model dummy --tasks
 levante_vocab --limit 2` on a small fixture data dir, and `import lmms_eval.__main__` plus building the task index
 (what every start-up pays before any item). Figures are CPU seconds (user + system of the process: what to compare
@@ -30,7 +31,7 @@ from levante_tasks.lmms.patcher.target import installed_root, resolve_target
 from levante_tasks.lmms.patcher.unidiff import apply_hunks
 from levante_tasks.testing.fixture_data import write_fixture
 
-PATCHES = ("0020", "0021")  # the start-up patches measured here, by number
+PATCHES = ("0020", "0021", "0022")  # the start-up patches measured here, by number
 RUN = [sys.executable, "-m", "lmms_eval", "--model", "dummy", "--tasks", "levante_vocab", "--limit", "2",
        "--output_path", "out", "--verbosity", "WARNING"]
 INDEX = [sys.executable, "-c", "import lmms_eval.__main__\nfrom lmms_eval.tasks import TaskManager\nTaskManager()"]
@@ -93,7 +94,7 @@ def main() -> None:
         if (what, "anchor") not in figures:
             continue
         anchor_s, patched_s = (statistics.median(figures[(what, side)]) for side in ("anchor", "patched"))
-        print(f"{label}: {patched_s:.2f} s with 0020+0021 vs {anchor_s:.2f} s without (anchor), "
+        print(f"{label}: {patched_s:.2f} s with 0020-0022 vs {anchor_s:.2f} s without (anchor), "
               f"ratio {patched_s / anchor_s:.2f}")
 
 

@@ -34,8 +34,8 @@ P_MC, P_PLUGIN, P_ENTRY, P_HF, P_FILELOCK, P_EXIT, P_MC_CACHED = (
 )
 P_SKIP = BY_NUMBER.get("0004")  # 0.7.2 only: the 0.7.3 wheel ships the include templates
 P_GROUP_SKIP = BY_NUMBER["0014"]
-P_REFUSE_MC, P_LLAVA_DEVICE, P_REFUSAL_WORDS, P_LAZY_EVALUATE, P_LIBYAML, P_LAZY_CHAIR = (
-    BY_NUMBER[n] for n in ("0013", "0016", "0017", "0018", "0020", "0021")
+P_REFUSE_MC, P_LLAVA_DEVICE, P_REFUSAL_WORDS, P_LAZY_EVALUATE, P_LIBYAML, P_LAZY_CHAIR, P_LAZY_PUNCTUATION = (
+    BY_NUMBER[n] for n in ("0013", "0016", "0017", "0018", "0020", "0021", "0022")
 )
 # 0015 is one bug in three model classes: one patch file per class file (the patcher's rule: one file per patch).
 P_BATCH_TASK = {"Qwen2_VL": "0015-qwen2-vl-batch-items-own-task.patch",
@@ -837,3 +837,26 @@ def test_the_chair_module_is_imported_only_for_its_metrics_with_p18(trees, tmp_p
     assert seen["all"]["run"] is False and seen[P_LAZY_CHAIR]["run"] is True
     assert seen["all"]["mean"] is seen[P_LAZY_CHAIR]["mean"] is True
     assert seen["all"]["chair"] == seen[P_LAZY_CHAIR]["chair"] == ["bootstrap_stderr"]
+
+
+# ---------------------------------------------------------------- P19: the punctuation table built on first use
+
+PUNCTUATION_PROBE = r"""
+import json
+import lmms_eval.__main__
+from lmms_eval.filters import extraction
+seen = {"at_import": "punct_tbl" in vars(extraction.ExtendedRegexFilter)}
+regex_filter = extraction.ExtendedRegexFilter(regex_pattern=r"(\w+)", ignore_punctuation=True)
+seen["filtered"] = regex_filter.filter_ignores("«Hola», ¿qué tal? — ok!")
+seen["twice"] = regex_filter.filter_ignores("a.b") == "ab"
+print("PROBE " + json.dumps(seen))
+"""
+
+
+def test_the_punctuation_table_is_built_on_first_use_only_with_p19(trees, tmp_path) -> None:
+    """Upstream built ExtendedRegexFilter's punctuation table (1.1M Unicode lookups) when lmms-eval was imported;
+    with 0022 it is built when a filter first ignores punctuation, and filters the same."""
+    seen = {name: probed(trees[name], PUNCTUATION_PROBE, tmp_path / name) for name in ("all", P_LAZY_PUNCTUATION)}
+    assert seen["all"]["at_import"] is False and seen[P_LAZY_PUNCTUATION]["at_import"] is True
+    assert seen["all"]["filtered"] == seen[P_LAZY_PUNCTUATION]["filtered"] == "Hola qué tal  ok"
+    assert seen["all"]["twice"] is seen[P_LAZY_PUNCTUATION]["twice"] is True
