@@ -845,9 +845,11 @@ PUNCTUATION_PROBE = r"""
 import json
 import lmms_eval.__main__
 from lmms_eval.filters import extraction
-seen = {"at_import": "punct_tbl" in vars(extraction.ExtendedRegexFilter)}
+built = getattr(extraction, "_punctuation_table", None)
+seen = {"at_import": "punct_tbl" in vars(extraction.ExtendedRegexFilter) or built.cache_info().currsize > 0}
 regex_filter = extraction.ExtendedRegexFilter(regex_pattern=r"(\w+)", ignore_punctuation=True)
 seen["filtered"] = regex_filter.filter_ignores("«Hola», ¿qué tal? — ok!")
+seen["at_first_use"] = built is None or built.cache_info().currsize == 1
 seen["twice"] = regex_filter.filter_ignores("a.b") == "ab"
 print("PROBE " + json.dumps(seen))
 """
@@ -860,3 +862,4 @@ def test_the_punctuation_table_is_built_on_first_use_only_with_p19(trees, tmp_pa
     assert seen["all"]["at_import"] is False and seen[P_LAZY_PUNCTUATION]["at_import"] is True
     assert seen["all"]["filtered"] == seen[P_LAZY_PUNCTUATION]["filtered"] == "Hola qué tal  ok"
     assert seen["all"]["twice"] is seen[P_LAZY_PUNCTUATION]["twice"] is True
+    assert seen["all"]["at_first_use"] is True
