@@ -1,6 +1,7 @@
 """`revision=<commit>` pins what the adapters load, not only what they record: an offline hub cache holds two
-snapshots of one repo (main -> A); asking for B loads B's weights and records B. Each load runs in a fresh process
-because the hub cache location and offline flag are read when huggingface_hub is imported."""
+snapshots of one repo (main -> A); asking for B loads B's weights and records B. The loads run in a fresh process,
+because the hub cache location and offline flag are read when huggingface_hub is imported: one process for the three
+loads of a test (they share that cache), one after the other as a user's session would make them."""
 
 from __future__ import annotations
 
@@ -19,21 +20,24 @@ ADAPTERS = {  # kind: (builder, module, class)
     "clip": (build_tiny_clip, "levante_adapters.clip_scorer", "LevanteClip"),
     "vlm": (build_tiny_vlm, "levante_adapters.vlm_mc", "LevanteVlmMc"),
 }
+# argv: module, class, then one JSON list [pretrained, revision or null] per load; prints one JSON line per load
 PROBE = """import json, sys, importlib
 cls = getattr(importlib.import_module(sys.argv[1]), sys.argv[2])
-scorer = cls(pretrained=sys.argv[3], device="cpu", **({"revision": sys.argv[4]} if len(sys.argv) > 4 else {}))
-total = sum(float(p.double().sum()) for p in scorer.model.parameters())
-print(json.dumps([total, scorer.identity]))
+for pretrained, revision in map(json.loads, sys.argv[3:]):
+    scorer = cls(pretrained=pretrained, device="cpu", **({"revision": revision} if revision else {}))
+    total = sum(float(p.double().sum()) for p in scorer.model.parameters())
+    print(json.dumps([total, scorer.identity]))
 """
 
 
-def _load(tmp_path, module: str, cls: str, *args: str) -> tuple[float, dict]:
+def _loads(tmp_path, module: str, cls: str, *loads: tuple[str, str | None]) -> list[tuple[float, dict]]:
+    """(parameter sum, recorded identity) of each (pretrained, revision) load, in order, in one fresh process."""
     env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", PROBE, module, cls, *args], env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", PROBE, module, cls, *map(json.dumps, loads)], env=env,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    total, identity = json.loads(done.stdout.strip().splitlines()[-1])
-    return total, identity
+    lines = done.stdout.strip().splitlines()[-len(loads):]
+    return [tuple(json.loads(line)) for line in lines]
 
 
 @pytest.mark.parametrize("kind", sorted(ADAPTERS))
@@ -44,11 +48,11 @@ def test_a_hub_model_is_loaded_at_the_requested_revision(tmp_path, kind):
         shutil.copytree(build(tmp_path / f"build-{name}", seed=seed), repo / "snapshots" / commit)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(COMMITS["a"])
-    snapshot_b = _load(tmp_path, module, cls, str(repo / "snapshots" / COMMITS["b"]))[0]
-    main, main_identity = _load(tmp_path, module, cls, f"org/tiny-{kind}")
+    (snapshot_b, _), (main, main_identity), (pinned, identity) = _loads(
+        tmp_path, module, cls, (str(repo / "snapshots" / COMMITS["b"]), None), (f"org/tiny-{kind}", None),
+        (f"org/tiny-{kind}", COMMITS["b"]))
     assert main != pytest.approx(snapshot_b)  # the two snapshots differ; main is A
     assert main_identity == {"model_id": f"org/tiny-{kind}", "revision": COMMITS["a"], "test_model": True}
-    pinned, identity = _load(tmp_path, module, cls, f"org/tiny-{kind}", COMMITS["b"])
     assert pinned == pytest.approx(snapshot_b)
     assert identity == {"model_id": f"org/tiny-{kind}", "revision": COMMITS["b"], "test_model": True}
 
