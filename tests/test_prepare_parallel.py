@@ -108,6 +108,27 @@ def test_decode_all_keeps_the_order_and_spreads_over_the_processes(tmp_path, mon
         assert time.monotonic() < wanted["until"]  # the processes decoded side by side: none waited for the deadline
 
 
+def _double(value: int) -> int:
+    return 2 * value
+
+
+def test_on_cores_takes_items_only_a_few_batches_ahead_of_the_results_it_gave():
+    count = 40 * decoding.PICTURES_PER_BATCH
+    taken: list[int] = []
+
+    def items():  # lazy, as the copies of a local release are: what it has made is held in memory until decoded
+        for value in range(count):
+            taken.append(value)
+            yield value
+
+    ahead = []
+    for index, result in enumerate(decoding.on_cores(_double, items(), count, 2, "doubling")):
+        assert result == 2 * index
+        ahead.append(len(taken) - index)
+    assert len(taken) == count
+    assert max(ahead) <= 2 * (decoding.BATCHES_PER_WORKER + 1) * decoding.PICTURES_PER_BATCH  # bounded, not `count`
+
+
 def test_a_picture_that_cannot_be_opened_is_reported_as_its_error(tmp_path):
     verdicts = decoding.decode_all([tmp_path / "missing.png"] * (2 * decoding.PICTURES_PER_WORKER), 2)
     assert all(why is None and isinstance(error, FileNotFoundError) and sha256 is None

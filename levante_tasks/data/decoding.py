@@ -10,12 +10,14 @@ files, `prepare`'s lock included: an orphan would hold it); elsewhere they start
 from __future__ import annotations
 
 import hashlib
+import itertools
 import multiprocessing
 import os
 import signal
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import NamedTuple, TypeVar
@@ -38,6 +40,8 @@ class Verdict(NamedTuple):
 T = TypeVar("T")
 R = TypeVar("R")
 PICTURES_PER_WORKER = 32  # below this many pictures per core, starting a worker costs more than it saves
+PICTURES_PER_BATCH = 32  # at most this many pictures go to a worker in one message
+BATCHES_PER_WORKER = 3  # batches handed out and not yet collected, per worker: what bounds the memory of a run
 KEPT_PICTURE_BLOCKS = 8  # freed picture buffers Pillow keeps for the next decode (each at most its block size, 16 MiB)
 _DIE_WITH_PARENT = parent_death_signal(signal.SIGKILL)
 
@@ -78,19 +82,34 @@ def reuse_picture_memory() -> None:
         Image.core.set_blocks_max(max(Image.core.get_blocks_max(), KEPT_PICTURE_BLOCKS))
 
 
+def _each(function: Callable[[T], R], batch: list[T]) -> list[R]:
+    """`function` of each item of one batch, in a worker."""
+    return [function(item) for item in batch]
+
+
 def on_cores(function: Callable[[T], R], items: Iterable[T], count: int, jobs: int, doing: str) -> Iterator[R]:
     """`function` of each of the `count` items (each decodes a picture), yielded in order, on up to `jobs` worker
     processes (here when 1, or when there are too few items to share). Workers start on the first items while a lazy
-    `items` still makes the rest. `doing` names the work in the one line a dead worker gives."""
+    `items` still makes the rest; at most BATCHES_PER_WORKER batches per worker are out at a time (taking more items
+    waits for the oldest batch), so a release of any size holds a bounded number of pictures in memory. `doing`
+    names the work in the one line a dead worker gives."""
     reuse_picture_memory()  # before the workers fork: they inherit it
     workers = min(jobs, count // PICTURES_PER_WORKER)
     if workers <= 1:
         yield from map(function, items)
         return
+    size = max(1, min(PICTURES_PER_BATCH, count // (workers * 8)))
     executor = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker,
                                    initargs=(os.getpid(),))
+    pending: deque[Future[list[R]]] = deque()
+    left = iter(items)
     try:
-        yield from executor.map(function, items, chunksize=max(1, count // (workers * 8)))
+        for batch in iter(lambda: list(itertools.islice(left, size)), []):
+            if len(pending) == workers * BATCHES_PER_WORKER:
+                yield from pending.popleft().result()
+            pending.append(executor.submit(_each, function, batch))
+        while pending:
+            yield from pending.popleft().result()
     except BrokenProcessPool as exc:
         raise LevanteError(f"{doing}: a worker process died ({exc}); rerun with --jobs 1") from exc
     finally:

@@ -255,9 +255,8 @@ def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Pa
 
 
 def _link_or_copy(src: Path, dest: Path) -> bool:
-    """Hard-link `src` at `dest` (no bytes copied: True); copy with times kept where the file system has no links
-    (False)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    """Hard-link `src` at `dest`, whose folder exists (no bytes copied: True); copy with times kept where the file
+    system has no links (False)."""
     try:
         os.link(src, dest)
     except OSError as exc:
@@ -279,6 +278,8 @@ def stage_release(release: Path, plan: MirrorPlan, fetched: Fetched, listing: It
     files: dict[str, dict[str, Any]] = {}
     stamps = {remote.relpath: remote.stamp for remote in listing}
     try:
+        for folder in sorted({os.path.dirname(rel) for rel in [*plan.files, *fetched.paths]} - {""}):
+            (staging / folder).mkdir(parents=True, exist_ok=True)  # once per folder, not once per file
         for rel, entry in plan.files.items():
             _link_or_copy(release / rel, staging / rel)
             files[rel] = {**entry, **file_entry(staging / rel, entry["sha256"])}
