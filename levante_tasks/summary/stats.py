@@ -94,7 +94,7 @@ def mean_stderr(values: Sequence[float]) -> float | None:
     if n < 2:
         return None
     mean = sum(values) / n
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) / math.sqrt(n)
+    return math.sqrt(sum([(v - mean) ** 2 for v in values]) / (n - 1)) / math.sqrt(n)  # a list sums faster
 
 
 clt_stderr = mean_stderr  # `<metric>_stderr_clt`: numpy std(ddof=1) / sqrt(n), the same number

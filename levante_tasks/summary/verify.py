@@ -79,6 +79,11 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float)
 
 
+def _mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), a parsed JSON object decided without the ABC's check (every line asks it)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _aggregations(config: Mapping[str, Any]) -> dict[str, str]:
     entries = config.get("metric_list") or []
     return {str(e.get("metric")): str(e.get("aggregation")) for e in entries if isinstance(e, Mapping)}
@@ -93,13 +98,13 @@ def _recompute(aggregation: str | None, values: list[Any]) -> tuple[float | None
         numbers = [float(v) for v in values]
         return (sum(numbers) / len(numbers) if numbers else None), numbers
     if aggregation and "records_accuracy" in aggregation:
-        if not all(isinstance(v, Mapping) and v.get("correct") in (0, 1) for v in values):
+        if not all(_mapping(v) and v.get("correct") in (0, 1) for v in values):
             raise ValueError("per-line values are not LEVANTE records")
         numbers = [float(v["correct"]) for v in values]
         return (sum(numbers) / len(numbers) if numbers else None), []
     if aggregation and "subtype_accuracy" in aggregation:
         scored = [v for v in values if v is not None]
-        if not all(_number(v) for v in scored):
+        if not set(map(type, scored)) <= {float} and not all(_number(v) for v in scored):
             raise ValueError("per-line values are not numbers or null")
         return metrics.subtype_accuracy(scored), []
     raise ValueError(f"aggregation {aggregation or 'unknown'} is not one verify can recompute")
@@ -169,8 +174,12 @@ class _Agreements:
     def disagreement(self, record: Mapping[str, Any], response: Any) -> str | None:
         """What `disagreement(record, response)` returns (NotReparsable raised as it raises it)."""
         key = _reparse_key(record, response)
-        if key is not None and key in self.agreed:
-            return None
+        if key is not None:
+            try:
+                if key in self.agreed:
+                    return None
+            except TypeError:  # an unhashable value (a list in a decided key): not memoized
+                key = None
         problem = disagreement(record, response)
         if problem is None and key is not None:
             if len(self.agreed) >= self.limit:
@@ -181,27 +190,22 @@ class _Agreements:
 
 def _reparse_key(record: Mapping[str, Any], response: Any) -> tuple[Any, ...] | None:
     """All that decides whether a choice record agrees with its text response's re-parse, each value with its type
-    (1, 1.0 and True apart); None: not memoized (a slider, multiple_choice, a record lacking an identity key)."""
+    (1, 1.0 and True apart); None: not memoized (a slider, multiple_choice, a record lacking an identity key). It
+    may hold an unhashable value (the caller does not memoize it then)."""
     text = response[0] if isinstance(response, list) and len(response) == 1 else response
     if type(text) is not str or "target_value" in record or not record.keys() >= MEMO_NEEDS:
         return None
     order, options = record["presented_order"], record.get("option_texts")
     if type(order) is not list or type(options) is not list:
         return None
-    values = tuple(map(record.get, REPARSE_INPUTS))
-    key = (text, values, tuple(map(type, values)), tuple(order), tuple(map(type, order)), tuple(options),
-           tuple(map(type, options)))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    values, order, options = tuple(map(record.get, REPARSE_INPUTS)), tuple(order), tuple(options)
+    return text, values, order, options, tuple(map(type, values + order + options))  # values: fixed length
 
 
 def _record_disagreement(line: Mapping[str, Any]) -> str | None:
     """`<metric> <value> ... (<from record>)` when a per-line LEVANTE metric disagrees with the line's record."""
     record = line.get(RECORD_KEY)
-    if not isinstance(record, Mapping):
+    if not _mapping(record):
         return None
     try:
         wanted = _wanted(record)
@@ -219,7 +223,7 @@ def _order_disagreement(line: Mapping[str, Any]) -> str | None:
     (the gold letter, or its index for multiple_choice, written by lmms-eval from the doc): the order re-parsing
     relies on was edited, so the record cannot be trusted. Slider lines (a number target) are not checked."""
     record = line.get(RECORD_KEY)
-    if not isinstance(record, Mapping) or "target" not in line or "target_value" in record:
+    if not _mapping(record) or "target" not in line or "target_value" in record:
         return None  # not a choice record (slider records hold their target value)
     try:
         gold = list(record["presented_order"]).index(0)
@@ -269,7 +273,8 @@ def leaf_expected(name: str, results: dict[str, Any], lines: list[SampleLine]) -
         if not config.get("cluster_key"):
             mine[f"{metric}_stderr_clustered,{filt}"] = None
         expected.update((k, v) for k, v in mine.items() if k in reported)
-        recomputed[key] = (value, sum(v is not None for v in values.get(metric, [])))
+        scored = values.get(metric, [])
+        recomputed[key] = (value, len(scored) - scored.count(None))
         recomputed[f"{metric}_stderr,{filt}"] = mine[f"{metric}_stderr,{filt}"]
     return expected, recomputed, failed
 
