@@ -112,9 +112,13 @@ def leaf_column(name: str, family: str, output_type: str, seed: int, variant: st
     return column_of(named)
 
 
-def checked_record(line: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """The checked per-item record of a samples line; FileProblem names the line."""
+def checked_record(line: Mapping[str, Any], where: str, number: int | None = None) -> dict[str, Any]:
+    """The checked per-item record of a samples line; FileProblem names the line (`where`, `where:number`)."""
     record = line.get(RECORD_KEY)
+    if isinstance(record, dict) and record.get("correct") in (0, 1) \
+            and type(record.get("item_uid")) is str and type(record.get("parse_method")) is str:
+        return record  # the common case, decided as below without naming the line
+    where = where if number is None else f"{where}:{number}"
     if not isinstance(record, dict):
         raise FileProblem(f"{where}: no '{RECORD_KEY}' record")
     if record.get("correct") not in (0, 1):
@@ -129,7 +133,7 @@ def _chance(record: Mapping[str, Any]) -> float | None:
     """An item's chance level: the record's `chance_level` (slider records carry it), else 1/n options for choice
     items, else None (a slider record written before records carried it)."""
     value = record.get("chance_level")
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if value is not None and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     order = record.get("presented_order")
     if "target_value" in record or not isinstance(order, list) or len(order) < 2:
@@ -140,14 +144,16 @@ def _chance(record: Mapping[str, Any]) -> float | None:
 def record_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
     """A unit's counts from its checked records: n, correct, parsed, chance sum and count, item uids."""
     chances = [c for c in map(_chance, records) if c is not None]
+    corrects = [int(r["correct"]) for r in records]
+    uids = [r["item_uid"] for r in records]
     return {
         "n": len(records),
-        "correct": sum(int(r["correct"]) for r in records),
-        "parsed": sum(r["parse_method"] != "none" for r in records),
+        "correct": sum(corrects),
+        "parsed": sum([r["parse_method"] != "none" for r in records]),
         "chance_sum": sum(chances),
         "chance_n": len(chances),
-        "items": frozenset(r["item_uid"] for r in records),
-        "item_correct": {r["item_uid"]: int(r["correct"]) for r in records},
+        "items": frozenset(uids),
+        "item_correct": dict(zip(uids, corrects, strict=True)),
     }
 
 
@@ -173,7 +179,7 @@ def _describe_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], 
     config = results["configs"].get(name)
     if not isinstance(config, dict):
         raise FileProblem(f"{results_label}: no config for task {name!r} under 'configs'")
-    records = [checked_record(line.data, f"{where}:{line.number}") for line in lines]
+    records = [checked_record(line.data, where, line.number) for line in lines]
     if not records:
         raise FileProblem(f"{where}: no samples (empty file)")
     if len({line.data.get("doc_id") for line in lines}) < len(lines):
@@ -213,8 +219,8 @@ def _subtype_units(run: ParsedRun, leaf: _Leaf, config: Mapping[str, Any]) -> li
     subtypes = [n.removeprefix(SUBTYPE_PREFIX) for n in names if n.startswith(SUBTYPE_PREFIX)]
     units = []
     for sub in subtypes:
-        records = [r for r, line in zip(leaf.records, leaf.lines, strict=True)
-                   if line.data.get(SUBTYPE_PREFIX + sub) is not None]
+        metric = SUBTYPE_PREFIX + sub
+        records = [r for r, line in zip(leaf.records, leaf.lines, strict=True) if line.data.get(metric) is not None]
         if records:
             units.append(_unit(run, leaf, records, f"{leaf.column}/{sub}", leaf.column))
     return units
