@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from levante_tasks.errors import LevanteError, display_path, os_error
-from levante_tasks.textfile import NEWLINE, NUL, line_of, not_utf8, nul_byte
+from levante_tasks.textfile import NUL, line_of, not_utf8, nul_byte
 
 CHUNK = 1 << 20
 TRUE_STRINGS = {"true", "t", "1", "1.0", "yes"}
