@@ -181,7 +181,9 @@ def _per_distinct(frame: pd.DataFrame, columns: list[str], func) -> np.ndarray:
     for column in columns:
         codes, size = _codes(frame[column])
         key = key * size + codes
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse, distinct = pd.factorize(key)  # hashed, not sorted: any row of a combination stands for it
+    first = np.empty(len(distinct), dtype=np.int64)
+    first[inverse[::-1]] = np.arange(len(key) - 1, -1, -1)  # each combination's first row
     rows = frame[columns].iloc[first].astype(object).itertuples(index=False)
     values = np.asarray([func(*row) for row in rows], dtype=object)
     return values[inverse]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE, ORDERS_TOLERANCE
@@ -100,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(min_n=args.min_n, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed,
                         plots=not args.no_plots, calibration_tolerance=args.calibration_tolerance,
                         across_languages=args.across_languages, orders_tolerance=args.orders_tolerance)
-    summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings, items_path=args.items)
+    with _imports_frozen():
+        summary = run_compare(args.irt, args.trials, args.runs, args.models, args.out, settings,
+                              items_path=args.items)
     from levante_tasks.compare.report import command_notes, outcome_lines
 
     for line in outcome_lines(summary, display_path(args.out)):
@@ -108,3 +113,14 @@ def run(args: argparse.Namespace) -> int:
     for line in command_notes(summary):
         print(f"levante-tasks: note: {line}", file=sys.stderr)
     return 0
+
+
+@contextlib.contextmanager
+def _imports_frozen() -> Iterator[None]:
+    """The objects alive before the run (the imported libraries: ~90k) kept out of the cyclic collector's full
+    collections, which would walk them each time (~0.1 s of CPU at 100 models); given back to it afterwards."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

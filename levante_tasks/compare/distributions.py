@@ -206,6 +206,9 @@ def score_array(cells: Cells, units: list[dict[str, list[float] | None]]) -> tup
     kmax = cells.p.shape[1]
     scores = np.full((len(units), len(cells.items), kmax), -np.inf)
     status = np.full((len(units), len(cells.items)), NOT_ANSWERED)
+    n_options = cells.n_options.tolist()
+    at: list[tuple[int, int, int]] = []  # (unit, item, option count) of each usable entry, its scores in `flat`
+    flat: list[float] = []
     for u, unit in enumerate(units):
         for i, uid in enumerate(cells.items):
             if uid not in unit:
@@ -213,11 +216,16 @@ def score_array(cells: Cells, units: list[dict[str, list[float] | None]]) -> tup
             s = unit[uid]
             if s is None:
                 status[u, i] = NO_SCORES
-            elif len(s) != cells.n_options[i]:
+            elif len(s) != n_options[i]:
                 status[u, i] = COUNT_MISMATCH
             else:
-                status[u, i] = USABLE
-                scores[u, i, : len(s)] = s
+                at.append((u, i, len(s)))
+                flat.extend(s)
+    if at:  # one assignment for every usable entry (per entry, numpy's setitem was the loop's main cost)
+        u_at, i_at, k_at = np.array(at).T
+        status[u_at, i_at] = USABLE
+        option = np.arange(len(flat)) - np.repeat(np.cumsum(k_at) - k_at, k_at)
+        scores[np.repeat(u_at, k_at), np.repeat(i_at, k_at), option] = np.array(flat, dtype=float)
     status[(status == USABLE) & np.isnan(scores).any(axis=-1)] = NAN_SCORES
     candidate = status == USABLE
     status[candidate & ~_finite_softmax(np.where(np.isnan(scores), 0.0, scores))] = INFINITE_SCORES

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from levante_tasks.errors import LevanteError, display_path, os_error
-from levante_tasks.textfile import NEWLINE, NUL, line_of, not_utf8, nul_byte
+from levante_tasks.textfile import NUL, line_of, not_utf8, nul_byte
 
 CHUNK = 1 << 20
 TRUE_STRINGS = {"true", "t", "1", "1.0", "yes"}
@@ -23,24 +23,39 @@ FALSE_STRINGS = {"false", "f", "0", "0.0", "no"}
 
 
 def check_text(path: Path) -> None:
-    """Fail with `<file>:<line>: ...` at the first NUL byte or non-UTF-8 byte (read in chunks, any size)."""
-    line, carry, base = 1, b"", 0  # base: the file offset of data[0]
+    """Fail with `<file>:<line>: ...` at the first NUL byte or non-UTF-8 byte (read in chunks, any size).
+
+    An ASCII chunk (most input) needs no decoding; lines are counted only to name a bad byte's line."""
+    carry, base = b"", 0  # base: the file offset of data[0]
     with open(path, "rb") as handle:
         while True:
             chunk = handle.read(CHUNK)
             data = carry + chunk
             nul = data.find(NUL)
             if nul >= 0:
-                raise LevanteError(f"{path.name}:{line_of(data, nul, line)}: {nul_byte()}")
-            try:
-                _, used = codecs.utf_8_decode(data, "strict", not chunk)
-            except UnicodeDecodeError as exc:
-                where = line_of(data, exc.start, line)
-                raise LevanteError(f"{path.name}:{where}: {not_utf8(data, exc.start, base)}") from None
-            line += data.count(NEWLINE, 0, used)
+                raise LevanteError(f"{path.name}:{_line_at(path, base + nul)}: {nul_byte()}")
+            used = len(data)
+            if not data.isascii():
+                try:
+                    _, used = codecs.utf_8_decode(data, "strict", not chunk)
+                except UnicodeDecodeError as exc:
+                    where = _line_at(path, base + exc.start)
+                    raise LevanteError(f"{path.name}:{where}: {not_utf8(data, exc.start, base)}") from None
             carry, base = data[used:], base + used
             if not chunk:
                 return
+
+
+def _line_at(path: Path, offset: int) -> int:
+    """The 1-based line number of byte `offset` of a file (read again in chunks: only for an error message)."""
+    line = 1
+    with open(path, "rb") as handle:
+        while offset > 0:
+            chunk = handle.read(min(CHUNK, offset))
+            if not chunk:
+                break
+            line, offset = line_of(chunk, len(chunk), line), offset - len(chunk)
+    return line
 
 
 def _first_line(exc: Exception) -> str:

@@ -20,8 +20,18 @@ def front(units: NamedUnits, task: str, language: str, rows: np.ndarray | None =
     """model, task, the unit's locale, the children's language (`rows`: unit positions, one per output row; default
     one row per unit)."""
     at = np.arange(len(units.names)) if rows is None else np.asarray(rows, dtype=int)
-    return pd.DataFrame({"model": np.asarray(units.names, dtype=object)[at], "task": task,
-                         "locale": np.asarray(units.locales, dtype=object)[at], "children_language": language})
+    if not len(at):  # no rows: the columns typed by pandas' inference, as every table was built before
+        return pd.DataFrame({"model": np.asarray(units.names, dtype=object)[at], "task": task,
+                             "locale": np.asarray(units.locales, dtype=object)[at], "children_language": language})
+    same = np.zeros(len(at), dtype=int)
+    return pd.DataFrame({"model": text_at(units.names, at), "task": text_at([task], same),
+                         "locale": text_at(units.locales, at), "children_language": text_at([language], same)})
+
+
+def text_at(values: list[str], at: np.ndarray) -> pd.Series:
+    """`values[at]` as a text column, its dtype inferred from the few distinct values and then taken (inferring it
+    from a long object array converts every row's Python string: the main cost of a 400k-row table)."""
+    return pd.Series(np.asarray(values, dtype=object)).take(at).reset_index(drop=True)
 
 
 def by_unit(table: pd.DataFrame, units: NamedUnits, task: str, language: str) -> pd.DataFrame:
