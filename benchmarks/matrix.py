@@ -17,7 +17,8 @@ Reported: wall and CPU seconds (user + system of the process tree; what to compa
 The model is the offline fixed-letter double (`levante_fixed` via `levante_tasks.testing.matrix_doubles`) on
 `levante_trog` with --limit 8, so the figures are the harness's and the runner's, not a model's.
 Run: `.venv/bin/python benchmarks/matrix.py` (about 4 minutes on 2 cores); `--tiny`: one repeat, planning at
-1 model, resume and model loads at 2 cells (about a minute: every lmms-eval process costs its start-up).
+1 model, resume at 1 cell (its first run is section 2's), model loads at 2 cells (about a minute: every lmms-eval
+process costs its start-up).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ DOUBLES = "levante_tasks.testing.matrix_doubles"
 CLI = [sys.executable, "-m", "levante_tasks"]
 REPEATS = 3
 SIZES = {"full": {"plan_models": (1, 10, 100, 1000), "resume": (4, 3), "loads": (2, 2)},
-         "tiny": {"plan_models": (1,), "resume": (1, 2), "loads": (1, 2)}}  # loads: (tasks, seeds)
+         "tiny": {"plan_models": (1,), "resume": (1, 1), "loads": (1, 2)}}  # (models, seeds); loads: (tasks, seeds)
 
 
 def write_config(folder: Path, data: Path, models: int, tasks: list[str], seeds: list[int]) -> Path:
@@ -92,7 +93,9 @@ def planning(tmp: Path, data: Path, sizes: tuple[int, ...]) -> None:
         print(f"{models:>7} {cells:>7} {wall:>7.2f} {cpu:>7.2f} {extra:>15.2f} {extra / cells * 1e3:>12.3f}")
 
 
-def one_cell(tmp: Path, data: Path) -> None:
+def one_cell(tmp: Path, data: Path) -> tuple[Path, tuple[float, float]]:
+    """Section 2; returns the runner's first output folder and its median wall / CPU seconds (a 1-cell resume
+    section starts from them: the same command on the same config)."""
     from levante_tasks.matrix.config import load_config
     from levante_tasks.matrix.plan import cell_argv, cell_env, data_facts, plan
 
@@ -106,13 +109,18 @@ def one_cell(tmp: Path, data: Path) -> None:
     print("\n2. one cell (levante_fixed, levante_trog, limit 8): wall / CPU seconds")
     print(f"bare lmms-eval {bare[0]:.2f} / {bare[1]:.2f}; levante-tasks matrix {runner[0]:.2f} / {runner[1]:.2f} "
           f"(cell + summary + report): CPU overhead {runner[1] - bare[1]:+.2f} s, ratio {runner[1] / bare[1]:.2f}x")
+    return tmp / "one" / "m0", runner
 
 
-def resume(tmp: Path, data: Path, models: int, seeds: int) -> None:
+def resume(tmp: Path, data: Path, models: int, seeds: int, one_cell_run: tuple[Path, tuple[float, float]]) -> None:
+    """Section 3; a 1-model x 1-seed matrix is section 2's config, so its first run is section 2's runner run."""
     config = write_config(tmp / "resume", data, models, ["levante_trog"], list(range(seeds)))
     cells = models * seeds
-    out = tmp / "resume" / "out"
-    first = timed([*CLI, "matrix", "--config", str(config), "--out", str(out)], config.parent)
+    if cells == 1:
+        out, first = one_cell_run
+    else:
+        out = tmp / "resume" / "out"
+        first = timed([*CLI, "matrix", "--config", str(config), "--out", str(out)], config.parent)
     again = median_of(lambda k: [*CLI, "matrix", "--config", str(config), "--out", str(out), "--resume"],
                       config.parent)
     print(f"\n3. resume ({models} model(s) x levante_trog x {seeds} seeds = {cells} cells): wall / CPU seconds")
@@ -161,8 +169,7 @@ def main() -> None:
         data = tmp / "demo" / "data"
         print(f"levante-tasks matrix benchmark; {os.cpu_count()} CPU(s); median of {REPEATS} fresh processes")
         planning(tmp, data, size["plan_models"])
-        one_cell(tmp, data)
-        resume(tmp, data, *size["resume"])
+        resume(tmp, data, *size["resume"], one_cell(tmp, data))
         model_loads(tmp, data, *size["loads"])
 
 
