@@ -41,7 +41,7 @@ from typing import Any
 
 import torch
 import yaml
-from matrix import TASKS, timed
+from matrix import TASKS, prepared_demo, timed
 
 from levante_tasks.testing.tiny_models import build_tiny_qwen_vl, build_tiny_vlm
 
@@ -79,14 +79,6 @@ def checkpoint(arch: Arch, work: Path, full: bool) -> Path:
         shutil.rmtree(partial, ignore_errors=True)
         arch.build(partial, full).rename(folder)
     return folder
-
-
-def prepared_data(work: Path) -> Path:
-    """The synthetic release prepared under `work` (once): the data folder lmms-eval reads."""
-    data = work / "demo" / "data"
-    if not data.is_dir():
-        timed([sys.executable, "-m", "levante_tasks", "demo", "--prepare-only", "--out", str(work / "demo")], work)
-    return data
 
 
 def lmms_env(data: Path) -> dict[str, str]:
@@ -291,7 +283,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpu-bench-") as tmp:
         work = (args.work or Path(tmp)).absolute()
         work.mkdir(parents=True, exist_ok=True)
-        data = prepared_data(work)
+        data = prepared_demo(work)
         start = time.perf_counter()
         paths = {arch.name: checkpoint(arch, work, args.full) for arch in args.archs}
         report["build_s"] = round(time.perf_counter() - start, 1)
