@@ -18,7 +18,8 @@ The model is the offline fixed-letter double (`levante_fixed` via `levante_tasks
 `levante_trog` with --limit 8, so the figures are the harness's and the runner's, not a model's.
 Run: `.venv/bin/python benchmarks/matrix.py` (about 4 minutes on 2 cores); `--tiny`: one repeat, planning at
 1 model, resume at 1 cell (its first run is section 2's), model loads at 2 cells (about a minute: every lmms-eval
-process costs its start-up).
+process costs its start-up). `$LEVANTE_BENCH_DEMO`, a `demo --prepare-only` folder, is read instead of preparing
+the release (the test suite prepares one for every benchmark that needs it).
 """
 
 from __future__ import annotations
