@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from matrix import prepared_demo
 
 CLI = [sys.executable, "-m", "levante_tasks"]
 TASK = "levante_trog"
@@ -74,11 +75,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="distribution-bench-") as name:
         tmp = Path(name)
-        prepared = subprocess.run([*CLI, "demo", "--prepare-only", "--out", str(tmp / "demo")], cwd=tmp,
-                                  capture_output=True, text=True)
-        if prepared.returncode != 0:
-            raise SystemExit(f"demo --prepare-only failed:\n{prepared.stderr[-2000:]}")
-        data, log = tmp / "demo" / "data", tmp / "server.jsonl"
+        data, log = prepared_demo(tmp), tmp / "server.jsonl"
         print(f"distribution-mode cost benchmark; {os.cpu_count()} CPU(s); openai class on the local fake server, "
               f"{TASK}, {items} items, one fresh matrix process each")
         cases: dict[str, dict[str, Any] | None] = {"anchor (K = 1)": None}

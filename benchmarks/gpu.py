@@ -16,7 +16,8 @@ CPU: the process's peak RSS) and our ratio to the anchor at the same batch size.
 has one, else one per lmms-eval process in the cell logs, against its cell count (one load per cell).
 
 Run (GPU, the figures to quote; about 5 minutes on one H100): `.venv/bin/python benchmarks/gpu.py --full --device
-cuda --out gpu-bench`. `--tiny`: tiny shapes on CPU at batch 1 and 2 (the suite's smoke run, under a minute).
+cuda --out gpu-bench`. `--tiny`: tiny shapes on CPU at batch 2 (the batched path; the suite's smoke run,
+under a minute).
 `--full` on CPU proves the real shapes load (add `--limit 1`). `--work DIR` keeps checkpoints and data for a rerun.
 """
 
@@ -40,7 +41,7 @@ from typing import Any
 
 import torch
 import yaml
-from matrix import TASKS, timed
+from matrix import TASKS, prepared_demo, timed
 
 from levante_tasks.testing.tiny_models import build_tiny_qwen_vl, build_tiny_vlm
 
@@ -78,14 +79,6 @@ def checkpoint(arch: Arch, work: Path, full: bool) -> Path:
         shutil.rmtree(partial, ignore_errors=True)
         arch.build(partial, full).rename(folder)
     return folder
-
-
-def prepared_data(work: Path) -> Path:
-    """The synthetic release prepared under `work` (once): the data folder lmms-eval reads."""
-    data = work / "demo" / "data"
-    if not data.is_dir():
-        timed([sys.executable, "-m", "levante_tasks", "demo", "--prepare-only", "--out", str(work / "demo")], work)
-    return data
 
 
 def lmms_env(data: Path) -> dict[str, str]:
@@ -245,10 +238,10 @@ def measure(stats: Path, device: str, lmms_args: list[str]) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--tiny", action="store_true", help="tiny shapes, batch 1 and 2, 1 task, limit 2 (CPU smoke)")
+    size.add_argument("--tiny", action="store_true", help="tiny shapes, batch 2, 1 task, limit 2 (CPU smoke)")
     size.add_argument("--full", action="store_true", help="real sizes (SmolVLM-256M, Qwen2-VL-2B)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    parser.add_argument("--batches", help="batch sizes, comma-separated (default: 1,8,32; --tiny: 1,2)")
+    parser.add_argument("--batches", help="batch sizes, comma-separated (default: 1,8,32; --tiny: 2)")
     parser.add_argument("--limit", type=int, help="items per task (default: all; --tiny: 2)")
     parser.add_argument("--tasks", help=f"LEVANTE tasks, comma-separated (default: all {len(TASKS)}; --tiny: 1)")
     parser.add_argument("--archs", help=f"architectures (default: {','.join(a.name for a in ARCHS)})")
@@ -260,7 +253,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.tiny and args.device != "cpu":
         parser.error("--tiny runs on cpu")
-    args.batches = [int(b) for b in (args.batches or ("1,2" if args.tiny else "1,8,32")).split(",")]
+    args.batches = [int(b) for b in (args.batches or ("2" if args.tiny else "1,8,32")).split(",")]
     args.tasks = args.tasks.split(",") if args.tasks else TASKS[:1] if args.tiny else TASKS
     args.limit = args.limit or (2 if args.tiny else None)
     names = args.archs.split(",") if args.archs else [a.name for a in ARCHS]
@@ -290,7 +283,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpu-bench-") as tmp:
         work = (args.work or Path(tmp)).absolute()
         work.mkdir(parents=True, exist_ok=True)
-        data = prepared_data(work)
+        data = prepared_demo(work)
         start = time.perf_counter()
         paths = {arch.name: checkpoint(arch, work, args.full) for arch in args.archs}
         report["build_s"] = round(time.perf_counter() - start, 1)

@@ -17,7 +17,9 @@ Reported: wall and CPU seconds (user + system of the process tree; what to compa
 The model is the offline fixed-letter double (`levante_fixed` via `levante_tasks.testing.matrix_doubles`) on
 `levante_trog` with --limit 8, so the figures are the harness's and the runner's, not a model's.
 Run: `.venv/bin/python benchmarks/matrix.py` (about 4 minutes on 2 cores); `--tiny`: one repeat, planning at
-1 model, resume and model loads at 2 cells (about a minute: every lmms-eval process costs its start-up).
+1 model, resume at 1 cell (its first run is section 2's), model loads at 2 cells (about a minute: every lmms-eval
+process costs its start-up). `$LEVANTE_BENCH_DEMO`, a `demo --prepare-only` folder, is read instead of preparing
+the release (the test suite prepares one for every benchmark that needs it).
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ TASKS = ["levante_vocab", "levante_trog", "levante_egma_math", "levante_theory_o
 DOUBLES = "levante_tasks.testing.matrix_doubles"
 CLI = [sys.executable, "-m", "levante_tasks"]
 REPEATS = 3
+SHARED_DEMO = "LEVANTE_BENCH_DEMO"  # a `demo --prepare-only` folder to read instead (the test suite prepares one)
 SIZES = {"full": {"plan_models": (1, 10, 100, 1000), "resume": (4, 3), "loads": (2, 2)},
-         "tiny": {"plan_models": (1,), "resume": (1, 2), "loads": (1, 2)}}  # loads: (tasks, seeds)
+         "tiny": {"plan_models": (1,), "resume": (1, 1), "loads": (1, 2)}}  # (models, seeds); loads: (tasks, seeds)
 
 
 def write_config(folder: Path, data: Path, models: int, tasks: list[str], seeds: list[int]) -> Path:
@@ -73,6 +76,16 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> t
     return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def prepared_demo(folder: Path) -> Path:
+    """The synthetic release's data folder: $LEVANTE_BENCH_DEMO's when it holds one (prepared once for the test
+    suite's runs; only read), else `folder/demo`'s, prepared there on first use (`demo --prepare-only`)."""
+    shared = Path(os.environ.get(SHARED_DEMO) or folder / "demo")
+    demo = shared if (shared / "data").is_dir() else folder / "demo"
+    if not (demo / "data").is_dir():
+        timed([*CLI, "demo", "--prepare-only", "--out", str(demo)], folder)
+    return demo / "data"
+
+
 def median_of(make_command, cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
     """Median wall and CPU seconds of REPEATS runs; `make_command(k)` gives the k-th command (fresh outputs)."""
     runs = [timed(make_command(k), cwd, env) for k in range(REPEATS)]
@@ -92,7 +105,9 @@ def planning(tmp: Path, data: Path, sizes: tuple[int, ...]) -> None:
         print(f"{models:>7} {cells:>7} {wall:>7.2f} {cpu:>7.2f} {extra:>15.2f} {extra / cells * 1e3:>12.3f}")
 
 
-def one_cell(tmp: Path, data: Path) -> None:
+def one_cell(tmp: Path, data: Path) -> tuple[Path, tuple[float, float]]:
+    """Section 2; returns the runner's first output folder and its median wall / CPU seconds (a 1-cell resume
+    section starts from them: the same command on the same config)."""
     from levante_tasks.matrix.config import load_config
     from levante_tasks.matrix.plan import cell_argv, cell_env, data_facts, plan
 
@@ -106,13 +121,18 @@ def one_cell(tmp: Path, data: Path) -> None:
     print("\n2. one cell (levante_fixed, levante_trog, limit 8): wall / CPU seconds")
     print(f"bare lmms-eval {bare[0]:.2f} / {bare[1]:.2f}; levante-tasks matrix {runner[0]:.2f} / {runner[1]:.2f} "
           f"(cell + summary + report): CPU overhead {runner[1] - bare[1]:+.2f} s, ratio {runner[1] / bare[1]:.2f}x")
+    return tmp / "one" / "m0", runner
 
 
-def resume(tmp: Path, data: Path, models: int, seeds: int) -> None:
+def resume(tmp: Path, data: Path, models: int, seeds: int, one_cell_run: tuple[Path, tuple[float, float]]) -> None:
+    """Section 3; a 1-model x 1-seed matrix is section 2's config, so its first run is section 2's runner run."""
     config = write_config(tmp / "resume", data, models, ["levante_trog"], list(range(seeds)))
     cells = models * seeds
-    out = tmp / "resume" / "out"
-    first = timed([*CLI, "matrix", "--config", str(config), "--out", str(out)], config.parent)
+    if cells == 1:
+        out, first = one_cell_run
+    else:
+        out = tmp / "resume" / "out"
+        first = timed([*CLI, "matrix", "--config", str(config), "--out", str(out)], config.parent)
     again = median_of(lambda k: [*CLI, "matrix", "--config", str(config), "--out", str(out), "--resume"],
                       config.parent)
     print(f"\n3. resume ({models} model(s) x levante_trog x {seeds} seeds = {cells} cells): wall / CPU seconds")
@@ -157,12 +177,10 @@ def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     with tempfile.TemporaryDirectory(prefix="matrix-bench-") as name:
         tmp = Path(name)
-        timed([*CLI, "demo", "--prepare-only", "--out", str(tmp / "demo")], tmp)
-        data = tmp / "demo" / "data"
+        data = prepared_demo(tmp)
         print(f"levante-tasks matrix benchmark; {os.cpu_count()} CPU(s); median of {REPEATS} fresh processes")
         planning(tmp, data, size["plan_models"])
-        one_cell(tmp, data)
-        resume(tmp, data, *size["resume"])
+        resume(tmp, data, *size["resume"], one_cell(tmp, data))
         model_loads(tmp, data, *size["loads"])
 
 

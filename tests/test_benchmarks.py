@@ -2,7 +2,8 @@
 
 Each `benchmarks/*.py --tiny` (found by glob: a new benchmark is included without editing this file) runs as a
 subprocess; it must exit 0 and print at least one figure line: a figure with its ratio (`ratio 0.54`, `x2.1`,
-`3.94x`).
+`3.94x`). The synthetic release those that run lmms-eval read is prepared once here (`demo --prepare-only`, as each
+would) and named to them by $LEVANTE_BENCH_DEMO.
 """
 
 from __future__ import annotations
@@ -36,10 +37,24 @@ def test_there_are_benchmarks() -> None:
     assert len(BENCHMARKS) >= 6, [path.name for path in BENCHMARKS]
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """This environment with this tree first on PYTHONPATH, plus `extra`."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            **extra}
+
+
+@pytest.fixture(scope="module")
+def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One `demo --prepare-only` folder for every benchmark of this module (each reads it, none writes it)."""
+    demo = tmp_path_factory.mktemp("bench-demo") / "demo"
+    subprocess.run([sys.executable, "-m", "levante_tasks", "demo", "--prepare-only", "--out", str(demo)],
+                   cwd=demo.parent, env=child_env(), capture_output=True, check=True, timeout=TIMEOUT_S)
+    return demo
+
+
 @pytest.mark.parametrize("script", BENCHMARKS, ids=[path.stem for path in BENCHMARKS])
-def test_benchmark_runs_at_its_tiny_size_and_prints_figures(script: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "TMPDIR": str(tmp_path)}
+def test_benchmark_runs_at_its_tiny_size_and_prints_figures(script: Path, tmp_path: Path, shared_demo: Path) -> None:
+    env = child_env(TMPDIR=str(tmp_path), LEVANTE_BENCH_DEMO=str(shared_demo))
     done = subprocess.run([sys.executable, str(script), "--tiny"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=TIMEOUT_S, check=False)
     assert done.returncode == 0, f"{script.name} --tiny exited {done.returncode}:\n{done.stderr[-3000:]}"
