@@ -22,7 +22,11 @@ from levante_tasks.l0.workers import ordered_map
 
 CONFIGS = Path(task.__file__).resolve().parent / "configs" / "upstream"
 SMALL, LARGE = 40, 160  # programs drawn; every one becomes a test item with its demonstrations
-MAX_BYTES_PER_PROGRAM = 1500  # what the spool's bookkeeping may hold per program (id, bin key, offset)
+# What the spool's bookkeeping may hold per program (id, bin key, offset): measured ~1.25 kB, plus up to ~0.7 kB of
+# noise from what earlier tests left warm in the process (one CI run measured 1.7 kB); a generate that held its
+# programs in memory costs ~20 kB each
+MAX_BYTES_PER_PROGRAM = 4000
+WARM_UP = 8  # programs of a first, unmeasured generate: lazy imports and caches filled before both measures
 WORKERS = 4  # L0-Bench workers (seeds); a small grammar makes later workers redraw programs earlier ones hold
 
 
@@ -58,6 +62,7 @@ def generate_peak(folder: Path, programs: int) -> int:
 def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, int]:
     """The folder holding both datasets (`data-<programs>`), and the peaks of making each."""
     folder = tmp_path_factory.mktemp("l0mem")
+    generate_peak(folder, WARM_UP)
     return folder, generate_peak(folder, SMALL), generate_peak(folder, LARGE)
 
 
