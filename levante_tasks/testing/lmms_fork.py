@@ -11,7 +11,8 @@ status is the interpreter's (SystemExit code, 1 and a traceback on an uncaught e
 N).
 Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF, the legacy
 plugin list) cannot change in a fork: a run whose values differ from the server's gets its own server, and so does a
-run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources: that server imports it from there). A
+run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages: that server imports them
+from there. A
 `sitecustomize` that a new interpreter would import from the run's new PYTHONPATH entries (a spy a test installs that
 way) is run in the child, after lmms-eval's import instead of before it. Tests that check the real command (console
 scripts, README commands, the matrix) or what a fresh import does still start real processes.
@@ -43,7 +44,7 @@ IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLIN
 # `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
 MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval"}
 COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
-_SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}
+_SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}  # by _key
 
 
 def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float = 600,
@@ -67,15 +68,17 @@ def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], tim
 
 
 def _key(env: Mapping[str, str]) -> tuple[str | None, ...]:
-    """What a run's server must share with it: the import-time variables, then the PYTHONPATH entry (if any) that
-    `lmms_eval` is imported from."""
-    return (*(env.get(name) for name in IMPORT_TIME_ENV), _lmms_eval_entry(env))
+    """What a run's server must share with it: the import-time variables, then the run's PYTHONPATH entries that
+    lmms-eval's import reads (joined; None if none)."""
+    return (*(env.get(name) for name in IMPORT_TIME_ENV), os.pathsep.join(_import_time_entries(env)) or None)
 
 
-def _lmms_eval_entry(env: Mapping[str, str]) -> str | None:
-    """The first PYTHONPATH entry holding an `lmms_eval` package (a run imports it from there), or None."""
+def _import_time_entries(env: Mapping[str, str]) -> list[str]:
+    """The run's PYTHONPATH entries that hold a package lmms-eval imports when it is imported: its own `lmms_eval`
+    (a tree of its sources), the packages named in LMMS_EVAL_PLUGINS (their models are registered then)."""
+    packages = ["lmms_eval", *filter(None, env.get("LMMS_EVAL_PLUGINS", "").split(","))]
     entries = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return next((p for p in entries if (Path(p) / "lmms_eval" / "__init__.py").is_file()), None)
+    return [p for p in entries if any((Path(p) / package).is_dir() for package in packages)]
 
 
 def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
@@ -83,12 +86,12 @@ def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
     process exits."""
     key = _key(env)
     if key not in _SERVERS or _SERVERS[key].poll() is not None:
-        *values, lmms_eval_entry = key
+        *values, entries = key
         server_env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
         server_env.update({name: value for name, value in zip(IMPORT_TIME_ENV, values, strict=True)
                            if value is not None})
-        if lmms_eval_entry is not None:
-            server_env["PYTHONPATH"] = os.pathsep.join(filter(None, [lmms_eval_entry, os.environ.get("PYTHONPATH")]))
+        if entries is not None:
+            server_env["PYTHONPATH"] = os.pathsep.join(filter(None, [entries, os.environ.get("PYTHONPATH")]))
         _SERVERS[key] = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, env=server_env, text=True, encoding="utf-8")
     return _SERVERS[key]
@@ -101,7 +104,8 @@ def _stop_servers() -> None:
 
 
 def stop_tree_servers() -> None:
-    """Stop the servers of runs that brought their own lmms_eval (a test module's trees: no later test uses them)."""
+    """Stop the servers of runs that brought their own lmms_eval or plugins (a test module's trees: no later test uses
+    them)."""
     _stop([key for key in _SERVERS if key[-1] is not None])
 
 
