@@ -12,10 +12,9 @@ N).
 Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF, the legacy
 plugin list) cannot change in a fork: a run whose values differ from the server's gets its own server, and so does a
 run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages: that server imports them
-from there. A
-`sitecustomize` that a new interpreter would import from the run's new PYTHONPATH entries (a spy a test installs that
-way) is run in the child, after lmms-eval's import instead of before it. Tests that check the real command (console
-scripts, README commands, the matrix) or what a fresh import does still start real processes.
+from there. A `sitecustomize` that a new interpreter would import from the run's new PYTHONPATH entries (a spy a
+test installs that way) is run in the child, after lmms-eval's import instead of before it. Tests that check the
+real command (console scripts, README commands, the matrix) or what a fresh import does still start real processes.
 Run as `python -m levante_tasks.testing.lmms_fork`, this module is that server: one JSON request a line on stdin,
 one JSON reply a line on the descriptor it was started with as stdout.
 """
@@ -82,7 +81,7 @@ def _import_time_entries(env: Mapping[str, str]) -> list[str]:
 
 
 def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
-    """The server for `env`'s import-time variables and `lmms_eval`, started on first use and stopped when this
+    """The server for `env`'s import-time variables and entries (`_key`), started on first use and stopped when this
     process exits."""
     key = _key(env)
     if key not in _SERVERS or _SERVERS[key].poll() is not None:
