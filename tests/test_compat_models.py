@@ -1,14 +1,15 @@
 """The lmms-eval model classes people already run, on every LEVANTE task, proven picture by picture (issue 23).
 
-Each case is ONE real `python -m lmms_eval` process: an upstream model class on a tiny random-init checkpoint
-(real transformers classes and processors, built offline by `tiny_models`) or on a fake OpenAI-compatible server,
-every LEVANTE task (and the `_mc` variants where the class can score options) on the colour-coded fixture, whose
-first egma-math items have no picture; run at batch size 1, then 4 (lmms-eval's `--config` list: two runs in the
-one process, so the second costs no second start-up). lmms-eval batches the requests of all tasks of a run
-together, so the batch-4 run mixes tasks in a batch (issue 31). A spy on the processor (or the server) logs each
-request's pictures; every item's requests must carry exactly its pictures in the order its prompt numbers them
-(none for text-only items), at each batch size. With `$LEVANTE_COMPAT_RESULTS` set, each case writes its outcome
-there (`compat_table` renders docs/compatibility.md).
+Each case is ONE `python -m lmms_eval` run, forked from a server that imported lmms-eval once (`lmms_fork`: the
+run's command, streams and exit status, without ~5 s of start-up per case): an upstream model class on a tiny
+random-init checkpoint (real transformers classes and processors, built offline by `tiny_models`) or on a fake
+OpenAI-compatible server, every LEVANTE task (and the `_mc` variants where the class can score options) on the
+colour-coded fixture, whose first egma-math items have no picture; run at batch size 1, then 4 (lmms-eval's
+`--config` list: two runs in the one process, so the second costs no second start-up). lmms-eval batches the
+requests of all tasks of a run together, so the batch-4 run mixes tasks in a batch (issue 31). A spy on the
+processor (or the server) logs each request's pictures; every item's requests must carry exactly its pictures in the
+order its prompt numbers them (none for text-only items), at each batch size. With `$LEVANTE_COMPAT_RESULTS` set,
+each case writes its outcome there (`compat_table` renders docs/compatibility.md).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +29,10 @@ from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.testing import tiny_models
 from levante_tasks.testing.fake_openai import serve
 from levante_tasks.testing.fixture_data import write_fixture
+from levante_tasks.testing.lmms_fork import run_cli
 from levante_tasks.testing.processor_spy import SPY_ENV, read_log
 
-SPY_SITE = Path(__file__).parent / "compat_site"  # its sitecustomize.py installs the spy
+SPY_SITE = Path(__file__).parent / "compat_site"  # its sitecustomize.py installs the spy (in a fork too: lmms_fork)
 TASKS = ["levante_vocab", "levante_trog", "levante_egma_math", "levante_theory_of_mind",
          "levante_matrix_reasoning", "levante_mental_rotation", "levante_same_different"]
 MC_TASKS = [f"{task}_mc" for task in TASKS]
@@ -105,9 +106,10 @@ def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pat
 
 def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path, tasks: list[str] | None = None,
                   batch_sizes: tuple[int, ...] = BATCH_SIZES) -> subprocess.CompletedProcess[str]:
-    """The real lmms-eval CLI, in ONE process with the processor spy installed (sitecustomize): one run per batch
-    size, in order (lmms-eval's `--config` takes a list of runs), each writing to `out/batch-<n>`. A class that
-    allows batch size 1 only gets just the first task at a larger size (it stops at its first batch anyway)."""
+    """The real lmms-eval CLI (`python -m lmms_eval`, forked by `lmms_fork`) in ONE process with the processor spy
+    installed (sitecustomize): one run per batch size, in order (lmms-eval's `--config` takes a list of runs), each
+    writing to `out/batch-<n>`. A class that allows batch size 1 only gets just the first task at a larger size (it
+    stops at its first batch anyway)."""
     tasks = tasks or TASKS + (MC_TASKS if case.mc else [])
     path = os.pathsep.join(filter(None, [str(SPY_SITE), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
@@ -120,8 +122,7 @@ def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path,
             for size in batch_sizes]
     config = out.parent / "runs.yaml"
     config.write_text(json.dumps(runs, indent=1), encoding="utf-8")  # JSON is YAML
-    command = [sys.executable, "-m", "lmms_eval", "--config", str(config)]
-    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=out.parent, timeout=600, check=False)
+    return run_cli(["--config", str(config)], cwd=out.parent, env=env, timeout=600, entry="lmms_eval")
 
 
 def record_outcome(name: str, case: Case, status: str, detail: str, batches: dict[int, str] | None = None) -> None:

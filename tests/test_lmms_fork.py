@@ -4,6 +4,7 @@ for a good run and for bad ones."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -83,3 +84,51 @@ def test_a_bad_run_fails_alike(entry: str, args: list[str], data: Path, tmp_path
     assert real.returncode in (1, 2) and fork.returncode == real.returncode, (real.stderr[-2000:], fork.stderr[-2000:])
     assert fork.stderr.strip().splitlines()[-1] == real.stderr.strip().splitlines()[-1]
     assert not any(out.exists() and any(out.rglob("*_results.json")) for _, out in runs.values())
+
+
+# Registers, at start-up, a note of the `lmms_eval` the run imported, written when it exits (after lmms-eval's
+# import both in a real process, whose sitecustomize runs first, and in a fork, whose server imported it before).
+SITE = '''
+import atexit, os, sys
+atexit.register(lambda: open(os.environ["LP_SITE_LOG"], "a").write(sys.modules["lmms_eval"].__file__ + "\\n"))
+'''
+
+
+def _mirror(src: Path, root: Path) -> Path:
+    """`src` (an installed lmms_eval package) mirrored under `root` with a symlink per file: a tree of its own."""
+    for folder, _dirs, files in os.walk(src):
+        mirrored = root / Path(folder).relative_to(src.parent)
+        mirrored.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            (mirrored / name).symlink_to(Path(folder) / name)
+    return root
+
+
+def test_a_sitecustomize_on_the_runs_path_and_its_own_lmms_eval_are_a_real_processs(data: Path,
+                                                                                    tmp_path: Path) -> None:
+    """A `sitecustomize` in the run's new PYTHONPATH entries runs in the fork as in a new interpreter (the compat
+    suite's spy is installed so), and a run whose PYTHONPATH holds its own lmms_eval gets it from a server that
+    imported that one (the patch tests' trees), while a run without it still gets the installed one."""
+    installed = importlib.util.find_spec("lmms_eval")  # not imported here: the test process stays without it
+    assert installed is not None and installed.origin is not None
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE, encoding="utf-8")
+    tree = _mirror(Path(installed.origin).parent, tmp_path / "tree")
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    args = ["--model", "dummy", "--tasks", "levante_trog", "--no_such_flag"]  # ends at argparse: exit 2
+    seen = {}
+    for way, path in (("real", [tree, site]), ("fork", [tree, site]), ("installed", [site])):
+        log = tmp_path / f"{way}.log"
+        run_env = {**env, "LP_SITE_LOG": str(log),
+                   "PYTHONPATH": os.pathsep.join([*map(str, path), os.environ.get("PYTHONPATH", "")])}
+        (tmp_path / way).mkdir()
+        if way == "real":
+            done = subprocess.run([sys.executable, "-m", MODULES["lmms_eval"], *args], cwd=tmp_path / way,
+                                  env=run_env, capture_output=True, text=True, timeout=600, check=False)
+        else:
+            done = run_cli(args, cwd=tmp_path / way, env=run_env, entry="lmms_eval")
+        assert done.returncode == 2, (way, done.stderr[-2000:])
+        seen[way] = log.read_text(encoding="utf-8").splitlines()
+    assert seen["fork"] == seen["real"] == [str(tree / "lmms_eval" / "__init__.py")]
+    assert seen["installed"] == [installed.origin]

@@ -2,7 +2,9 @@
 
 For every patch a tree with all patches *but* that one shows the bug; the fully patched tree shows the fix. The
 same probes run on both, so untouched behaviour (inputs outside the bug) must give identical outputs. Each probe
-runs lmms_eval from its tree in a subprocess (PYTHONPATH first), so the venv's own copy is never imported here.
+runs lmms_eval from its tree in a subprocess (PYTHONPATH first), so the venv's own copy is never imported here; a
+run of the CLI is forked from a server per tree that imported that tree's lmms_eval once (`lmms_fork`), except
+where a test checks what a fresh import does (P15, P17, P18, P19: a real process each).
 The patch set is the one for the installed version: 0.7.2 in .venv; `make test` runs this file again in a
 throwaway venv holding 0.7.3 (scripts/test_lmms_eval_version.sh).
 """
@@ -15,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,7 @@ from levante_tasks.lmms.patcher.engine import revert_patch_set
 from levante_tasks.lmms.patcher.target import installed_root, resolve_target
 from levante_tasks.lmms.patcher.unidiff import FilePatch
 from levante_tasks.schema.task_source import TASKS_DIR
+from levante_tasks.testing.lmms_fork import run_cli, stop_tree_servers
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PATCH_SET = resolve_target(installed_root())[1]  # the set for the installed version
@@ -77,14 +81,15 @@ def _pristine_targets(tmp: Path) -> dict[str, str]:
 def _build_tree(root: Path, pristine: dict[str, str], patches: list[str]) -> Path:
     """Mirror the installed lmms_eval with symlinks (byte-code caches included, so imports stay fast) and real
     target files carrying exactly `patches`, applied in series order."""
-    src = installed_root() / "lmms_eval"
-    targets = set(PATCH_SET.targets)
-    for folder, _dirs, files in os.walk(src):
-        rel_dir = Path(folder).relative_to(src.parent)
-        (root / rel_dir).mkdir(parents=True, exist_ok=True)
+    src = str(installed_root())
+    skipped = {*PATCH_SET.targets, "lmms_eval/.levante_patches.json"}
+    for folder, _dirs, files in os.walk(os.path.join(src, "lmms_eval")):  # plain strings: 3,500 files per tree
+        rel_dir = os.path.relpath(folder, src)
+        os.makedirs(os.path.join(root, rel_dir), exist_ok=True)
         for name in files:
-            if (rel_dir / name).as_posix() not in targets and name != ".levante_patches.json":
-                (root / rel_dir / name).symlink_to(Path(folder) / name)
+            rel = f"{rel_dir}/{name}"
+            if rel not in skipped:
+                os.symlink(os.path.join(folder, name), os.path.join(root, rel))
     for rel, text in pristine.items():
         for name in PATCH_SET.series:
             if name in patches and PATCH_SET.file_patch(name).path == rel:
@@ -97,18 +102,31 @@ def _build_tree(root: Path, pristine: dict[str, str], patches: list[str]) -> Pat
 BUILDS_ON = {P_MC_CACHED: P_MC, P_GROUP_SKIP: P_ENTRY, P_REFUSAL_WORDS: P_REFUSE_MC}
 
 
-@pytest.fixture(scope="module")
-def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+class Trees:
     """`all` = every patch; `<patch>` = every patch but that one (and those that build on it); `0015` = every patch
-    but the three files of 0015 (one bug in three classes: one probe shows it in each)."""
-    base = tmp_path_factory.mktemp("lmms_trees")
-    pristine = _pristine_targets(base / "pristine")
-    built = {"all": _build_tree(base / "all", pristine, PATCH_SET.series),
-             "0015": _build_tree(base / "0015", pristine, [p for p in PATCH_SET.series if p[:4] != "0015"])}
-    for name in PATCH_SET.series:
-        kept = [p for p in PATCH_SET.series if p != name and BUILDS_ON.get(p) != name]
-        built[name] = _build_tree(base / name, pristine, kept)
-    return built
+    but the three files of 0015 (one bug in three classes: one probe shows it in each). Each is built when a test
+    first asks for it (the tests use 18 of the 26)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base, self.pristine, self.built = base, _pristine_targets(base / "pristine"), dict[str, Path]()
+
+    def __getitem__(self, name: str) -> Path:
+        if name not in self.built:
+            if name == "all":
+                kept = PATCH_SET.series
+            elif name == "0015":
+                kept = [p for p in PATCH_SET.series if p[:4] != "0015"]
+            else:
+                assert name in PATCH_SET.series, name
+                kept = [p for p in PATCH_SET.series if p != name and BUILDS_ON.get(p) != name]
+            self.built[name] = _build_tree(self.base / name, self.pristine, kept)
+        return self.built[name]
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trees]:
+    yield Trees(tmp_path_factory.mktemp("lmms_trees"))
+    stop_tree_servers()  # their lmms_fork servers (about 0.6 GiB each) are not needed after this module
 
 
 # ---------------------------------------------------------------- tiny task packages
@@ -200,12 +218,11 @@ def _env(tree: Path, *extra: Path, plugins: str | None = None) -> dict[str, str]
 
 
 def run_lmms_eval(tree: Path, out: Path, *args: str, extra: tuple[Path, ...] = (), plugins: str | None = None):
-    """`python -m lmms_eval ARGS` with `tree`'s lmms_eval; returns the process and the parsed results (or None)."""
+    """`python -m lmms_eval ARGS` with `tree`'s lmms_eval, forked from that tree's server (`lmms_fork`: one per tree
+    and plugin list, which imports the tree's lmms_eval once); returns the run and the parsed results (or None)."""
     out.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(
-        [sys.executable, "-m", "lmms_eval", *args, "--output_path", str(out)],
-        capture_output=True, text=True, env=_env(tree, *extra, plugins=plugins), cwd=out, timeout=600,
-    )
+    proc = run_cli([*args, "--output_path", str(out)], cwd=out, env=_env(tree, *extra, plugins=plugins), timeout=600,
+                   entry="lmms_eval")
     found = sorted(out.rglob("*_results.json"))
     proc.stdout = ANSI.sub("", proc.stdout) + ANSI.sub("", proc.stderr)  # one log to search, without colours
     return proc, (json.loads(found[-1].read_text()) if found else None)
@@ -287,7 +304,7 @@ if "index" in checks:
 if "llava_default" in checks:
     from lmms_eval.models.simple.llava_hf import LlavaHf
     try:
-        lm = LlavaHf(pretrained=sys.argv[2], device="cpu")  # no device_map: the class's default
+        lm = LlavaHf(pretrained=sys.argv[5], device="cpu")  # no device_map: the class's default
         out["llava_default"] = {"device_map": lm.device_map, "weights_on": str(next(lm.model.parameters()).device)}
     except Exception as exc:
         out["llava_default"] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -348,12 +365,13 @@ print("PROBE " + json.dumps(out, default=str))
 
 
 def probe(tree: Path, checks: str, packages: dict[str, Path], checkpoint: Path | str = "-",
-          tasks: tuple[str, ...] = ()) -> dict:
+          tasks: tuple[str, ...] = (), llava: Path | str = "-") -> dict:
     """Run PROBE with `tree`'s lmms_eval (and the entry-point task package on the path); return its JSON.
-    `tasks`: the task names the `refusal` check refuses."""
+    `checkpoint`: the `load` check's; `tasks`: the task names the `refusal` check refuses; `llava`: the
+    `llava_default` check's checkpoint."""
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, checks, str(checkpoint), str(packages["entry"] / "lptest_tasks"),
-         ",".join(tasks)],
+         ",".join(tasks), str(llava)],
         capture_output=True, text=True, env=_env(tree, packages["entry"]), cwd=packages["base"], timeout=600,
     )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
@@ -362,8 +380,10 @@ def probe(tree: Path, checks: str, packages: dict[str, Path], checkpoint: Path |
 
 
 @pytest.fixture(scope="module")
-def full_probe(trees, packages, tiny_vlm) -> dict:
-    return probe(trees["all"], "unwrap,select,load,filelock,index,batch", packages, tiny_vlm)
+def full_probe(trees, packages, tiny_vlm, tiny_llava) -> dict:
+    """Every independent check on the fully patched tree, in one process."""
+    return probe(trees["all"], "unwrap,select,load,filelock,index,batch,llava_default,refusal", packages, tiny_vlm,
+                 tasks=_mc_variants(), llava=tiny_llava)
 
 
 @pytest.fixture(scope="module")
@@ -628,11 +648,11 @@ def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_llava(tmp_path_factory.mktemp("tiny_llava") / "ckpt", "llava")
 
 
-def test_llava_hf_default_device_map_follows_device_only_with_p13(trees, packages, tiny_llava) -> None:
+def test_llava_hf_default_device_map_follows_device_only_with_p13(trees, packages, tiny_llava, full_probe) -> None:
     """Upstream's default `device_map=""` is no device map to transformers: every one-process run without
     `device_map` failed while loading; with 0016 it is `--device`'s."""
-    before = probe(trees[P_LLAVA_DEVICE], "llava_default", packages, tiny_llava)["llava_default"]
-    after = probe(trees["all"], "llava_default", packages, tiny_llava)["llava_default"]
+    before = probe(trees[P_LLAVA_DEVICE], "llava_default", packages, llava=tiny_llava)["llava_default"]
+    after = full_probe["llava_default"]
     assert before["error"].startswith("ValueError") and "device_map" in before["error"], before
     assert after == {"device_map": "cpu", "weights_on": "cpu"}
 
@@ -645,15 +665,19 @@ def _task_names() -> set[str]:
             for name in re.findall(r"^task:\s*(\S+)\s*$", path.read_text(encoding="utf-8"), re.M)}
 
 
-def test_mc_refusal_names_the_class_and_what_runs_instead_only_with_p14(trees, packages) -> None:
+def _mc_variants() -> tuple[str, ...]:
+    """Our `_mc` variants (what the `refusal` check refuses), sorted."""
+    return tuple(sorted(name for name in _task_names() if re.search(r"_mc(?=_|$)", name)))
+
+
+def test_mc_refusal_names_the_class_and_what_runs_instead_only_with_p14(trees, packages, full_probe) -> None:
     """The refusal quoted the class's own NotImplementedError (`huggingface`'s names Qwen2.5_VL); with 0017 it names
     the class run and, for LEVANTE `_mc` variants, first the option scorers, then their generation variants (each one
     of our tasks); another suite's task gets no LEVANTE advice."""
-    tasks = _task_names()
-    variants = tuple(sorted(name for name in tasks if re.search(r"_mc(?=_|$)", name)))
+    tasks, variants = _task_names(), _mc_variants()
     assert "levante_vocab_mc" in variants and "levante_trog_mc_seed1" in variants and "levante_vocab_de_mc" in variants
     before = probe(trees[P_REFUSAL_WORDS], "refusal", packages, tasks=variants)["refusal"]
-    after = probe(trees["all"], "refusal", packages, tasks=variants)["refusal"]
+    after = full_probe["refusal"]
     assert "Qwen2.5_VL" in before["levante"] and "levante_vlm_mc" not in before["levante"]
     assert "Qwen2.5_VL" not in after["levante"] and "\n" not in after["levante"]
     assert after["levante"].startswith("model class Huggingface cannot run the _mc variants (no loglikelihood): use "

@@ -9,9 +9,12 @@ takes the run's working folder, environment, `sys.argv` and new `PYTHONPATH` ent
 runs (`lmms_cli` registers the test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher); its exit
 status is the interpreter's (SystemExit code, 1 and a traceback on an uncaught exception, -N when killed by signal
 N).
-Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF) cannot change
-in a fork: a run whose values differ from the server's gets its own server. Tests that check the real command
-(console scripts, README commands, the matrix) still start real processes.
+Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF, the legacy
+plugin list) cannot change in a fork: a run whose values differ from the server's gets its own server, and so does a
+run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages: that server imports them
+from there. A `sitecustomize` that a new interpreter would import from the run's new PYTHONPATH entries (a spy a
+test installs that way) is run in the child, after lmms-eval's import instead of before it. Tests that check the
+real command (console scripts, README commands, the matrix) or what a fresh import does still start real processes.
 Run as `python -m levante_tasks.testing.lmms_fork`, this module is that server: one JSON request a line on stdin,
 one JSON reply a line on the descriptor it was started with as stdout.
 """
@@ -19,6 +22,8 @@ one JSON reply a line on the descriptor it was started with as stdout.
 from __future__ import annotations
 
 import atexit
+import importlib.machinery
+import importlib.util
 import json
 import os
 import signal
@@ -33,12 +38,12 @@ from typing import IO, Any
 
 IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
                    "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS",
-                   "MKL_NUM_THREADS")
+                   "MKL_NUM_THREADS", "LMMS_EVAL_PLUGINS")
 # What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
 # `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
 MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval"}
 COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
-_SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}
+_SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}  # by _key
 
 
 def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float = 600,
@@ -62,15 +67,30 @@ def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], tim
 
 
 def _key(env: Mapping[str, str]) -> tuple[str | None, ...]:
-    return tuple(env.get(name) for name in IMPORT_TIME_ENV)
+    """What a run's server must share with it: the import-time variables, then the run's PYTHONPATH entries that
+    lmms-eval's import reads (joined; None if none)."""
+    return (*(env.get(name) for name in IMPORT_TIME_ENV), os.pathsep.join(_import_time_entries(env)) or None)
+
+
+def _import_time_entries(env: Mapping[str, str]) -> list[str]:
+    """The run's PYTHONPATH entries that hold a package lmms-eval imports when it is imported: its own `lmms_eval`
+    (a tree of its sources), the packages named in LMMS_EVAL_PLUGINS (their models are registered then)."""
+    packages = ["lmms_eval", *filter(None, env.get("LMMS_EVAL_PLUGINS", "").split(","))]
+    entries = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [p for p in entries if any((Path(p) / package).is_dir() for package in packages)]
 
 
 def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
-    """The server for `env`'s import-time variables, started on first use and stopped when this process exits."""
+    """The server for `env`'s import-time variables and entries (`_key`), started on first use and stopped when this
+    process exits."""
     key = _key(env)
     if key not in _SERVERS or _SERVERS[key].poll() is not None:
+        *values, entries = key
         server_env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
-        server_env.update({name: value for name, value in zip(IMPORT_TIME_ENV, key, strict=True) if value is not None})
+        server_env.update({name: value for name, value in zip(IMPORT_TIME_ENV, values, strict=True)
+                           if value is not None})
+        if entries is not None:
+            server_env["PYTHONPATH"] = os.pathsep.join(filter(None, [entries, os.environ.get("PYTHONPATH")]))
         _SERVERS[key] = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, env=server_env, text=True, encoding="utf-8")
     return _SERVERS[key]
@@ -79,11 +99,21 @@ def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
 @atexit.register
 def _stop_servers() -> None:
     """Close each server's requests and reap it, so its CPU time is counted with this process's children."""
-    for server in _SERVERS.values():
+    _stop([*_SERVERS])
+
+
+def stop_tree_servers() -> None:
+    """Stop the servers of runs that brought their own lmms_eval or plugins (a test module's trees: no later test uses
+    them)."""
+    _stop([key for key in _SERVERS if key[-1] is not None])
+
+
+def _stop(keys: list[tuple[str | None, ...]]) -> None:
+    for key in keys:
+        server = _SERVERS.pop(key)
         if server.stdin is not None:
             server.stdin.close()
         server.wait()
-    _SERVERS.clear()
 
 
 # ---------------------------------------------------------------- the server side
@@ -118,6 +148,7 @@ def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
         paths = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
         sys.path[0] = os.getcwd()  # `python -m`'s first entry: the working folder
         sys.path[1:1] = paths  # then PYTHONPATH, as a new interpreter puts them
+        _site_customize(paths)
         run = _entry_point(request["entry"])  # sets sys.argv[0] as `python -m` would (argparse's prog)
         sys.argv[1:] = request["args"]
         outcome: BaseException | None = None
@@ -137,6 +168,22 @@ def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
             except Exception:  # noqa: BLE001 - a closed stream: nothing left to flush
                 pass
         os._exit(status)
+
+
+def _site_customize(new_entries: list[str]) -> None:
+    """Run the `sitecustomize` a new interpreter would import (the first on its path, the working folder aside) when
+    it lies in one of the run's new PYTHONPATH entries; an error in it is reported and the run goes on, as there."""
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path[1:])
+    if spec is None or spec.origin is None or spec.loader is None:
+        return
+    if str(Path(spec.origin).parent) not in {str(Path(entry)) for entry in new_entries}:
+        return  # the server's own, if any: imported when the server started
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the interpreter's own handling of a failing sitecustomize
+        print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def _entry_point(entry: str) -> Callable[[], object]:
