@@ -58,3 +58,19 @@ def test_help_before_a_command_lists_every_command(capsys) -> None:
         main(["--help", "prepare"])
     listed = capsys.readouterr().out
     assert all(f"    {name}" in listed for name in COMMANDS), listed
+
+
+def test_a_matrix_without_compare_or_auto_loads_neither(tmp_path: Path) -> None:
+    """A --dry-run (as a Slurm job's runner, before any cell) loads no pandas (only `orders: auto` reads a table),
+    and the end step of a config without `compare:` loads no comparison code or scipy."""
+    (tmp_path / "matrix.yaml").write_text("models: [{name: a, model: levante_fixed, model_args: letter=B}]\n"
+                                          "tasks: [levante_trog]\n", encoding="utf-8")
+    args = ["matrix", "--config", str(tmp_path / "matrix.yaml"), "--out", str(tmp_path / "out"), "--dry-run"]
+    modules = loaded_after(f"from levante_tasks.cli import main; assert main({args!r}) == 0")
+    assert "levante_tasks.matrix.run" in modules and found(modules, ("pandas", "levante_tasks.compare")) == []
+    end_step = ("from pathlib import Path; from levante_tasks.matrix.config import load_config; "
+                "from levante_tasks.matrix.report import _summaries; from levante_tasks.matrix.run import MatrixRun; "
+                f"config = load_config(Path({str(tmp_path / 'matrix.yaml')!r})); "
+                f"_summaries(MatrixRun(config, Path({str(tmp_path / 'out')!r}), [], []), 'all', [], print)")
+    modules = loaded_after(end_step)
+    assert "levante_tasks.matrix.report" in modules and found(modules, ("levante_tasks.compare", "scipy")) == []

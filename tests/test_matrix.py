@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 import yaml
-from data_helpers import prepared_synthetic
 from faults import cli_command, one_error_line, run_cli, tree_snapshot
+from matrix_runs import prepared_release
 
 import levante_tasks
 from levante_tasks.cards.croissant import check_card
@@ -41,11 +41,10 @@ DATE = re.compile(r"\d{8}_\d{6}")
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A prepared synthetic release, its children's data, and a tiny random-init CLIP."""
-    root = tmp_path_factory.mktemp("matrix-inputs")
-    prepared_synthetic(root)
+    """A prepared synthetic release (shared, read only), its children's data, and a tiny random-init CLIP."""
+    root = prepared_release(tmp_path_factory)
     return {"root": root, "release": root / "release", "data": root / "data",
-            "clip": build_tiny_clip(root / "tiny-clip", seed=0)}
+            "clip": build_tiny_clip(tmp_path_factory.mktemp("matrix-inputs") / "tiny-clip", seed=0)}
 
 
 def write_config(folder: Path, inputs: dict[str, Path], **overrides: Any) -> Path:

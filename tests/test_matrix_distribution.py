@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from built_once import built_once
-from data_helpers import prepared_synthetic
 from faults import one_error_line, run_cli
+from matrix_runs import prepared_release
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix import run as matrix_run
@@ -178,7 +177,7 @@ E2E_LIMIT = 4
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The prepared synthetic release (release/ and data/), shared by the run's workers."""
-    return built_once(tmp_path_factory, "prepared-synthetic", prepared_synthetic)
+    return prepared_release(tmp_path_factory)
 
 
 def synthetic_run(prepared: Path, n_boot: int) -> dict[str, Any]:

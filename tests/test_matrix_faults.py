@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
-from data_helpers import prepared_synthetic
 from faults import cli_command, fill_disk, kill9_when, one_error_line, run_cli, small_tmpfs, tree_snapshot
+from matrix_runs import fixed_letter_matrix
 
 from levante_tasks.matrix.config import load_config
 from levante_tasks.matrix.plan import plan, plan_sha256
@@ -34,14 +34,9 @@ TEMP_NAME = re.compile(r"^\..+\.(\d+\.[^.]+\.part|(staging|old)-\d+\.[^.]+)$")
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A prepared synthetic release and the output folder of one real lmms-eval cell (the fake copies it)."""
-    root = tmp_path_factory.mktemp("matrix-faults")
-    prepared_synthetic(root)
-    config = write_config(root, {"data": root / "data"}, module="levante_tasks.testing.matrix_doubles",
-                          models=[{"name": "fixed", "model": "levante_fixed", "model_args": "letter=B"}])
-    done = run_cli(["matrix", "--config", config, "--out", root / "real"], cwd=root)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return {"data": root / "data", "lmms": next((root / "real" / "cells" / "all").glob("fixed__*")) / "lmms"}
+    """The prepared synthetic release and the output folder of one real lmms-eval cell of model `levante_fixed`
+    letter B (the fake copies it), from the local matrix test_matrix_slurm also reads."""
+    return fixed_letter_matrix(tmp_path_factory)
 
 
 def write_config(folder: Path, template: dict[str, Path], module: str = FAKE,

@@ -22,10 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from built_once import built_once
-from data_helpers import prepared_synthetic
 from faults import one_error_line, run_cli
+from matrix_runs import fixed_letter_matrix, prepared_release, real_config
 from slurm_cluster import scontrol_job, slurm_cluster
 from test_matrix import matrix_view
 from test_matrix_faults import Fake, start, states, wait_for
@@ -49,31 +47,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A prepared synthetic release and a local two-cell matrix run through real lmms-eval: the reference of
-    the submitted one, and its cell b's output is what the fake copies."""
-    root = tmp_path_factory.mktemp("slurm-inputs")
-    prepared_synthetic(root)
-    config = real_config(root / "local", root / "data", ["A", "B"])
-    done = run_cli(["matrix", "--config", config, "--out", root / "local" / "out"], cwd=root / "local")
-    assert done.returncode == 0, done.stdout + done.stderr
-    return {"data": root / "data", "local": root / "local" / "out",
-            "lmms": next((root / "local" / "out" / "cells" / "all").glob("b__*")) / "lmms"}
-
-
-def real_config(folder: Path, data: Path, letters: list[str], **slurm: Any) -> Path:
-    """matrix.yaml: fixed-letter models on levante_trog (limit 4) through real lmms-eval, jobs under
-    --export=NONE."""
-    config = {"data": {"dir": str(data), "version": "synthetic"},
-              "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
-              "lmms_eval_module": "levante_tasks.testing.matrix_doubles",
-              "models": [{"name": letter.lower(), "model": "levante_fixed", "model_args": f"letter={letter}"}
-                         for letter in letters],
-              "tasks": ["levante_trog"], "limit": 4, "batch_sizes": [4],
-              "slurm": {"options": ["--export=NONE"], **slurm}}
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "matrix.yaml"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    return path
+    """The prepared synthetic release and a local two-cell matrix run through real lmms-eval (shared with the
+    fault tests): the reference of the submitted one, and its cell b's output is what the fake copies."""
+    return fixed_letter_matrix(tmp_path_factory)
 
 
 def fake_config(folder: Path, template: dict[str, Path], fake: Fake, names: str = "ab", **slurm: Any) -> Path:
@@ -292,7 +268,7 @@ def test_a_job_of_a_changed_plan_is_refused_before_it_runs(template: dict[str, P
 def test_a_submit_while_a_local_whole_run_holds_out_is_refused_and_queues_nothing(
         cluster: dict[str, str], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     fake = Fake(tmp_path)
-    data = built_once(tmp_path_factory, "prepared-synthetic", prepared_synthetic) / "data"
+    data = prepared_release(tmp_path_factory) / "data"
     config = fake_config(tmp_path, {"data": data, "lmms": tmp_path / "never-copied"}, fake)
     whole = start(["matrix", "--config", config, "--out", "busy"], fake, tmp_path, "whole")
     try:

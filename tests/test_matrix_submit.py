@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from built_once import built_once
-from data_helpers import prepared_synthetic
 from faults import one_error_line, run_cli
+from matrix_runs import prepared_release
 from test_matrix_faults import Fake, start, wait_for, write_config
 
 from levante_tasks import folder_lock
@@ -49,7 +48,7 @@ for id in "$@"; do sed -i "/^$id /d" "$FAKE_SLURM/queue"; done
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A prepared synthetic release (shared by the run's workers)."""
-    return built_once(tmp_path_factory, "prepared-synthetic", prepared_synthetic) / "data"
+    return prepared_release(tmp_path_factory) / "data"
 
 
 @pytest.fixture

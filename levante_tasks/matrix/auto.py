@@ -15,8 +15,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
 from levante_tasks.matrix.config import Distribution, MatrixConfig
 from levante_tasks.matrix.plan import Cell
 
@@ -54,6 +52,8 @@ def replicate_halfwidth(config: MatrixConfig, cells: list[Cell], out: Path) -> f
     children's languages it compares them on; None when none could be estimated. The comparison is the end
     step's (its min_n, n_boot, seed, across_languages), written to OUT/.auto/<model>/ (no plots; one permutation:
     the decision does not read the uniform test)."""
+    import pandas as pd  # here, not at the top: every matrix run imports this module, few models decide orders
+
     from levante_tasks.compare.conventions import ORDER_REPLICATES
     from levante_tasks.compare.pipeline import Settings, run_compare
 

@@ -100,7 +100,6 @@ def group_tolerance(config: MatrixConfig, group: str) -> dict[str, float]:
 
 def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str], None]) -> dict[str, Any]:
     """Summarize and compare one group's finished cells; a step that cannot run is recorded, not fatal."""
-    from levante_tasks.compare.pipeline import Settings, run_compare
     from levante_tasks.runs.model import model_label
     from levante_tasks.summary import summarize_runs, writers
 
@@ -124,6 +123,8 @@ def _summaries(run: MatrixRun, group: str, done: list[Cell], echo: Callable[[str
         entry["problems"] += [f"summary: {line}" for line in str(exc).splitlines()]
     spec = run.config.compare
     if spec is not None:
+        from levante_tasks.compare.pipeline import Settings, run_compare  # only then: its imports cost ~1 s
+
         try:
             with _writing(run.out, f"comparison/{group}"):
                 result = run_compare(list(spec.irt), spec.trials, spec.runs,
