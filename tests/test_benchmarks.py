@@ -47,8 +47,9 @@ def child_env(**extra: str) -> dict[str, str]:
 def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One `demo --prepare-only` folder for every benchmark of this module (each reads it, none writes it)."""
     demo = tmp_path_factory.mktemp("bench-demo") / "demo"
-    subprocess.run([sys.executable, "-m", "levante_tasks", "demo", "--prepare-only", "--out", str(demo)],
-                   cwd=demo.parent, env=child_env(), capture_output=True, check=True, timeout=TIMEOUT_S)
+    done = subprocess.run([sys.executable, "-m", "levante_tasks", "demo", "--prepare-only", "--out", str(demo)],
+                          cwd=demo.parent, env=child_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert done.returncode == 0, f"demo --prepare-only exited {done.returncode}:\n{done.stderr[-3000:]}"
     return demo
 
 
