@@ -22,10 +22,10 @@ from levante_tasks.l0.workers import ordered_map
 
 CONFIGS = Path(task.__file__).resolve().parent / "configs" / "upstream"
 SMALL, LARGE = 40, 160  # programs drawn; every one becomes a test item with its demonstrations
-# What the spool's bookkeeping may hold per program (id, bin key, offset): measured ~1.25 kB, plus up to ~0.7 kB of
-# noise from what earlier tests left warm in the process (one CI run measured 1.7 kB); a generate that held its
-# programs in memory costs ~20 kB each
-MAX_BYTES_PER_PROGRAM = 4000
+# What the spool's bookkeeping may hold per program (id, bin key, offset): measured 0.9-1.25 kB after the warm-up
+# (without it, what earlier tests left imported moved one loaded run to 1.7 kB); a generate that held its programs in
+# memory costs ~20 kB each
+MAX_BYTES_PER_PROGRAM = 2500
 WARM_UP = 8  # programs of a first, unmeasured generate: lazy imports and caches filled before both measures
 WORKERS = 4  # L0-Bench workers (seeds); a small grammar makes later workers redraw programs earlier ones hold
 

@@ -1,6 +1,7 @@
 """`lmms_fork.run_cli` stands for `python -m levante_tasks.testing.lmms_cli`: the same command through both gives the
 same results file (less its clock readings and object addresses), the same exit status and the same last error line,
-for a good run and for bad ones."""
+for a good run and for bad ones; and for `python -m lmms_eval` with a run's own sitecustomize and its own lmms_eval
+tree on PYTHONPATH, as a new interpreter has them."""
 
 from __future__ import annotations
 

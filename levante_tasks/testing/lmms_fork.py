@@ -3,18 +3,22 @@
 A test that runs `python -m levante_tasks.testing.lmms_cli ARGS` (or `python -m lmms_eval ARGS`) pays about 5 s of
 CPU to import lmms-eval before any item. `run_cli(ARGS, cwd=..., env=...)` returns what `subprocess.run(that
 command, capture_output=True, text=True)` would (a `CompletedProcess` with the exit status and both streams), but
-the command runs in a child forked from one server per test process (one per xdist worker): a clean interpreter that
-imported `lmms_eval.__main__` and the test models, and never runs a model itself, so forking it is safe. The child
-takes the run's working folder, environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module
-runs (`lmms_cli` registers the test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher); its exit
-status is the interpreter's (SystemExit code, 1 and a traceback on an uncaught exception, -N when killed by signal
-N).
-Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF, the legacy
-plugin list) cannot change in a fork: a run whose values differ from the server's gets its own server, and so does a
-run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages: that server imports them
-from there. A `sitecustomize` that a new interpreter would import from the run's new PYTHONPATH entries (a spy a
-test installs that way) is run in the child, after lmms-eval's import instead of before it. Tests that check the
-real command (console scripts, README commands, the matrix) or what a fresh import does still start real processes.
+the command runs in a child forked from a server of the test process (one per import-time environment and lmms-eval
+tree, below): a clean interpreter that imported `lmms_eval.__main__` and the test models, and never runs a model
+itself, so forking it is safe. A server starts in an empty folder, so it imports what a real run started elsewhere
+imports (the installed levante-tasks, not the checkout the tests run from). The child takes the run's working folder,
+environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module runs (`lmms_cli` registers the
+test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher); its exit status is the interpreter's
+(SystemExit code, 1 and a traceback on an uncaught exception, -N when killed by signal N).
+Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF, the legacy plugin
+list, the hash seed) cannot change in a fork: a run whose values differ from the server's gets its own server, and so
+does a run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages: that server imports
+them from there (the last TREE_SERVERS of those are kept). A `sitecustomize` that a new interpreter would import from
+the run's new PYTHONPATH entries (a spy a test installs that way) is run in the child, after lmms-eval's import instead
+of before it: one that sets what lmms-eval reads at import has no effect there. Every run forked from one server shares
+its hash seed and its `random` state, so two such runs cannot show a difference that comes from either: a test that
+looks for one uses real processes. Tests that check the real command (console scripts, README commands, the matrix) or
+what a fresh import does still start real processes.
 Run as `python -m levante_tasks.testing.lmms_fork`, this module is that server: one JSON request a line on stdin,
 one JSON reply a line on the descriptor it was started with as stdout.
 """
@@ -37,13 +41,16 @@ from pathlib import Path
 from typing import IO, Any
 
 IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
-                   "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS",
-                   "MKL_NUM_THREADS", "LMMS_EVAL_PLUGINS")
+                   "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "HF_ENDPOINT", "XDG_CACHE_HOME", "HOME",
+                   "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LMMS_EVAL_PLUGINS",
+                   "LM_HARNESS_CACHE_PATH", "PYTHONHASHSEED")
+TREE_SERVERS = 2  # servers of runs with their own lmms_eval or plugins kept alive (~0.6 GiB each), least recent out
 # What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
 # `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
 MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval"}
 COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
-_SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}  # by _key
+_SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}  # by _key, least recently used first
+_SERVER_FOLDER: list[str] = []  # the empty folder the servers start in, made on first use
 
 
 def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float = 600,
@@ -84,15 +91,23 @@ def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
     """The server for `env`'s import-time variables and entries (`_key`), started on first use and stopped when this
     process exits."""
     key = _key(env)
+    if key in _SERVERS:
+        _SERVERS[key] = _SERVERS.pop(key)  # now the most recently used
     if key not in _SERVERS or _SERVERS[key].poll() is not None:
         *values, entries = key
+        if entries is not None:
+            trees = [k for k in _SERVERS if k[-1] is not None and k != key]
+            _stop(trees[:max(0, len(trees) - TREE_SERVERS + 1)])
         server_env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
         server_env.update({name: value for name, value in zip(IMPORT_TIME_ENV, values, strict=True)
                            if value is not None})
         if entries is not None:
             server_env["PYTHONPATH"] = os.pathsep.join(filter(None, [entries, os.environ.get("PYTHONPATH")]))
+        if not _SERVER_FOLDER:
+            _SERVER_FOLDER.append(tempfile.mkdtemp(prefix="lmms-fork-"))
         _SERVERS[key] = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, env=server_env, text=True, encoding="utf-8")
+                                         stdout=subprocess.PIPE, env=server_env, text=True, encoding="utf-8",
+                                         cwd=_SERVER_FOLDER[0])
     return _SERVERS[key]
 
 
@@ -100,6 +115,9 @@ def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
 def _stop_servers() -> None:
     """Close each server's requests and reap it, so its CPU time is counted with this process's children."""
     _stop([*_SERVERS])
+    for folder in _SERVER_FOLDER:
+        os.rmdir(folder)
+    _SERVER_FOLDER.clear()
 
 
 def stop_tree_servers() -> None:
@@ -143,6 +161,7 @@ def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
         os.chdir(request["cwd"])
+        importlib.invalidate_caches()  # folders listed while the server imported may have changed since
         os.environ.clear()
         os.environ.update(request["env"])
         paths = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
