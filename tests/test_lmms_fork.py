@@ -133,3 +133,24 @@ def test_a_sitecustomize_on_the_runs_path_and_its_own_lmms_eval_are_a_real_proce
         seen[way] = log.read_text(encoding="utf-8").splitlines()
     assert seen["fork"] == seen["real"] == [str(tree / "lmms_eval" / "__init__.py")]
     assert seen["installed"] == [installed.origin]
+
+
+def test_at_most_tree_servers_servers_of_runs_with_their_own_lmms_eval_stay(tmp_path: Path) -> None:
+    """A third run with its own lmms_eval tree stops the least recently used tree server; a tree used again is kept.
+    (The trees here are empty packages: each server exits at its first import, which the count does not need.)"""
+    from levante_tasks.testing import lmms_fork
+
+    envs = []
+    for name in ("a", "b", "c"):
+        (tmp_path / name / "lmms_eval").mkdir(parents=True)
+        envs.append({**os.environ, "PYTHONPATH": str(tmp_path / name)})
+    keys = [lmms_fork._key(env) for env in envs]
+    try:
+        lmms_fork._server(envs[0])
+        lmms_fork._server(envs[1])
+        lmms_fork._server(envs[0])  # a used again: b is now the least recently used
+        lmms_fork._server(envs[2])
+        trees = [key for key in lmms_fork._SERVERS if key[-1] is not None]
+        assert len(trees) == lmms_fork.TREE_SERVERS and keys[1] not in trees and {keys[0], keys[2]} <= set(trees)
+    finally:
+        lmms_fork._stop([key for key in keys if key in lmms_fork._SERVERS])
