@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from scipy import optimize, stats
 
-from levante_tasks.compare.age import END_SHARE, AgeCurves, fit_curve, invert, level_sets
+from levante_tasks.compare import age as age_module
+from levante_tasks.compare.age import END_SHARE, AgeCurves, _edges, fit_curve, invert, level_sets
 from levante_tasks.compare.difficulty import correlate_many
 from levante_tasks.compare.distributions import Cells, compare_model, compare_units
 from levante_tasks.compare.golden_section import golden_section_min
@@ -66,6 +67,37 @@ def test_age_draws_equal_inverting_each_bootstrap_curve() -> None:
             want = {"below_youngest": -np.inf, "above_oldest": np.inf}.get(flag, value)
             assert draws[m, r] == pytest.approx(want, abs=1e-9), (r, m)
     assert opened  # the end-set rule was exercised
+
+
+
+def test_bootstrap_curves_do_not_depend_on_how_the_resamples_are_sliced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawing the resamples a few at a time gives the bits of one draw of them all (the generator's stream and the
+    sums' order are the same), normal deviates z included."""
+    rng = np.random.default_rng(5)
+    age = np.round(rng.uniform(5, 12, 90), 1)
+    theta = 0.4 * (age - 8.5) + rng.normal(0, 0.5, 90)
+    whole = vars(AgeCurves(age, theta, n_boot=61, seed=2))
+    monkeypatch.setattr(age_module, "RESAMPLE_SLICE_DRAWS", 7 * 90 + 5)  # slices of 7 resamples, a short last one
+    sliced = vars(AgeCurves(age, theta, n_boot=61, seed=2))
+    assert whole.keys() == sliced.keys()
+    for name, value in whole.items():
+        assert np.asarray(value).tobytes() == np.asarray(sliced[name]).tobytes(), name
+
+
+def test_edges_equal_the_running_counts_from_each_end() -> None:
+    """The youngest edge is the first age whose count from the youngest reaches ceil(END_SHARE * n), the oldest
+    the first such age counted from the oldest (empty ages included)."""
+    rng = np.random.default_rng(6)
+    ages = np.arange(30) / 2.0
+    for n in (1, 19, 20, 21, 400):
+        counts = np.zeros((50, len(ages)), dtype=int)
+        for row in counts:
+            np.add.at(row, rng.integers(0, len(ages), n) // rng.integers(1, 4), 1)  # some ages never drawn
+        m = max(int(np.ceil(END_SHARE * n)), 1)
+        low, high = _edges(ages, counts)
+        for row, lo, hi in zip(counts, low, high, strict=True):
+            assert lo == ages[np.argmax(np.cumsum(row) >= m)]
+            assert hi == ages[len(ages) - 1 - np.argmax(np.cumsum(row[::-1]) >= m)]
 
 
 def cells_and_scores(seed: int = 0) -> tuple[pd.DataFrame, list[dict[str, list[float]]]]:

@@ -7,13 +7,14 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from compare_inputs import compare, records, trog_trials
 from shared_paths import irt_fixture_dir
 
 from levante_tasks.cards.croissant import CardError, check_card, write_card
-from levante_tasks.compare.card import children_card, group_counts
+from levante_tasks.compare.card import _distinct, children_card, group_counts
 from levante_tasks.filehash import sha256_file
 
 IRT = "trog_rasch_f1_scalar.rds"
@@ -109,3 +110,13 @@ def test_a_repeated_trial_fails_naming_the_trials_file(compared: Path, tmp_path:
     with pytest.raises(CardError, match=rf"^inputs/out_trials\.csv: key \({row['run_id']}, {row['trial_id']}\) "
                                         "repeats in record set trials"):
         check_card(out / "croissant.json", root=check_root(tmp_path, out, trials, compared / "out_items.csv"))
+
+
+@pytest.mark.parametrize("space", [12, 13, 10_000])
+def test_distinct_codes_equal_numpy_unique(space: int) -> None:
+    """Counted in a table (space no larger than the values) or sorted, the distinct values and each value's position
+    among them are np.unique's."""
+    values = np.random.default_rng(space).integers(0, min(space, 12), 13) * (space // 12)
+    distinct, position = _distinct(values, space)
+    want, inverse = np.unique(values, return_inverse=True)
+    assert np.array_equal(distinct, want) and np.array_equal(position, inverse)

@@ -28,6 +28,7 @@ from scipy.optimize import isotonic_regression
 BELOW, ABOVE = "below_youngest", "above_oldest"
 END_SHARE = 0.05  # the youngest / oldest share of children whose ages an interval end cannot resolve (edges above)
 SPACING = 16.0  # curves are stacked on one axis, curve r shifted by r * SPACING (EAP thetas lie in [-6, 6])
+RESAMPLE_SLICE_DRAWS = 1 << 16  # children drawn per slice of bootstrap resamples (`_resample_sums`)
 
 
 def fit_curve(age: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -73,12 +74,8 @@ class AgeCurves:
         self.youngest_edge_age = max(float(last_ages[0]), float(low[0]))
         self.oldest_edge_age = min(float(first_ages[-1]), float(high[0]))
         rng = np.random.default_rng(seed)
-        idx = rng.integers(0, len(age), (n_boot, len(age)))
+        weights, sums = _resample_sums(rng, code, theta, len(unique_ages), n_boot)
         self.z = rng.standard_normal(n_boot)
-        flat = (code[idx] + len(unique_ages) * np.arange(n_boot)[:, None]).ravel()
-        size = n_boot * len(unique_ages)
-        weights = np.bincount(flat, minlength=size).astype(float)
-        sums = np.bincount(flat, weights=theta[idx].ravel(), minlength=size)
         drawn = np.flatnonzero(weights)
         row = drawn // len(unique_ages)
         w = weights[drawn]
@@ -152,12 +149,40 @@ class AgeCurves:
         return out
 
 
+def _resample_sums(rng: np.random.Generator, code: np.ndarray, theta: np.ndarray, n_ages: int,
+                   n_boot: int) -> tuple[np.ndarray, np.ndarray]:
+    """(children drawn, sum of their thetas) per resample and age, flat (resample-major): `n_boot` resamples of
+    all children with replacement (`code`: each child's age position among the `n_ages` distinct ages).
+
+    Drawn a slice of resamples at a time, so each slice's draws stay in cache (one resample-by-child array of
+    several MB per task cost more in memory traffic than in arithmetic); the draws, the summation order and so the
+    bits are those of one `rng.integers(0, n, (n_boot, n))` (the generator's stream does not depend on how the
+    draws are split)."""
+    n = len(code)
+    weights = np.empty(n_boot * n_ages)
+    sums = np.empty(n_boot * n_ages)
+    rows = max(1, RESAMPLE_SLICE_DRAWS // max(n, 1))
+    for start in range(0, n_boot, rows):
+        stop = min(start + rows, n_boot)
+        idx = rng.integers(0, n, (stop - start, n))
+        flat = code[idx]
+        flat += n_ages * np.arange(stop - start)[:, None]
+        flat = flat.ravel()
+        size = (stop - start) * n_ages
+        weights[start * n_ages : stop * n_ages] = np.bincount(flat, minlength=size)
+        sums[start * n_ages : stop * n_ages] = np.bincount(flat, weights=theta[idx].ravel(), minlength=size)
+    return weights, sums
+
+
 def _edges(ages: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of `counts` (children per age of `ages`, ascending): the age of its ceil(END_SHARE * n)-th youngest
-    and oldest child."""
+    """Per row of `counts` (children per age of `ages`, ascending; every row has the same total n): the age of its
+    ceil(END_SHARE * n)-th youngest and oldest child: the first age whose count up to it reaches m and the last
+    whose count from it to the oldest does (both counts are monotone, so each is a count of ages; one running sum,
+    no pass over a reversed array)."""
     m = max(int(np.ceil(END_SHARE * counts[0].sum())), 1)
-    youngest = np.argmax(np.cumsum(counts, axis=1) >= m, axis=1)
-    oldest = len(ages) - 1 - np.argmax(np.cumsum(counts[:, ::-1], axis=1) >= m, axis=1)
+    running = np.cumsum(counts, axis=1)
+    youngest = (running < m).sum(axis=1)
+    oldest = (running - counts <= running[:, -1:] - m).sum(axis=1) - 1
     return ages[youngest], ages[oldest]
 
 

@@ -90,18 +90,32 @@ def distributions_record_set(file_id: str) -> dict:
                          f"{conv.BIN_DEFINITION}.")
 
 
-def _factor(values: pd.Series | np.ndarray, fill: str) -> tuple[np.ndarray, list[str]]:
+def _factor(values: pd.Series | np.ndarray | list[str | None], fill: str) -> tuple[np.ndarray, list[str]]:
     """(code of each row, its distinct names) of a column whose missing values read as `fill`; work per distinct
-    value (a categorical's categories), not per row."""
-    column = pd.Series(values, copy=False)
-    if isinstance(column.dtype, pd.CategoricalDtype):
+    value (a categorical's categories), not per row; other values are factorized as Python objects (a Series of
+    them would first be converted to pandas' string dtype, row by row)."""
+    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        column = pd.Series(values, copy=False)
         codes, names = column.cat.codes.to_numpy(), list(column.cat.categories.astype(object))
     else:
-        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
         names = list(uniques)
     codes = np.where(codes < 0, len(names), codes)
     merged, distinct = pd.factorize(pd.Index([*names, fill], dtype=object))  # a value spelled as `fill` is one
     return merged[codes], list(distinct)
+
+
+def _distinct(values: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, each value's position among them) of non-negative integers below `space`, as
+    `np.unique(values, return_inverse=True)`; counted in a table of `space` slots when that is no larger than the
+    values (a few sites, datasets and languages; runs per group), which avoids sorting a 1M-row column."""
+    if space > max(len(values), 1):
+        return np.unique(values, return_inverse=True)
+    seen = np.zeros(space, dtype=bool)
+    seen[values] = True
+    distinct = np.flatnonzero(seen)
+    position = np.cumsum(seen) - 1
+    return distinct, position[values]
 
 
 def group_counts(trials: pd.DataFrame, languages: np.ndarray) -> list[dict[str, object]]:
@@ -109,14 +123,18 @@ def group_counts(trials: pd.DataFrame, languages: np.ndarray) -> list[dict[str, 
     row. Grouped on integer codes (a 1M-row file has a few distinct values per column)."""
     factors = [_factor(trials[c], NOT_GIVEN) if c in trials.columns else (np.zeros(len(trials), dtype=np.intp),
                                                                           [NOT_GIVEN]) for c in ("site", "dataset")]
-    factors.append(_factor(np.asarray(languages, dtype=object), NOT_RECORDED))
+    factors.append(_factor(languages, NOT_RECORDED))
     key = np.zeros(len(trials), dtype=np.int64)
+    space = 1
     for codes, names in factors:
         key = key * len(names) + codes
-    keys, group, size = np.unique(key, return_inverse=True, return_counts=True)
+        space *= len(names)
+    keys, group = _distinct(key, space)
+    size = np.bincount(group, minlength=len(keys))
     run, run_names = _factor(trials["run_id"], "")
     given = ~pd.isna(trials["run_id"]).to_numpy()  # a missing run_id is no run (pandas' nunique skips it)
-    pairs = np.unique(group[given].astype(np.int64) * len(run_names) + run[given])  # distinct (group, run)
+    pairs = _distinct(group[given].astype(np.int64) * len(run_names) + run[given],
+                      len(keys) * len(run_names))[0]  # distinct (group, run)
     runs = np.bincount(pairs // len(run_names), minlength=len(keys))
     rows = []
     for k, n_runs, n_trials in zip(keys, runs, size, strict=True):

@@ -240,7 +240,7 @@ def run_compare(
     plan = plan_comparisons(by_task, records, trials, (codes, run_labels), children, settings, results)
     with _one_blas_thread():
         for comparison, units in tqdm(plan, desc="compare tasks", leave=False, disable=None):
-            rows = labels == comparison.language  # pooled: every label is NOT_RECORDED
+            rows = (run_labels == comparison.language)[codes]  # per run, not per trial; pooled: all NOT_RECORDED
             compare_task(comparison, records[records["model"].isin(units) & (records["task"] == comparison.task)],
                          trials if rows.all() else trials[rows], runs, items_file, settings, results,
                          replicates[replicates["model"].isin(units) & (replicates["task"] == comparison.task)])

@@ -47,10 +47,13 @@ def permutation_test(
     reached = np.zeros(len(observed))
     chunk = max(1, PERM_CHUNK_ELEMENTS // max(1, m.size))
     tolerance = TIE * np.einsum("ik,uik->u", m, np.abs(centred))
+    flat = centred.reshape(len(centred), -1).T  # (item, option) x units
     for start in range(0, n_perm, chunk):
         keys = rng.random((min(chunk, n_perm - start), *m.shape))
         keys[:, pad] = np.inf  # padding stays last: only an item's own options are permuted
         permuted = np.take_along_axis(np.broadcast_to(m, keys.shape), np.argsort(keys, axis=-1), axis=-1)
-        stats = np.einsum("pik,uik->pu", permuted, centred)
+        # a matrix product (BLAS; 5x faster than einsum's loops with 100 units): its rounding differs from the
+        # observed S's by ~1e-16 relative, far inside TIE
+        stats = permuted.reshape(len(permuted), -1) @ flat
         reached += (stats >= observed[None, :] - tolerance[None, :]).sum(axis=0)
     return observed, (1.0 + reached) / (1.0 + n_perm)
