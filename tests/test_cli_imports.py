@@ -53,6 +53,15 @@ def test_prepare_loads_only_the_data_layer(tmp_path: Path) -> None:
     assert "requests" not in modules  # a local release needs no HTTP client
 
 
+def test_verify_loads_no_arrow_or_numpy(tmp_path: Path) -> None:
+    """verify reads JSON: the records' letters and slider tolerance (schema.items) come without the Arrow schema of
+    the item rows, built on first use, so it loads neither pyarrow nor numpy (~0.3 s of CPU per process)."""
+    (tmp_path / "runs").mkdir()
+    modules = loaded_after(f"from levante_tasks.cli import main; main(['verify', {str(tmp_path / 'runs')!r}])")
+    assert "levante_tasks.summary.verify" in modules and "levante_tasks.schema.items" in modules
+    assert found(modules, (*HEAVY, "pyarrow", "numpy", "pandas")) == []
+
+
 def test_help_before_a_command_lists_every_command(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["--help", "prepare"])

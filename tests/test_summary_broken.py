@@ -14,6 +14,7 @@ from levante_tasks.cli import main
 from levante_tasks.compare.records import read_records
 from levante_tasks.errors import LevanteError
 from levante_tasks.lmms.patcher import installed_lmms_eval
+from levante_tasks.runs.lmms import FileProblem, read_samples
 from levante_tasks.schema.task_source import task_source_sha256
 from levante_tasks.schema.tasks import task_info
 
@@ -86,6 +87,18 @@ def test_truncated_samples_file_names_file_and_line(
     vocab = [c for c in matrix(tmp_path / "out")["cells"]
              if c["task"] == "levante_vocab" and c["variant"] == "original"]
     assert vocab and vocab[0]["n_replicates"] == 1  # the seed-1 replicate is left out, never half-read
+
+
+def test_a_value_over_two_lines_is_its_first_lines_error(tmp_path: Path) -> None:
+    """A samples file is parsed in one decoder call (runs.lmms), yet each line must be one JSON value by itself: a
+    value running over a line end is refused even where a line of two values evens the count of values and lines."""
+    path = tmp_path / "lines.jsonl"
+    path.write_text('{"doc_id": [1\n2]}\n{}, {}\n', encoding="utf-8")
+    with pytest.raises(FileProblem, match=r"^lines.jsonl:1: invalid JSON at column 14 "):
+        read_samples(path, "lines.jsonl")
+    path.write_text('{"doc_id": [1, 2]}\n\n {} \n', encoding="utf-8")
+    assert [(line.number, line.data) for line in read_samples(path, "lines.jsonl")] == [(1, {"doc_id": [1, 2]}),
+                                                                                       (3, {})]
 
 
 @pytest.mark.parametrize(("damage", "needle"), [("truncated", "invalid JSON at column"), ("nul", "NUL byte")])

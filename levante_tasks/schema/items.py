@@ -1,16 +1,20 @@
 """The item row of a prepared dataset (one per scored item; docs/design.md §3), option letters, slider tolerance.
 
 `ItemRow` is the contract: `levante-tasks prepare` writes exactly these columns to `test.parquet` (schema
-`ITEM_SCHEMA`, derived from the fields) and the task layer reads them.
+`ITEM_SCHEMA`, derived from the fields) and the task layer reads them. `ITEM_SCHEMA` is built on first use (module
+`__getattr__`): the readers of run records (summarize, verify, rescore) import this module for the letters and the
+slider tolerance and load no pyarrow for it (nor numpy, in verify: ~0.3 s of CPU per process).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 LETTERS = "ABCDEFGH"  # answer letters A, B, ...: an item has at most len(LETTERS) options
 SLIDER_TOLERANCE = 0.15  # a slider answer is correct iff |value - target| < 0.15 * max (rlevante recode_slider)
@@ -64,5 +68,17 @@ class ItemRow:
         return asdict(self)
 
 
-_ARROW_TYPES = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "list[str]": pa.list_(pa.string())}
-ITEM_SCHEMA = pa.schema([(f.name, _ARROW_TYPES[str(f.type)]) for f in fields(ItemRow)])
+@functools.cache
+def _item_schema() -> pa.Schema:
+    """The Arrow schema of `ItemRow`'s fields, in field order (built once)."""
+    import pyarrow as pa
+
+    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "list[str]": pa.list_(pa.string())}
+    return pa.schema([(f.name, types[str(f.type)]) for f in fields(ItemRow)])
+
+
+def __getattr__(name: str) -> Any:
+    """`ITEM_SCHEMA`, built on first use (the module docstring says why)."""
+    if name == "ITEM_SCHEMA":
+        return _item_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -133,15 +133,24 @@ def package_closure(entry: list[Path], package_root: Path = PACKAGE_ROOT,
     """The modules `entry` and every module of this package under `scope` (`in_scope`) they import, transitively:
     an import of a module out of scope (errors.py, the patcher) is not followed."""
     files: list[Path] = []
+    seen: set[Path] = set()  # `files` as a set: the membership test of every import
+    scoped: dict[Path, bool] = {}  # in_scope of each file once: modules import the same files (each a resolve)
+
+    def wanted(file: Path) -> bool:
+        if file not in scoped:
+            scoped[file] = in_scope(file, scope, package_root)
+        return scoped[file]
+
     pending = list(entry)
     while pending:
         path = pending.pop()
-        if path in files or not path.is_file():
+        if path in seen or not path.is_file():
             continue
         files.append(path)
-        pending += [f for f in imported_package_files(path, package_root) if in_scope(f, scope, package_root)]
+        seen.add(path)
+        pending += [f for f in imported_package_files(path, package_root) if wanted(f)]
         if package_relative(path, package_root) == REGISTRY:  # the rows it loads by folder name
-            pending += [f for f in sorted(path.parent.glob("*/__init__.py")) if in_scope(f, scope, package_root)]
+            pending += [f for f in sorted(path.parent.glob("*/__init__.py")) if wanted(f)]
     return files
 
 
@@ -156,9 +165,10 @@ def files_sha256(files: list[Path], roots: list[Path]) -> str:
                 return resolved.relative_to(root).as_posix()
         return path.name
 
+    names = {path: relative(path) for path in set(files)}  # each resolved once
     digest = hashlib.sha256()
-    for path in sorted(set(files), key=relative):
-        digest.update(relative(path).encode() + b"\0")
+    for path in sorted(names, key=names.__getitem__):
+        digest.update(names[path].encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).hexdigest().encode() + b"\n")
     return digest.hexdigest()
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import atomic_path
-from levante_tasks.l0.aggregate import MIN_SCORED_PROGRAMS, MIN_SCORED_SHARE, too_few
 from levante_tasks.markdown_table import markdown_table
 
 PAPER_GROUP = "l0_trace_paper"
@@ -25,12 +24,19 @@ VOTERS = (5, 15, 31)
 METRICS = (("acc", "l0_trace_acc"), ("steps", "l0_steps"),
            *((f"maj@{k}", f"l0_maj_at_{k}_acc") for k in VOTERS), *((f"pass@{k}", f"l0_pass_at_{k}") for k in VOTERS))
 PLOTTED = ("acc", *(f"maj@{k}" for k in VOTERS), *(f"pass@{k}" for k in VOTERS))
-KEY = (f"Accuracy by trace-length bin: acc = whole-trace accuracy of single attempts, steps = steps to the first "
-       f"error, maj@k = majority vote of k voters, pass@k = unbiased pass@k; * = a split of L0-Bench's published "
-       f"table (bins {', '.join(map(str, PAPER_BINS))}); programs = scored / in the bin (profile upstream drops a "
-       f"program when any voter's answer is empty); ! = the number rests on too few programs (fewer than "
-       f"{MIN_SCORED_PROGRAMS} scored, where a 95% interval can be wider than +-0.18, or more than "
-       f"{1 - MIN_SCORED_SHARE:.0%} dropped, which leaves an easier selection of the bin).")
+
+
+def _key() -> str:
+    """The key above the L0 tables. The thresholds come from levante_tasks.l0.aggregate, imported here and in
+    bin_rows only for a run with L0 tasks: a summary without one does not load the L0 package (~0.08 s of CPU)."""
+    from levante_tasks.l0.aggregate import MIN_SCORED_PROGRAMS, MIN_SCORED_SHARE
+
+    return (f"Accuracy by trace-length bin: acc = whole-trace accuracy of single attempts, steps = steps to the first "
+            f"error, maj@k = majority vote of k voters, pass@k = unbiased pass@k; * = a split of L0-Bench's published "
+            f"table (bins {', '.join(map(str, PAPER_BINS))}); programs = scored / in the bin (profile upstream drops "
+            f"a program when any voter's answer is empty); ! = the number rests on too few programs (fewer than "
+            f"{MIN_SCORED_PROGRAMS} scored, where a 95% interval can be wider than +-0.18, or more than "
+            f"{1 - MIN_SCORED_SHARE:.0%} dropped, which leaves an easier selection of the bin).")
 
 
 def _number(value: Any) -> float | None:
@@ -52,6 +58,8 @@ def bin_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         row = (results.get("results") or {}).get(task)
         if not isinstance(l0, Mapping) or not isinstance(l0.get("bin"), int) or not isinstance(row, Mapping):
             continue
+        from levante_tasks.l0.aggregate import too_few  # an L0 task: see _key
+
         programs, dropped = _number(row.get("l0_programs,none")), _number(row.get("l0_programs_dropped,none"))
         counted = programs is not None and dropped is not None
         scored = int(programs - dropped) if counted else None
@@ -113,7 +121,7 @@ def markdown(sections: list[dict[str, Any]], plot: bool) -> list[str]:
     """summary.md's L0 section: the key, the plot, and one table per run (bins, then the paper row)."""
     if not sections:
         return []
-    lines = ["## L0-Bench by trace-length bin", "", KEY, ""]
+    lines = ["## L0-Bench by trace-length bin", "", _key(), ""]
     if plot:
         lines += ["![L0 accuracy by bin](l0_bins.png)", ""]
     header = ["bin", "programs", *(label for label, _ in METRICS), "note"]

@@ -98,7 +98,7 @@ def _recompute(aggregation: str | None, values: list[Any]) -> tuple[float | None
         numbers = [float(v) for v in values]
         return (sum(numbers) / len(numbers) if numbers else None), numbers
     if aggregation and "records_accuracy" in aggregation:
-        if not all(_mapping(v) and v.get("correct") in (0, 1) for v in values):
+        if not all((type(v) is dict or _mapping(v)) and v.get("correct") in (0, 1) for v in values):  # no call per dict
             raise ValueError("per-line values are not LEVANTE records")
         numbers = [float(v["correct"]) for v in values]
         return (sum(numbers) / len(numbers) if numbers else None), []
@@ -112,8 +112,11 @@ def _recompute(aggregation: str | None, values: list[Any]) -> tuple[float | None
 
 def _clt_numbers(values: list[Any], score_key: str) -> list[float]:
     """The values lmms-eval's CLT stderr uses: numbers, or dicts' `score_key` numbers."""
-    if set(map(type, values)) <= {float, type(None)}:
+    types = set(map(type, values))
+    if types <= {float, type(None)}:
         return [v for v in values if v is not None]  # the common cases: what the comprehension below gives
+    if types == {dict}:  # LEVANTE records (records_accuracy): the same, without asking each whether it is a number
+        return [float(v[score_key]) for v in values if _number(v.get(score_key))]
     return [float(v) if _number(v) else float(v[score_key]) for v in values
             if _number(v) or (isinstance(v, Mapping) and _number(v.get(score_key)))]
 
