@@ -62,6 +62,13 @@ def test_verify_loads_no_arrow_or_numpy(tmp_path: Path) -> None:
     assert found(modules, (*HEAVY, "pyarrow", "numpy", "pandas")) == []
 
 
+def test_prepare_starts_without_the_build_libraries() -> None:
+    """pyarrow and numpy (~0.3 s) load while a first prepare's pictures decode, not before its decode workers fork."""
+    modules = loaded_after("from levante_tasks.cli import build_parser; build_parser('prepare')")
+    assert "levante_tasks.data.prepare" in modules
+    assert found(modules, ("pyarrow", "numpy", "levante_tasks.data.build", "levante_tasks.data.card")) == []
+
+
 def test_help_before_a_command_lists_every_command(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["--help", "prepare"])

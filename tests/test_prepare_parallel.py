@@ -135,6 +135,22 @@ def test_a_picture_that_cannot_be_opened_is_reported_as_its_error(tmp_path):
                for why, error, sha256 in verdicts)
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_meanwhile_runs_once_every_item_is_handed_out(jobs):
+    count, events, results = 2 * decoding.PICTURES_PER_WORKER, [], []
+
+    def items():
+        yield from range(count)
+        events.append("handed out")
+
+    for result in decoding.on_cores(str, items(), count, jobs, "testing",
+                                    meanwhile=lambda: events.append(len(results))):
+        results.append(result)
+    assert results == [str(i) for i in range(count)]
+    assert events[0] == "handed out" and len(events) == 2  # then once, with the workers' last batches still out
+    assert events[1] < count if jobs > 1 else events[1] == count
+
+
 def test_a_first_prepare_decodes_each_picture_once_from_the_bytes_it_copied(tmp_path, capsys, monkeypatch):
     root = many_pictures(tmp_path / "rel")
     decoded: list[tuple[str, str]] = []  # (module that decoded, sha256 of the bytes)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from levante_tasks.data.build import TaskSummary
 from levante_tasks.data.prepare import PrepareResult, prepare
 from levante_tasks.schema import layout
+
+if TYPE_CHECKING:
+    from levante_tasks.data.build import TaskSummary
 
 PUBLIC_BUCKET = "https://storage.googleapis.com/levante-bench/corpus_data"
 

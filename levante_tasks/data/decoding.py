@@ -87,16 +87,21 @@ def _each(function: Callable[[T], R], batch: list[T]) -> list[R]:
     return [function(item) for item in batch]
 
 
-def on_cores(function: Callable[[T], R], items: Iterable[T], count: int, jobs: int, doing: str) -> Iterator[R]:
+def on_cores(function: Callable[[T], R], items: Iterable[T], count: int, jobs: int, doing: str,
+             meanwhile: Callable[[], object] | None = None) -> Iterator[R]:
     """`function` of each of the `count` items (each decodes a picture), yielded in order, on up to `jobs` worker
     processes (here when 1, or when there are too few items to share). Workers start on the first items while a lazy
     `items` still makes the rest; at most BATCHES_PER_WORKER batches per worker are out at a time (taking more items
     waits for the oldest batch), so a release of any size holds a bounded number of pictures in memory. `doing`
-    names the work in the one line a dead worker gives."""
+    names the work in the one line a dead worker gives. `meanwhile`: work of this process that needs no result,
+    done once the last item is handed out, while the workers decode the batches still out (without workers: after
+    the last item)."""
     reuse_picture_memory()  # before the workers fork: they inherit it
     workers = min(jobs, count // PICTURES_PER_WORKER)
     if workers <= 1:
         yield from map(function, items)
+        if meanwhile is not None:
+            meanwhile()
         return
     size = max(1, min(PICTURES_PER_BATCH, count // (workers * 8)))
     executor = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker,
@@ -108,6 +113,8 @@ def on_cores(function: Callable[[T], R], items: Iterable[T], count: int, jobs: i
             if len(pending) == workers * BATCHES_PER_WORKER:
                 yield from pending.popleft().result()
             pending.append(executor.submit(_each, function, batch))
+        if meanwhile is not None:
+            meanwhile()
         while pending:
             yield from pending.popleft().result()
     except BrokenProcessPool as exc:

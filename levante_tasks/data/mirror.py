@@ -217,9 +217,11 @@ def _progress(total: int, version: str, show: bool) -> Iterator[Callable[[int], 
 
 
 def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Path, todo: list[RemoteFile],
-                progress: bool, jobs: int = 1) -> Fetched:
+                progress: bool, jobs: int = 1, meanwhile: Callable[[], object] | None = None) -> Fetched:
     """Download `todo` into `<version_root>/.fetch/`, reusing complete files an interrupted run left there. A local
-    release's pictures are decoded from the bytes copied, on up to `jobs` processes while the copying goes on."""
+    release's pictures are decoded from the bytes copied, on up to `jobs` processes while the copying goes on.
+    `meanwhile` (called once) is the caller's work that needs no fetched file: for a local release it runs once the
+    last file is copied, while the workers decode the last pictures; else after the download."""
     cache = version_root / FETCH_DIR
     fetched = Fetched({}, {})
     missing = []
@@ -245,12 +247,14 @@ def fetch_files(source: LocalSource | HttpSource, version: str, version_root: Pa
                         yield data, sha256
 
             pictures = sum(is_picture(remote.relpath) for remote in missing)
-            verdicts = list(on_cores(_verdict_of, copies(), pictures, jobs, "decoding the pictures"))
+            verdicts = list(on_cores(_verdict_of, copies(), pictures, jobs, "decoding the pictures", meanwhile))
             fetched.verdicts = dict(zip(shown, verdicts, strict=True))
             return fetched
         for remote in missing:
             with atomic_path(fetched.paths[remote.relpath]) as tmp:
                 fetched.sha256[remote.relpath] = copy_file_with_retries(source, version, remote, tmp, advance)
+    if meanwhile is not None:
+        meanwhile()
     return fetched
 
 

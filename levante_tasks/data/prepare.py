@@ -12,6 +12,10 @@ else the one the current build kept) the build also holds each translated locale
 table's sha256 is part of the build key and of the lock, so a changed table rebuilds and an unchanged one does not.
 The build keeps a copy of its table (`datasets/locales/item-bank-translations.csv`, locked with the datasets), so a
 later `prepare` without `--translations` builds the same locales again instead of dropping them.
+
+The build's modules (data.build, data.card: pyarrow and numpy, ~0.3 s of imports) are imported when first needed,
+not at start-up; a first `prepare` of a local release imports them while its last pictures decode
+(`_load_build_modules`), so the decode workers fork sooner and from a smaller process.
 """
 
 from __future__ import annotations
@@ -19,20 +23,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import importlib
 import json
 import re
 import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from levante_tasks import folder_lock
 from levante_tasks.atomic import atomic_path, clean_stale, make_staging_dir, swap_dir, write_json, write_text
-from levante_tasks.data.build import BUILDER_VERSION, LocaleRequest, TaskSummary, stage_datasets
-from levante_tasks.data.card import write_data_card
 from levante_tasks.data.decoding import Verdict, available_cores
-from levante_tasks.data.localize import LOCALIZER_VERSION
 from levante_tasks.data.mirror import (
     FETCH_DIR,
     build_lock,
@@ -59,6 +61,9 @@ from levante_tasks.schema import layout
 from levante_tasks.schema.dataset import SCHEMA_VERSION, read_build_tasks
 from levante_tasks.schema.locales import ENGLISH, TRANSLATED, Locale, LocaleError, locale
 
+if TYPE_CHECKING:
+    from levante_tasks.data.build import LocaleRequest, TaskSummary
+
 # Swapped in this order: build.json names a build once both are in place.
 OUTPUT_DIRS = (layout.GENERATED_DIR, layout.DATASETS_DIR)
 _LEGACY = re.compile(r"^\.(?:build-.+|datasets\.old|generated\.old)$")  # temp folders of earlier builders
@@ -80,6 +85,9 @@ def build_key(files: dict[str, dict[str, Any]], strict: bool, allow_empty_tasks:
               locales: LocaleRequest | None = None) -> str:
     """Identity of a build: the release files' hashes, the builder and schema versions, and the mode (with a
     translation table: its sha256, the locales asked for and the localiser version)."""
+    from levante_tasks.data.build import BUILDER_VERSION
+    from levante_tasks.data.localize import LOCALIZER_VERSION
+
     payload: dict[str, Any] = {
         "files": {rel: entry["sha256"] for rel, entry in files.items()}, "builder": BUILDER_VERSION,
         "schema": SCHEMA_VERSION, "strict": strict, "allow_empty_tasks": allow_empty_tasks}
@@ -117,6 +125,8 @@ def _locale_request(translations: str | None, chosen: tuple[Locale, ...] | None,
     """The table to localise with (`translations`, else the release's own, else the one the current build kept),
     where it came from (for the lock) and its file; (None, "", None) when there is none. One line for a bad table,
     or for `--locales` it cannot serve."""
+    from levante_tasks.data.build import LocaleRequest
+
     if translations:
         path = Path(translations).expanduser()
         origin = f"file {path.name}"
@@ -192,6 +202,8 @@ def _record_outputs(staging: Path) -> dict[str, dict[str, Any]]:
 
 def _built_tasks(datasets: Path, locale: Locale = ENGLISH) -> list[TaskSummary]:
     """The English (or a translated `locale`'s) tasks of the build.json in `datasets`."""
+    from levante_tasks.data.build import TaskSummary
+
     build = read_build_tasks(datasets / layout.BUILD_FILE, locale=locale)
     return [TaskSummary(task, info["n_items"], info.get("fingerprint"), info.get("excluded") or {})
             for task, info in sorted(build.items())]
@@ -225,6 +237,13 @@ def _commit(version_root: Path, data_root: Path, version: str, staged_release: P
                 swap_dir(staged_build / name, version_root / name)
 
 
+def _load_build_modules() -> None:
+    """Import the modules that build the datasets and write the data card (pyarrow and numpy among them), which
+    nothing before the build needs: `fetch_files` calls this while the decode workers finish."""
+    for name in ("levante_tasks.data.build", "levante_tasks.data.card"):
+        importlib.import_module(name)
+
+
 def _prepare_locked(source: LocalSource | HttpSource | None, version: str, version_root: Path, data_root: Path,
                     strict: bool, progress: bool, verify: bool, allow_empty_tasks: bool, translations: str | None,
                     chosen: tuple[Locale, ...] | None, jobs: int) -> PrepareResult:
@@ -243,7 +262,8 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
         files = plan.files
         if plan.changed:
             with _step(version_root, "fetching release files"):
-                downloads = fetch_files(source, version, version_root, plan.fetch, progress, jobs)
+                downloads = fetch_files(source, version, version_root, plan.fetch, progress, jobs,
+                                        meanwhile=_load_build_modules)
                 fetched = len(downloads.sha256)
             with _step(version_root, "staging the release"):
                 staged_release, files = stage_release(release, plan, downloads, listing)
@@ -256,6 +276,8 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
         key = build_key(files, strict, allow_empty_tasks, locales)
         rebuilt = build.get("key") != key or not _outputs_intact(version_root, build.get("outputs") or {}, verify)
         if rebuilt:
+            from levante_tasks.data.build import stage_datasets
+
             with _step(version_root, "building the datasets"):
                 staged_build = make_staging_dir(version_root / layout.DATASETS_DIR)
                 tasks = stage_datasets(staged_release or release, version, strict, key, staged_build,
@@ -276,6 +298,8 @@ def _prepare_locked(source: LocalSource | HttpSource | None, version: str, versi
         lock = build_lock(version, label, files, build)
         with _step(version_root, "replacing the prepared data"):
             _commit(version_root, data_root, version, staged_release, staged_build, lock if lock != locked else None)
+        from levante_tasks.data.card import write_data_card
+
         with _step(version_root, "writing the data card"):
             write_data_card(version_root)
         shutil.rmtree(version_root / FETCH_DIR, ignore_errors=True)
