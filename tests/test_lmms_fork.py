@@ -211,3 +211,20 @@ def test_levante_tasks_runs_in_turn_see_different_hash_seeds(tmp_path: Path) -> 
         assert run_cli(["--version"], cwd=tmp_path, env=env, entry="levante_tasks").returncode == 0
     seen = log.read_text(encoding="utf-8").split()
     assert len(seen) == 4 and seen[0] != seen[1] and seen[2] != seen[3]
+
+
+def test_a_runs_model_classes_are_imported_by_the_server_before_the_fork(data: Path, tmp_path: Path) -> None:
+    """`models=[name]`: the class modules the registry lists for it are there when the run starts (a sitecustomize
+    on the run's path notes it), and the run ends as it does without them."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        'import os, sys\nopen(os.environ["LP_MODEL_LOG"], "a").write(str("lmms_eval.models.simple.qwen2_vl" in '
+        'sys.modules) + "\\n")\n', encoding="utf-8")
+    log = tmp_path / "model.log"
+    env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "LP_MODEL_LOG": str(log),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    args = ["--model", "qwen2_vl", "--tasks", "levante_trog", "--no_such_flag"]  # ends at argparse: exit 2
+    done = run_cli(args, cwd=tmp_path, env=env, entry="lmms_eval", models=["qwen2_vl"])
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert log.read_text(encoding="utf-8").split() == ["True"]

@@ -68,12 +68,16 @@ _SERVER_FOLDER: list[str] = []  # the empty folder the servers start in, made on
 
 
 def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float = 600,
-            entry: str = "lmms_cli") -> subprocess.CompletedProcess[str]:
-    """`python -m MODULES[entry] ARGS` run in a fork: the run's status and output, as `subprocess.run` gives them."""
+            entry: str = "lmms_cli", models: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """`python -m MODULES[entry] ARGS` run in a fork: the run's status and output, as `subprocess.run` gives them.
+
+    `models`: lmms-eval model names whose class modules the server imports before it forks (and keeps for later
+    runs), as the run would when it builds the model: ~4 s of CPU for the first HF class (transformers' modelling
+    code), paid once per server instead of once per run."""
     key = _key(env, entry)
     server = _server(key)
     request = {"args": [str(a) for a in args], "cwd": str(cwd), "env": dict(env), "timeout": timeout,
-               "entry": entry}
+               "entry": entry, "models": list(models)}
     assert server.stdin is not None and server.stdout is not None
     server.stdin.write(json.dumps(request) + "\n")
     server.stdin.flush()
@@ -247,8 +251,26 @@ def _entry_point(entry: str) -> Callable[[], object]:
     return main
 
 
+def _import_model_classes(names: Sequence[str]) -> None:
+    """Import the modules of the model classes lmms-eval's registry lists for `names` (simple and chat); one that
+    fails to import is left to the run, which meets the same error where lmms-eval reports it."""
+    from lmms_eval.models import MODEL_REGISTRY_V2
+
+    for name in names:
+        try:
+            manifest = MODEL_REGISTRY_V2.get_manifest(name)
+        except Exception:  # noqa: BLE001 - an unknown name: the run reports it
+            continue
+        for path in filter(None, (manifest.simple_class_path, manifest.chat_class_path)):
+            try:
+                importlib.import_module(path.rpartition(".")[0])
+            except Exception:  # noqa: BLE001 - e.g. a class whose dependency is missing: the run reports it
+                continue
+
+
 def _run_request(request: dict[str, Any]) -> dict[str, Any]:
     """Fork a child for one run, wait for it up to its timeout, return its status and streams."""
+    _import_model_classes(request.get("models", []))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:
