@@ -1,6 +1,6 @@
 """Test doubles of levante-tasks, in one place: offline lmms-eval models (`models`, `scripted`), the lmms-eval
 CLI with them registered (`lmms_cli`, and `lmms_fork`, which runs it forked from a server that imported lmms-eval
-once: one per import-time environment and lmms-eval tree), a tiny prepared data dir whose images encode their own
+once: one per import-time environment and lmms-eval tree; it forks `levante-tasks` runs the same way), a tiny prepared data dir whose images encode their own
 index (`fixture_data`), random-init checkpoints built offline (`tiny_models`) and adapter-shaped docs and requests
 (`adapter_docs`).
 
