@@ -35,7 +35,7 @@ def _run(tmp: Path, data_dir: Path, model: str, model_args: str, tasks: list[str
              "verbosity": "WARNING", **({"limit": limit} if limit else {})} for size in batch_sizes]
     config = tmp / "runs.yaml"
     config.write_text(json.dumps(runs), encoding="utf-8")  # JSON is YAML
-    proc = run_cli(["--config", str(config)], cwd=tmp, env=env, timeout=600, entry="lmms_eval")
+    proc = run_cli(["--config", str(config)], cwd=tmp, env=env, timeout=600, entry="lmms_eval", models=[model])
     folders = {}
     for size in batch_sizes:
         results = sorted((tmp / f"out-batch-{size}").rglob("*_results.json"))

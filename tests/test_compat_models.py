@@ -122,7 +122,8 @@ def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path,
             for size in batch_sizes]
     config = out.parent / "runs.yaml"
     config.write_text(json.dumps(runs, indent=1), encoding="utf-8")  # JSON is YAML
-    return run_cli(["--config", str(config)], cwd=out.parent, env=env, timeout=600, entry="lmms_eval")
+    return run_cli(["--config", str(config)], cwd=out.parent, env=env, timeout=600, entry="lmms_eval",
+                   models=[case.model])
 
 
 def record_outcome(name: str, case: Case, status: str, detail: str, batches: dict[int, str] | None = None) -> None:

@@ -231,7 +231,7 @@ def test_tiny_causal_lm_runs_l0_trace_through_the_lmms_eval_cli(data_dir: Path, 
     args = ["--model", "huggingface", "--model_args", f"pretrained={model_dir},device=cpu,device_map=cpu",
             "--tasks", "l0_trace", "--limit", "5", "--gen_kwargs", "max_new_tokens=8", "--output_path", str(out),
             "--log_samples"]
-    proc = run_cli(args, cwd=tmp_path, env=env, timeout=600, entry="lmms_eval")
+    proc = run_cli(args, cwd=tmp_path, env=env, timeout=600, entry="lmms_eval", models=["huggingface"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     (results_file,) = out.rglob("*_results.json")
     results = json.loads(results_file.read_text(encoding="utf-8"))

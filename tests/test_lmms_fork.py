@@ -1,7 +1,8 @@
 """`lmms_fork.run_cli` stands for `python -m levante_tasks.testing.lmms_cli`: the same command through both gives the
 same results file (less its clock readings and object addresses), the same exit status and the same last error line,
 for a good run and for bad ones; and for `python -m lmms_eval` with a run's own sitecustomize and its own lmms_eval
-tree on PYTHONPATH, as a new interpreter has them."""
+tree on PYTHONPATH, as a new interpreter has them. For `python -m levante_tasks` (entry `levante_tasks`): the same
+files, streams and status as a real process, and runs in turn under different hash seeds."""
 
 from __future__ import annotations
 
@@ -144,13 +145,86 @@ def test_at_most_tree_servers_servers_of_runs_with_their_own_lmms_eval_stay(tmp_
     for name in ("a", "b", "c"):
         (tmp_path / name / "lmms_eval").mkdir(parents=True)
         envs.append({**os.environ, "PYTHONPATH": str(tmp_path / name)})
-    keys = [lmms_fork._key(env) for env in envs]
+    keys = [lmms_fork._key(env, "lmms_eval") for env in envs]
     try:
-        lmms_fork._server(envs[0])
-        lmms_fork._server(envs[1])
-        lmms_fork._server(envs[0])  # a used again: b is now the least recently used
-        lmms_fork._server(envs[2])
+        lmms_fork._server(keys[0])
+        lmms_fork._server(keys[1])
+        lmms_fork._server(keys[0])  # a used again: b is now the least recently used
+        lmms_fork._server(keys[2])
         trees = [key for key in lmms_fork._SERVERS if key[-1] is not None]
         assert len(trees) == lmms_fork.TREE_SERVERS and keys[1] not in trees and {keys[0], keys[2]} <= set(trees)
     finally:
         lmms_fork._stop([key for key in keys if key in lmms_fork._SERVERS])
+
+
+def cli_both(args: list[str], tmp_path: Path) -> dict[str, subprocess.CompletedProcess[str]]:
+    """`python -m levante_tasks ARGS` as a real process and through `run_cli`, each in its own folder."""
+    runs = {}
+    for way in ("real", "fork"):
+        (tmp_path / way).mkdir()
+        if way == "real":
+            runs[way] = subprocess.run([sys.executable, "-m", MODULES["levante_tasks"], *args], cwd=tmp_path / way,
+                                       env=dict(os.environ), capture_output=True, text=True, timeout=600, check=False)
+        else:
+            runs[way] = run_cli(args, cwd=tmp_path / way, env=dict(os.environ), entry="levante_tasks")
+    return runs
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_a_levante_tasks_command_writes_the_same_files_and_streams_as_a_real_process(tmp_path: Path) -> None:
+    runs = cli_both(["synth", "--seed", "3", "--out", "release"], tmp_path)
+    for way, done in runs.items():
+        assert done.returncode == 0, (way, done.stderr[-3000:])
+    assert (runs["fork"].stdout, runs["fork"].stderr) == (runs["real"].stdout, runs["real"].stderr)
+    written = {way: folder_bytes(tmp_path / way / "release") for way in runs}
+    assert written["fork"] == written["real"] and len(written["real"]) > 10
+
+
+@pytest.mark.parametrize("args", [
+    ["summarize", "no-such-folder", "--out", "summary"],
+    ["prepare", "--no-such-flag"],
+    ["no-such-command"],
+], ids=["missing-input", "unknown-flag", "unknown-command"])
+def test_a_bad_levante_tasks_command_fails_alike(args: list[str], tmp_path: Path) -> None:
+    runs = cli_both(args, tmp_path)
+    real, fork = runs["real"], runs["fork"]
+    assert real.returncode == 2 and fork.returncode == real.returncode, (real.stderr[-2000:], fork.stderr[-2000:])
+    assert (fork.stdout, fork.stderr) == (real.stdout, real.stderr)
+    assert not any((tmp_path / way / "summary").exists() for way in runs)
+
+
+def test_levante_tasks_runs_in_turn_see_different_hash_seeds(tmp_path: Path) -> None:
+    """A test that runs a command twice and compares the outputs must still see two hash seeds, as with two new
+    interpreters (the runs alternate between two servers; a sitecustomize on the run's path notes `hash`)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        'import os\nopen(os.environ["LP_HASH_LOG"], "a").write(str(hash("levante")) + "\\n")\n', encoding="utf-8")
+    log = tmp_path / "hash.log"
+    env = {**os.environ, "LP_HASH_LOG": str(log),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    env.pop("PYTHONHASHSEED", None)
+    for _ in range(4):
+        assert run_cli(["--version"], cwd=tmp_path, env=env, entry="levante_tasks").returncode == 0
+    seen = log.read_text(encoding="utf-8").split()
+    assert len(seen) == 4 and seen[0] != seen[1] and seen[2] != seen[3]
+
+
+def test_a_runs_model_classes_are_imported_by_the_server_before_the_fork(data: Path, tmp_path: Path) -> None:
+    """`models=[name]`: the class modules the registry lists for it are there when the run starts (a sitecustomize
+    on the run's path notes it), and the run ends as it does without them."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        'import os, sys\nopen(os.environ["LP_MODEL_LOG"], "a").write(str("lmms_eval.models.simple.qwen2_vl" in '
+        'sys.modules) + "\\n")\n', encoding="utf-8")
+    log = tmp_path / "model.log"
+    env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "LP_MODEL_LOG": str(log),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    args = ["--model", "qwen2_vl", "--tasks", "levante_trog", "--no_such_flag"]  # ends at argparse: exit 2
+    done = run_cli(args, cwd=tmp_path, env=env, entry="lmms_eval", models=["qwen2_vl"])
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert log.read_text(encoding="utf-8").split() == ["True"]

@@ -1,4 +1,5 @@
-"""`lmms_cli` without its start-up per run: lmms-eval's own CLI in a fork of a server that imported it once.
+"""`lmms_cli` without its start-up per run: lmms-eval's own CLI in a fork of a server that imported it once (and
+`levante-tasks` without its libraries' imports per run, in a fork of a server that imported them).
 
 A test that runs `python -m levante_tasks.testing.lmms_cli ARGS` (or `python -m lmms_eval ARGS`) pays about 5 s of
 CPU to import lmms-eval before any item. `run_cli(ARGS, cwd=..., env=...)` returns what `subprocess.run(that
@@ -19,8 +20,14 @@ of before it: one that sets what lmms-eval reads at import has no effect there. 
 its hash seed and its `random` state, so two such runs cannot show a difference that comes from either: a test that
 looks for one uses real processes. Tests that check the real command (console scripts, README commands, the matrix) or
 what a fresh import does still start real processes.
-Run as `python -m levante_tasks.testing.lmms_fork`, this module is that server: one JSON request a line on stdin,
-one JSON reply a line on the descriptor it was started with as stdout.
+`levante-tasks` itself (entry `levante_tasks`: `python -m levante_tasks ARGS`) runs in a fork of another kind of
+server, one that imported only the third-party libraries the commands use (`CLI_LIBRARIES`: numpy, pandas, pyarrow,
+Pillow, scipy, matplotlib's Agg parts, PyYAML; about 1 s of CPU per run) and no module of levante-tasks, so the
+child imports the command's own modules as a new process does, after the run's environment is set. Its runs
+alternate between two such servers whose hash seeds differ (`PYTHONHASHSEED` unset in the run: a new interpreter
+draws one), so a test that runs a command twice and compares the outputs still runs it under two hash seeds.
+Run as `python -m levante_tasks.testing.lmms_fork [cli]`, this module is that server: one JSON request a line on
+stdin, one JSON reply a line on the descriptor it was started with as stdout.
 """
 
 from __future__ import annotations
@@ -43,28 +50,40 @@ from typing import IO, Any
 IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
                    "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "HF_ENDPOINT", "XDG_CACHE_HOME", "HOME",
                    "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LMMS_EVAL_PLUGINS",
-                   "LM_HARNESS_CACHE_PATH", "PYTHONHASHSEED")
+                   "LM_HARNESS_CACHE_PATH", "PYTHONHASHSEED", "MPLCONFIGDIR", "MPLBACKEND")
 TREE_SERVERS = 2  # servers of runs with their own lmms_eval or plugins kept alive (~0.6 GiB each), least recent out
 # What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
 # `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
-MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval"}
+# `levante_tasks` is levante-tasks' own command line (`python -m levante_tasks`, the console script's code).
+MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval", "levante_tasks": "levante_tasks"}
 COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
+CLI = "cli"  # the kind of server that runs `levante_tasks`; the lmms-eval entries' kind is "lmms"
+# What a `levante_tasks` server imports before it forks: third-party libraries only (~1 s of CPU per run saved)
+CLI_LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "PIL.Image", "yaml", "scipy.special",
+                 "scipy.stats", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
+CLI_HASH_SEEDS = ("1", "2")  # the two `levante_tasks` servers' seeds: runs alternate between them
 _SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}  # by _key, least recently used first
+_CLI_RUNS = [0]  # `levante_tasks` runs so far: which of the two seeds the next one gets
 _SERVER_FOLDER: list[str] = []  # the empty folder the servers start in, made on first use
 
 
 def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float = 600,
-            entry: str = "lmms_cli") -> subprocess.CompletedProcess[str]:
-    """`python -m MODULES[entry] ARGS` run in a fork: the run's status and output, as `subprocess.run` gives them."""
-    server = _server(env)
+            entry: str = "lmms_cli", models: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """`python -m MODULES[entry] ARGS` run in a fork: the run's status and output, as `subprocess.run` gives them.
+
+    `models`: lmms-eval model names whose class modules the server imports before it forks (and keeps for later
+    runs), as the run would when it builds the model: ~4 s of CPU for the first HF class (transformers' modelling
+    code), paid once per server instead of once per run."""
+    key = _key(env, entry)
+    server = _server(key)
     request = {"args": [str(a) for a in args], "cwd": str(cwd), "env": dict(env), "timeout": timeout,
-               "entry": entry}
+               "entry": entry, "models": list(models)}
     assert server.stdin is not None and server.stdout is not None
     server.stdin.write(json.dumps(request) + "\n")
     server.stdin.flush()
     line = server.stdout.readline()
     if not line:
-        _SERVERS.pop(_key(env), None)
+        _SERVERS.pop(key, None)
         raise RuntimeError(f"lmms_fork: the server stopped (exit {server.wait()}) before answering")
     reply = json.loads(line)
     command = [sys.executable, "-m", MODULES[entry], *request["args"]]
@@ -73,10 +92,18 @@ def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], tim
     return subprocess.CompletedProcess(command, reply["returncode"], reply["stdout"], reply["stderr"])
 
 
-def _key(env: Mapping[str, str]) -> tuple[str | None, ...]:
-    """What a run's server must share with it: the import-time variables, then the run's PYTHONPATH entries that
-    lmms-eval's import reads (joined; None if none)."""
-    return (*(env.get(name) for name in IMPORT_TIME_ENV), os.pathsep.join(_import_time_entries(env)) or None)
+def _key(env: Mapping[str, str], entry: str) -> tuple[str | None, ...]:
+    """What a run's server must share with it: its kind, the import-time variables, then the run's PYTHONPATH
+    entries that lmms-eval's import reads (joined; None if none; a `levante_tasks` server imports no lmms-eval).
+    A `levante_tasks` run that leaves PYTHONHASHSEED unset gets the next of the two seeds in turn."""
+    if entry != "levante_tasks":
+        entries = os.pathsep.join(_import_time_entries(env)) or None
+        return ("lmms", *(env.get(name) for name in IMPORT_TIME_ENV), entries)
+    values = {name: env.get(name) for name in IMPORT_TIME_ENV}
+    if values["PYTHONHASHSEED"] is None:
+        values["PYTHONHASHSEED"] = CLI_HASH_SEEDS[_CLI_RUNS[0] % len(CLI_HASH_SEEDS)]
+        _CLI_RUNS[0] += 1
+    return (CLI, *values.values(), None)
 
 
 def _import_time_entries(env: Mapping[str, str]) -> list[str]:
@@ -87,14 +114,13 @@ def _import_time_entries(env: Mapping[str, str]) -> list[str]:
     return [p for p in entries if any((Path(p) / package).is_dir() for package in packages)]
 
 
-def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
-    """The server for `env`'s import-time variables and entries (`_key`), started on first use and stopped when this
-    process exits."""
-    key = _key(env)
+def _server(key: tuple[str | None, ...]) -> subprocess.Popen[str]:
+    """The server for a run's kind, import-time variables and entries (`_key`), started on first use and stopped
+    when this process exits."""
     if key in _SERVERS:
         _SERVERS[key] = _SERVERS.pop(key)  # now the most recently used
     if key not in _SERVERS or _SERVERS[key].poll() is not None:
-        *values, entries = key
+        kind, *values, entries = key
         if entries is not None:
             trees = [k for k in _SERVERS if k[-1] is not None and k != key]
             _stop(trees[:max(0, len(trees) - TREE_SERVERS + 1)])
@@ -105,9 +131,9 @@ def _server(env: Mapping[str, str]) -> subprocess.Popen[str]:
             server_env["PYTHONPATH"] = os.pathsep.join(filter(None, [entries, os.environ.get("PYTHONPATH")]))
         if not _SERVER_FOLDER:
             _SERVER_FOLDER.append(tempfile.mkdtemp(prefix="lmms-fork-"))
-        _SERVERS[key] = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, env=server_env, text=True, encoding="utf-8",
-                                         cwd=_SERVER_FOLDER[0])
+        command = [sys.executable, "-m", __name__, *([CLI] if kind == CLI else [])]
+        _SERVERS[key] = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=server_env,
+                                         text=True, encoding="utf-8", cwd=_SERVER_FOLDER[0])
     return _SERVERS[key]
 
 
@@ -213,6 +239,11 @@ def _entry_point(entry: str) -> Callable[[], object]:
         lmms_cli.register_test_models()
         sys.argv = [lmms_cli.__file__ or "", *sys.argv[1:]]
         return lmms_cli.cli_evaluate
+    if entry == "levante_tasks":
+        from levante_tasks import cli
+
+        sys.argv = [str(Path(cli.__file__ or "").with_name("__main__.py")), *sys.argv[1:]]
+        return lambda: sys.exit(cli.main())
     import lmms_eval
     from lmms_eval.cli.dispatch import main
 
@@ -220,8 +251,26 @@ def _entry_point(entry: str) -> Callable[[], object]:
     return main
 
 
+def _import_model_classes(names: Sequence[str]) -> None:
+    """Import the modules of the model classes lmms-eval's registry lists for `names` (simple and chat); one that
+    fails to import is left to the run, which meets the same error where lmms-eval reports it."""
+    from lmms_eval.models import MODEL_REGISTRY_V2
+
+    for name in names:
+        try:
+            manifest = MODEL_REGISTRY_V2.get_manifest(name)
+        except Exception:  # noqa: BLE001 - an unknown name: the run reports it
+            continue
+        for path in filter(None, (manifest.simple_class_path, manifest.chat_class_path)):
+            try:
+                importlib.import_module(path.rpartition(".")[0])
+            except Exception:  # noqa: BLE001 - e.g. a class whose dependency is missing: the run reports it
+                continue
+
+
 def _run_request(request: dict[str, Any]) -> dict[str, Any]:
     """Fork a child for one run, wait for it up to its timeout, return its status and streams."""
+    _import_model_classes(request.get("models", []))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:
@@ -247,17 +296,22 @@ def _text(stream: IO[bytes]) -> str:
     return stream.read().decode("utf-8", errors="replace")
 
 
-def serve() -> None:
-    """Import lmms-eval's CLI and the test models once, then answer each request line with a forked run."""
+def serve(kind: str) -> None:
+    """Import what runs of `kind` need once (lmms-eval's CLI and the test models, or `CLI_LIBRARIES`), then answer
+    each request line with a forked run."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # what the imports print must not reach the replies
-    import lmms_eval.cli.dispatch  # noqa: F401 - imported here so that no run pays for it
+    if kind == CLI:
+        for library in CLI_LIBRARIES:
+            importlib.import_module(library)
+    else:
+        import lmms_eval.cli.dispatch  # noqa: F401 - imported here so that no run pays for it
 
-    import levante_tasks.testing.lmms_cli  # noqa: F401 - imports lmms_eval.__main__ and the test models
+        import levante_tasks.testing.lmms_cli  # noqa: F401 - imports lmms_eval.__main__ and the test models
     for line in sys.stdin:
         replies.write(json.dumps(_run_request(json.loads(line))) + "\n")
         replies.flush()
 
 
 if __name__ == "__main__":
-    serve()
+    serve(sys.argv[1] if len(sys.argv) > 1 else "lmms")
