@@ -11,7 +11,7 @@ release's `levante_trog` (4 options), one model per matrix, each matrix a fresh 
    comparison-free end step) against the anchor.
 A model's cells run in one lmms-eval process (one start-up), so replicates add requests, not start-ups; against a
 real API each request adds its latency, and the share tends to (K x samples - 1) / (K x samples).
-Run: `.venv/bin/python benchmarks/distribution_cost.py` (about 6 minutes on 2 cores); `--tiny`: 4 items, the
+Run: `.venv/bin/python benchmarks/distribution_cost.py` (about 6 minutes on 2 cores); `--tiny`: 2 items, the
 anchor and K = 2 x 2 samples only (about 2 minutes: each matrix costs its lmms-eval start-up and end step).
 """
 
@@ -33,7 +33,7 @@ from matrix import prepared_demo
 CLI = [sys.executable, "-m", "levante_tasks"]
 TASK = "levante_trog"
 SIZES = {"full": {"items": 16, "orders": (4, 8), "sampled": 8},  # sampled: K of the 2-samples case
-         "tiny": {"items": 4, "orders": (), "sampled": 2}}
+         "tiny": {"items": 2, "orders": (), "sampled": 2}}
 
 
 def run_matrix(folder: Path, data: Path, url: str, items: int, distribution: dict[str, Any] | None) -> float:
@@ -67,7 +67,7 @@ def count_lines(path: Path) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tiny", action="store_true", help="4 items, K = 2 x 2 samples (the test suite's run)")
+    parser.add_argument("--tiny", action="store_true", help="2 items, K = 2 x 2 samples (the test suite's run)")
     size = SIZES["tiny" if parser.parse_args().tiny else "full"]
     items = size["items"]
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -12,8 +12,8 @@ published) runs the LEVANTE tasks of the synthetic release through the real lmms
 Printed per run: items/s of the evaluation (after the model load: `load s`, the first run's with the start-up),
 peak memory of the run (GPU: weights + torch.cuda.max_memory_allocated above what was allocated when the run began;
 CPU: the process's peak RSS) and our ratio to the anchor at the same batch size. Then a small matrix (one model x
-2 tasks x 2 seeds of `levante_vlm_mc`; `--tiny`: 1 task): its model loads, from matrix.json's `model_loads` when it
-has one, else one per lmms-eval process in the cell logs, against its cell count (one load per cell).
+2 tasks x 2 seeds of `levante_vlm_mc`; `--tiny`: 1 task x 1 seed): its model loads, from matrix.json's `model_loads`
+when it has one, else one per lmms-eval process in the cell logs, against its cell count (one load per cell).
 
 Run (GPU, the figures to quote; about 5 minutes on one H100): `.venv/bin/python benchmarks/gpu.py --full --device
 cuda --out gpu-bench`. `--tiny`: tiny shapes on CPU at batch 2 (the batched path; the suite's smoke run,
@@ -148,8 +148,9 @@ def print_arch(arch: Arch, figures: list[dict[str, Any]], full: bool, device: st
 
 
 def matrix_loads(path: Path, data: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """Run a 1-model x (up to) 2-task x 2-seed matrix of `levante_vlm_mc`; its model loads against its cells."""
-    tasks, seeds = [f"{t}_mc" for t in args.tasks[:2]], [0, 1]
+    """Run a 1-model x (up to) 2-task x 2-seed matrix of `levante_vlm_mc` (`--tiny`: 1 seed, the least that runs
+    the matrix); its model loads against its cells."""
+    tasks, seeds = [f"{t}_mc" for t in args.tasks[:2]], [0] if args.tiny else [0, 1]
     config = {"data": {"dir": str(data), "version": "synthetic"},
               "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
               "models": [{"name": "vlm", "model": "levante_vlm_mc", "model_args": f"pretrained={path},dtype={DTYPE}"}],
@@ -238,7 +239,8 @@ def measure(stats: Path, device: str, lmms_args: list[str]) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--tiny", action="store_true", help="tiny shapes, batch 2, 1 task, limit 2 (CPU smoke)")
+    size.add_argument("--tiny", action="store_true",
+                      help="tiny shapes, batch 2, 1 task, limit 2, 1 matrix seed (CPU smoke)")
     size.add_argument("--full", action="store_true", help="real sizes (SmolVLM-256M, Qwen2-VL-2B)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     parser.add_argument("--batches", help="batch sizes, comma-separated (default: 1,8,32; --tiny: 2)")

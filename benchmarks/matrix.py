@@ -17,7 +17,7 @@ Reported: wall and CPU seconds (user + system of the process tree; what to compa
 The model is the offline fixed-letter double (`levante_fixed` via `levante_tasks.testing.matrix_doubles`) on
 `levante_trog` with --limit 8, so the figures are the harness's and the runner's, not a model's.
 Run: `.venv/bin/python benchmarks/matrix.py` (about 4 minutes on 2 cores); `--tiny`: one repeat, planning at
-1 model, resume at 1 cell (its first run is section 2's), model loads at 2 cells (about a minute: every lmms-eval
+1 model, resume at 1 cell (its first run is section 2's), model loads at 1 cell (about a minute: every lmms-eval
 process costs its start-up). `$LEVANTE_BENCH_DEMO`, a `demo --prepare-only` folder, is read instead of preparing
 the release (the test suite prepares one for every benchmark that needs it).
 """
@@ -44,7 +44,7 @@ CLI = [sys.executable, "-m", "levante_tasks"]
 REPEATS = 3
 SHARED_DEMO = "LEVANTE_BENCH_DEMO"  # a `demo --prepare-only` folder to read instead (the test suite prepares one)
 SIZES = {"full": {"plan_models": (1, 10, 100, 1000), "resume": (4, 3), "loads": (2, 2)},
-         "tiny": {"plan_models": (1,), "resume": (1, 1), "loads": (1, 2)}}  # (models, seeds); loads: (tasks, seeds)
+         "tiny": {"plan_models": (1,), "resume": (1, 1), "loads": (1, 1)}}  # (models, seeds); loads: (tasks, seeds)
 
 
 def write_config(folder: Path, data: Path, models: int, tasks: list[str], seeds: list[int]) -> Path:
