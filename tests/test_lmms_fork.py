@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from levante_tasks.schema.task_source import TASKS_DIR
-from levante_tasks.testing.lmms_fork import MODULES, run_cli
+from levante_tasks.testing.lmms_fork import CLI_HASH_SEEDS, MODULES, run_cli
 
 CLOCK = ("date", "start_time", "end_time", "total_evaluation_time_seconds")
 ADDRESS = re.compile(r" at 0x[0-9a-f]+>")
@@ -145,7 +145,7 @@ def test_at_most_tree_servers_servers_of_runs_with_their_own_lmms_eval_stay(tmp_
     for name in ("a", "b", "c"):
         (tmp_path / name / "lmms_eval").mkdir(parents=True)
         envs.append({**os.environ, "PYTHONPATH": str(tmp_path / name)})
-    keys = [lmms_fork._key(env, "lmms_eval") for env in envs]
+    keys = [lmms_fork._key(env, "lmms_eval", []) for env in envs]
     try:
         lmms_fork._server(keys[0])
         lmms_fork._server(keys[1])
@@ -170,17 +170,27 @@ def cli_both(args: list[str], tmp_path: Path) -> dict[str, subprocess.CompletedP
     return runs
 
 
-def folder_bytes(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+def folder_bytes(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Each file and folder under `folder`: its permission bits and bytes (b"" for a folder)."""
+    return {str(path.relative_to(folder)): (path.stat().st_mode & 0o777, path.read_bytes() if path.is_file() else b"")
+            for path in sorted(folder.rglob("*"))}
 
 
 def test_a_levante_tasks_command_writes_the_same_files_and_streams_as_a_real_process(tmp_path: Path) -> None:
-    runs = cli_both(["synth", "--seed", "3", "--out", "release"], tmp_path)
+    """Under the caller's umask (027 here, both servers started under the usual one before)."""
+    for _ in CLI_HASH_SEEDS:
+        assert run_cli(["--version"], cwd=tmp_path, env=dict(os.environ), entry="levante_tasks").returncode == 0
+    mask = os.umask(0o027)
+    try:
+        runs = cli_both(["synth", "--seed", "3", "--out", "release"], tmp_path)
+    finally:
+        os.umask(mask)
     for way, done in runs.items():
         assert done.returncode == 0, (way, done.stderr[-3000:])
     assert (runs["fork"].stdout, runs["fork"].stderr) == (runs["real"].stdout, runs["real"].stderr)
     written = {way: folder_bytes(tmp_path / way / "release") for way in runs}
     assert written["fork"] == written["real"] and len(written["real"]) > 10
+    assert {mode for mode, _ in written["real"].values()} <= {0o640, 0o750}
 
 
 @pytest.mark.parametrize("args", [
@@ -198,7 +208,8 @@ def test_a_bad_levante_tasks_command_fails_alike(args: list[str], tmp_path: Path
 
 def test_levante_tasks_runs_in_turn_see_different_hash_seeds(tmp_path: Path) -> None:
     """A test that runs a command twice and compares the outputs must still see two hash seeds, as with two new
-    interpreters (the runs alternate between two servers; a sitecustomize on the run's path notes `hash`)."""
+    interpreters (a rerun of a command goes to the other of two servers; a sitecustomize on the run's path notes
+    `hash`), also with another command run between the two."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(
@@ -207,10 +218,10 @@ def test_levante_tasks_runs_in_turn_see_different_hash_seeds(tmp_path: Path) -> 
     env = {**os.environ, "LP_HASH_LOG": str(log),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     env.pop("PYTHONHASHSEED", None)
-    for _ in range(4):
-        assert run_cli(["--version"], cwd=tmp_path, env=env, entry="levante_tasks").returncode == 0
-    seen = log.read_text(encoding="utf-8").split()
-    assert len(seen) == 4 and seen[0] != seen[1] and seen[2] != seen[3]
+    for args in (["--version"], ["--help"], ["--version"], ["--version"]):
+        assert run_cli(args, cwd=tmp_path, env=env, entry="levante_tasks").returncode == 0
+    version_1, _help, version_2, version_3 = log.read_text(encoding="utf-8").split()
+    assert version_1 != version_2 and version_2 != version_3
 
 
 def test_a_runs_model_classes_are_imported_by_the_server_before_the_fork(data: Path, tmp_path: Path) -> None:
@@ -219,12 +230,12 @@ def test_a_runs_model_classes_are_imported_by_the_server_before_the_fork(data: P
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(
-        'import os, sys\nopen(os.environ["LP_MODEL_LOG"], "a").write(str("lmms_eval.models.simple.qwen2_vl" in '
+        'import os, sys\nopen(os.environ["LP_MODEL_LOG"], "a").write(str("lmms_eval.models.simple.openai" in '
         'sys.modules) + "\\n")\n', encoding="utf-8")
     log = tmp_path / "model.log"
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "LP_MODEL_LOG": str(log),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
-    args = ["--model", "qwen2_vl", "--tasks", "levante_trog", "--no_such_flag"]  # ends at argparse: exit 2
-    done = run_cli(args, cwd=tmp_path, env=env, entry="lmms_eval", models=["qwen2_vl"])
+    args = ["--model", "openai", "--tasks", "levante_trog", "--no_such_flag"]  # ends at argparse: exit 2
+    done = run_cli(args, cwd=tmp_path, env=env, entry="lmms_eval", models=["openai"])
     assert done.returncode == 2, done.stderr[-2000:]
     assert log.read_text(encoding="utf-8").split() == ["True"]

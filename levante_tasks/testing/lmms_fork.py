@@ -22,10 +22,11 @@ looks for one uses real processes. Tests that check the real command (console sc
 what a fresh import does still start real processes.
 `levante-tasks` itself (entry `levante_tasks`: `python -m levante_tasks ARGS`) runs in a fork of another kind of
 server, one that imported only the third-party libraries the commands use (`CLI_LIBRARIES`: numpy, pandas, pyarrow,
-Pillow, scipy, matplotlib's Agg parts, PyYAML; about 1 s of CPU per run) and no module of levante-tasks, so the
-child imports the command's own modules as a new process does, after the run's environment is set. Its runs
-alternate between two such servers whose hash seeds differ (`PYTHONHASHSEED` unset in the run: a new interpreter
-draws one), so a test that runs a command twice and compares the outputs still runs it under two hash seeds.
+Pillow, scipy, matplotlib's Agg parts, PyYAML; about 1 s of CPU per run); the child drops the levante-tasks modules
+the server holds and imports the command's own from its path, as a new process does, after the run's environment,
+umask and temp folder are set. A rerun of a command (same working folder and arguments) goes to the other of two
+such servers, whose hash seeds differ and are drawn per test process (`PYTHONHASHSEED` unset in the run: a new
+interpreter draws one), so a test that runs a command twice and compares the outputs runs it under two hash seeds.
 Run as `python -m levante_tasks.testing.lmms_fork [cli]`, this module is that server: one JSON request a line on
 stdin, one JSON reply a line on the descriptor it was started with as stdout.
 """
@@ -37,10 +38,12 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -50,8 +53,12 @@ from typing import IO, Any
 IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
                    "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "HF_ENDPOINT", "XDG_CACHE_HOME", "HOME",
                    "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LMMS_EVAL_PLUGINS",
-                   "LM_HARNESS_CACHE_PATH", "PYTHONHASHSEED", "MPLCONFIGDIR", "MPLBACKEND")
+                   "LM_HARNESS_CACHE_PATH", "PYTHONHASHSEED", "MPLCONFIGDIR", "MPLBACKEND", "MATPLOTLIBRC",
+                   "XDG_CONFIG_HOME", "OPENBLAS_NUM_THREADS", "PILLOW_BLOCKS_MAX", "PILLOW_ALIGNMENT",
+                   "PILLOW_BLOCK_SIZE", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8",
+                   "PYTHONWARNINGS")
 TREE_SERVERS = 2  # servers of runs with their own lmms_eval or plugins kept alive (~0.6 GiB each), least recent out
+CLI_SERVERS = 4  # `levante_tasks` servers kept alive (two per environment), least recent out
 # What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
 # `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
 # `levante_tasks` is levante-tasks' own command line (`python -m levante_tasks`, the console script's code).
@@ -61,9 +68,10 @@ CLI = "cli"  # the kind of server that runs `levante_tasks`; the lmms-eval entri
 # What a `levante_tasks` server imports before it forks: third-party libraries only (~1 s of CPU per run saved)
 CLI_LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "PIL.Image", "yaml", "scipy.special",
                  "scipy.stats", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
-CLI_HASH_SEEDS = ("1", "2")  # the two `levante_tasks` servers' seeds: runs alternate between them
+# The two `levante_tasks` servers' hash seeds, drawn once per test process as a new interpreter draws its own
+CLI_HASH_SEEDS = tuple(str(seed) for seed in random.SystemRandom().sample(range(1, 2**32), 2))
 _SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}  # by _key, least recently used first
-_CLI_RUNS = [0]  # `levante_tasks` runs so far: which of the two seeds the next one gets
+_LAST_SEED: dict[tuple[str, ...], str] = {}  # by (cwd, *args): the seed of the last such `levante_tasks` run
 _SERVER_FOLDER: list[str] = []  # the empty folder the servers start in, made on first use
 
 
@@ -71,13 +79,16 @@ def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], tim
             entry: str = "lmms_cli", models: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """`python -m MODULES[entry] ARGS` run in a fork: the run's status and output, as `subprocess.run` gives them.
 
-    `models`: lmms-eval model names whose class modules the server imports before it forks (and keeps for later
-    runs), as the run would when it builds the model: ~4 s of CPU for the first HF class (transformers' modelling
+    `models`: lmms-eval model names whose class modules the server imports before it forks (and keeps for the
+    later runs it serves: their import-time warnings go to the server's stderr, not a run's), as the run would when
+    it builds the model: ~4 s of CPU for the first HF class (transformers' modelling
     code), paid once per server instead of once per run."""
-    key = _key(env, entry)
+    key = _key(env, entry, [str(cwd), *map(str, args)])
     server = _server(key)
+    umask = os.umask(0)
+    os.umask(umask)
     request = {"args": [str(a) for a in args], "cwd": str(cwd), "env": dict(env), "timeout": timeout,
-               "entry": entry, "models": list(models)}
+               "entry": entry, "models": list(models), "umask": umask}
     assert server.stdin is not None and server.stdout is not None
     server.stdin.write(json.dumps(request) + "\n")
     server.stdin.flush()
@@ -92,17 +103,19 @@ def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], tim
     return subprocess.CompletedProcess(command, reply["returncode"], reply["stdout"], reply["stderr"])
 
 
-def _key(env: Mapping[str, str], entry: str) -> tuple[str | None, ...]:
+def _key(env: Mapping[str, str], entry: str, command: list[str]) -> tuple[str | None, ...]:
     """What a run's server must share with it: its kind, the import-time variables, then the run's PYTHONPATH
     entries that lmms-eval's import reads (joined; None if none; a `levante_tasks` server imports no lmms-eval).
-    A `levante_tasks` run that leaves PYTHONHASHSEED unset gets the next of the two seeds in turn."""
+    A `levante_tasks` run that leaves PYTHONHASHSEED unset gets the seed that the last run of the same `command`
+    (working folder and arguments) did not: a test that reruns a command sees two hash seeds, as with two new
+    interpreters."""
     if entry != "levante_tasks":
         entries = os.pathsep.join(_import_time_entries(env)) or None
         return ("lmms", *(env.get(name) for name in IMPORT_TIME_ENV), entries)
     values = {name: env.get(name) for name in IMPORT_TIME_ENV}
     if values["PYTHONHASHSEED"] is None:
-        values["PYTHONHASHSEED"] = CLI_HASH_SEEDS[_CLI_RUNS[0] % len(CLI_HASH_SEEDS)]
-        _CLI_RUNS[0] += 1
+        last = _LAST_SEED.get(tuple(command), CLI_HASH_SEEDS[-1])
+        values["PYTHONHASHSEED"] = _LAST_SEED[tuple(command)] = next(s for s in CLI_HASH_SEEDS if s != last)
     return (CLI, *values.values(), None)
 
 
@@ -121,9 +134,9 @@ def _server(key: tuple[str | None, ...]) -> subprocess.Popen[str]:
         _SERVERS[key] = _SERVERS.pop(key)  # now the most recently used
     if key not in _SERVERS or _SERVERS[key].poll() is not None:
         kind, *values, entries = key
-        if entries is not None:
-            trees = [k for k in _SERVERS if k[-1] is not None and k != key]
-            _stop(trees[:max(0, len(trees) - TREE_SERVERS + 1)])
+        if entries is not None or kind == CLI:
+            same = [k for k in _SERVERS if k[0] == kind and (k[-1] is not None) == (entries is not None) and k != key]
+            _stop(same[:max(0, len(same) - (CLI_SERVERS if kind == CLI else TREE_SERVERS) + 1)])
         server_env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
         server_env.update({name: value for name, value in zip(IMPORT_TIME_ENV, values, strict=True)
                            if value is not None})
@@ -187,13 +200,19 @@ def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
         os.chdir(request["cwd"])
+        os.umask(request["umask"])  # the caller's, as a process it starts inherits it
         importlib.invalidate_caches()  # folders listed while the server imported may have changed since
         os.environ.clear()
         os.environ.update(request["env"])
+        tempfile.tempdir = None  # found again from the run's TMPDIR on first use
+        _fresh_random_state()
         paths = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
         sys.path[0] = os.getcwd()  # `python -m`'s first entry: the working folder
         sys.path[1:1] = paths  # then PYTHONPATH, as a new interpreter puts them
         _site_customize(paths)
+        if request["entry"] == "levante_tasks":  # imported again from the run's path (its working folder first)
+            for name in [name for name in sys.modules if name.split(".")[0] == "levante_tasks"]:
+                del sys.modules[name]
         run = _entry_point(request["entry"])  # sets sys.argv[0] as `python -m` would (argparse's prog)
         sys.argv[1:] = request["args"]
         outcome: BaseException | None = None
@@ -203,6 +222,7 @@ def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
             outcome = exc
         status = _exit_status(outcome)
         try:
+            threading._shutdown()  # type: ignore[attr-defined] - the interpreter's: joins non-daemon threads
             atexit._run_exitfuncs()
         except BaseException:  # noqa: BLE001 - an atexit error does not change the status, as in the interpreter
             traceback.print_exc()
@@ -213,6 +233,14 @@ def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
             except Exception:  # noqa: BLE001 - a closed stream: nothing left to flush
                 pass
         os._exit(status)
+
+
+def _fresh_random_state() -> None:
+    """numpy's global generator drawn from the OS again, as in a new interpreter (Python's `random` reseeds itself
+    in a fork; numpy's does not)."""
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        numpy_random.seed()
 
 
 def _site_customize(new_entries: list[str]) -> None:
@@ -254,6 +282,8 @@ def _entry_point(entry: str) -> Callable[[], object]:
 def _import_model_classes(names: Sequence[str]) -> None:
     """Import the modules of the model classes lmms-eval's registry lists for `names` (simple and chat); one that
     fails to import is left to the run, which meets the same error where lmms-eval reports it."""
+    if not names:
+        return
     from lmms_eval.models import MODEL_REGISTRY_V2
 
     for name in names:
@@ -292,8 +322,9 @@ def _run_request(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _text(stream: IO[bytes]) -> str:
+    """A stream's bytes as `subprocess.run(text=True)` gives them: decoded strictly, universal newlines."""
     stream.seek(0)
-    return stream.read().decode("utf-8", errors="replace")
+    return stream.read().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def serve(kind: str) -> None:
