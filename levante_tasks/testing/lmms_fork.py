@@ -39,6 +39,7 @@ import importlib.util
 import json
 import os
 import random
+import runpy
 import signal
 import subprocess
 import sys
@@ -267,11 +268,8 @@ def _entry_point(entry: str) -> Callable[[], object]:
         lmms_cli.register_test_models()
         sys.argv = [lmms_cli.__file__ or "", *sys.argv[1:]]
         return lmms_cli.cli_evaluate
-    if entry == "levante_tasks":
-        from levante_tasks import cli
-
-        sys.argv = [str(Path(cli.__file__ or "").with_name("__main__.py")), *sys.argv[1:]]
-        return lambda: sys.exit(cli.main())
+    if entry == "levante_tasks":  # its `__main__` as `python -m` runs it (sys.argv[0] set to that file meanwhile)
+        return lambda: runpy.run_module(MODULES[entry], run_name="__main__", alter_sys=True)
     import lmms_eval
     from lmms_eval.cli.dispatch import main
 
