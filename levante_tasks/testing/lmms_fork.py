@@ -16,10 +16,11 @@ list, the hash seed) cannot change in a fork: a run whose values differ from the
 does a run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages: that server imports
 them from there (the last TREE_SERVERS of those are kept). A `sitecustomize` that a new interpreter would import from
 the run's new PYTHONPATH entries (a spy a test installs that way) is run in the child, after lmms-eval's import instead
-of before it: one that sets what lmms-eval reads at import has no effect there. Every run forked from one server shares
-its hash seed and its `random` state, so two such runs cannot show a difference that comes from either: a test that
-looks for one uses real processes. Tests that check the real command (console scripts, README commands, the matrix) or
-what a fresh import does still start real processes.
+of before it: one that sets what lmms-eval reads at import has no effect there. Every run forked from one lmms server
+shares its hash seed (Python's `random` and numpy's global generator are drawn afresh in each child), so two such
+runs cannot show a difference that comes from it: a test that looks for one uses real processes. Tests that check
+the real command (console scripts, README commands, the matrix) or what a fresh import does still start real
+processes.
 `levante-tasks` itself (entry `levante_tasks`: `python -m levante_tasks ARGS`) runs in a fork of another kind of
 server, one that imported only the third-party libraries the commands use (`CLI_LIBRARIES`: numpy, pandas, pyarrow,
 Pillow, scipy, matplotlib's Agg parts, PyYAML; about 1 s of CPU per run); the child drops the levante-tasks modules
@@ -65,7 +66,7 @@ CLI_SERVERS = 4  # `levante_tasks` servers kept alive (two per environment), lea
 # `levante_tasks` is levante-tasks' own command line (`python -m levante_tasks`, the console script's code).
 MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval", "levante_tasks": "levante_tasks"}
 COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
-CLI = "cli"  # the kind of server that runs `levante_tasks`; the lmms-eval entries' kind is "lmms"
+CLI, LMMS = "cli", "lmms"  # the kinds of server: `levante_tasks` runs, the lmms-eval entries' runs
 # What a `levante_tasks` server imports before it forks: third-party libraries only (~1 s of CPU per run saved)
 CLI_LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "PIL.Image", "yaml", "scipy.special",
                  "scipy.stats", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
@@ -82,8 +83,8 @@ def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], tim
 
     `models`: lmms-eval model names whose class modules the server imports before it forks (and keeps for the
     later runs it serves: their import-time warnings go to the server's stderr, not a run's), as the run would when
-    it builds the model: ~4 s of CPU for the first HF class (transformers' modelling
-    code), paid once per server instead of once per run."""
+    it builds the model: ~4 s of CPU for the first HF class (transformers' modelling code), paid once per server
+    instead of once per run."""
     key = _key(env, entry, [str(cwd), *map(str, args)])
     server = _server(key)
     umask = os.umask(0)
@@ -112,7 +113,7 @@ def _key(env: Mapping[str, str], entry: str, command: list[str]) -> tuple[str | 
     interpreters."""
     if entry != "levante_tasks":
         entries = os.pathsep.join(_import_time_entries(env)) or None
-        return ("lmms", *(env.get(name) for name in IMPORT_TIME_ENV), entries)
+        return (LMMS, *(env.get(name) for name in IMPORT_TIME_ENV), entries)
     values = {name: env.get(name) for name in IMPORT_TIME_ENV}
     if values["PYTHONHASHSEED"] is None:
         last = _LAST_SEED.get(tuple(command), CLI_HASH_SEEDS[-1])
@@ -343,4 +344,4 @@ def serve(kind: str) -> None:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1] if len(sys.argv) > 1 else "lmms")
+    serve(sys.argv[1] if len(sys.argv) > 1 else LMMS)
