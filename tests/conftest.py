@@ -11,10 +11,18 @@ from PIL import Image
 from shared_paths import shared_dir
 
 from levante_tasks.schema import tasks as catalogue
+from levante_tasks.testing import fork_stream
 
 # The suite never touches the network: hub lookups and dataset telemetry are off before anything imports them.
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fork_stream_dispatcher() -> None:
+    """The dispatcher that the matrix tests' cells (`lmms_eval_module: levante_tasks.testing.forked_doubles`) reach
+    through $LEVANTE_FORK_STREAM: one per test process, its zygotes started on first use (fork_stream)."""
+    fork_stream.start()
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ def real_config(folder: Path, data: Path, letters: list[str], **slurm: Any) -> P
     --export=NONE."""
     config = {"data": {"dir": str(data), "version": "synthetic"},
               "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
-              "lmms_eval_module": "levante_tasks.testing.matrix_doubles",
+              "lmms_eval_module": "levante_tasks.testing.forked_doubles",  # exec'd under --export=NONE
               "models": [{"name": letter.lower(), "model": "levante_fixed", "model_args": f"letter={letter}"}
                          for letter in letters],
               "tasks": ["levante_trog"], "limit": 4, "batch_sizes": [4],

@@ -10,14 +10,17 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from levante_tasks.schema.task_source import TASKS_DIR
+from levante_tasks.testing.fork_stream import SOCKET_ENV
 from levante_tasks.testing.lmms_fork import CLI_HASH_SEEDS, MODULES, run_cli
 
 CLOCK = ("date", "start_time", "end_time", "total_evaluation_time_seconds")
@@ -239,3 +242,149 @@ def test_a_runs_model_classes_are_imported_by_the_server_before_the_fork(data: P
     done = run_cli(args, cwd=tmp_path, env=env, entry="lmms_eval", models=["openai"])
     assert done.returncode == 2, done.stderr[-2000:]
     assert log.read_text(encoding="utf-8").split() == ["True"]
+
+
+# ---------------------------------------------------------------- fork_stream: a command the matrix runner starts
+
+FORKED, REAL = "levante_tasks.testing.forked_doubles", MODULES["matrix_doubles"]
+# Makes every fixed-letter model, when built, say so with its process id on stderr and then wait for a signal (a
+# command that is surely running when a test signals it; installed at start-up: in a zygote, before it forks); a
+# SIGTERM it handles itself, so that only a command the signal reached ends that way.
+BLOCK = '''
+import os, signal, sys
+from levante_tasks.testing import models
+def _built_then_wait(self, *args, **kwargs):
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"command stopped by signal {signum}"))
+    print(f"blocked {os.getpid()}", file=sys.stderr, flush=True)
+    signal.pause()
+models.FixedLetterModel.__init__ = _built_then_wait
+'''
+CLOCK_TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?")  # loguru's, on each line
+TROG = ["--model", "levante_fixed", "--model_args", "letter=B", "--tasks", "levante_trog", "--limit", "2",
+        "--include_path", str(TASKS_DIR), "--verbosity", "WARNING"]
+
+
+def stream_env(data: Path, *path: Path) -> dict[str, str]:
+    """The environment a matrix gives its cells: this one (the dispatcher's socket included), the data, offline."""
+    env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [*map(str, path), os.environ.get("PYTHONPATH")]))}
+    env.pop("LEVANTE_DATA_VERSION", None)
+    return env
+
+
+def zygotes() -> set[int]:
+    """The fork_stream zygotes among this process's descendants."""
+    parents = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        parents[int(entry)] = (int(stat.rsplit(")", 1)[1].split()[1]), b"zygote" in cmdline)
+    found = set()
+    for pid, (parent, is_zygote) in parents.items():
+        ancestor = parent
+        while is_zygote and ancestor in parents and ancestor != os.getpid():
+            ancestor = parents[ancestor][0]
+        if is_zygote and ancestor == os.getpid():
+            found.add(pid)
+    return found
+
+
+def in_folder(folder: Path) -> list[int]:
+    """The processes whose working folder is `folder`."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{entry}/cwd") == str(folder):
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("args", [[*TROG, "--log_samples"], [*TROG, "--model", "levante_crash"],
+                                  ["--model", "levante_fixed", "--tasks", "no_such_task_x"]],
+                         ids=["good", "crash", "unknown-task"])
+def test_a_streamed_fork_ends_as_the_real_command_with_its_files_and_streams(args: list[str], data: Path,
+                                                                             tmp_path: Path) -> None:
+    runs = {}
+    for module in (REAL, FORKED):
+        folder = tmp_path / module.rsplit(".", 1)[1]
+        folder.mkdir()
+        done = subprocess.run([sys.executable, "-m", module, *args, "--output_path", "out"], cwd=folder,
+                              env=stream_env(data), capture_output=True, text=True, timeout=600, check=False)
+        results = sorted((folder / "out").rglob("*_results.json"))
+        samples = {p.name.split("_samples_")[1]: p.read_text() for p in (folder / "out").rglob("*_samples_*.jsonl")}
+        runs[module] = (done, [comparable(p) for p in results], samples)
+    (real, real_results, real_samples), (fork, fork_results, fork_samples) = runs[REAL], runs[FORKED]
+    assert fork.returncode == real.returncode, (real.stderr[-2000:], fork.stderr[-2000:])
+    assert (fork_results, fork_samples) == (real_results, real_samples)
+    for stream in ("stdout", "stderr"):  # the table or the error, without clock times
+        tails = [CLOCK_TIME.sub("<time>", getattr(run, stream)).strip().splitlines()[-4:] for run in (real, fork)]
+        assert tails[0] == tails[1], stream
+    if args[-1] == "--log_samples":
+        assert real.returncode == 0 and real_results and sorted(real_samples) == ["levante_trog.jsonl"]
+    else:
+        assert real.returncode != 0 and not real_results
+    assert zygotes(), "no zygote served the forked command"
+
+
+@pytest.fixture(scope="module")
+def blocking_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    site = tmp_path_factory.mktemp("block-site")
+    (site / "sitecustomize.py").write_text(BLOCK, encoding="utf-8")
+    return site
+
+
+def start_blocked(module: str, folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    """Start `python -m module` on TROG in `folder`; return it once its model is built, and the command's pid."""
+    folder.mkdir()
+    process = subprocess.Popen([sys.executable, "-m", module, *TROG, "--output_path", "out"], cwd=folder, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    for line in process.stderr:
+        if line.startswith("blocked "):
+            return process, int(line.split()[1])
+    raise AssertionError(f"{module} ended ({process.wait()}) before its model was built")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_the_client_ends_the_command_as_it_ends_the_real_one(signum: int, data: Path, tmp_path: Path,
+                                                                         blocking_site: Path) -> None:
+    codes = {}
+    for module in (REAL, FORKED):
+        process, command = start_blocked(module, tmp_path / module.rsplit(".", 1)[1], stream_env(data, blocking_site))
+        assert (command == process.pid) is (module == REAL)  # the forked command is another process
+        process.send_signal(signum)
+        _, rest = process.communicate(timeout=60)
+        codes[module] = (process.returncode, rest.strip().splitlines()[-1:])
+    assert codes[FORKED] == codes[REAL]
+    if signum == signal.SIGTERM:  # the command's own handler ran: the client passed the signal on
+        assert codes[REAL] == (1, [f"command stopped by signal {signal.SIGTERM}"])
+    else:  # KeyboardInterrupt's traceback, then the interpreter kills itself with SIGINT
+        assert codes[REAL] == (-signal.SIGINT, ["KeyboardInterrupt"])
+
+
+def test_a_killed_client_takes_its_command_along(data: Path, tmp_path: Path, blocking_site: Path) -> None:
+    folder = tmp_path / "run"
+    process, command = start_blocked(FORKED, folder, stream_env(data, blocking_site))
+    assert command != process.pid and command in in_folder(folder)
+    process.kill()
+    process.wait()
+    for _ in range(500):
+        if not in_folder(folder):
+            break
+        time.sleep(0.02)
+    assert not in_folder(folder), "the command outlived its killed client"
+
+
+def test_without_a_dispatcher_the_client_is_the_real_command(data: Path, tmp_path: Path,
+                                                             blocking_site: Path) -> None:
+    env = stream_env(data, blocking_site)
+    del env[SOCKET_ENV]
+    process, command = start_blocked(FORKED, tmp_path / "run", env)
+    assert command == process.pid  # exec'd: the same process
+    process.kill()
+    process.wait()

@@ -35,7 +35,7 @@ from levante_tasks.schema.layout import CARD_FILE
 from levante_tasks.schema.tasks import TASKS, TaskInfo
 from levante_tasks.testing.tiny_models import build_tiny_clip
 
-DOUBLES = "levante_tasks.testing.matrix_doubles"
+DOUBLES = "levante_tasks.testing.forked_doubles"  # matrix_doubles, forked (fork_stream; tests/conftest.py)
 DATE = re.compile(r"\d{8}_\d{6}")
 
 

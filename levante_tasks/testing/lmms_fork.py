@@ -64,7 +64,9 @@ CLI_SERVERS = 4  # `levante_tasks` servers kept alive (two per environment), lea
 # What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
 # `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
 # `levante_tasks` is levante-tasks' own command line (`python -m levante_tasks`, the console script's code).
-MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval", "levante_tasks": "levante_tasks"}
+# `matrix_doubles` is lmms-eval's CLI with the matrix runner's test models (run by `fork_stream`, not `run_cli`).
+MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval", "levante_tasks": "levante_tasks",
+           "matrix_doubles": "levante_tasks.testing.matrix_doubles"}
 COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
 CLI, LMMS = "cli", "lmms"  # the kinds of server: `levante_tasks` runs, the lmms-eval entries' runs
 # What a `levante_tasks` server imports before it forks: third-party libraries only (~1 s of CPU per run saved)
@@ -178,9 +180,13 @@ def _stop(keys: list[tuple[str | None, ...]]) -> None:
 # ---------------------------------------------------------------- the server side
 
 def _exit_status(exc: BaseException | None) -> int:
-    """The interpreter's exit status for a run that ended with `exc` (None: it returned); prints what it prints."""
+    """The interpreter's exit status for a run that ended with `exc` (None: it returned; -N: it kills itself with
+    signal N, as it does after an uncaught KeyboardInterrupt); prints what it prints."""
     if exc is None:
         return 0
+    if isinstance(exc, KeyboardInterrupt):
+        traceback.print_exception(exc)
+        return -signal.SIGINT
     if isinstance(exc, SystemExit):
         if exc.code is None:
             return 0
@@ -192,13 +198,13 @@ def _exit_status(exc: BaseException | None) -> int:
     return 1
 
 
-def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
-    """In the fork: become the run's process, run lmms-eval's CLI, exit with its status (never returns)."""
+def _child(request: dict[str, Any], stdout: int, stderr: int, stdin: int | None = None) -> None:
+    """In the fork: become the run's process, run lmms-eval's CLI, exit with its status (never returns). `stdin`:
+    the run's (None: it reads nothing, as under capture_output; the server's stdin carries requests)."""
     status = 1
     try:
         os.setpgid(0, 0)  # the run's own process group: a timeout kills its helpers too
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)  # the server's stdin carries requests: the run reads nothing, as under capture_output
+        os.dup2(os.open(os.devnull, os.O_RDONLY) if stdin is None else stdin, 0)
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
         os.chdir(request["cwd"])
@@ -234,6 +240,9 @@ def _child(request: dict[str, Any], stdout: int, stderr: int) -> None:
                 stream.flush()
             except Exception:  # noqa: BLE001 - a closed stream: nothing left to flush
                 pass
+        if status < 0:
+            signal.signal(-status, signal.SIG_DFL)
+            os.kill(os.getpid(), -status)
         os._exit(status)
 
 
@@ -269,6 +278,11 @@ def _entry_point(entry: str) -> Callable[[], object]:
         lmms_cli.register_test_models()
         sys.argv = [lmms_cli.__file__ or "", *sys.argv[1:]]
         return lmms_cli.cli_evaluate
+    if entry == "matrix_doubles":
+        from levante_tasks.testing import matrix_doubles
+
+        sys.argv = [matrix_doubles.__file__ or "", *sys.argv[1:]]
+        return matrix_doubles.main
     if entry == "levante_tasks":  # its `__main__` as `python -m` runs it (sys.argv[0] set to that file meanwhile)
         return lambda: runpy.run_module(MODULES[entry], run_name="__main__", alter_sys=True)
     import lmms_eval
@@ -326,18 +340,32 @@ def _text(stream: IO[bytes]) -> str:
     return stream.read().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
+def preload(kind: str) -> None:
+    """Import what the runs a server of `kind` (or a `fork_stream` zygote of entry `kind`) serves import, so that no
+    run pays for it."""
+    if kind == CLI:
+        for library in CLI_LIBRARIES:
+            importlib.import_module(library)
+        return
+    import lmms_eval.cli.dispatch  # noqa: F401 - `python -m lmms_eval`'s dispatcher
+
+    import levante_tasks.testing.lmms_cli  # noqa: F401 - imports lmms_eval.__main__ and the test models
+    if kind == "matrix_doubles":
+        import levante_tasks.testing.matrix_doubles  # noqa: F401 - and the matrix runner's
+
+
+def preload_models(args: Sequence[str]) -> None:
+    """Import the class modules of the model a command line names (`--model NAME`; `_import_model_classes`)."""
+    names = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--model"]
+    _import_model_classes([name for name in names if "," not in name])
+
+
 def serve(kind: str) -> None:
     """Import what runs of `kind` need once (lmms-eval's CLI and the test models, or `CLI_LIBRARIES`), then answer
     each request line with a forked run."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # what the imports print must not reach the replies
-    if kind == CLI:
-        for library in CLI_LIBRARIES:
-            importlib.import_module(library)
-    else:
-        import lmms_eval.cli.dispatch  # noqa: F401 - imported here so that no run pays for it
-
-        import levante_tasks.testing.lmms_cli  # noqa: F401 - imports lmms_eval.__main__ and the test models
+    preload(kind)
     for line in sys.stdin:
         replies.write(json.dumps(_run_request(json.loads(line))) + "\n")
         replies.flush()

@@ -1,0 +1,229 @@
+"""A real command's process without its start-up: `python -m MODULE ARGS` run by a fork of a zygote that imported
+MODULE's libraries once, with the command's own streams, signals and exit status (for the matrix runner's tests).
+
+The matrix runner starts each lmms-eval process itself (`python -m <lmms_eval_module>`, streaming its output) and
+stops, signals and reaps it, so `lmms_fork.run_cli` (a finished run's captured output) cannot stand for it. A test
+config names a client module instead (`levante_tasks.testing.forked_doubles`): a small process that hands its
+working folder, environment, arguments, umask and standard streams (the descriptors themselves) to the dispatcher
+this test process started (`start()`, socket named by $LEVANTE_FORK_STREAM), waits, and ends as the command ended
+(its exit status, or killed by the same signal). The dispatcher keeps one zygote per import-time environment
+(`lmms_fork.IMPORT_TIME_ENV`, PYTHONPATH, interpreter), started on first use; a zygote forks a handler per command,
+which forks the command's process (`lmms_fork._child`: the run's folder, environment, umask, path, fresh random
+state, its own process group) and forwards the signals the client receives (SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+SIGUSR1, SIGUSR2) to it; a client that dies (SIGKILL of the runner's process group) has its command killed. Every
+process here is a descendant of the test process and reaped by its parent, so the commands' CPU counts as the test
+run's. Without a dispatcher (no $LEVANTE_FORK_STREAM: a Slurm job under --export=NONE, a user's shell) the client
+execs the real command. As with `lmms_fork`, the commands forked from one zygote share its hash seed; tests that
+check what a fresh process does keep the real module.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+SOCKET_ENV = "LEVANTE_FORK_STREAM"  # the dispatcher's socket, in the environment of what the test process starts
+# The commands a client stands for, by entry name (lmms_fork.MODULES holds their modules)
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+_MODULE = "levante_tasks.testing.fork_stream"  # not __name__: it is __main__ in the dispatcher and the zygotes
+_MESSAGE = 1 << 20  # the largest request (its environment) a socket message carries
+_DISPATCHER: list[subprocess.Popen[bytes]] = []
+
+
+# ---------------------------------------------------------------- the test process
+
+def start() -> None:
+    """Start this process's dispatcher (once) and name its socket in os.environ, so that the commands started from
+    here (and the runners they start) reach it; it stops when this process exits."""
+    if _DISPATCHER:
+        return
+    folder = tempfile.mkdtemp(prefix="fork-stream-")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(os.path.join(folder, "dispatcher.sock"))
+    listener.listen(64)
+    _DISPATCHER.append(subprocess.Popen([sys.executable, "-m", _MODULE, str(listener.fileno())],
+                                        stdin=subprocess.PIPE, pass_fds=[listener.fileno()], cwd=folder))
+    os.environ[SOCKET_ENV] = listener.getsockname()
+    listener.close()
+
+    @atexit.register
+    def stop() -> None:
+        dispatcher = _DISPATCHER.pop()
+        assert dispatcher.stdin is not None
+        dispatcher.stdin.close()
+        dispatcher.wait()
+        os.environ.pop(SOCKET_ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- the client (the command's process)
+
+def run(entry: str, args: list[str]) -> None:
+    """Be `python -m lmms_fork.MODULES[entry] ARGS`: run in a fork when a dispatcher is named, else exec'd."""
+    from levante_tasks.testing.lmms_fork import MODULES
+
+    command = [sys.executable, "-m", MODULES[entry], *args]
+    path = os.environ.get(SOCKET_ENV)
+    if not path:
+        os.execv(sys.executable, command)
+    umask = os.umask(0)
+    os.umask(umask)
+    request = {"entry": entry, "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
+               "executable": sys.executable}
+    channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    channel.connect(path)
+    for signum in FORWARDED:  # what reaches this process goes to the command's
+        signal.signal(signum, lambda signum, _frame: channel.send(json.dumps({"signal": signum}).encode()))
+    socket.send_fds(channel, [json.dumps(request).encode()], [0, 1, 2])
+    while True:
+        try:
+            message = channel.recv(_MESSAGE)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity of intent
+            continue
+        if not message:
+            sys.exit(f"fork_stream: the zygote stopped before `{' '.join(command[2:])}` ended")
+        reply = json.loads(message)
+        if reply.get("exec"):
+            os.execv(sys.executable, command)
+        _end_as(reply["returncode"])
+
+
+def _end_as(returncode: int) -> None:
+    """Exit as the command did: its status, or killed by its signal."""
+    sys.stdout.flush()
+    if returncode < 0:
+        signal.signal(-returncode, signal.SIG_DFL)
+        os.kill(os.getpid(), -returncode)
+    os._exit(returncode if returncode >= 0 else 128 - returncode)
+
+
+# ---------------------------------------------------------------- the dispatcher
+
+def _key(request: Mapping[str, Any]) -> tuple[str | None, ...]:
+    """What a zygote shares with the commands it serves: what their imports read."""
+    from levante_tasks.testing.lmms_fork import IMPORT_TIME_ENV
+
+    env = request["env"]
+    return (request["entry"], env.get("PYTHONPATH"), *(env.get(name) for name in IMPORT_TIME_ENV))
+
+
+def dispatch(listener_fd: int) -> None:
+    """Pass each client's request, streams and connection to its zygote (started on first use), until stdin
+    closes; then stop the zygotes."""
+    listener = socket.socket(fileno=listener_fd)
+    zygotes: dict[tuple[str | None, ...], tuple[subprocess.Popen[bytes], socket.socket]] = {}
+    try:
+        while True:
+            ready, _, _ = select.select([listener, sys.stdin], [], [])
+            if sys.stdin in ready and not os.read(sys.stdin.fileno(), 1):
+                return
+            if listener not in ready:
+                continue
+            channel, _ = listener.accept()
+            with channel:
+                message, fds, _, _ = socket.recv_fds(channel, _MESSAGE, 3)
+                request = json.loads(message) if message else None
+                if request is None or request["executable"] != sys.executable or len(fds) != 3:
+                    channel.send(json.dumps({"exec": True}).encode())  # a client that left gets nothing
+                else:
+                    key = _key(request)
+                    if key not in zygotes or zygotes[key][0].poll() is not None:
+                        zygotes[key] = _zygote(request["entry"], request["env"])
+                    socket.send_fds(zygotes[key][1], [message], [channel.fileno(), *fds])
+                for fd in fds:
+                    os.close(fd)
+    finally:
+        for process, control in zygotes.values():
+            control.close()
+            process.wait()
+
+
+def _zygote(entry: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """A zygote of `entry` started with a command's environment (in the dispatcher's empty working folder), and the
+    socket that feeds it."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    process = subprocess.Popen([sys.executable, "-m", _MODULE, "zygote", entry, str(theirs.fileno())], env=env,
+                               stdin=subprocess.DEVNULL, stdout=sys.stderr, pass_fds=[theirs.fileno()])
+    theirs.close()
+    return process, ours
+
+
+# ---------------------------------------------------------------- the zygote and its handlers
+
+def zygote(entry: str, control_fd: int) -> None:
+    """Import what the commands of `entry` import, then fork a handler per request until the dispatcher closes the
+    socket; then stop the handlers still running (their commands are killed) and reap them."""
+    from levante_tasks.testing import lmms_fork
+
+    lmms_fork.preload(entry)
+    control = socket.socket(fileno=control_fd)
+    handlers: set[int] = set()
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, _MESSAGE, 4)
+        handlers -= {pid for pid in handlers if os.waitpid(pid, os.WNOHANG)[0]}
+        if not message:
+            break
+        request = json.loads(message)
+        lmms_fork.preload_models(request["args"])
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _handle(request, *fds)
+        handlers.add(pid)
+        for fd in fds:
+            os.close(fd)
+    for pid in handlers:
+        os.kill(pid, signal.SIGTERM)
+    for pid in handlers:
+        os.waitpid(pid, 0)
+
+
+def _handle(request: dict[str, Any], channel_fd: int, stdin: int, stdout: int, stderr: int) -> None:
+    """In a handler: fork the command, forward the client's signals to it, kill it if the client dies (or this
+    handler is told to stop), reap it and send its exit status (never returns)."""
+    from levante_tasks.testing.lmms_fork import _child
+
+    channel = socket.socket(fileno=channel_fd)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # until this handler's own is set
+    pid = os.fork()
+    if pid == 0:
+        channel.close()
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        _child(request, stdout, stderr, stdin=stdin)
+    for fd in (stdin, stdout, stderr):
+        os.close(fd)
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: os.kill(pid, signal.SIGKILL))
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    done = os.pidfd_open(pid)
+    while True:
+        ready, _, _ = select.select([channel, done], [], [])
+        if done in ready:
+            break
+        message = channel.recv(_MESSAGE)
+        if not message:  # the client is gone: so is its command, as a child of a killed process group would be
+            os.kill(pid, signal.SIGKILL)
+            break
+        os.kill(pid, json.loads(message)["signal"])
+    _, status = os.waitpid(pid, 0)
+    try:
+        channel.send(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode())
+    except OSError:  # the client is gone
+        pass
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "zygote":
+        zygote(sys.argv[2], int(sys.argv[3]))
+    else:
+        dispatch(int(sys.argv[1]))
