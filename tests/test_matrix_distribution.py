@@ -39,6 +39,9 @@ EXAMPLE_CELL_IDS = [
 ]
 
 
+FORKED_LMMS_EVAL = "levante_tasks.testing.forked_lmms_eval"  # `python -m lmms_eval`, forked (fork_stream)
+
+
 def write_config(folder: Path, **overrides: Any) -> Path:
     """matrix.yaml: a chat model `api` (given `distribution` through overrides) and a greedy `other` on
     levante_trog, each in its own group."""
@@ -204,7 +207,7 @@ def openai_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> t
             folder, models=[{"name": "api", "model": "openai", "public_id": "fake-gpt",
                              "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1",
                              "distribution": {"orders": ORDERS}}],
-            groups=None, tasks=E2E_TASKS, limit=E2E_LIMIT,
+            groups=None, tasks=E2E_TASKS, limit=E2E_LIMIT, lmms_eval_module=FORKED_LMMS_EVAL,
             **synthetic_run(prepared, n_boot=20))
         done = run_cli(["matrix", "--config", path, "--out", folder / "out"], cwd=folder, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -277,7 +280,7 @@ def auto_matrix(prepared: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
             folder, models=[{"name": "loose", "model": "openai",
                              "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1",
                              "distribution": {"orders": "auto", "tolerance": 0.99, "max_orders": 5}}],
-            groups=None, tasks=["levante_trog"], limit=E2E_LIMIT,
+            groups=None, tasks=["levante_trog"], limit=E2E_LIMIT, lmms_eval_module=FORKED_LMMS_EVAL,
             **synthetic_run(prepared, n_boot=50))
         done = run_cli(["matrix", "--config", path, "--out", folder / "out"], cwd=folder, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

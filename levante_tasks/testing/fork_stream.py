@@ -3,7 +3,8 @@ MODULE's libraries once, with the command's own streams, signals and exit status
 
 The matrix runner starts each lmms-eval process itself (`python -m <lmms_eval_module>`, streaming its output) and
 stops, signals and reaps it, so `lmms_fork.run_cli` (a finished run's captured output) cannot stand for it. A test
-config names a client module instead (`levante_tasks.testing.forked_doubles`): a small process that hands its
+config names a client module instead (`levante_tasks.testing.forked_doubles` for `matrix_doubles`,
+`levante_tasks.testing.forked_lmms_eval` for `lmms_eval`): a small process that hands its
 working folder, environment, arguments, umask and standard streams (the descriptors themselves) to the dispatcher
 this test process started (`start()`, socket named by $LEVANTE_FORK_STREAM), waits, and ends as the command ended
 (its exit status, or killed by the same signal). The dispatcher keeps one zygote per import-time environment
