@@ -21,6 +21,7 @@ check what a fresh process does keep the real module.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -119,8 +120,8 @@ def _key(request: Mapping[str, Any]) -> tuple[str | None, ...]:
 
 
 def dispatch(listener_fd: int) -> None:
-    """Pass each client's request, streams and connection to its zygote (started on first use), until stdin
-    closes; then stop the zygotes."""
+    """Pass each client's request, streams and connection to its zygote (started on first use; a test run needs a
+    few), until stdin closes; then stop every zygote (their commands still running are killed) and reap them."""
     listener = socket.socket(fileno=listener_fd)
     zygotes: dict[tuple[str | None, ...], tuple[subprocess.Popen[bytes], socket.socket]] = {}
     try:
@@ -134,18 +135,20 @@ def dispatch(listener_fd: int) -> None:
             with channel:
                 message, fds, _, _ = socket.recv_fds(channel, _MESSAGE, 3)
                 request = json.loads(message) if message else None
-                if request is None or request["executable"] != sys.executable or len(fds) != 3:
-                    channel.send(json.dumps({"exec": True}).encode())  # a client that left gets nothing
-                else:
+                if request is not None and request["executable"] == sys.executable and len(fds) == 3:
                     key = _key(request)
                     if key not in zygotes or zygotes[key][0].poll() is not None:
                         zygotes[key] = _zygote(request["entry"], request["env"])
                     socket.send_fds(zygotes[key][1], [message], [channel.fileno(), *fds])
+                elif request is not None:  # another interpreter: the client runs the command itself
+                    with contextlib.suppress(OSError):  # unless it has left
+                        channel.send(json.dumps({"exec": True}).encode())
                 for fd in fds:
                     os.close(fd)
     finally:
         for process, control in zygotes.values():
             control.close()
+            process.terminate()
             process.wait()
 
 
@@ -163,12 +166,20 @@ def _zygote(entry: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], s
 
 def zygote(entry: str, control_fd: int) -> None:
     """Import what the commands of `entry` import, then fork a handler per request until the dispatcher closes the
-    socket; then stop the handlers still running (their commands are killed) and reap them."""
+    socket, and reap the handlers as their commands end; SIGTERM (the test process is ending) kills the commands
+    still running."""
     from levante_tasks.testing import lmms_fork
 
     lmms_fork.preload(entry)
     control = socket.socket(fileno=control_fd)
     handlers: set[int] = set()
+
+    def stop_handlers(_signum: int, _frame: object) -> None:
+        for pid in handlers:
+            with contextlib.suppress(ProcessLookupError):  # reaped meanwhile
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop_handlers)
     while True:
         message, fds, _, _ = socket.recv_fds(control, _MESSAGE, 4)
         handlers -= {pid for pid in handlers if os.waitpid(pid, os.WNOHANG)[0]}
@@ -176,17 +187,19 @@ def zygote(entry: str, control_fd: int) -> None:
             break
         request = json.loads(message)
         lmms_fork.preload_models(request["args"])
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # a handler starts with its own
         pid = os.fork()
         if pid == 0:
             control.close()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             _handle(request, *fds)
         handlers.add(pid)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         for fd in fds:
             os.close(fd)
-    for pid in handlers:
-        os.kill(pid, signal.SIGTERM)
-    for pid in handlers:
-        os.waitpid(pid, 0)
+    while handlers:
+        handlers.discard(os.wait()[0])
 
 
 def _handle(request: dict[str, Any], channel_fd: int, stdin: int, stdout: int, stderr: int) -> None:
