@@ -120,7 +120,8 @@ def test_scancel_of_a_running_task_records_sigterm_the_end_step_reports_it_and_s
     wait_for(lambda: states(out).get("a", {}).get("status") == "running", "cell 0's running state")
     task = f"{jobs['arrays'][0]}_0"
     subprocess.run(["scancel", task], env=cluster, check=True)
-    assert wait_job(cluster, task) == "CANCELLED"
+    assert wait_job(cluster, task) == "CANCELLED"  # said as soon as Slurm signals the task: its runner may still be
+    wait_for(lambda: states(out)["a"]["status"] != "running", "cell 0's runner to record the interruption")
     assert states(out)["a"]["error"]["reason"] == "interrupted by SIGTERM"
     assert ("levante-tasks: error: interrupted by SIGTERM; finished cells are kept, rerun with --resume"
             in cell_log(out, 0))
@@ -164,6 +165,7 @@ def test_a_time_limit_is_reported_as_such_and_names_the_setting_to_raise(
     # to 2 s ahead; slurmctld checks time limits every 30 s and ends the job as it ends one at its --time
     subprocess.run(["scontrol", "update", f"JobId={task}", "EndTime=now+2"], env=cluster, check=True)
     assert wait_job(cluster, task) == "TIMEOUT"
+    wait_for(lambda: states(out)["a"]["status"] != "running", "cell 0's runner to record the time limit")
     limit = scontrol_job(cluster, task)["TimeLimit"]  # what is left of the 10 minutes, in whole minutes
     assert re.fullmatch(r"\d\d:\d\d:00", limit)
     what, fix = f"hit its time limit ({limit})", "raise slurm.time in matrix.yaml, then --submit --resume"
