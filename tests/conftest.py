@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,16 @@ from levante_tasks.schema import tasks as catalogue
 # The suite never touches the network: hub lookups and dataset telemetry are off before anything imports them.
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """kind -> its tiny random-init checkpoint folder (tests/tiny_checkpoints.py), built once per test run on first
+    use and shared by the xdist workers: read only. Imported here, not at the top: it imports torch, which a worker
+    that runs no model never needs."""
+    from tiny_checkpoints import tiny_checkpoint
+
+    return partial(tiny_checkpoint, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
