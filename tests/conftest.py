@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,16 @@ def fork_stream_dispatcher() -> None:
     """The dispatcher that the matrix tests' cells (`lmms_eval_module: levante_tasks.testing.forked_doubles`) reach
     through $LEVANTE_FORK_STREAM: one per test process, its zygotes started on first use (fork_stream)."""
     fork_stream.start()
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """kind -> its tiny random-init checkpoint folder (tests/tiny_checkpoints.py), built once per test run on first
+    use and shared by the xdist workers: read only. Imported here, not at the top: it imports torch, which a worker
+    that runs no model never needs."""
+    from tiny_checkpoints import tiny_checkpoint
+
+    return partial(tiny_checkpoint, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")

@@ -12,17 +12,16 @@ from levante_adapters.clip_scorer import LevanteClip
 from levante_adapters.revision import resolve_identity
 
 from levante_tasks.testing.adapter_docs import choice_requests, doc_visual_keys, generate_requests, make_docs
-from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_siglip
 
 
 @pytest.fixture(scope="module")
-def clip_dir(tmp_path_factory):
-    return build_tiny_clip(tmp_path_factory.mktemp("clip") / "tiny-clip")
+def clip_dir(tiny_checkpoint):
+    return tiny_checkpoint("clip")
 
 
 @pytest.fixture(scope="module")
-def siglip_dir(tmp_path_factory):
-    return build_tiny_siglip(tmp_path_factory.mktemp("siglip") / "tiny-siglip")
+def siglip_dir(tiny_checkpoint):
+    return tiny_checkpoint("siglip")
 
 
 def _scorer(path, docs, **kwargs) -> LevanteClip:

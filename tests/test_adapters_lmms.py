@@ -12,7 +12,6 @@ import pytest
 
 from levante_tasks.schema import task_source
 from levante_tasks.testing.lmms_fork import run_cli
-from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_vlm
 
 TASKS_DIR = task_source.TASKS_DIR
 fixture_data = pytest.importorskip("levante_tasks.testing.fixture_data", reason="LEVANTE task fixture missing")
@@ -89,8 +88,9 @@ MIXED_TASKS = ["levante_vocab", "levante_theory_of_mind", "levante_same_differen
 SCORE_TOLERANCE = 1e-4  # float32 on CPU: padding and batch shape move a log-probability by ~1e-6
 
 
-def test_levante_clip_runs_levante_tasks_in_lmms_eval_and_batch_8_scores_as_batch_1(tmp_path, data_dir):
-    clip = build_tiny_clip(tmp_path / "tiny-clip")
+def test_levante_clip_runs_levante_tasks_in_lmms_eval_and_batch_8_scores_as_batch_1(tmp_path, data_dir,
+                                                                                    tiny_checkpoint):
+    clip = tiny_checkpoint("clip")
     tasks = [*MIXED_TASKS, "levante_vocab_mc"]
     folders = _run(tmp_path, data_dir, "levante_clip", f"pretrained={clip}", tasks, batch_sizes=(8, 1))
     for task in ("levante_vocab", "levante_matrix_reasoning", "levante_theory_of_mind"):
@@ -100,8 +100,9 @@ def test_levante_clip_runs_levante_tasks_in_lmms_eval_and_batch_8_scores_as_batc
     assert difference <= SCORE_TOLERANCE, f"batch 8 vs 1: max abs score difference {difference:.2e}"
 
 
-def test_levante_vlm_mc_runs_levante_tasks_in_lmms_eval_and_batch_8_scores_as_batch_1(tmp_path, data_dir):
-    vlm = build_tiny_vlm(tmp_path / "tiny-vlm")
+def test_levante_vlm_mc_runs_levante_tasks_in_lmms_eval_and_batch_8_scores_as_batch_1(tmp_path, data_dir,
+                                                                                      tiny_checkpoint):
+    vlm = tiny_checkpoint("idefics3")
     tasks = ["levante_trog", *MIXED_TASKS, "levante_trog_mc"]
     folders = _run(tmp_path, data_dir, "levante_vlm_mc", f"pretrained={vlm}", tasks, batch_sizes=(8, 1))
     for task in ("levante_trog", "levante_mental_rotation"):
@@ -111,12 +112,12 @@ def test_levante_vlm_mc_runs_levante_tasks_in_lmms_eval_and_batch_8_scores_as_ba
     assert difference <= SCORE_TOLERANCE, f"batch 8 vs 1: max abs score difference {difference:.2e}"
 
 
-def test_levante_vlm_mc_yes_no_scoring_runs_in_lmms_eval_and_is_its_own_model(tmp_path, data_dir):
+def test_levante_vlm_mc_yes_no_scoring_runs_in_lmms_eval_and_is_its_own_model(tmp_path, data_dir, tiny_checkpoint):
     """scoring=yes_no through the real CLI: one pass per option, records with the per-option logit gaps in
     canonical order and the argmax as the choice, and a summary that names the mode in the model's adapter."""
     from levante_tasks.summary.cli import summarize_runs
 
-    vlm = build_tiny_vlm(tmp_path / "tiny-vlm")
+    vlm = tiny_checkpoint("idefics3")
     folder = _run(tmp_path, data_dir, "levante_vlm_mc", f"pretrained={vlm},scoring=yes_no", ["levante_trog"],
                   batch_sizes=(4,), limit=3)[4]
     lines = _records(folder, "levante_trog")

@@ -13,12 +13,10 @@ import sys
 
 import pytest
 
-from levante_tasks.testing.tiny_models import build_tiny_clip, build_tiny_vlm
-
 COMMITS = {"a": "a" * 40, "b": "b" * 40}
-ADAPTERS = {  # kind: (builder, module, class)
-    "clip": (build_tiny_clip, "levante_adapters.clip_scorer", "LevanteClip"),
-    "vlm": (build_tiny_vlm, "levante_adapters.vlm_mc", "LevanteVlmMc"),
+ADAPTERS = {  # kind: (the tiny checkpoint kinds of snapshots a and b: seeds 0 and 1, module, class)
+    "clip": (("clip", "clip-seed1"), "levante_adapters.clip_scorer", "LevanteClip"),
+    "vlm": (("idefics3", "idefics3-seed1"), "levante_adapters.vlm_mc", "LevanteVlmMc"),
 }
 # argv: module, class, then one JSON list [pretrained, revision or null] per load; prints one JSON line per load
 PROBE = """import json, sys, importlib
@@ -41,11 +39,11 @@ def _loads(tmp_path, module: str, cls: str, *loads: tuple[str, str | None]) -> l
 
 
 @pytest.mark.parametrize("kind", sorted(ADAPTERS))
-def test_a_hub_model_is_loaded_at_the_requested_revision(tmp_path, kind):
-    build, module, cls = ADAPTERS[kind]
+def test_a_hub_model_is_loaded_at_the_requested_revision(tmp_path, kind, tiny_checkpoint):
+    checkpoints, module, cls = ADAPTERS[kind]
     repo = tmp_path / "hub" / f"models--org--tiny-{kind}"
-    for seed, (name, commit) in enumerate(COMMITS.items()):
-        shutil.copytree(build(tmp_path / f"build-{name}", seed=seed), repo / "snapshots" / commit)
+    for checkpoint, commit in zip(checkpoints, COMMITS.values(), strict=True):
+        shutil.copytree(tiny_checkpoint(checkpoint), repo / "snapshots" / commit)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(COMMITS["a"])
     (snapshot_b, _), (main, main_identity), (pinned, identity) = _loads(

@@ -10,12 +10,11 @@ import pytest
 from levante_adapters.vlm_mc import LevanteVlmMc, interleave
 
 from levante_tasks.testing.adapter_docs import choice_requests, generate_requests, make_docs
-from levante_tasks.testing.tiny_models import build_tiny_vlm
 
 
 @pytest.fixture(scope="module")
-def vlm_dir(tmp_path_factory):
-    return build_tiny_vlm(tmp_path_factory.mktemp("vlm") / "tiny-vlm")
+def vlm_dir(tiny_checkpoint):
+    return tiny_checkpoint("idefics3")
 
 
 def _docs(n: int = 5, seeds=(0, 1), kind: str = "text->images"):
@@ -204,11 +203,10 @@ def test_yes_no_scoring_of_a_german_item_asks_in_german_and_reads_ja_and_nein(vl
     assert english != pytest.approx(by_hand, abs=1e-3)  # the German words' logits, not "Yes"/"No"'s
 
 
-def test_yes_no_words_must_be_single_tokens(tmp_path):
+def test_yes_no_words_must_be_single_tokens(tiny_checkpoint):
     from levante_tasks.schema.locales import locale
-    from levante_tasks.testing.tiny_models import build_tiny_llava
 
-    model = _scorer(build_tiny_llava(tmp_path / "llava", "llava"), [], scoring="yes_no")
+    model = _scorer(tiny_checkpoint("llava-1.5"), [], scoring="yes_no")
     with pytest.raises(ValueError, match="'Yes' \\(English\\) is 3 tokens"):
         model.yes_no_token_ids()
     with pytest.raises(ValueError, match="'Sí' \\(Spanish \\(Colombia\\)\\) is 3 tokens"):

@@ -26,7 +26,6 @@ from built_once import built_once
 from compat_checks import calls_by_run, fixture_rows, item_records, last_write, picture_problems, placement_problems
 
 from levante_tasks.lmms.patcher import installed_lmms_eval
-from levante_tasks.testing import tiny_models
 from levante_tasks.testing.fake_openai import serve
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.lmms_fork import run_cli
@@ -39,16 +38,6 @@ MC_TASKS = [f"{task}_mc" for task in TASKS]
 LIMIT = 3  # the fixture's first 3 egma-math items are text-only (Number Identification)
 BATCH_SIZES = (1, 4)  # in this order, one lmms-eval run each; 4 > LIMIT, so every batch-4 batch mixes tasks
 BATCH_ONE_ONLY = "Do not support batch_size_per_gpu > 1"  # upstream `llava_hf`'s assertion (chat and simple)
-
-BUILDERS: dict[str, Callable[[Path], Path]] = {
-    "qwen2_vl": lambda out: tiny_models.build_tiny_qwen_vl(out, "qwen2_vl"),
-    "qwen2_5_vl": lambda out: tiny_models.build_tiny_qwen_vl(out, "qwen2_5_vl"),
-    "idefics2": tiny_models.build_tiny_idefics2,
-    "idefics3": tiny_models.build_tiny_vlm,
-    "llava-1.5": lambda out: tiny_models.build_tiny_llava(out, "llava"),
-    "llava-onevision": lambda out: tiny_models.build_tiny_llava(out, "llava_onevision"),
-}
-
 
 @dataclass(frozen=True)
 class Case:
@@ -98,12 +87,6 @@ def fixture_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built_once(tmp_path_factory, "compat-data", write_fixture)
 
 
-@pytest.fixture(scope="session")
-def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """Each tiny checkpoint kind, built once per test run (shared by the xdist workers) on first use."""
-    return lambda kind: built_once(tmp_path_factory, f"compat-model-{kind}", BUILDERS[kind])
-
-
 def run_lmms_eval(case: Case, model_args: str, data: Path, out: Path, spy: Path, tasks: list[str] | None = None,
                   batch_sizes: tuple[int, ...] = BATCH_SIZES) -> subprocess.CompletedProcess[str]:
     """The real lmms-eval CLI (`python -m lmms_eval`, forked by `lmms_fork`) in ONE process with the processor spy
@@ -141,14 +124,14 @@ def record_outcome(name: str, case: Case, status: str, detail: str, batches: dic
 
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if VERSION in c.versions])
 def test_model_class_sends_each_item_its_pictures_in_prompt_order(
-        name: str, fixture_data: Path, checkpoints: Callable[[str], Path], tmp_path: Path) -> None:
+        name: str, fixture_data: Path, tiny_checkpoint: Callable[[str], Path], tmp_path: Path) -> None:
     case = CASES[name]
     out, spy = tmp_path / "out", tmp_path / "spy.jsonl"
     if case.checkpoint is None:
         with serve(spy) as url:
             run = run_lmms_eval(case, f"{case.model_args},base_url={url}", fixture_data, out, spy)
     else:
-        args = ",".join(filter(None, [f"pretrained={checkpoints(case.checkpoint)}", case.model_args]))
+        args = ",".join(filter(None, [f"pretrained={tiny_checkpoint(case.checkpoint)}", case.model_args]))
         run = run_lmms_eval(case, args, fixture_data, out, spy)
     record_outcome(name, case, "failed", f"exit {run.returncode}")
     folders = [out / f"batch-{size}" for size in BATCH_SIZES]
@@ -196,13 +179,13 @@ def assert_summarize_and_compare_read(out: Path, records: dict[str, list[dict]],
 
 
 def test_mc_variant_is_refused_before_the_first_item_naming_class_and_variant(
-        fixture_data: Path, checkpoints: Callable[[str], Path], tmp_path: Path) -> None:
+        fixture_data: Path, tiny_checkpoint: Callable[[str], Path], tmp_path: Path) -> None:
     """Patches 0013 and 0017: a `_mc` variant with a class that has no loglikelihood stops before any request reaches
     the model (the spy sees no processor call, although a generation task comes first), one line (no traceback)
     ending stderr that names the class and what runs instead, exit 1."""
     case = Case("qwen2_vl", "qwen2_vl", simple=True)
     out, spy = tmp_path / "out", tmp_path / "spy.jsonl"
-    run = run_lmms_eval(case, f"pretrained={checkpoints('qwen2_vl')},device_map=cpu", fixture_data, out, spy,
+    run = run_lmms_eval(case, f"pretrained={tiny_checkpoint('qwen2_vl')},device_map=cpu", fixture_data, out, spy,
                         tasks=["levante_vocab", "levante_vocab_mc"], batch_sizes=(1,))
     assert run.returncode == 1
     from levante_tasks.matrix.state import error_line
@@ -236,7 +219,7 @@ def test_classes_without_loglikelihood_cannot_run_mc_variants(model: str) -> Non
     record_outcome(f"{model}-mc", Case(model, "-", mc=True), "refused", f"no loglikelihood in `{name}`")
 
 
-def test_llava_onevision_class_needs_llava_next_which_pypi_lacks(checkpoints: Callable[[str], Path]) -> None:
+def test_llava_onevision_class_needs_llava_next_which_pypi_lacks(tiny_checkpoint: Callable[[str], Path]) -> None:
     """`llava_onevision` imports LLaVA-NeXT's `llava` package: not on PyPI (`llava` there is a 0.0.1 placeholder,
     `llava-torch` is LLaVA 1.2 without OneVision), so the class cannot load; `llava_hf` runs OneVision checkpoints."""
     import importlib.util
@@ -245,7 +228,7 @@ def test_llava_onevision_class_needs_llava_next_which_pypi_lacks(checkpoints: Ca
 
     assert importlib.util.find_spec("llava") is None
     with pytest.raises(NameError, match="get_model_name_from_path"):  # what a user meets: a helper of `llava`
-        Llava_OneVision(pretrained=str(checkpoints("llava-onevision")), device="cpu", device_map="cpu")
+        Llava_OneVision(pretrained=str(tiny_checkpoint("llava-onevision")), device="cpu", device_map="cpu")
     record_outcome("llava_onevision", Case("llava_onevision", "-"), "refused",
                    "needs the LLaVA-NeXT package (not on PyPI); use `llava_hf` for OneVision checkpoints")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,6 @@ from levante_tasks.schema.tasks import TASKS
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.lmms_fork import run_cli
 from levante_tasks.testing.models import FixedLetterModel
-from levante_tasks.testing.tiny_models import build_tiny_clip
 
 GROUPS = ["levante", "levante_mc"]
 
@@ -52,10 +52,11 @@ def _printed_rows(stdout: str, group: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("limit", [1, 3])
 def test_cli_group_rows_equal_pooled_accuracy_and_verify(data_dir: Path, tmp_path: Path, limit: int,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+                                                         capsys: pytest.CaptureFixture[str],
+                                                         tiny_checkpoint: Callable[[str], Path]) -> None:
     """A real `lmms-eval` CLI run (levante_clip, tiny random-init CLIP): --limit 3 is the ZeroDivisionError case,
     --limit 1 the one where each leaf has one item and the group's stderr is N/A."""
-    clip = build_tiny_clip(tmp_path / "tiny-clip")
+    clip = tiny_checkpoint("clip")
     out = tmp_path / "out"
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     args = ["--model", "levante_clip", "--model_args", f"pretrained={clip}", "--tasks", ",".join(GROUPS),

@@ -25,7 +25,6 @@ from levante_tasks.summary import summarize_runs, verify_runs
 from levante_tasks.testing.fixture_data import decode_colour
 from levante_tasks.testing.inspect_model import decode_image
 from levante_tasks.testing.lmms_fork import run_cli
-from levante_tasks.testing.tiny_models import build_tiny_clip
 
 TASKS_DIR = task_source.TASKS_DIR
 # Every catalogue task at option-order seed 1 (trog first: the tests below reuse its log).
@@ -193,10 +192,10 @@ def _lmms_run(out: Path, clip: Path, data_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, data_dir):
+def runs(tmp_path_factory, data_dir, tiny_checkpoint):
     """One inspect run and one lmms-eval run of the same tiny CLIP on the same tasks and seed."""
     tmp = tmp_path_factory.mktemp("harnesses")
-    clip = build_tiny_clip(tmp / "tiny-clip")
+    clip = tiny_checkpoint("clip")
     logs = _inspect_run(tmp / "inspect-logs", clip, data_dir)
     lmms = _lmms_run(tmp / "lmms-out", clip, data_dir)
     return tmp, logs, lmms
@@ -320,13 +319,12 @@ def test_verify_reports_an_accuracy_that_disagrees_with_the_records(runs, tmp_pa
     assert report.lines[0].startswith("tampered/changed.eval: levante_record/accuracy 0.123 disagrees with its records")
 
 
-def test_tiny_vlm_scores_the_letters_and_egma_math_gets_its_subtype_columns(tmp_path, data_dir):
+def test_tiny_vlm_scores_the_letters_and_egma_math_gets_its_subtype_columns(tmp_path, data_dir, tiny_checkpoint):
     from inspect_ai import eval as inspect_eval
 
     import levante_tasks._registry  # noqa: F401 (registers levante-tiny)
-    from levante_tasks.testing.tiny_models import build_tiny_vlm
 
-    vlm = build_tiny_vlm(tmp_path / "tiny-vlm")
+    vlm = tiny_checkpoint("idefics3")
     os.environ["LEVANTE_DATA_DIR"] = str(data_dir)
     try:
         (log,) = inspect_eval("levante_tasks/levante_egma_math", model="levante-tiny/vlm",
@@ -358,14 +356,14 @@ def test_the_hf_provider_rejects_pictures_as_docs_inspect_md_says():
                                                             ContentImage(image="data:image/png;base64,AA==")])])
 
 
-def test_the_inspect_cli_runs_a_task_by_its_registry_name(runs, data_dir, tmp_path):
+def test_the_inspect_cli_runs_a_task_by_its_registry_name(runs, data_dir, tmp_path, tiny_checkpoint):
     """`inspect eval levante_tasks/levante_trog` as a user types it (the tiny model API imported first, since test
     models are not entry points): the log holds our records, the same answers as the `inspect_ai.eval` run."""
     tmp, logs, _ = runs
     cli = ("import sys, levante_tasks.testing.inspect_model; from inspect_ai._cli.main import main; "
            "sys.argv[0] = 'inspect'; main()")
     command = [sys.executable, "-c", cli, "eval", "levante_tasks/levante_trog", "--model", "levante-tiny/clip",
-               "-M", f"pretrained={tmp / 'tiny-clip'}", "-T", "seed=1", "--log-dir", str(tmp_path / "logs"),
+               "-M", f"pretrained={tiny_checkpoint('clip')}", "-T", "seed=1", "--log-dir", str(tmp_path / "logs"),
                "--display", "none"]
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)

@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -387,11 +387,9 @@ def full_probe(trees, packages, tiny_vlm, tiny_llava) -> dict:
 
 
 @pytest.fixture(scope="module")
-def tiny_vlm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_vlm(tiny_checkpoint: Callable[[str], Path]) -> Path:
     """A random-init Idefics3 (SmolVLM v1 family) checkpoint with a working processor, built offline."""
-    from levante_tasks.testing.tiny_models import build_tiny_vlm
-
-    return build_tiny_vlm(tmp_path_factory.mktemp("tiny_vlm") / "ckpt")
+    return tiny_checkpoint("idefics3")
 
 
 # ---------------------------------------------------------------- P1: multiple_choice / loglikelihood
@@ -641,11 +639,9 @@ def test_each_batch_item_is_read_with_its_own_task_only_with_p12(trees, packages
 # ---------------------------------------------------------------- P13: llava_hf's default device_map
 
 @pytest.fixture(scope="module")
-def tiny_llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_llava(tiny_checkpoint: Callable[[str], Path]) -> Path:
     """A random-init LLaVA-1.5 checkpoint with a working processor, built offline."""
-    from levante_tasks.testing.tiny_models import build_tiny_llava
-
-    return build_tiny_llava(tmp_path_factory.mktemp("tiny_llava") / "ckpt", "llava")
+    return tiny_checkpoint("llava-1.5")
 
 
 def test_llava_hf_default_device_map_follows_device_only_with_p13(trees, packages, tiny_llava, full_probe) -> None:

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +34,17 @@ from levante_tasks.matrix.slurm import cell_script, chunk_models
 from levante_tasks.matrix.state import live_runner, process_start, write_state
 from levante_tasks.schema.layout import CARD_FILE
 from levante_tasks.schema.tasks import TASKS, TaskInfo
-from levante_tasks.testing.tiny_models import build_tiny_clip
 
 DOUBLES = "levante_tasks.testing.forked_doubles"  # matrix_doubles, forked (fork_stream; tests/conftest.py)
 DATE = re.compile(r"\d{8}_\d{6}")
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def inputs(tmp_path_factory: pytest.TempPathFactory, tiny_checkpoint: Callable[[str], Path]) -> dict[str, Path]:
     """A prepared synthetic release (shared, read only), its children's data, and a tiny random-init CLIP."""
     root = prepared_release(tmp_path_factory)
     return {"root": root, "release": root / "release", "data": root / "data",
-            "clip": build_tiny_clip(tmp_path_factory.mktemp("matrix-inputs") / "tiny-clip", seed=0)}
+            "clip": tiny_checkpoint("clip")}
 
 
 def write_config(folder: Path, inputs: dict[str, Path], **overrides: Any) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +82,12 @@ def test_fixed_letter_runs_every_task_at_chance(real_data: Path, sample_base: Pa
     assert len(seen) >= 7  # the 2026-03-24 release holds the seven first tasks
 
 
-def test_tiny_clip_runs_every_task_with_option_scores(real_data: Path, sample_base: Path, tmp_path: Path) -> None:
+def test_tiny_clip_runs_every_task_with_option_scores(real_data: Path, sample_base: Path,
+                                                      tiny_checkpoint: Callable[[str], Path]) -> None:
     """A random-init tiny CLIP (real classes, real processor) through levante_clip on every real-sample task."""
     from levante_adapters.clip_scorer import LevanteClip
 
-    from levante_tasks.testing.tiny_models import build_tiny_clip
-
-    model = LevanteClip(pretrained=str(build_tiny_clip(tmp_path / "tiny-clip")), device="cpu", batch_size=64)
+    model = LevanteClip(pretrained=str(tiny_checkpoint("clip")), device="cpu", batch_size=64)
     out = evaluate(model, ["levante"])
     internal = set()
     for task, samples in out["samples"].items():

@@ -6,7 +6,9 @@ import csv
 import json
 import math
 import os
+import shutil
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -231,7 +233,7 @@ def test_verify_finds_a_same_size_edit_of_a_reported_metric(
 
 
 def test_a_builtin_class_on_a_tiny_checkpoint_is_marked_a_test_model(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tiny_checkpoint: Callable[[str], Path]
 ) -> None:
     """lmms-eval's own `qwen2_vl` class (its plain-text answers say nothing of the checkpoint) on a random-init
     tiny_models checkpoint: the mark in the checkpoint's config.json makes its row a test model in matrix.json,
@@ -242,10 +244,10 @@ def test_a_builtin_class_on_a_tiny_checkpoint_is_marked_a_test_model(
     from levante_tasks.compare.records import read_records
     from levante_tasks.schema.markers import TEST_MODEL_CONFIG_KEY
     from levante_tasks.testing.fixture_data import write_fixture
-    from levante_tasks.testing.tiny_models import build_tiny_qwen_vl
 
     write_fixture(tmp_path / "data")
-    checkpoint = build_tiny_qwen_vl(tmp_path / "tiny-qwen2-vl", "qwen2_vl")
+    # a copy: the shared checkpoint is read only, and this test removes the mark from its config.json
+    checkpoint = shutil.copytree(tiny_checkpoint("qwen2_vl"), tmp_path / "tiny-qwen2-vl")
     env = {**os.environ, "LEVANTE_DATA_DIR": str(tmp_path / "data"), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("LEVANTE_DATA_VERSION", None)
     command = [sys.executable, "-m", "lmms_eval", "--model", "qwen2_vl", "--model_args",

@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,6 @@ from levante_tasks.summary import rerun as rerun_mod
 from levante_tasks.summary.cli import check_data_dir
 from levante_tasks.summary.rescore import rescore_runs
 from levante_tasks.summary.verify import verify_runs
-from levante_tasks.testing import tiny_models
 from levante_tasks.testing.fixture_data import write_fixture
 from levante_tasks.testing.lmms_fork import run_cli
 
@@ -231,11 +231,11 @@ def test_same_response_holds_text_exactly_and_numbers_within_tolerance(saved, ne
 
 
 def test_tiny_checkpoint_greedy_reruns_reproduce_and_an_edited_response_is_caught(
-        data: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        data: Path, tmp_path: Path, tiny_checkpoint: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """lmms-eval's `huggingface` class on a random-init SmolVLM, greedy, 2 new tokens: the untouched sampled item
     reproduces its (arbitrary) text exactly; the one whose saved response was edited is caught."""
-    checkpoint = built_once(tmp_path_factory, "compat-model-idefics3", tiny_models.build_tiny_vlm)  # compat's
+    checkpoint = tiny_checkpoint("idefics3")
     run = lmms_run(data, tmp_path / "tiny", "--model", "huggingface", "--model_args",
                    f"pretrained={checkpoint},device_map=cpu", "--device", "cpu", "--gen_kwargs", "max_new_tokens=2",
                    "--tasks", "levante_vocab,levante_trog", "--limit", "2", runner=LMMS_EVAL)
