@@ -4,7 +4,8 @@ For every patch a tree with all patches *but* that one shows the bug; the fully 
 same probes run on both, so untouched behaviour (inputs outside the bug) must give identical outputs. Each probe
 runs lmms_eval from its tree in a subprocess (PYTHONPATH first), so the venv's own copy is never imported here; a
 run of the CLI is forked from a server per tree that imported that tree's lmms_eval once (`lmms_fork`), except
-where a test checks what a fresh import does (P15, P17, P18, P19: a real process each).
+where a test checks what a fresh import does (P15, P17, P18, P19: a real process per tree, one for all four on
+the fully patched tree).
 The patch set is the one for the installed version: 0.7.2 in .venv; `make test` runs this file again in a
 throwaway venv holding 0.7.3 (scripts/test_lmms_eval_version.sh).
 """
@@ -736,29 +737,90 @@ def test_a_config_list_builds_its_model_once_per_setting_only_with_p16(trees, pa
         built[name] = log.read_text().split()
     assert built[BY_NUMBER["0019"]] == ["1", "clean", "1", "clean", "2", "clean"]
     assert built["all"] == ["1", "clean", "2"]
-# ---------------------------------------------------------------- P15: HF `evaluate` imported on demand
+# ---------------------------------------------------------------- P15, P17, P18, P19: what a fresh process loads
 
-EVALUATE_PROBE = r"""
-import json, sys
+# Steps of a fresh-process probe; each records what it saw in `seen`. A tree without the patch runs the steps of that
+# patch's test in a process of its own; the fully patched tree runs every step in one process (`fresh_all`), in the
+# order below, which keeps each check as exact as in a process of its own: a check that something is not loaded (or
+# not built) comes before every step that could load it, since sys.modules only grows (`main`: right after the
+# import; `punctuation`: before any filter is used; `run`: before the fallbacks that import `evaluate` and the CHAIR
+# module), and the step that must load it (`hf_metric`) comes right after its not-loaded check.
+FRESH_STEPS = {
+    # P15: `evaluate` is not imported by importing lmms-eval's CLI.
+    "main": r"""
 from lmms_eval.__main__ import cli_evaluate
-seen = {"import": "evaluate" in sys.modules}
+seen["evaluate"] = {"import": "evaluate" in sys.modules}
+""",
+    # P19: the punctuation table is not built at import; built by a filter's first use, which filters the same.
+    "punctuation": r"""
+from lmms_eval.filters import extraction
+built = getattr(extraction, "_punctuation_table", None)
+seen["punctuation"] = {"at_import": "punct_tbl" in vars(extraction.ExtendedRegexFilter)
+                       or built.cache_info().currsize > 0}
+regex_filter = extraction.ExtendedRegexFilter(regex_pattern=r"(\w+)", ignore_punctuation=True)
+seen["punctuation"]["filtered"] = regex_filter.filter_ignores("«Hola», ¿qué tal? — ok!")
+seen["punctuation"]["at_first_use"] = built is None or built.cache_info().currsize == 1
+seen["punctuation"]["twice"] = regex_filter.filter_ignores("a.b") == "ab"
+""",
+    # P17: which YAML loader parses the index's loads (LP_TASKS, LP_EXTRA) and a task's full config; PyYAML's own
+    # functions are put back afterwards.
+    "index": r"""
+import os, yaml
+import lmms_eval
+from lmms_eval import utils
+TASKS, EXTRA = os.environ["LP_TASKS"], os.environ["LP_EXTRA"]
+ROOT = os.path.dirname(os.path.dirname(lmms_eval.__file__))  # the tree: index paths are shown below it
+loaders = []
+real_load, real_full_load = yaml.load, yaml.full_load
+def counted_load(stream, Loader):
+    loaders.append(Loader.__name__)
+    return real_load(stream, Loader)
+yaml.load = counted_load
+yaml.full_load = lambda stream: counted_load(stream, yaml.FullLoader)
+from lmms_eval.tasks import TaskManager
+index = TaskManager(include_path=[TASKS, EXTRA]).task_index
+indexed = list(loaders)
+full = utils.load_yaml_config(TASKS + "/trog/levante_trog.yaml", mode="full")
+yaml.load, yaml.full_load = real_load, real_full_load
+seen["index"] = {"loaders": {name: indexed.count(name) for name in set(indexed)}, "loads": len(indexed),
+                 "full_loaders": sorted(set(loaders[len(indexed):])),
+                 "index": {name: [entry["type"], str(entry["yaml_path"]).replace(ROOT, "<tree>")]
+                           for name, entry in index.items()},
+                 "full": full}
+""",
+    # P15 and P18: a run of LEVANTE tasks (generation and MC) imports neither `evaluate` nor the CHAIR module's nltk.
+    "run": r"""
 sys.argv = ["lmms-eval", "--model", "dummy", "--tasks", "levante_vocab,levante_vocab_mc", "--limit", "2",
             "--output_path", "out", "--verbosity", "WARNING"]
 try:
     cli_evaluate()
-    seen["exit"] = 0
+    seen["evaluate"]["exit"] = 0
 except SystemExit as exc:
-    seen["exit"] = exc.code
-seen["run"] = "evaluate" in sys.modules
+    seen["evaluate"]["exit"] = exc.code
+seen["evaluate"]["run"] = "evaluate" in sys.modules
+seen["chair"] = {"run": "nltk" in sys.modules}
+""",
+    # P15: a metric looked up in HF Evaluate still imports it.
+    "hf_metric": r"""
 from lmms_eval.api.registry import get_metric
-seen["hf_metric"] = get_metric("levante_no_such_metric", hf_evaluate_metric=True)  # upstream's fallback: None
-seen["fallback"] = "evaluate" in sys.modules
-print("PROBE " + json.dumps(seen))
-"""
+seen["evaluate"]["hf_metric"] = get_metric("levante_no_such_metric", hf_evaluate_metric=True)  # upstream: None
+seen["evaluate"]["fallback"] = "evaluate" in sys.modules
+""",
+    # P18: a CHAIR metric still gets its bootstrapped stderr, the mean its own.
+    "chair_metrics": r"""
+from lmms_eval.api.metrics import mean, mean_stderr, stderr_for_metric
+from lmms_eval.tasks.coco_cap_chair.utils import coco_cap_chair_aggregate_results_chair_i as chair_i
+seen["chair"]["mean"] = stderr_for_metric(mean, 10) is mean_stderr
+seen["chair"]["chair"] = stderr_for_metric(chair_i, 10).__code__.co_names  # bootstrap_stderr: the identity match
+""",
+}
 
 
-def probed(tree: Path, script: str, cwd: Path, **env: str) -> dict:
-    """What a probe script (run with `tree`'s lmms_eval in `cwd`) printed on its last `PROBE <json>` line."""
+def fresh_probe(tree: Path, steps: tuple[str, ...], cwd: Path, env: dict[str, str]) -> dict:
+    """Run FRESH_STEPS `steps` in order, in one new process with `tree`'s lmms_eval in `cwd` (`env` added); return
+    what they saw."""
+    script = "import json, sys\nseen = {}\n" + "".join(FRESH_STEPS[step] for step in steps) + (
+        'print("PROBE " + json.dumps(seen, default=lambda value: getattr(value, "__qualname__", str(value))))\n')
     cwd.mkdir(exist_ok=True)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env={**_env(tree), **env},
                           cwd=cwd, timeout=600)
@@ -767,55 +829,45 @@ def probed(tree: Path, script: str, cwd: Path, **env: str) -> dict:
     return json.loads(lines[-1][6:])
 
 
-def test_evaluate_imported_only_by_an_hf_metric_with_p15(trees, tmp_path) -> None:
-    """Upstream imported HF `evaluate` (about 6 s of CPU) at every start-up; with 0018 importing lmms-eval and running
-    LEVANTE tasks (generation and MC) never imports it, and a metric looked up in HF Evaluate still does."""
+@pytest.fixture(scope="module")
+def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The fresh probes' inputs: fixture data for the runs, and the index step's folders (ours, and one extra holding
+    a YAML libyaml refuses: a surrogate-pair escape, as json.dumps writes an emoji)."""
     from levante_tasks.testing.fixture_data import write_fixture
 
-    write_fixture(tmp_path / "data")
-    seen = {name: probed(trees[name], EVALUATE_PROBE, tmp_path / name, LEVANTE_DATA_DIR=str(tmp_path / "data"))
-            for name in ("all", P_LAZY_EVALUATE)}
-    assert seen["all"] == {"import": False, "exit": 0, "run": False, "hf_metric": None, "fallback": True}
-    assert seen[P_LAZY_EVALUATE] == {"import": True, "exit": 0, "run": True, "hf_metric": None, "fallback": True}
+    base = tmp_path_factory.mktemp("fresh_inputs")
+    write_fixture(base / "data")
+    (base / "extra").mkdir()
+    (base / "extra" / "lp_emoji.yaml").write_text('task: lp_emoji\ndataset_path: "\\ud83d\\ude00"\n')
+    return {"LEVANTE_DATA_DIR": str(base / "data"), "LP_TASKS": str(TASKS_DIR), "LP_EXTRA": str(base / "extra")}
+
+
+@pytest.fixture(scope="module")
+def fresh_all(trees, fresh_env, tmp_path_factory) -> dict:
+    """Every fresh-process step on the fully patched tree, in one process (the order of FRESH_STEPS)."""
+    return fresh_probe(trees["all"], tuple(FRESH_STEPS), tmp_path_factory.mktemp("fresh_all"), fresh_env)
+
+
+# ---------------------------------------------------------------- P15: HF `evaluate` imported on demand
+
+def test_evaluate_imported_only_by_an_hf_metric_with_p15(trees, fresh_env, fresh_all, tmp_path) -> None:
+    """Upstream imported HF `evaluate` (about 6 s of CPU) at every start-up; with 0018 importing lmms-eval and running
+    LEVANTE tasks (generation and MC) never imports it, and a metric looked up in HF Evaluate still does."""
+    without = fresh_probe(trees[P_LAZY_EVALUATE], ("main", "run", "hf_metric"), tmp_path, fresh_env)
+    assert fresh_all["evaluate"] == {"import": False, "exit": 0, "run": False, "hf_metric": None, "fallback": True}
+    assert without["evaluate"] == {"import": True, "exit": 0, "run": True, "hf_metric": None, "fallback": True}
 
 
 # ---------------------------------------------------------------- P17: task YAMLs parsed by libyaml
 
-INDEX_PROBE = r"""
-import json, os, yaml
-import lmms_eval
-from lmms_eval import utils
-ROOT = os.path.dirname(os.path.dirname(lmms_eval.__file__))  # the tree: index paths are shown below it
-loaders = []
-real_load = yaml.load
-def counted_load(stream, Loader):
-    loaders.append(Loader.__name__)
-    return real_load(stream, Loader)
-yaml.load = counted_load
-full_load = yaml.full_load
-yaml.full_load = lambda stream: counted_load(stream, yaml.FullLoader)
-from lmms_eval.tasks import TaskManager
-index = TaskManager(include_path=[TASKS, EXTRA]).task_index
-indexed = list(loaders)
-full = utils.load_yaml_config(TASKS + "/trog/levante_trog.yaml", mode="full")
-print("PROBE " + json.dumps({"loaders": {name: indexed.count(name) for name in set(indexed)}, "loads": len(indexed),
-                             "full_loaders": sorted(set(loaders[len(indexed):])),
-                             "index": {name: [entry["type"], str(entry["yaml_path"]).replace(ROOT, "<tree>")]
-                                       for name, entry in index.items()},
-                             "full": full}, default=lambda value: getattr(value, "__qualname__", str(value))))
-"""
-
-
-def test_task_yamls_are_parsed_by_libyaml_to_the_same_index_only_with_p17(trees, tmp_path) -> None:
+def test_task_yamls_are_parsed_by_libyaml_to_the_same_index_only_with_p17(trees, fresh_env, fresh_all,
+                                                                           tmp_path) -> None:
     """Upstream parsed every task YAML (thousands per start-up) with PyYAML's pure-Python loader; with 0020 libyaml's
     full loader parses the index's loads, a file it refuses (a surrogate-pair escape, as json.dumps writes an emoji)
     is parsed again by the pure-Python loader, and the task index and a task's full config (its `!function` hooks,
     still loaded by the pure-Python loader) are the same."""
-    extra = tmp_path / "extra"
-    extra.mkdir()
-    (extra / "lp_emoji.yaml").write_text('task: lp_emoji\ndataset_path: "\\ud83d\\ude00"\n')
-    probe = f"TASKS, EXTRA = {str(TASKS_DIR)!r}, {str(extra)!r}\n{INDEX_PROBE}"
-    seen = {name: probed(trees[name], probe, tmp_path / name) for name in ("all", P_LIBYAML)}
+    without = fresh_probe(trees[P_LIBYAML], ("index",), tmp_path, fresh_env)
+    seen = {"all": fresh_all["index"], P_LIBYAML: without["index"]}
     assert seen["all"]["loaders"] == {"CFullLoader": seen["all"]["loads"] - 1, "FullLoader": 1}  # the emoji file
     assert seen[P_LIBYAML]["loaders"] == {"FullLoader": seen[P_LIBYAML]["loads"]}
     assert seen["all"]["full_loaders"] == seen[P_LIBYAML]["full_loaders"] == ["FullLoader"]
@@ -828,32 +880,12 @@ def test_task_yamls_are_parsed_by_libyaml_to_the_same_index_only_with_p17(trees,
 
 # ---------------------------------------------------------------- P18: the CHAIR task module imported on demand
 
-CHAIR_PROBE = r"""
-import json, sys
-from lmms_eval.__main__ import cli_evaluate
-sys.argv = ["lmms-eval", "--model", "dummy", "--tasks", "levante_vocab,levante_vocab_mc", "--limit", "2",
-            "--output_path", "out", "--verbosity", "WARNING"]
-try:
-    cli_evaluate()
-except SystemExit as exc:
-    assert not exc.code, exc.code
-seen = {"run": "nltk" in sys.modules}
-from lmms_eval.api.metrics import mean, mean_stderr, stderr_for_metric
-from lmms_eval.tasks.coco_cap_chair.utils import coco_cap_chair_aggregate_results_chair_i as chair_i
-seen["mean"] = stderr_for_metric(mean, 10) is mean_stderr
-seen["chair"] = stderr_for_metric(chair_i, 10).__code__.co_names  # bootstrap_stderr: the identity match
-print("PROBE " + json.dumps(seen))
-"""
-
-
-def test_the_chair_module_is_imported_only_for_its_metrics_with_p18(trees, tmp_path) -> None:
+def test_the_chair_module_is_imported_only_for_its_metrics_with_p18(trees, fresh_env, fresh_all, tmp_path) -> None:
     """Upstream imported the CHAIR task module (and nltk, over a second of CPU) at every bootstrapped stderr; with
     0021 a LEVANTE run never imports it, and a CHAIR metric still gets its bootstrap as before."""
-    from levante_tasks.testing.fixture_data import write_fixture
-
-    write_fixture(tmp_path / "data")
-    seen = {name: probed(trees[name], CHAIR_PROBE, tmp_path / name, LEVANTE_DATA_DIR=str(tmp_path / "data"))
-            for name in ("all", P_LAZY_CHAIR)}
+    without = fresh_probe(trees[P_LAZY_CHAIR], ("main", "run", "chair_metrics"), tmp_path, fresh_env)
+    assert not fresh_all["evaluate"]["exit"] and not without["evaluate"]["exit"]  # both runs finished
+    seen = {"all": fresh_all["chair"], P_LAZY_CHAIR: without["chair"]}
     assert seen["all"]["run"] is False and seen[P_LAZY_CHAIR]["run"] is True
     assert seen["all"]["mean"] is seen[P_LAZY_CHAIR]["mean"] is True
     assert seen["all"]["chair"] == seen[P_LAZY_CHAIR]["chair"] == ["bootstrap_stderr"]
@@ -861,24 +893,11 @@ def test_the_chair_module_is_imported_only_for_its_metrics_with_p18(trees, tmp_p
 
 # ---------------------------------------------------------------- P19: the punctuation table built on first use
 
-PUNCTUATION_PROBE = r"""
-import json
-import lmms_eval.__main__
-from lmms_eval.filters import extraction
-built = getattr(extraction, "_punctuation_table", None)
-seen = {"at_import": "punct_tbl" in vars(extraction.ExtendedRegexFilter) or built.cache_info().currsize > 0}
-regex_filter = extraction.ExtendedRegexFilter(regex_pattern=r"(\w+)", ignore_punctuation=True)
-seen["filtered"] = regex_filter.filter_ignores("«Hola», ¿qué tal? — ok!")
-seen["at_first_use"] = built is None or built.cache_info().currsize == 1
-seen["twice"] = regex_filter.filter_ignores("a.b") == "ab"
-print("PROBE " + json.dumps(seen))
-"""
-
-
-def test_the_punctuation_table_is_built_on_first_use_only_with_p19(trees, tmp_path) -> None:
+def test_the_punctuation_table_is_built_on_first_use_only_with_p19(trees, fresh_env, fresh_all, tmp_path) -> None:
     """Upstream built ExtendedRegexFilter's punctuation table (1.1M Unicode lookups) when lmms-eval was imported;
     with 0022 it is built when a filter first ignores punctuation, and filters the same."""
-    seen = {name: probed(trees[name], PUNCTUATION_PROBE, tmp_path / name) for name in ("all", P_LAZY_PUNCTUATION)}
+    without = fresh_probe(trees[P_LAZY_PUNCTUATION], ("main", "punctuation"), tmp_path, fresh_env)
+    seen = {"all": fresh_all["punctuation"], P_LAZY_PUNCTUATION: without["punctuation"]}
     assert seen["all"]["at_import"] is False and seen[P_LAZY_PUNCTUATION]["at_import"] is True
     assert seen["all"]["filtered"] == seen[P_LAZY_PUNCTUATION]["filtered"] == "Hola qué tal  ok"
     assert seen["all"]["twice"] is seen[P_LAZY_PUNCTUATION]["twice"] is True
