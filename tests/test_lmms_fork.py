@@ -21,7 +21,7 @@ import pytest
 
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.testing.fork_stream import SOCKET_ENV
-from levante_tasks.testing.lmms_fork import CLI_HASH_SEEDS, MODULES, run_cli
+from levante_tasks.testing.lmms_fork import CLI_HASH_SEEDS, MODULES, _exit_status, run_cli
 
 CLOCK = ("date", "start_time", "end_time", "total_evaluation_time_seconds")
 ADDRESS = re.compile(r" at 0x[0-9a-f]+>")
@@ -381,6 +381,22 @@ def test_a_killed_client_takes_its_command_along(data: Path, tmp_path: Path, blo
             break
         time.sleep(0.02)
     assert not in_folder(folder), "the command outlived its killed client"
+
+
+def test_a_command_killed_by_sigkill_ends_its_client_so(data: Path, tmp_path: Path, blocking_site: Path) -> None:
+    """What the runner sees when the command alone is killed (the out-of-memory killer): -9, as from a real one."""
+    process, command = start_blocked(FORKED, tmp_path / "run", stream_env(data, blocking_site))
+    assert command != process.pid
+    os.kill(command, signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize(("code", "status"), [(None, 0), (3, 3), (-1, 255), (256, 0), ("message", 1)])
+def test_a_forked_runs_exit_status_is_the_interpreters(code: object, status: int) -> None:
+    """`python -c "import sys; sys.exit(CODE)"`'s status, as the operating system keeps it."""
+    real = subprocess.run([sys.executable, "-c", f"import sys; sys.exit({code!r})"], capture_output=True, check=False)
+    assert real.returncode == status == _exit_status(SystemExit(code))
 
 
 def test_without_a_dispatcher_the_client_is_the_real_command(data: Path, tmp_path: Path,

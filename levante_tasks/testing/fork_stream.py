@@ -4,18 +4,22 @@ MODULE's libraries once, with the command's own streams, signals and exit status
 The matrix runner starts each lmms-eval process itself (`python -m <lmms_eval_module>`, streaming its output) and
 stops, signals and reaps it, so `lmms_fork.run_cli` (a finished run's captured output) cannot stand for it. A test
 config names a client module instead (`levante_tasks.testing.forked_doubles` for `matrix_doubles`,
-`levante_tasks.testing.forked_lmms_eval` for `lmms_eval`): a small process that hands its
-working folder, environment, arguments, umask and standard streams (the descriptors themselves) to the dispatcher
-this test process started (`start()`, socket named by $LEVANTE_FORK_STREAM), waits, and ends as the command ended
-(its exit status, or killed by the same signal). The dispatcher keeps one zygote per import-time environment
-(`lmms_fork.IMPORT_TIME_ENV`, PYTHONPATH, interpreter), started on first use; a zygote forks a handler per command,
-which forks the command's process (`lmms_fork._child`: the run's folder, environment, umask, path, fresh random
-state, its own process group) and forwards the signals the client receives (SIGTERM, SIGINT, SIGHUP, SIGQUIT,
-SIGUSR1, SIGUSR2) to it; a client that dies (SIGKILL of the runner's process group) has its command killed. Every
-process here is a descendant of the test process and reaped by its parent, so the commands' CPU counts as the test
-run's. Without a dispatcher (no $LEVANTE_FORK_STREAM: a Slurm job under --export=NONE, a user's shell) the client
-execs the real command. As with `lmms_fork`, the commands forked from one zygote share its hash seed; tests that
-check what a fresh process does keep the real module.
+`levante_tasks.testing.forked_lmms_eval` for `lmms_eval`): a small process that hands its working folder,
+environment, arguments, umask and standard streams (the descriptors themselves) to the dispatcher this test process
+started (`start()`, socket named by $LEVANTE_FORK_STREAM), waits, and ends as the command ended: its exit status, or
+killed by the same signal. The dispatcher keeps one zygote per import-time environment (`lmms_fork.IMPORT_TIME_ENV`
+and PYTHONPATH; a client of another interpreter is told to exec), started on first use: its own imports, warnings
+and any `sitecustomize` run there, once, not in each command. A zygote forks a handler per command, which forks the
+command's process (`lmms_fork._child`: the run's folder, environment, umask, path, fresh random state, its own
+process group) and passes on to it the signals the client receives (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
+SIGUSR2); a signal that comes before the command exists ends the client as it ends a process in start-up. A client
+that dies (SIGKILL of the runner's process group) has its command killed by the handler, a moment later rather than
+in the same instant. Every process here is a descendant of the test process and reaped by its parent, so the
+commands' CPU counts as the test run's (when the test process exits). Without a dispatcher (no $LEVANTE_FORK_STREAM:
+a Slurm job under --export=NONE, a user's shell) the client execs the real command. As with `lmms_fork`, the
+commands forked from one zygote share its hash seed, and what a process does not inherit through a fork (user,
+capabilities, limits) is the zygote's: tests that check what a fresh process does, or drop privileges, keep the real
+module.
 """
 
 from __future__ import annotations
@@ -84,19 +88,30 @@ def run(entry: str, args: list[str]) -> None:
                "executable": sys.executable}
     channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     channel.connect(path)
-    for signum in FORWARDED:  # what reaches this process goes to the command's
-        signal.signal(signum, lambda signum, _frame: channel.send(json.dumps({"signal": signum}).encode()))
+    started = False  # the command has been forked: a signal goes to it from then on
+
+    def pass_on(signum: int, _frame: object) -> None:
+        if started:
+            channel.send(json.dumps({"signal": signum}).encode())
+        else:  # nothing runs yet (its zygote may still be importing): end as a process in start-up does
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)  # the request is the first message
+    for signum in FORWARDED:
+        signal.signal(signum, pass_on)
     socket.send_fds(channel, [json.dumps(request).encode()], [0, 1, 2])
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
     while True:
-        try:
-            message = channel.recv(_MESSAGE)
-        except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity of intent
-            continue
+        message = channel.recv(_MESSAGE)
         if not message:
             sys.exit(f"fork_stream: the zygote stopped before `{' '.join(command[2:])}` ended")
         reply = json.loads(message)
         if reply.get("exec"):
             os.execv(sys.executable, command)
+        if reply.get("started"):
+            started = True
+            continue
         _end_as(reply["returncode"])
 
 
@@ -104,7 +119,8 @@ def _end_as(returncode: int) -> None:
     """Exit as the command did: its status, or killed by its signal."""
     sys.stdout.flush()
     if returncode < 0:
-        signal.signal(-returncode, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL's action cannot be set: it is the default
+            signal.signal(-returncode, signal.SIG_DFL)
         os.kill(os.getpid(), -returncode)
     os._exit(returncode if returncode >= 0 else 128 - returncode)
 
@@ -132,17 +148,23 @@ def dispatch(listener_fd: int) -> None:
             if listener not in ready:
                 continue
             channel, _ = listener.accept()
-            with channel:
+            fds: list[int] = []
+            try:
                 message, fds, _, _ = socket.recv_fds(channel, _MESSAGE, 3)
-                request = json.loads(message) if message else None
-                if request is not None and request["executable"] == sys.executable and len(fds) == 3:
+                request = json.loads(message) if message else {}
+                if request.get("executable") == sys.executable and len(fds) == 3:
                     key = _key(request)
                     if key not in zygotes or zygotes[key][0].poll() is not None:
+                        if key in zygotes:
+                            zygotes[key][1].close()
                         zygotes[key] = _zygote(request["entry"], request["env"])
                     socket.send_fds(zygotes[key][1], [message], [channel.fileno(), *fds])
-                elif request is not None:  # another interpreter: the client runs the command itself
-                    with contextlib.suppress(OSError):  # unless it has left
-                        channel.send(json.dumps({"exec": True}).encode())
+                elif request:  # another interpreter: the client runs the command itself
+                    channel.send(json.dumps({"exec": True}).encode())
+            except Exception as exc:  # noqa: BLE001 - one client's failure (it left, its zygote died) is its own
+                print(f"fork_stream: a request failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            finally:
+                channel.close()
                 for fd in fds:
                     os.close(fd)
     finally:
@@ -173,8 +195,11 @@ def zygote(entry: str, control_fd: int) -> None:
     lmms_fork.preload(entry)
     control = socket.socket(fileno=control_fd)
     handlers: set[int] = set()
+    stopping = False  # the test process is ending: requests still queued are not served
 
     def stop_handlers(_signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
         for pid in handlers:
             with contextlib.suppress(ProcessLookupError):  # reaped meanwhile
                 os.kill(pid, signal.SIGTERM)
@@ -185,17 +210,20 @@ def zygote(entry: str, control_fd: int) -> None:
         handlers -= {pid for pid in handlers if os.waitpid(pid, os.WNOHANG)[0]}
         if not message:
             break
-        request = json.loads(message)
-        lmms_fork.preload_models(request["args"])
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # a handler starts with its own
-        pid = os.fork()
-        if pid == 0:
-            control.close()
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if not stopping:
+            request = json.loads(message)
+            lmms_fork.preload_models(request["args"])
+            sys.stdout.flush()  # nothing buffered here may reach a command's streams
+            sys.stderr.flush()
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # a handler starts with its own
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                _handle(request, *fds)
+            handlers.add(pid)
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            _handle(request, *fds)
-        handlers.add(pid)
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         for fd in fds:
             os.close(fd)
     while handlers:
@@ -218,6 +246,8 @@ def _handle(request: dict[str, Any], channel_fd: int, stdin: int, stdout: int, s
         os.close(fd)
     signal.signal(signal.SIGTERM, lambda _signum, _frame: os.kill(pid, signal.SIGKILL))
     signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    with contextlib.suppress(OSError):  # a client that left: the loop below sees it
+        channel.send(json.dumps({"started": True}).encode())
     done = os.pidfd_open(pid)
     while True:
         ready, _, _ = select.select([channel, done], [], [])

@@ -191,7 +191,7 @@ def _exit_status(exc: BaseException | None) -> int:
         if exc.code is None:
             return 0
         if isinstance(exc.code, int):
-            return exc.code
+            return exc.code & 0xFF  # what the operating system keeps of it: sys.exit(-1) is 255
         print(exc.code, file=sys.stderr)
         return 1
     traceback.print_exception(exc)
@@ -204,9 +204,12 @@ def _child(request: dict[str, Any], stdout: int, stderr: int, stdin: int | None 
     status = 1
     try:
         os.setpgid(0, 0)  # the run's own process group: a timeout kills its helpers too
-        os.dup2(os.open(os.devnull, os.O_RDONLY) if stdin is None else stdin, 0)
+        source = os.open(os.devnull, os.O_RDONLY) if stdin is None else stdin
+        os.dup2(source, 0)
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
+        for fd in {source, stdout, stderr} - {0, 1, 2}:
+            os.close(fd)  # the run holds its streams once, as a new process does
         os.chdir(request["cwd"])
         os.umask(request["umask"])  # the caller's, as a process it starts inherits it
         importlib.invalidate_caches()  # folders listed while the server imported may have changed since
