@@ -337,11 +337,18 @@ def blocking_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
+def interruptible() -> None:
+    """SIGINT at its default, as a command started from a shell has it (an xdist worker ignores it, and what it
+    starts inherits that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_blocked(module: str, folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
     """Start `python -m module` on TROG in `folder`; return it once its model is built, and the command's pid."""
     folder.mkdir()
     process = subprocess.Popen([sys.executable, "-m", module, *TROG, "--output_path", "out"], cwd=folder, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=interruptible)
     assert process.stderr is not None
     for line in process.stderr:
         if line.startswith("blocked "):

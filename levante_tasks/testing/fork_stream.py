@@ -12,7 +12,8 @@ and PYTHONPATH; a client of another interpreter is told to exec), started on fir
 and any `sitecustomize` run there, once, not in each command. A zygote forks a handler per command, which forks the
 command's process (`lmms_fork._child`: the run's folder, environment, umask, path, fresh random state, its own
 process group) and passes on to it the signals the client receives (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
-SIGUSR2); a signal that comes before the command exists ends the client as it ends a process in start-up. A client
+SIGUSR2; one the client ignores, as it inherited, the command ignores too); a signal that comes before the
+command exists ends the client as it ends a process in start-up. A client
 that dies (SIGKILL of the runner's process group) has its command killed by the handler, a moment later rather than
 in the same instant. Every process here is a descendant of the test process and reaped by its parent, so the
 commands' CPU counts as the test run's (when the test process exits). Without a dispatcher (no $LEVANTE_FORK_STREAM:
@@ -84,8 +85,9 @@ def run(entry: str, args: list[str]) -> None:
         os.execv(sys.executable, command)
     umask = os.umask(0)
     os.umask(umask)
+    ignored = [signum for signum in FORWARDED if signal.getsignal(signum) == signal.SIG_IGN]  # inherited so
     request = {"entry": entry, "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask,
-               "executable": sys.executable}
+               "executable": sys.executable, "ignored": ignored}
     channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     channel.connect(path)
     started = False  # the command has been forked: a signal goes to it from then on
@@ -98,7 +100,7 @@ def run(entry: str, args: list[str]) -> None:
             os.kill(os.getpid(), signum)
 
     held = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)  # the request is the first message
-    for signum in FORWARDED:
+    for signum in set(FORWARDED) - set(ignored):
         signal.signal(signum, pass_on)
     socket.send_fds(channel, [json.dumps(request).encode()], [0, 1, 2])
     signal.pthread_sigmask(signal.SIG_SETMASK, held)
@@ -240,6 +242,9 @@ def _handle(request: dict[str, Any], channel_fd: int, stdin: int, stdout: int, s
     pid = os.fork()
     if pid == 0:
         channel.close()
+        for signum in FORWARDED:  # the client's start-up state (a process that ignores SIGINT passes that on)
+            signal.signal(signum, signal.SIG_IGN if signum in request["ignored"] else
+                          signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         _child(request, stdout, stderr, stdin=stdin)
     for fd in (stdin, stdout, stderr):
