@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 SOCKET_ENV = "LEVANTE_FORK_STREAM"  # the dispatcher's socket, in the environment of what the test process starts
-# The commands a client stands for, by entry name (lmms_fork.MODULES holds their modules)
+# The signals a client passes on to its command
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 _MODULE = "levante_tasks.testing.fork_stream"  # not __name__: it is __main__ in the dispatcher and the zygotes
 _MESSAGE = 1 << 20  # the largest request (its environment) a socket message carries
@@ -77,7 +77,7 @@ def start() -> None:
 
 def run(entry: str, args: list[str]) -> None:
     """Be `python -m lmms_fork.MODULES[entry] ARGS`: run in a fork when a dispatcher is named, else exec'd."""
-    from levante_tasks.testing.lmms_fork import MODULES
+    from levante_tasks.testing.lmms_fork import MODULES, exit_as
 
     command = [sys.executable, "-m", MODULES[entry], *args]
     path = os.environ.get(SOCKET_ENV)
@@ -114,17 +114,7 @@ def run(entry: str, args: list[str]) -> None:
         if reply.get("started"):
             started = True
             continue
-        _end_as(reply["returncode"])
-
-
-def _end_as(returncode: int) -> None:
-    """Exit as the command did: its status, or killed by its signal."""
-    sys.stdout.flush()
-    if returncode < 0:
-        with contextlib.suppress(OSError, ValueError):  # SIGKILL's action cannot be set: it is the default
-            signal.signal(-returncode, signal.SIG_DFL)
-        os.kill(os.getpid(), -returncode)
-    os._exit(returncode if returncode >= 0 else 128 - returncode)
+        exit_as(reply["returncode"])  # as the command ended
 
 
 # ---------------------------------------------------------------- the dispatcher

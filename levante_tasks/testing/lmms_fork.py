@@ -35,6 +35,7 @@ stdin, one JSON reply a line on the descriptor it was started with as stdout.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.machinery
 import importlib.util
 import json
@@ -50,7 +51,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
                    "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "HF_ENDPOINT", "XDG_CACHE_HOME", "HOME",
@@ -243,10 +244,17 @@ def _child(request: dict[str, Any], stdout: int, stderr: int, stdin: int | None 
                 stream.flush()
             except Exception:  # noqa: BLE001 - a closed stream: nothing left to flush
                 pass
-        if status < 0:
+        exit_as(status)
+
+
+def exit_as(status: int) -> NoReturn:
+    """End this process as a process with `status` ends (`returncode` as subprocess reports it): exit with it, or
+    (-N) be killed by signal N."""
+    if status < 0:
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL's action cannot be set: it is the default
             signal.signal(-status, signal.SIG_DFL)
-            os.kill(os.getpid(), -status)
-        os._exit(status)
+        os.kill(os.getpid(), -status)
+    os._exit(status if status >= 0 else 128 - status)
 
 
 def _fresh_random_state() -> None:
