@@ -18,6 +18,11 @@ from levante_tasks.testing import fork_stream
 # The suite never touches the network: hub lookups and dataset telemetry are off before anything imports them.
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# One compute thread per process (torch's intra-op pool, OpenMP, BLAS), inherited by every process a test starts:
+# `make test` runs 2 workers on 2 cores, so a pool of one thread per core in each would put twice as many threads as
+# cores, and OpenMP's idle threads spin (CPU spent waiting, no result changes). Set before anything imports torch.
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
 
 @pytest.fixture(scope="session", autouse=True)
