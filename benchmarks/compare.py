@@ -18,11 +18,14 @@ the last lines print each goal's figure at the largest configuration run, with i
 Run: `.venv/bin/python benchmarks/compare.py` (about 2-3 minutes on 2 cores, most of it generating the 1M-trial
 file); `--quick` for 10k/100k trials only; `--models 100 --trials 1000000` for one configuration (`--models 1000`
 for the memory goal); `--tiny` (1 and 2 models, 1k trials: a few seconds, the test suite runs it).
+`--inputs DIR` keeps the generated inputs in DIR (one folder per trials size and model counts, reused when complete),
+so repeated runs (A/B timings) skip the minutes of generating the 1M-trial file.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -222,6 +225,21 @@ def print_goals(results: dict[tuple[int, int], dict[str, float]]) -> None:
               f"{value / anchor:.2f} ({verdict})")
 
 
+def inputs_folder(root: Path, n_trials: int, model_counts: list[int]) -> Path:
+    """The folder of one trials size's inputs under `root`, generated unless an earlier run completed it (the
+    records depend on every model count generated before them, so the folder is named by all of them)."""
+    folder = root / f"t{n_trials}_m{'-'.join(map(str, model_counts))}"
+    done = folder / "complete"
+    if not done.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        # in a child process: a process started from this one inherits its peak RSS as its own floor (Linux
+        # keeps ru_maxrss across fork and exec), so the generator's ~1 GiB would read as compare's peak
+        subprocess.run([sys.executable, __file__, "--_generate", str(folder), str(n_trials),
+                        *map(str, model_counts)], check=True)
+        done.touch()
+    return folder
+
+
 def main() -> None:
     """Generate inputs per trials size, time every (models, trials) configuration, print the table and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -230,6 +248,7 @@ def main() -> None:
     parser.add_argument("--n-boot", type=int, default=2000)
     parser.add_argument("--quick", action="store_true", help="10k and 100k trials only")
     parser.add_argument("--tiny", action="store_true", help="1 and 2 models, 1k trials, n_boot 100")
+    parser.add_argument("--inputs", type=Path, help="keep the generated inputs here and reuse them when present")
     parser.add_argument("--_once", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--_generate", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -249,14 +268,10 @@ def main() -> None:
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (other processes make wall > CPU)")
     print(f"{'':>17} | {'run_compare':>27} | {'whole command':>19}")
     print(f"{'trials':>9} {'models':>7} | {'wall s':>8} {'CPU s':>8} {'peak MiB':>9} | {'CPU s':>8} {'peak MiB':>9}")
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        root = args.inputs or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         for n_trials in trials_sizes:
-            folder = Path(tmp) / f"t{n_trials}"
-            folder.mkdir()
-            # in a child process: a process started from this one inherits its peak RSS as its own floor (Linux
-            # keeps ru_maxrss across fork and exec), so the generator's ~1 GiB would read as compare's peak
-            subprocess.run([sys.executable, __file__, "--_generate", str(folder), str(n_trials),
-                            *map(str, args.models)], check=True)
+            folder = inputs_folder(root, n_trials, args.models)
             for n_models in args.models:
                 res = results[(n_trials, n_models)] = measure(folder, n_models, args.n_boot)
                 print(f"{n_trials:>9} {n_models:>7} | {res['seconds']:>8.2f} {res['cpu_seconds']:>8.2f} "

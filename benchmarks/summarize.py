@@ -16,12 +16,14 @@ imports only the module of the command run); `library` is one process that impor
 and calls `summarize_runs` then `verify_runs`.
 
 Run: `.venv/bin/python benchmarks/summarize.py` (about a minute on 2 cores); `--sets 100` for one size; `--tiny`
-for 1 and 2 sets (a few seconds; the test suite runs it).
+for 1 and 2 sets (a few seconds; the test suite runs it); `--keep DIR` writes the sets (`DIR/sets<N>`), the data dir
+(`DIR/data`) and the outputs into DIR and leaves them there, to profile or diff the commands on the same inputs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import math
@@ -216,12 +218,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", type=int, nargs="*", default=[1, 10, 100], help="result-set counts to run")
     parser.add_argument("--tiny", action="store_true", help="1 and 2 result sets")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="write the sets, data dir and outputs into DIR (a new or empty folder) and keep them")
     args = parser.parse_args()
     if args.tiny:
         args.sets = [1, 2]
     provenance = {"lmms_eval": installed_lmms_eval(), "data_version": DATA_VERSION,
                   "levante_tasks_version": "bench", "device_class": "cuda"}
-    with tempfile.TemporaryDirectory(prefix="summary-bench-") as tmp_name:
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        raise SystemExit(f"--keep {args.keep}: not an empty folder")
+    with contextlib.nullcontext(str(args.keep)) if args.keep else \
+            tempfile.TemporaryDirectory(prefix="summary-bench-") as tmp_name:
         tmp = Path(tmp_name)
         data_dir = write_data_dir(tmp / "data")
         rows = [bench(n, tmp, provenance, data_dir) for n in args.sets]

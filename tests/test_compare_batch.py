@@ -201,6 +201,29 @@ def test_beta_objective_equals_the_weighted_kl_at_any_beta() -> None:
 
 
 
+def test_beta_totals_skip_only_exact_exponentials_and_keep_every_bit() -> None:
+    """The beta fit's sum of exponentials, which skips an item's best option (exp 0 = 1) and padding
+    (exp -inf = 0), has the bits of exponentiating every option and adding them in option order, for every kind of
+    entry: ties at the best, -inf inside an item, NaN, scores far below the best, items all 0 (unusable)."""
+    from levante_tasks.compare.distributions import _last_axis_sum, _Objective, shifted_scores
+
+    rng = np.random.default_rng(5)
+    scores = rng.normal(0, 2, (6, 40, 4))
+    scores[:, ::3, 3] = -np.inf  # padding of 3-option items
+    scores[:, 1::5, 1] = -np.inf  # a -inf score inside an item
+    scores[:, 2::7, :2] = 1.5  # a tie at the best
+    scores[:, 3::11] = 0.0  # an unusable item
+    scores[0, 4, 2], scores[1, 5, 0], scores[2, 6, 1] = np.nan, -900.0, 30.0
+    shifted = shifted_scores(scores)
+    objective = _Objective(shifted, rng.integers(0, 9, scores.shape).astype(float))
+    for beta in (np.geomspace(0.025, 40, 7)[:, None] * np.ones(6), rng.uniform(0.025, 40, 6)):
+        with np.errstate(invalid="ignore"):
+            expected = _last_axis_sum(np.exp(beta[..., None, None] * shifted))
+            total, log_total = objective.totals(beta)
+        assert np.array_equal(total, expected, equal_nan=True)
+        assert np.array_equal(log_total, np.log(expected), equal_nan=True)
+
+
 def test_golden_section_equals_minimize_scalar_per_row_with_one_call_per_step_for_all_rows() -> None:
     """Why ours and not scipy's: the same minimisers as minimize_scalar (bounded) row by row, but one objective call
     per step for all rows (minimize_scalar takes one scalar function: one call per step per row)."""

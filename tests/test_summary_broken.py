@@ -488,6 +488,31 @@ def test_verify_checks_recorded_provenance_against_the_installation(
     assert not any("lmms_eval commit" in line or "lmms_eval version" in line for line in lines), lines
 
 
+def test_verify_checks_every_runs_dataset_fingerprint_against_its_own_task(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """verify reads each (data version, task, locale)'s dataset.json once for all runs: every run is still held to
+    the fingerprint of its own task's dataset."""
+    runs = copy_runs(root, tmp_path / "runs")
+    data_dir = tmp_path / "data"
+    shutil.copytree(root / "data", data_dir)
+    version = (data_dir / "default_version").read_text(encoding="utf-8").strip()
+    for family, fingerprint in (("vocab", "a" * 64), ("egma-math", "b" * 64)):
+        info_path = data_dir / version / "datasets" / family / "dataset.json"
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+        info_path.write_text(json.dumps({**info, "fingerprint": fingerprint}), encoding="utf-8")
+    for name in ("fixed", "oracle"):
+        edit_results(runs / name, lambda d: with_provenance(d, dataset_fingerprint="a" * 64, data_version=version))
+    assert main(["verify", str(runs), "--data-dir", str(data_dir), "--skip-installation"]) == 0  # not compared
+    capsys.readouterr()
+    assert main(["verify", str(runs), "--data-dir", str(data_dir)]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if "dataset_fingerprint" in line]
+    for name in ("fixed", "oracle"):
+        mine = [line for line in lines if f"runs/{name}/" in line]
+        assert any("levante_egma_math:" in line and "b" * 64 in line for line in mine), lines
+        assert not any("levante_vocab:" in line for line in mine), lines  # vocab's matches the data dir
+
+
 def test_runs_record_their_provenance(root: Path) -> None:
     # The task layer's side of the contract: every LEVANTE config of a real run carries what verify checks.
     data = json.loads(results_file(root / "runs" / "fixed").read_text(encoding="utf-8"))

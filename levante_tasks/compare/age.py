@@ -177,12 +177,18 @@ def _resample_sums(rng: np.random.Generator, code: np.ndarray, theta: np.ndarray
 def _edges(ages: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of `counts` (children per age of `ages`, ascending; every row has the same total n): the age of its
     ceil(END_SHARE * n)-th youngest and oldest child: the first age whose count up to it reaches m and the last
-    whose count from it to the oldest does (both counts are monotone, so each is a count of ages; one running sum,
-    no pass over a reversed array)."""
-    m = max(int(np.ceil(END_SHARE * counts[0].sum())), 1)
-    running = np.cumsum(counts, axis=1)
-    youngest = (running < m).sum(axis=1)
-    oldest = (running - counts <= running[:, -1:] - m).sum(axis=1) - 1
+    whose count from it to the oldest does. Every row sums to n, so one running sum over all rows is row r's own
+    plus r * n: non-decreasing across rows, and each row's two ages are two binary searches in it (counts are
+    whole numbers, exact as floats)."""
+    n_rows, n_ages = counts.shape
+    n = counts[0].sum()
+    m = max(int(np.ceil(END_SHARE * n)), 1)
+    running = np.cumsum(counts)  # row-major: row r's running count + r * n
+    before = running - counts.ravel()  # the count of children younger than each age, + r * n
+    offset = np.arange(n_rows) * n
+    first = np.arange(n_rows) * n_ages
+    youngest = np.searchsorted(running, offset + m, side="left") - first
+    oldest = np.searchsorted(before, offset + (n - m), side="right") - first - 1
     return ages[youngest], ages[oldest]
 
 

@@ -239,8 +239,9 @@ class _Objective:
     """-sum_ik m_ik ln q_ik(beta) per unit: the count-weighted KL's beta-dependent part, for many betas at once.
 
     With z = beta * (s - max s), ln q = z - L where L = ln sum_k exp z, so the sum is
-    sum_i n_i L_i - beta * sum_ik m_ik s_ik: one exp and one log per item and beta. Exactness where the epsilon
-    rule applies: an option with a -inf score that children chose has q = 0 for every beta (a constant
+    sum_i n_i L_i - beta * sum_ik m_ik s_ik: one log per item and beta, and one exp per option that is neither the
+    item's best (exp 0 = 1) nor padding (exp -inf = 0), the sum's terms added in option order. Exactness where the
+    epsilon rule applies: an option with a -inf score that children chose has q = 0 for every beta (a constant
     m ln epsilon); where z < -700, q is formed as exp(z) / sum exp(z) and replaced by epsilon if it underflows,
     which can happen only for options scored more than 700 / 40 below the item's best (few, handled one by one).
     """
@@ -248,6 +249,12 @@ class _Objective:
     def __init__(self, shifted: np.ndarray, m: np.ndarray) -> None:
         finite = np.isfinite(shifted)
         self.shifted = shifted
+        # exp(beta * s) is exactly 1 at an item's best option (s = 0) and 0 at padding (s = -inf) for every
+        # beta > 0: only the other entries (often half of them) need an exp per beta
+        self.fixed = np.where(shifted == 0, 1.0, 0.0)
+        live = (shifted != 0) & (shifted != -np.inf)
+        self.live, self.live_s = np.flatnonzero(live), shifted[live]  # unit-major, as each unit's count repeats
+        self.live_count = live.sum(axis=(-1, -2))
         self.n = np.where(finite, m, 0.0).sum(axis=-1)  # units x items
         self.a = np.where(finite, m * np.where(finite, shifted, 0.0), 0.0).sum(axis=(-1, -2))
         self.const = -np.log(KL_EPSILON) * np.where(~finite & (m > 0), m, 0.0).sum(axis=(-1, -2))
@@ -263,8 +270,10 @@ class _Objective:
     def totals(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sum_k exp z, its log) per unit and item: the costly part, which depends on the scores only (so one
         evaluation serves every weighting of the same scores)."""
-        e = np.multiply(beta[..., None, None], self.shifted)
-        total = _last_axis_sum(np.exp(e, out=e))
+        e = np.broadcast_to(self.fixed, (*beta.shape[:-1], *self.fixed.shape)).copy()
+        z = np.multiply(np.repeat(beta, self.live_count, axis=-1), self.live_s)
+        e.reshape(*beta.shape[:-1], -1)[..., self.live] = np.exp(z, out=z)
+        total = _last_axis_sum(e)
         return total, np.log(total)
 
     def value(self, beta: np.ndarray, total: np.ndarray, log_total: np.ndarray) -> np.ndarray:

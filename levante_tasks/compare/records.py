@@ -274,7 +274,8 @@ def read_csv(path: Path) -> pd.DataFrame:
     if missing:
         raise LevanteError(f"{path.name}: records CSV lacks columns {missing}")
     for column in ("item_uid", "task"):
-        empty = (table[column].isna() | (table[column].astype(object).fillna("").str.strip() == "")).to_numpy()
+        codes, uniques = pd.factorize(table[column], use_na_sentinel=True)  # checked per distinct value, not row
+        empty = np.array([not str(u).strip() for u in uniques] + [True])[codes]  # code -1 (missing): the last
         if empty.any():
             raise _first_bad_row(path, empty, f"record lacks ['{column}']")
     correct_text = table["correct"].astype(object).where(table["correct"].notna(), None)

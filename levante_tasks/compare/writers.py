@@ -59,8 +59,9 @@ def write_outputs(folder: Path, results: Results, summary: dict[str, object], se
 def _write_csv(path: Path, table: pd.DataFrame) -> None:
     """Write a CSV atomically; floats in their shortest form that reads back exactly (R parity to 1e-8).
 
-    pyarrow formats the values (a 500k-row table in a fraction of pandas' time) into memory, a slice at a time;
-    Python writes the bytes, so a full disk is an OSError naming its errno like any other write.
+    pyarrow formats the values (a 500k-row table in a fraction of pandas' time) into memory, a slice at a time, in
+    one batch (its default batches of 1,024 rows cost ~40% more CPU); Python writes the bytes from pyarrow's buffer
+    (no copy), so a full disk is an OSError naming its errno like any other write.
     """
     import pyarrow as pa
     import pyarrow.csv as pcsv
@@ -76,8 +77,9 @@ def _write_csv(path: Path, table: pd.DataFrame) -> None:
         for start in range(0, max(len(table), 1), CSV_SLICE_ROWS):
             part = pa.Table.from_pandas(table.iloc[start : start + CSV_SLICE_ROWS], preserve_index=False)
             buffer = pa.BufferOutputStream()
-            pcsv.write_csv(part, buffer, pcsv.WriteOptions(include_header=start == 0, quoting_style="needed"))
-            handle.write(buffer.getvalue().to_pybytes())
+            pcsv.write_csv(part, buffer, pcsv.WriteOptions(include_header=start == 0, quoting_style="needed",
+                                                           batch_size=CSV_SLICE_ROWS))
+            handle.write(memoryview(buffer.getvalue()))
 
 
 def _jsonable(value: object) -> object:

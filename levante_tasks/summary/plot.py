@@ -63,11 +63,14 @@ def write_heatmap(path: Path, matrix: dict[str, Any]) -> None:
     ax = fig.add_subplot()
     cmap, background = colormaps["viridis"], to_rgba(BACKGROUND)
     grid = [[background] * len(columns) for _ in models]
+    originals: dict[tuple[str, ...], list[dict[str, Any]]] = {}  # each grid square's cells, in matrix order
+    for c in matrix["cells"]:
+        if c["variant"] == "original":
+            square = (c["model"], c["revision"], c["adapter"], c["family"], c["task"], c["output_type"])
+            originals.setdefault(square, []).append(c)
     for j, column in enumerate(columns):
         for i, row in enumerate(keys):
-            found = [c for c in matrix["cells"] if (c["model"], c["revision"], c["adapter"]) == row
-                     and c["family"] == column["family"] and c["task"] == column["task"]
-                     and c["output_type"] == column["output_type"] and c["variant"] == "original"]
+            found = originals.get((*row, column["family"], column["task"], column["output_type"]))
             if not found:
                 continue
             cell = _pick(found)

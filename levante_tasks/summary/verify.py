@@ -452,8 +452,11 @@ def installed_task_version(task: str) -> str:
     return str(info.version) if info else "not installed"
 
 
-def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str], data_dir: Path,
-                        installed: Mapping[str, Any], source_sha256: Callable[[str], str | None]) -> list[str]:
+def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str],
+                        fingerprint: Callable[[str, str, str | None], str], installed: Mapping[str, Any],
+                        source_sha256: Callable[[str], str | None]) -> list[str]:
+    """Mismatch lines of one run's recorded provenance against this installation; `fingerprint(version, family,
+    locale)`: `_dataset_fingerprint` in the data dir."""
     where = run.file_label(run.results or Path())
     out: list[str] = []
     run_level: Counter[str] = Counter()
@@ -478,7 +481,7 @@ def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str
             out.append(f"{where}: {name}: task_source_sha256: recorded {have}, installed {want}")
         have = str(mine.get("dataset_fingerprint") or UNKNOWN)
         version = str(mine.get("data_version") or "")
-        want = (_dataset_fingerprint(data_dir, version, family, spec.get("locale")) if version
+        want = (fingerprint(version, family, spec.get("locale")) if version
                 else "? (data_version not recorded)")
         if have != want:
             out.append(f"{where}: {name}: dataset_fingerprint: recorded {have}, data dir has {want}")
@@ -493,6 +496,7 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
     installed: Mapping[str, Any] = {}
     # once per task (and once for the inspect tasks), not per run: each hashes ~20 source files
     source_sha256, inspect_installed = functools.cache(prov.task_source_sha256), functools.cache(installed_inspect)
+    fingerprint: Callable[[str, str, str | None], str] | None = None  # None: provenance is not checked
     if installation:
         from levante_tasks.lmms.patcher import installed_lmms_eval
 
@@ -500,7 +504,8 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
             installed = installed_lmms_eval()
         except LevanteError as exc:
             report.lines.append(f"installed lmms-eval: {exc}")
-        data_dir = layout.data_dir(data_dir)
+        # once per (data version, task, locale), not per run: each reads and checks a dataset.json
+        fingerprint = functools.cache(functools.partial(_dataset_fingerprint, layout.data_dir(data_dir)))
     for run_dir in run_dirs:
         runs, problems = discover(run_dir, folder_label(run_dir))
         report.lines += problems
@@ -508,9 +513,7 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
             assert run.results is not None
             where = run.file_label(run.results)
             if run.kind == INSPECT_AI:
-                check = installation and data_dir is not None
-                report.lines += verify_eval(run, functools.partial(_dataset_fingerprint, data_dir) if check else None,
-                                            inspect_installed() if check else None)
+                report.lines += verify_eval(run, fingerprint, inspect_installed() if fingerprint is not None else None)
                 report.runs, report.tasks = report.runs + 1, report.tasks + 1
                 continue
             try:
@@ -536,6 +539,6 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
                 problems, recomputed[name] = _check_leaf(name, results, lines, where, agreements)
                 report.lines += problems
             report.lines += _check_groups(results, recomputed, where)
-            if installation and data_dir is not None:
-                report.lines += _check_installation(run, results, leaves, data_dir, installed, source_sha256)
+            if fingerprint is not None:
+                report.lines += _check_installation(run, results, leaves, fingerprint, installed, source_sha256)
     return report
