@@ -513,6 +513,28 @@ def test_verify_checks_every_runs_dataset_fingerprint_against_its_own_task(
         assert not any("levante_vocab:" in line for line in mine), lines  # vocab's matches the data dir
 
 
+@pytest.mark.parametrize("locale", [[], {}])
+def test_a_damaged_recorded_locale_is_a_mismatch_line_not_a_crash(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], locale: object
+) -> None:
+    """A locale recorded as a list or an object cannot key verify's once-per-dataset lookup: it is looked up
+    uncached (read as English, as before the lookup was cached), and the run's fingerprint is still compared."""
+    runs = copy_runs(root, tmp_path / "runs")
+
+    def damage(data: dict) -> None:
+        with_provenance(data, dataset_fingerprint="f" * 64, data_version="synthetic")
+        for config in data["configs"].values():
+            levante = config.get("metadata", {}).get("levante")
+            if levante is not None:
+                levante["locale"] = locale
+
+    edit_results(runs / "fixed", damage)
+    assert main(["verify", str(runs / "fixed"), "--data-dir", str(root / "data")]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if "dataset_fingerprint: recorded " + "f" * 64
+             in line]
+    assert lines, "no dataset_fingerprint mismatch line"
+
+
 def test_runs_record_their_provenance(root: Path) -> None:
     # The task layer's side of the contract: every LEVANTE config of a real run carries what verify checks.
     data = json.loads(results_file(root / "runs" / "fixed").read_text(encoding="utf-8"))

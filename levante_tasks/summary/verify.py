@@ -452,6 +452,19 @@ def installed_task_version(task: str) -> str:
     return str(info.version) if info else "not installed"
 
 
+def _fingerprints(data_dir: Path) -> Callable[[str, str, Any], str]:
+    """`_dataset_fingerprint` in `data_dir`, each (data version, task, locale) read once, not once per run; a
+    recorded locale that is not a string (a damaged record: unhashable, so uncacheable) is looked up every time."""
+    cached = functools.cache(functools.partial(_dataset_fingerprint, data_dir))
+
+    def fingerprint(version: str, family: str, locale_code: Any) -> str:
+        if locale_code is None or isinstance(locale_code, str):
+            return cached(version, family, locale_code)
+        return _dataset_fingerprint(data_dir, version, family, locale_code)
+
+    return fingerprint
+
+
 def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str],
                         fingerprint: Callable[[str, str, str | None], str], installed: Mapping[str, Any],
                         source_sha256: Callable[[str], str | None]) -> list[str]:
@@ -504,8 +517,7 @@ def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation
             installed = installed_lmms_eval()
         except LevanteError as exc:
             report.lines.append(f"installed lmms-eval: {exc}")
-        # once per (data version, task, locale), not per run: each reads and checks a dataset.json
-        fingerprint = functools.cache(functools.partial(_dataset_fingerprint, layout.data_dir(data_dir)))
+        fingerprint = _fingerprints(layout.data_dir(data_dir))
     for run_dir in run_dirs:
         runs, problems = discover(run_dir, folder_label(run_dir))
         report.lines += problems
