@@ -461,17 +461,23 @@ def test_known_vs_unknown_dataset_fingerprint_is_a_mismatch(
     assert {c["provenance"]["dataset_fingerprint"] for c in matrix(tmp_path / "out")["cells"]} == {"f" * 64}
 
 
-def test_verify_checks_recorded_provenance_against_the_installation(
-    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
-    data_dir = tmp_path / "data"
+def fingerprinted_data(root: Path, data_dir: Path) -> tuple[Path, str]:
+    """A copy of the fixture's data dir whose vocab dataset records fingerprint a...a and egma-math's b...b; returns
+    it and its default version."""
     shutil.copytree(root / "data", data_dir)
     version = (data_dir / "default_version").read_text(encoding="utf-8").strip()
     for family, fingerprint in (("vocab", "a" * 64), ("egma-math", "b" * 64)):
         info_path = data_dir / version / "datasets" / family / "dataset.json"
         info = json.loads(info_path.read_text(encoding="utf-8"))
         info_path.write_text(json.dumps({**info, "fingerprint": fingerprint}), encoding="utf-8")
+    return data_dir, version
+
+
+def test_verify_checks_recorded_provenance_against_the_installation(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    data_dir, version = fingerprinted_data(root, tmp_path / "data")
     installed = installed_lmms_eval()
     edit_results(runs / "fixed", lambda d: with_provenance(
         d, dataset_fingerprint="a" * 64, data_version=version,
@@ -494,13 +500,7 @@ def test_verify_checks_every_runs_dataset_fingerprint_against_its_own_task(
     """verify reads each (data version, task, locale)'s dataset.json once for all runs: every run is still held to
     the fingerprint of its own task's dataset."""
     runs = copy_runs(root, tmp_path / "runs")
-    data_dir = tmp_path / "data"
-    shutil.copytree(root / "data", data_dir)
-    version = (data_dir / "default_version").read_text(encoding="utf-8").strip()
-    for family, fingerprint in (("vocab", "a" * 64), ("egma-math", "b" * 64)):
-        info_path = data_dir / version / "datasets" / family / "dataset.json"
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-        info_path.write_text(json.dumps({**info, "fingerprint": fingerprint}), encoding="utf-8")
+    data_dir, version = fingerprinted_data(root, tmp_path / "data")
     for name in ("fixed", "oracle"):
         edit_results(runs / name, lambda d: with_provenance(d, dataset_fingerprint="a" * 64, data_version=version))
     assert main(["verify", str(runs), "--data-dir", str(data_dir), "--skip-installation"]) == 0  # not compared
