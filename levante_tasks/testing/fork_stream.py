@@ -13,10 +13,10 @@ and any `sitecustomize` run there, once, not in each command. A zygote forks a h
 command's process (`lmms_fork._child`: the run's folder, environment, umask, path, fresh random state, its own
 process group) and passes on to it the signals the client receives (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
 SIGUSR2; one the client ignores, as it inherited, the command ignores too); a signal that comes before the
-command exists ends the client as it ends a process in start-up. A client
-that dies (SIGKILL of the runner's process group) has its command killed by the handler, a moment later rather than
-in the same instant. Every process here is a descendant of the test process and reaped by its parent, so the
-commands' CPU counts as the test run's (when the test process exits). Without a dispatcher (no $LEVANTE_FORK_STREAM:
+command exists ends the client as it ends a process in start-up. A client that dies (SIGKILL of the runner's
+process group) has its command killed by the handler, a moment later rather than in the same instant. Every process
+here is a descendant of the test process and reaped by its parent, so the commands' CPU counts as the test run's
+(when the test process exits). Without a dispatcher (no $LEVANTE_FORK_STREAM:
 a Slurm job under --export=NONE, a user's shell) the client execs the real command. As with `lmms_fork`, the
 commands forked from one zygote share its hash seed, and what a process does not inherit through a fork (user,
 capabilities, limits) is the zygote's: tests that check what a fresh process does, or drop privileges, keep the real
