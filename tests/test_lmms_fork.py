@@ -141,12 +141,15 @@ def test_a_sitecustomize_on_the_runs_path_and_its_own_lmms_eval_are_a_real_proce
 
 def test_at_most_tree_servers_servers_of_runs_with_their_own_lmms_eval_stay(tmp_path: Path) -> None:
     """A third run with its own lmms_eval tree stops the least recently used tree server; a tree used again is kept.
-    (The trees here are empty packages: each server exits at its first import, which the count does not need.)"""
+    (The trees here are empty packages, each with its `__init__.py`: a folder without one would be only a namespace
+    portion, which the installed lmms_eval wins over, so each server would import all of lmms-eval. An empty one
+    ends its server at its first import, which the count does not need.)"""
     from levante_tasks.testing import lmms_fork
 
     envs = []
     for name in ("a", "b", "c"):
         (tmp_path / name / "lmms_eval").mkdir(parents=True)
+        (tmp_path / name / "lmms_eval" / "__init__.py").touch()
         envs.append({**os.environ, "PYTHONPATH": str(tmp_path / name)})
     keys = [lmms_fork._key(env, "lmms_eval", []) for env in envs]
     try:
