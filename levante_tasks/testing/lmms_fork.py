@@ -360,6 +360,10 @@ def preload(kind: str) -> None:
         return
     import lmms_eval.cli.dispatch  # noqa: F401 - `python -m lmms_eval`'s dispatcher
 
+    # HF's model base (~2-3 s of CPU), else imported again by each run that builds an HF model (ours or
+    # lmms-eval's) in its fork; a model type's own modules are cheap after it
+    import transformers.modeling_utils  # noqa: F401
+
     import levante_tasks.testing.lmms_cli  # noqa: F401 - imports lmms_eval.__main__ and the test models
     if kind == "matrix_doubles":
         import levante_tasks.testing.matrix_doubles  # noqa: F401 - and the matrix runner's
