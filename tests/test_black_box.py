@@ -62,7 +62,8 @@ def test_openai_class_on_the_fake_server_answers_as_the_black_box_in_process(tmp
         done = run_cli(["--model", "openai", "--model_args", f"model_version=fake,api_key=fake,base_url={url}",
                         "--tasks", ",".join(SEED_TASKS), "--include_path", str(task_source.TASKS_DIR),
                         "--gen_kwargs", "max_new_tokens=2", "--output_path", str(out), "--log_samples",
-                        "--verbosity", "WARNING"], cwd=tmp_path, env=env, timeout=600, entry="lmms_eval")
+                        "--verbosity", "WARNING"], cwd=tmp_path, env=env, timeout=600, entry="lmms_eval",
+                       models=["openai"])
     assert done.returncode == 0, done.stderr[-3000:]
     records = [r for task in SEED_TASKS for r in item_records(out)[task]]
     rows = fixture_rows(data)

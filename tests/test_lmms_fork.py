@@ -417,3 +417,31 @@ def test_without_a_dispatcher_the_client_is_the_real_command(data: Path, tmp_pat
     process, command = start_blocked(FORKED, tmp_path / "run", env)
     assert command == process.pid
     assert signalled(process, signal.SIGTERM) == ENDS[signal.SIGTERM]
+
+
+def test_a_server_reads_the_installed_task_folder_once_and_each_manager_gets_its_own_copy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_index_installed_tasks`: a TaskManager at WARNING gets a copy of the server's index of lmms-eval's task folder
+    (what one manager does to its copy no other sees); one at DEBUG, whose reading logs, reads the folder itself."""
+    from lmms_eval import tasks
+
+    from levante_tasks.testing.lmms_fork import _index_installed_tasks
+
+    read, reads = tasks.TaskManager._get_task_and_group, []
+
+    def counted(self: tasks.TaskManager, task_dir: str) -> dict[str, dict[str, Any]]:
+        reads.append(task_dir)
+        return read(self, task_dir) if len(reads) == 1 else {}  # the server's own read is the real one
+
+    monkeypatch.setattr(tasks.TaskManager, "_get_task_and_group", counted)  # the memo is undone after the test too
+    _index_installed_tasks()
+    folder = os.path.dirname(os.path.abspath(tasks.__file__)) + "/"
+    first = tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(folder)
+    assert reads == [folder] and len(first) > 100 and all(entry["type"] for entry in first.values())
+    name, entry = next(iter(first.items()))
+    kept = dict(entry)
+    entry["type"] = "changed"  # a run that changes its manager's index
+    second = tasks.TaskManager("INFO", include_defaults=False)._get_task_and_group(folder)
+    assert reads == [folder] and second[name] == kept and second.keys() == first.keys()
+    assert tasks.TaskManager("DEBUG", include_defaults=False)._get_task_and_group(folder) == {}
+    assert reads == [folder, folder]
