@@ -8,13 +8,14 @@ cannot change the output.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from levante_tasks.l0.config import OPERATIONS, GenConfig
 from levante_tasks.l0.grammar import BOOL_INPUTS, BOOL_LOCALS, INT_INPUTS, INT_LOCALS, LIST_INPUTS
 
 INDENT = "\t"
+_Draw = Callable[[int, "_Scope", list[str]], None]  # a statement's draw method: (depth, scope, enclosing loops)
 
 
 class _TooLong(Exception):
@@ -77,6 +78,7 @@ class ProgramGenerator:
         self.lines: list[tuple[int, str]] = []
         self.max_depth = 0
         self.reads: set[str] = set()  # names the body reads: the parameters worth keeping
+        self._weights: dict[tuple[bool, bool, bool], tuple[list[tuple[_Draw, float]], float]] = {}
 
     def draw(self) -> DrawnProgram | None:
         """A program, or None when it grew past max_code_lines while being drawn."""
@@ -113,23 +115,28 @@ class ProgramGenerator:
 
     def _statement(self, depth: int, scope: _Scope, loops: list[str]) -> None:
         cfg = self.config
-        feasible = {
-            "num_assignment": True,
-            "bool_assignment": True,
-            "if_block": depth < cfg.max_scope_depth and bool(scope.bools),
-            "while_block": depth < cfg.max_scope_depth and len(loops) < len(BOOL_INPUTS + BOOL_LOCALS),
-            "append": bool(scope.lists),
-            "pop": bool(scope.lists),
-        }
-        weights = [(op, cfg.operations[op]) for op in OPERATIONS if feasible[op] and cfg.operations[op] > 0]
-        point = self.rng.random() * sum(w for _, w in weights)
-        kind = weights[-1][0]
-        for op, weight in weights:
+        feasible = (depth < cfg.max_scope_depth and bool(scope.bools),
+                    depth < cfg.max_scope_depth and len(loops) < len(BOOL_INPUTS + BOOL_LOCALS), bool(scope.lists))
+        if feasible not in self._weights:
+            self._weights[feasible] = self._weighted(*feasible)
+        weights, total = self._weights[feasible]
+        point = self.rng.random() * total
+        chosen = weights[-1][0]
+        for draw, weight in weights:
             if point < weight:
-                kind = op
+                chosen = draw
                 break
             point -= weight
-        getattr(self, f"_{kind}")(depth, scope, loops)
+        chosen(depth, scope, loops)
+
+    def _weighted(self, if_block: bool, while_block: bool, lists: bool) -> tuple[list[tuple[_Draw, float]], float]:
+        """The statements `_statement` may draw when an `if` / a `while` / a list statement is feasible, with their
+        weights, and the weights' sum (kept per case: `_statement` runs for every line drawn)."""
+        feasible = {"num_assignment": True, "bool_assignment": True, "if_block": if_block, "while_block": while_block,
+                    "append": lists, "pop": lists}
+        weights = [(getattr(self, f"_{op}"), self.config.operations[op]) for op in OPERATIONS
+                   if feasible[op] and self.config.operations[op] > 0]
+        return weights, sum(w for _, w in weights)
 
     # --- statements -------------------------------------------------------------------------------------------
     def _num_assignment(self, depth: int, scope: _Scope, loops: list[str]) -> None:

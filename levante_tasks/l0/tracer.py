@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +23,9 @@ LIST_METHODS = ("append", "pop")
 # What L0-Bench's words can write in an expression besides + and -: `==`, `!=`, `<`, `>` (chains too) and `len(`.
 COMPARISONS = (ast.Eq, ast.NotEq, ast.Lt, ast.Gt)
 LENGTH = "len"
-_EVENT = "_l0_event"  # _l0_event(line) or _l0_event(line, name, value)
-_TEST = "_l0_test"  # _l0_test(line, condition) -> condition: one event per evaluation of a `while` test
+_EVENT = "_l0_event"  # _l0_event("L<line>,"): a trace line that shows no variable
+_STATE = "_l0_state"  # _l0_state("L<line>,<name>:", value, ",<name>:", value, ...): one that shows variables
+_TEST = "_l0_test"  # _l0_test("L<line>,", condition) -> condition: one event per evaluation of a `while` test
 _RESERVED_PREFIX = "_l0"
 _RESERVED = re.compile(rf"\b{_RESERVED_PREFIX}\w*")
 
@@ -68,18 +69,30 @@ def upstream_cut(lines: tuple[str, ...], finished: bool, max_steps: int, failed_
 def _shown_names(tree: ast.Module) -> dict[int, tuple[str, ...]]:
     """Per statement line, the variables its trace line may show, as L0-Bench's tracer picks them (`pick_shown`
     keeps those it prints): an assignment's target; every variable an `.append`/`.pop` line reads, in the order
-    of the function's local variables (parameters, then first use)."""
+    of the function's local variables (parameters, then first use). Of two such statements on one line, the
+    later one's (both trace lines show them, as in L0-Bench)."""
     func = tree.body[0]
     order = {name: rank for rank, name in enumerate(_local_order(func))}  # type: ignore[arg-type]
     shown: dict[int, tuple[str, ...]] = {}
-    for node in ast.walk(func):
+    for node in _statements(func.body):  # type: ignore[attr-defined]
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             shown[node.lineno] = (node.targets[0].id,)
-        elif isinstance(node, ast.stmt) and _list_call(node) is not None:
+        elif _list_call(node) is not None:
             read = sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in order},
                           key=order.__getitem__)  # a name that is no local (`len`) is never in the state
             shown[node.lineno] = tuple(read)
     return shown
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of `body` and of the `if`/`while` blocks in it, in source order: every statement of a
+    program the tracer accepts (it refuses any other compound statement, and `else`). Walking statements only
+    is what makes `_shown_names` cheap; the statements sharing a line are in one block, so the last one of a
+    line is the same as in a breadth-first walk of the whole tree."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.If, ast.While)):
+            yield from _statements(node.body)
 
 
 def pick_shown(names: Sequence[str]) -> tuple[str, ...]:
@@ -105,23 +118,12 @@ def render_value(value: object) -> str:
     return str(value).replace(" ", "")
 
 
-def _at(line: int) -> dict[str, int]:
-    """Source position keywords for a node the tracer adds (it belongs to `line`)."""
-    return {"lineno": line, "end_lineno": line, "col_offset": 0, "end_col_offset": 0}
-
-
-def _call(name: str, line: int, *args: ast.expr) -> ast.Call:
-    func = ast.Name(id=name, ctx=ast.Load(), **_at(line))
-    return ast.Call(func=func, args=[ast.Constant(line, **_at(line)), *args], keywords=[], **_at(line))
-
-
-def _event(line: int, *named: ast.expr) -> ast.stmt:
-    return ast.Expr(value=_call(_EVENT, line, *named), **_at(line))
-
-
-def _named_event(line: int, names: tuple[str, ...]) -> ast.stmt:
-    pairs = [(ast.Constant(name, **_at(line)), ast.Name(id=name, ctx=ast.Load(), **_at(line))) for name in names]
-    return _event(line, *(part for pair in pairs for part in pair))
+def _state_call(line: int, names: tuple[str, ...]) -> str:
+    """The source of the call that records the trace line of a statement at `line` showing `names`."""
+    if not names:
+        return f"{_EVENT}({f'L{line},'!r})"
+    prefixes = [f"L{line},{names[0]}:", *(f",{name}:" for name in names[1:])]
+    return f"{_STATE}({', '.join(f'{prefix!r}, {name}' for prefix, name in zip(prefixes, names, strict=True))})"
 
 
 def _list_call(node: ast.stmt) -> str | None:
@@ -180,34 +182,59 @@ def _check_list_call(node: ast.Expr, line: int) -> None:
         _check_expr(arg, line)
 
 
-def _instrument_block(body: list[ast.stmt], shown: Mapping[int, tuple[str, ...]]) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
+def _plan_block(body: list[ast.stmt], shown: Mapping[int, tuple[str, ...]], plan: dict[int, list[str]]) -> None:
+    """Check `body` (in statement order: the first problem is the one reported) and add to `plan`, per line, the
+    source of the calls `_insert_block` puts in, in the order it puts them in."""
     for node in body:
         line = node.lineno
         if isinstance(node, ast.Assign):
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 raise ProgramError(f"line {line}: only `<name> = <expression>` assignments are supported")
             _check_expr(node.value, line)
-            out += [node, _named_event(line, pick_shown(shown[line]))]
+            plan.setdefault(line, []).append(_state_call(line, pick_shown(shown[line])))
         elif _list_call(node) is not None:
             _check_list_call(node, line)
-            out += [node, _named_event(line, pick_shown(shown[line]))]
-        elif isinstance(node, ast.If) and not node.orelse:
+            plan.setdefault(line, []).append(_state_call(line, pick_shown(shown[line])))
+        elif isinstance(node, (ast.If, ast.While)) and not node.orelse:
             _check_expr(node.test, line)
-            test = _call(_TEST, line, node.test)  # recorded once the test has been evaluated, as for `while`
-            out.append(ast.copy_location(ast.If(test=test, body=_instrument_block(node.body, shown), orelse=[]),
-                                       node))
-        elif isinstance(node, ast.While) and not node.orelse:
-            _check_expr(node.test, line)
-            test = _call(_TEST, line, node.test)
-            out.append(ast.copy_location(ast.While(test=test, body=_instrument_block(node.body, shown), orelse=[]),
-                                       node))
+            # recorded once the test has been evaluated: for a `while`, once per evaluation
+            plan.setdefault(line, []).append(f"{_TEST}({f'L{line},'!r}, 0)")
+            _plan_block(node.body, shown, plan)
         elif isinstance(node, ast.Return):
             if node.value is not None:
                 _check_expr(node.value, line)
-            out += [_event(line), node]
+            plan.setdefault(line, []).append(_state_call(line, ()))
         else:
             raise ProgramError(f"line {line}: unsupported statement `{type(node).__name__}`")
+
+
+def _parse_plan(plan: Mapping[int, list[str]]) -> dict[int, Iterator[ast.stmt]]:
+    """The planned calls as statements, per line. They are parsed together from a text that writes each on its
+    statement's line, so the parser gives them that line number (as it does for the program's own nodes, which
+    keep theirs): building the nodes one by one in Python took most of the time it takes to trace a program."""
+    text = "\n".join("; ".join(plan.get(line, ())) for line in range(1, max(plan, default=0) + 1))
+    calls: dict[int, list[ast.stmt]] = {}
+    for stmt in ast.parse(text).body:
+        calls.setdefault(stmt.lineno, []).append(stmt)
+    return {line: iter(stmts) for line, stmts in calls.items()}
+
+
+def _insert_block(body: list[ast.stmt], calls: Mapping[int, Iterator[ast.stmt]]) -> list[ast.stmt]:
+    """`body` (checked by `_plan_block`) with its planned calls: after an assignment or `.append`/`.pop`, around
+    an `if`/`while` test, before a `return`."""
+    out: list[ast.stmt] = []
+    for node in body:
+        call = next(calls[node.lineno])
+        if isinstance(node, (ast.If, ast.While)):
+            test = call.value  # type: ignore[attr-defined]
+            test.args[1] = node.test
+            node.test = test
+            node.body = _insert_block(node.body, calls)
+            out.append(node)
+        elif isinstance(node, ast.Return):
+            out += [call, node]
+        else:
+            out += [node, call]
     return out
 
 
@@ -231,7 +258,9 @@ def parse_program(source: str) -> tuple[ast.Module, list[str], dict[int, tuple[s
         shown = _shown_names(tree)
     except SyntaxError as exc:
         raise ProgramError(f"line {exc.lineno}: {exc.msg}") from None
-    func.body = _instrument_block(func.body, shown)
+    plan: dict[int, list[str]] = {}
+    _plan_block(func.body, shown, plan)
+    func.body = _insert_block(func.body, _parse_plan(plan))
     return tree, [a.arg for a in args.args], shown
 
 
@@ -242,13 +271,23 @@ class _Recorder:
         self.lines: list[str] = []
         self.max_steps = max_steps
 
-    def event(self, line: int, *named: Any) -> None:
+    def event(self, text: str) -> None:
+        """A trace line that shows no variable."""
         if len(self.lines) >= self.max_steps:
             raise _StepLimit
-        self.lines.append(f"L{line}," + _render_state(named[0::2], named[1::2]))
+        self.lines.append(text)
 
-    def test(self, line: int, condition: Any) -> Any:
-        self.event(line)
+    def state(self, prefix: str, value: Any, *more: Any) -> None:
+        """A trace line showing variables: `prefix` + the value, then each further (prefix, value) pair."""
+        if len(self.lines) >= self.max_steps:
+            raise _StepLimit
+        text = prefix + render_value(value)
+        for index in range(0, len(more), 2):
+            text += more[index] + render_value(more[index + 1])
+        self.lines.append(text)
+
+    def test(self, text: str, condition: Any) -> Any:
+        self.event(text)
         return condition
 
 
@@ -277,7 +316,8 @@ class TracedProgram:
         """(the lines recorded, stopped at `max_steps`; whether the run returned or hit the limit)."""
         self._failed_line = ""
         recorder = _Recorder(max_steps)
-        namespace: dict[str, Any] = {"__builtins__": {LENGTH: len}, _EVENT: recorder.event, _TEST: recorder.test}
+        namespace: dict[str, Any] = {"__builtins__": {LENGTH: len}, _EVENT: recorder.event, _STATE: recorder.state,
+                                     _TEST: recorder.test}
         exec(self._code, namespace)
         function: Callable[..., Any] = namespace[FUNCTION_NAME]
         try:
