@@ -12,7 +12,8 @@ release's `levante_trog` (4 options), one model per matrix, each matrix a fresh 
 A model's cells run in one lmms-eval process (one start-up), so replicates add requests, not start-ups; against a
 real API each request adds its latency, and the share tends to (K x samples - 1) / (K x samples).
 Run: `.venv/bin/python benchmarks/distribution_cost.py` (about 6 minutes on 2 cores); `--tiny`: 2 items, the
-anchor and K = 2 x 2 samples only (about 2 minutes: each matrix costs its lmms-eval start-up and end step).
+anchor and K = 2 x 2 samples only (about 2 minutes: each matrix costs its lmms-eval start-up and end step); under the
+test suite's fork_stream dispatcher their lmms-eval runs are forked (`matrix.lmms_module`: no start-up per run).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from matrix import prepared_demo
+from matrix import lmms_module, prepared_demo
 
 CLI = [sys.executable, "-m", "levante_tasks"]
 TASK = "levante_trog"
@@ -36,14 +37,18 @@ SIZES = {"full": {"items": 16, "orders": (4, 8), "sampled": 8},  # sampled: K of
          "tiny": {"items": 2, "orders": (), "sampled": 2}}
 
 
-def run_matrix(folder: Path, data: Path, url: str, items: int, distribution: dict[str, Any] | None) -> float:
-    """One matrix of the openai class on TASK; returns its wall seconds (it must succeed)."""
+def run_matrix(folder: Path, data: Path, url: str, items: int, distribution: dict[str, Any] | None,
+               module: str) -> float:
+    """One matrix of the openai class on TASK, its lmms-eval runs by `module`; returns its wall seconds (it must
+    succeed)."""
     model: dict[str, Any] = {"name": "api", "model": "openai",
                              "model_args": f"model_version=fake-gpt,base_url={url},api_key=fake,max_retries=1"}
     if distribution:
         model["distribution"] = distribution
     config = {"data": {"dir": str(data), "version": "synthetic"}, "models": [model], "tasks": [TASK],
               "limit": items, "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}}
+    if module != "lmms_eval":
+        config["lmms_eval_module"] = module
     folder.mkdir(parents=True)
     (folder / "matrix.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     start = time.perf_counter()
@@ -68,7 +73,8 @@ def count_lines(path: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="2 items, K = 2 x 2 samples (the test suite's run)")
-    size = SIZES["tiny" if parser.parse_args().tiny else "full"]
+    tiny = parser.parse_args().tiny
+    size, module = SIZES["tiny" if tiny else "full"], lmms_module("lmms_eval", tiny)
     items = size["items"]
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from levante_tasks.testing.fake_openai import serve
@@ -85,7 +91,7 @@ def main() -> None:
         with serve(log) as url:
             for index, (label, distribution) in enumerate(cases.items()):
                 before = count_lines(log)
-                wall = run_matrix(tmp / f"m{index}", data, url, items, distribution)
+                wall = run_matrix(tmp / f"m{index}", data, url, items, distribution, module)
                 requests = count_lines(log) - before
                 rows.append((label, requests / items, wall, cell_seconds(tmp / f"m{index}" / "out")))
         anchor_wall, anchor_cells = rows[0][2], rows[0][3]

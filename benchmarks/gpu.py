@@ -13,7 +13,8 @@ Printed per run: items/s of the evaluation (after the model load: `load s`, the 
 peak memory of the run (GPU: weights + torch.cuda.max_memory_allocated above what was allocated when the run began;
 CPU: the process's peak RSS) and our ratio to the anchor at the same batch size. Then a small matrix (one model x
 2 tasks x 2 seeds of `levante_vlm_mc`; `--tiny`: 1 task x 1 seed): its model loads, from matrix.json's `model_loads`
-when it has one, else one per lmms-eval process in the cell logs, against its cell count (one load per cell).
+when it has one, else one per lmms-eval process in the cell logs, against its cell count (one load per cell); at
+`--tiny` under the test suite's fork_stream dispatcher its lmms-eval run is forked (`matrix.lmms_module`).
 
 Run (GPU, the figures to quote; about 5 minutes on one H100): `.venv/bin/python benchmarks/gpu.py --full --device
 cuda --out gpu-bench`. `--tiny`: tiny shapes on CPU at batch 2 (the batched path; the suite's smoke run,
@@ -41,7 +42,7 @@ from typing import Any
 
 import torch
 import yaml
-from matrix import TASKS, prepared_demo, timed
+from matrix import TASKS, lmms_module, prepared_demo, timed
 
 from levante_tasks.testing.tiny_models import build_tiny_qwen_vl, build_tiny_vlm
 
@@ -156,6 +157,9 @@ def matrix_loads(path: Path, data: Path, args: argparse.Namespace, out: Path) ->
               "models": [{"name": "vlm", "model": "levante_vlm_mc", "model_args": f"pretrained={path},dtype={DTYPE}"}],
               "tasks": tasks, "seeds": seeds, "limit": args.limit or 8, "batch_sizes": [max(args.batches)],
               "device": args.device}
+    module = lmms_module("lmms_eval", args.tiny)
+    if module != "lmms_eval":
+        config["lmms_eval_module"] = module
     out.mkdir(parents=True, exist_ok=True)
     (out / "matrix.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     wall, cpu = timed([sys.executable, "-m", "levante_tasks", "matrix", "--config", "matrix.yaml", "--out", "m"], out)

@@ -19,7 +19,9 @@ The model is the offline fixed-letter double (`levante_fixed` via `levante_tasks
 Run: `.venv/bin/python benchmarks/matrix.py` (about 4 minutes on 2 cores); `--tiny`: one repeat, planning at
 1 model, resume at 1 cell (its first run is section 2's), model loads at 1 cell (about a minute: every lmms-eval
 process costs its start-up). `$LEVANTE_BENCH_DEMO`, a `demo --prepare-only` folder, is read instead of preparing
-the release (the test suite prepares one for every benchmark that needs it).
+the release (the test suite prepares one for every benchmark that needs it). Under the test suite (`--tiny` with its
+fork_stream dispatcher named by $LEVANTE_FORK_STREAM) the lmms-eval runs are forked from a zygote that imported
+lmms-eval once (`lmms_module`): the same runs and figure lines, without a start-up per run in the CPU figures.
 """
 
 from __future__ import annotations
@@ -37,11 +39,16 @@ from pathlib import Path
 
 import yaml
 
+from levante_tasks.testing.fork_stream import SOCKET_ENV
+
 TASKS = ["levante_vocab", "levante_trog", "levante_egma_math", "levante_theory_of_mind",
          "levante_matrix_reasoning", "levante_mental_rotation", "levante_same_different"]
 DOUBLES = "levante_tasks.testing.matrix_doubles"
+# The forked client of each lmms-eval module (levante_tasks.testing.fork_stream), for --tiny under the test suite
+FORKED = {DOUBLES: "levante_tasks.testing.forked_doubles", "lmms_eval": "levante_tasks.testing.forked_lmms_eval"}
 CLI = [sys.executable, "-m", "levante_tasks"]
 REPEATS = 3
+LMMS_MODULE = DOUBLES  # the configs' lmms_eval_module (main: lmms_module's choice)
 SHARED_DEMO = "LEVANTE_BENCH_DEMO"  # a `demo --prepare-only` folder to read instead (the test suite prepares one)
 SIZES = {"full": {"plan_models": (1, 10, 100, 1000), "resume": (4, 3), "loads": (2, 2)},
          "tiny": {"plan_models": (1,), "resume": (1, 1), "loads": (1, 1)}}  # (models, seeds); loads: (tasks, seeds)
@@ -52,7 +59,7 @@ def write_config(folder: Path, data: Path, models: int, tasks: list[str], seeds:
     config = {
         "data": {"dir": str(data), "version": "synthetic"},
         "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
-        "lmms_eval_module": DOUBLES,
+        "lmms_eval_module": LMMS_MODULE,
         "models": [{"name": f"fixed{k}", "model": "levante_fixed", "model_args": f"letter={'ABCD'[k % 4]},tag={k}"}
                    for k in range(models)],
         "tasks": tasks, "seeds": seeds, "limit": 8, "batch_sizes": [8],
@@ -61,6 +68,15 @@ def write_config(folder: Path, data: Path, models: int, tasks: list[str], seeds:
     path = folder / "matrix.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
+
+
+def lmms_module(module: str, tiny: bool) -> str:
+    """The `lmms_eval_module` of a benchmark's matrix: `module`, or at `--tiny` under the test suite's fork_stream
+    dispatcher ($LEVANTE_FORK_STREAM: tests/conftest.py) its forked client, so that the smoke run pays lmms-eval's
+    start-up once per test process, not once per run. What the runs do and print is the same; their start-up and
+    work are then the zygote's, in no CPU figure (those count the client). Run by hand, `--tiny` starts the real
+    module, as the full size does."""
+    return FORKED[module] if tiny and os.environ.get(SOCKET_ENV) else module
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
@@ -168,12 +184,13 @@ def model_loads(tmp: Path, data: Path, tasks: int, seeds: int) -> None:
 
 
 def main() -> None:
-    global REPEATS
+    global REPEATS, LMMS_MODULE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="smallest sizes, one repeat (the test suite's run)")
     size = SIZES["tiny" if parser.parse_args().tiny else "full"]
     if size is SIZES["tiny"]:
         REPEATS = 1
+    LMMS_MODULE = lmms_module(DOUBLES, size is SIZES["tiny"])
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     with tempfile.TemporaryDirectory(prefix="matrix-bench-") as name:
         tmp = Path(name)

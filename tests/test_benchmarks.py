@@ -3,7 +3,9 @@
 Each `benchmarks/*.py --tiny` (found by glob: a new benchmark is included without editing this file) runs as a
 subprocess; it must exit 0 and print at least one figure line: a figure with its ratio (`ratio 0.54`, `x2.1`,
 `3.94x`). The synthetic release those that run lmms-eval read is prepared once here (`demo --prepare-only`, as each
-would) and named to them by $LEVANTE_BENCH_DEMO.
+would) and named to them by $LEVANTE_BENCH_DEMO. Their environment names this process's fork_stream dispatcher
+(tests/conftest.py): the benchmarks whose matrices run lmms-eval (matrix, distribution_cost, gpu) fork those runs
+from its zygotes at `--tiny` (benchmarks/matrix.py `lmms_module`), so lmms-eval is imported once, not once per run.
 """
 
 from __future__ import annotations
