@@ -112,8 +112,8 @@ def _mirror(src: Path, root: Path) -> Path:
 def test_a_sitecustomize_on_the_runs_path_and_its_own_lmms_eval_are_a_real_processs(data: Path,
                                                                                     tmp_path: Path) -> None:
     """A `sitecustomize` in the run's new PYTHONPATH entries runs in the fork as in a new interpreter (the compat
-    suite's spy is installed so), and a run whose PYTHONPATH holds its own lmms_eval gets it from a server that
-    imported that one (the patch tests' trees), while a run without it still gets the installed one."""
+    suite's spy is installed so), and a run whose PYTHONPATH holds its own lmms_eval imports that one (the patch
+    tests' trees), while a run without it still gets the installed one."""
     installed = importlib.util.find_spec("lmms_eval")  # not imported here: the test process stays without it
     assert installed is not None and installed.origin is not None
     site = tmp_path / "site"
@@ -139,22 +139,27 @@ def test_a_sitecustomize_on_the_runs_path_and_its_own_lmms_eval_are_a_real_proce
     assert seen["installed"] == [installed.origin]
 
 
-def test_at_most_tree_servers_servers_of_runs_with_their_own_lmms_eval_stay(tmp_path: Path) -> None:
-    """A third run with its own lmms_eval tree stops the least recently used tree server; a tree used again is kept.
-    (The trees here are empty packages: each server exits at its first import, which the count does not need.)"""
+def test_runs_with_their_own_lmms_eval_share_a_tree_server_and_at_most_tree_servers_stay(tmp_path: Path) -> None:
+    """Runs with different lmms_eval trees share one `tree` server (each imports its own tree's lmms_eval); a third
+    import-time environment stops the least recently used tree server; one used again is kept. (The servers here get
+    a hash seed the interpreter refuses: each exits at start-up, which the count does not need.)"""
     from levante_tasks.testing import lmms_fork
 
-    envs = []
-    for name in ("a", "b", "c"):
+    for name in ("a", "b"):
         (tmp_path / name / "lmms_eval").mkdir(parents=True)
-        envs.append({**os.environ, "PYTHONPATH": str(tmp_path / name)})
-    keys = [lmms_fork._key(env, "lmms_eval", []) for env in envs]
+
+    def key(tree: str, seed: str) -> tuple[str | None, ...]:
+        env = {**os.environ, "PYTHONPATH": str(tmp_path / tree), "PYTHONHASHSEED": seed}
+        return lmms_fork._key(env, "lmms_eval", [])
+
+    assert key("a", "x0") == key("b", "x0") and key("a", "x0")[0] == lmms_fork.TREE
+    keys = [key("a", f"x{i}") for i in range(3)]
     try:
         lmms_fork._server(keys[0])
         lmms_fork._server(keys[1])
         lmms_fork._server(keys[0])  # a used again: b is now the least recently used
         lmms_fork._server(keys[2])
-        trees = [key for key in lmms_fork._SERVERS if key[-1] is not None]
+        trees = [key for key in lmms_fork._SERVERS if key[0] == lmms_fork.TREE]
         assert len(trees) == lmms_fork.TREE_SERVERS and keys[1] not in trees and {keys[0], keys[2]} <= set(trees)
     finally:
         lmms_fork._stop([key for key in keys if key in lmms_fork._SERVERS])
