@@ -112,8 +112,8 @@ def _mirror(src: Path, root: Path) -> Path:
 def test_a_sitecustomize_on_the_runs_path_and_its_own_lmms_eval_are_a_real_processs(data: Path,
                                                                                     tmp_path: Path) -> None:
     """A `sitecustomize` in the run's new PYTHONPATH entries runs in the fork as in a new interpreter (the compat
-    suite's spy is installed so), and a run whose PYTHONPATH holds its own lmms_eval gets it from a server that
-    imported that one (the patch tests' trees), while a run without it still gets the installed one."""
+    suite's spy is installed so), and a run whose PYTHONPATH holds its own lmms_eval imports that one (the patch
+    tests' trees), while a run without it still gets the installed one."""
     installed = importlib.util.find_spec("lmms_eval")  # not imported here: the test process stays without it
     assert installed is not None and installed.origin is not None
     site = tmp_path / "site"
@@ -139,25 +139,27 @@ def test_a_sitecustomize_on_the_runs_path_and_its_own_lmms_eval_are_a_real_proce
     assert seen["installed"] == [installed.origin]
 
 
-def test_at_most_tree_servers_servers_of_runs_with_their_own_lmms_eval_stay(tmp_path: Path) -> None:
-    """A third run with its own lmms_eval tree stops the least recently used tree server; a tree used again is kept.
-    (The trees here are empty packages, each with its `__init__.py`: a folder without one would be only a namespace
-    portion, which the installed lmms_eval wins over, so each server would import all of lmms-eval. An empty one
-    ends its server at its first import, which the count does not need.)"""
+def test_runs_with_their_own_lmms_eval_share_a_tree_server_and_at_most_tree_servers_stay(tmp_path: Path) -> None:
+    """Runs with different lmms_eval trees share one `tree` server (each imports its own tree's lmms_eval); a third
+    import-time environment stops the least recently used tree server; one used again is kept. (The servers here get
+    a hash seed the interpreter refuses: each exits at start-up, which the count does not need.)"""
     from levante_tasks.testing import lmms_fork
 
-    envs = []
-    for name in ("a", "b", "c"):
+    for name in ("a", "b"):
         (tmp_path / name / "lmms_eval").mkdir(parents=True)
-        (tmp_path / name / "lmms_eval" / "__init__.py").touch()
-        envs.append({**os.environ, "PYTHONPATH": str(tmp_path / name)})
-    keys = [lmms_fork._key(env, "lmms_eval", []) for env in envs]
+
+    def key(tree: str, seed: str) -> tuple[str | None, ...]:
+        env = {**os.environ, "PYTHONPATH": str(tmp_path / tree), "PYTHONHASHSEED": seed}
+        return lmms_fork._key(env, "lmms_eval", [])
+
+    assert key("a", "x0") == key("b", "x0") and key("a", "x0")[0] == lmms_fork.TREE
+    keys = [key("a", f"x{i}") for i in range(3)]
     try:
         lmms_fork._server(keys[0])
         lmms_fork._server(keys[1])
         lmms_fork._server(keys[0])  # a used again: b is now the least recently used
         lmms_fork._server(keys[2])
-        trees = [key for key in lmms_fork._SERVERS if key[-1] is not None]
+        trees = [key for key in lmms_fork._SERVERS if key[0] == lmms_fork.TREE]
         assert len(trees) == lmms_fork.TREE_SERVERS and keys[1] not in trees and {keys[0], keys[2]} <= set(trees)
     finally:
         lmms_fork._stop([key for key in keys if key in lmms_fork._SERVERS])
@@ -417,31 +419,3 @@ def test_without_a_dispatcher_the_client_is_the_real_command(data: Path, tmp_pat
     process, command = start_blocked(FORKED, tmp_path / "run", env)
     assert command == process.pid
     assert signalled(process, signal.SIGTERM) == ENDS[signal.SIGTERM]
-
-
-def test_a_server_reads_the_installed_task_folder_once_and_each_manager_gets_its_own_copy(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """`_index_installed_tasks`: a TaskManager at WARNING gets a copy of the server's index of lmms-eval's task folder
-    (what one manager does to its copy no other sees); one at DEBUG, whose reading logs, reads the folder itself."""
-    from lmms_eval import tasks
-
-    from levante_tasks.testing.lmms_fork import _index_installed_tasks
-
-    read, reads = tasks.TaskManager._get_task_and_group, []
-
-    def counted(self: tasks.TaskManager, task_dir: str) -> dict[str, dict[str, Any]]:
-        reads.append(task_dir)
-        return read(self, task_dir) if len(reads) == 1 else {}  # the server's own read is the real one
-
-    monkeypatch.setattr(tasks.TaskManager, "_get_task_and_group", counted)  # the memo is undone after the test too
-    _index_installed_tasks()
-    folder = os.path.dirname(os.path.abspath(tasks.__file__)) + "/"
-    first = tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(folder)
-    assert reads == [folder] and len(first) > 100 and all(entry["type"] for entry in first.values())
-    name, entry = next(iter(first.items()))
-    kept = dict(entry)
-    entry["type"] = "changed"  # a run that changes its manager's index
-    second = tasks.TaskManager("INFO", include_defaults=False)._get_task_and_group(folder)
-    assert reads == [folder] and second[name] == kept and second.keys() == first.keys()
-    assert tasks.TaskManager("DEBUG", include_defaults=False)._get_task_and_group(folder) == {}
-    assert reads == [folder, folder]

@@ -2,10 +2,10 @@
 
 For every patch a tree with all patches *but* that one shows the bug; the fully patched tree shows the fix. The
 same probes run on both, so untouched behaviour (inputs outside the bug) must give identical outputs. Each probe
-runs lmms_eval from its tree in a subprocess (PYTHONPATH first), so the venv's own copy is never imported here; a
-run of the CLI is forked from a server per tree that imported that tree's lmms_eval once (`lmms_fork`), except
-where a test checks what a fresh import does (P15, P17, P18, P19: a real process per tree, one for all four on
-the fully patched tree).
+and run of the CLI runs lmms_eval from its tree in a process of its own (PYTHONPATH first), so the venv's own copy is
+never imported here: a fork of one server for all the trees (`lmms_fork`'s tree server, which imported only
+third-party libraries), so each imports its tree's lmms_eval afresh. What the fully patched tree's start-up and a
+LEVANTE run load (P15, P18, P19) is shown in a new interpreter (`fresh_all`).
 The patch set is the one for the installed version: 0.7.2 in .venv; `make test` runs this file again in a
 throwaway venv holding 0.7.3 (scripts/test_lmms_eval_version.sh).
 """
@@ -27,7 +27,7 @@ from levante_tasks.lmms.patcher.engine import revert_patch_set
 from levante_tasks.lmms.patcher.target import installed_root, resolve_target
 from levante_tasks.lmms.patcher.unidiff import FilePatch
 from levante_tasks.schema.task_source import TASKS_DIR
-from levante_tasks.testing.lmms_fork import run_cli, stop_tree_servers
+from levante_tasks.testing.lmms_fork import CODE, run_cli, stop_tree_servers
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PATCH_SET = resolve_target(installed_root())[1]  # the set for the installed version
@@ -79,8 +79,18 @@ def _pristine_targets(tmp: Path) -> dict[str, str]:
     return {rel: (tmp / rel).read_text(encoding="utf-8") for rel in PATCH_SET.targets}
 
 
+def _link(source: str, link: str) -> None:
+    """`link` made a hard link to `source` (about a fifth of a symlink's CPU: no inode of its own), or a symlink where
+    the file system refuses one (another device, protected hard links). Neither is ever written in place: Python
+    replaces a stale byte-code cache with a new file."""
+    try:
+        os.link(source, link)
+    except OSError:
+        os.symlink(source, link)
+
+
 def _build_tree(root: Path, pristine: dict[str, str], patches: list[str]) -> Path:
-    """Mirror the installed lmms_eval with symlinks (byte-code caches included, so imports stay fast) and real
+    """Mirror the installed lmms_eval with links (`_link`; byte-code caches included, so imports stay fast) and real
     target files carrying exactly `patches`, applied in series order."""
     src = str(installed_root())
     skipped = {*PATCH_SET.targets, "lmms_eval/.levante_patches.json"}
@@ -90,7 +100,7 @@ def _build_tree(root: Path, pristine: dict[str, str], patches: list[str]) -> Pat
         for name in files:
             rel = f"{rel_dir}/{name}"
             if rel not in skipped:
-                os.symlink(os.path.join(folder, name), os.path.join(root, rel))
+                _link(os.path.join(folder, name), os.path.join(root, rel))
     for rel, text in pristine.items():
         for name in PATCH_SET.series:
             if name in patches and PATCH_SET.file_patch(name).path == rel:
@@ -127,7 +137,7 @@ class Trees:
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trees]:
     yield Trees(tmp_path_factory.mktemp("lmms_trees"))
-    stop_tree_servers()  # their lmms_fork servers (about 0.6 GiB each) are not needed after this module
+    stop_tree_servers()  # the trees' lmms_fork server (about 0.6 GiB) is not needed after this module
 
 
 # ---------------------------------------------------------------- tiny task packages
@@ -370,11 +380,8 @@ def probe(tree: Path, checks: str, packages: dict[str, Path], checkpoint: Path |
     """Run PROBE with `tree`'s lmms_eval (and the entry-point task package on the path); return its JSON.
     `checkpoint`: the `load` check's; `tasks`: the task names the `refusal` check refuses; `llava`: the
     `llava_default` check's checkpoint."""
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, checks, str(checkpoint), str(packages["entry"] / "lptest_tasks"),
-         ",".join(tasks), str(llava)],
-        capture_output=True, text=True, env=_env(tree, packages["entry"]), cwd=packages["base"], timeout=600,
-    )
+    proc = run_cli([PROBE, checks, str(checkpoint), str(packages["entry"] / "lptest_tasks"), ",".join(tasks),
+                    str(llava)], cwd=packages["base"], env=_env(tree, packages["entry"]), entry=CODE)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     return json.loads(lines[-1][6:])
@@ -739,12 +746,15 @@ def test_a_config_list_builds_its_model_once_per_setting_only_with_p16(trees, pa
     assert built["all"] == ["1", "clean", "2"]
 # ---------------------------------------------------------------- P15, P17, P18, P19: what a fresh process loads
 
-# Steps of a fresh-process probe; each records what it saw in `seen`. A tree without the patch runs the steps of that
-# patch's test in a process of its own; the fully patched tree runs every step in one process (`fresh_all`), in the
-# order below, which keeps each check as exact as in a process of its own: a check that something is not loaded (or
-# not built) comes before every step that could load it, since sys.modules only grows (`main`: right after the
-# import; `punctuation`: before any filter is used; `run`: before the fallbacks that import `evaluate` and the CHAIR
-# module), and the step that must load it (`hf_metric`) comes right after its not-loaded check.
+# Steps of a fresh-process probe, run in one process that has not imported lmms-eval, `evaluate` or nltk
+# (`fresh_probe`); each records what it saw in `seen`. A tree without the patch runs the steps of that patch's test in
+# a process of its own (forked). The fully patched tree runs `main`, `punctuation` and `run` (what start-up and a
+# LEVANTE run load) in one new interpreter (`fresh_all`), in the order below, which keeps each check as exact as in a
+# process of its own: a check that something is not loaded (or not built) comes before every step that could load
+# it, since sys.modules only grows. Its fallbacks that must load `evaluate` and the CHAIR module (`hf_metric`,
+# `chair_metrics`) run in a fork (`fixed_fallbacks`), and so does `index` on both trees (P17: which loader parses the
+# YAMLs, not what start-up imports; in forks both index the same folders, while a new interpreter finds the installed
+# levante-tasks' tasks, a fork the test process's: the same folder only where the checkout is the installed one).
 FRESH_STEPS = {
     # P15: `evaluate` is not imported by importing lmms-eval's CLI.
     "main": r"""
@@ -803,30 +813,43 @@ seen["chair"] = {"run": "nltk" in sys.modules}
     # P15: a metric looked up in HF Evaluate still imports it.
     "hf_metric": r"""
 from lmms_eval.api.registry import get_metric
-seen["evaluate"]["hf_metric"] = get_metric("levante_no_such_metric", hf_evaluate_metric=True)  # upstream: None
+looked_up = get_metric("levante_no_such_metric", hf_evaluate_metric=True)  # upstream: None
+seen.setdefault("evaluate", {})["hf_metric"] = looked_up
 seen["evaluate"]["fallback"] = "evaluate" in sys.modules
 """,
     # P18: a CHAIR metric still gets its bootstrapped stderr, the mean its own.
     "chair_metrics": r"""
 from lmms_eval.api.metrics import mean, mean_stderr, stderr_for_metric
 from lmms_eval.tasks.coco_cap_chair.utils import coco_cap_chair_aggregate_results_chair_i as chair_i
-seen["chair"]["mean"] = stderr_for_metric(mean, 10) is mean_stderr
+seen.setdefault("chair", {})["mean"] = stderr_for_metric(mean, 10) is mean_stderr
 seen["chair"]["chair"] = stderr_for_metric(chair_i, 10).__code__.co_names  # bootstrap_stderr: the identity match
 """,
 }
 
 
-def fresh_probe(tree: Path, steps: tuple[str, ...], cwd: Path, env: dict[str, str]) -> dict:
-    """Run FRESH_STEPS `steps` in order, in one new process with `tree`'s lmms_eval in `cwd` (`env` added); return
-    what they saw."""
-    script = "import json, sys\nseen = {}\n" + "".join(FRESH_STEPS[step] for step in steps) + (
-        'print("PROBE " + json.dumps(seen, default=lambda value: getattr(value, "__qualname__", str(value))))\n')
+FRESH_ABSENT = ("lmms_eval", "evaluate", "nltk")  # what a fresh probe's process has not imported when it starts
+
+
+def fresh_probe(tree: Path, steps: tuple[str, ...], cwd: Path, env: dict[str, str], *, real: bool = False) -> dict:
+    """Run FRESH_STEPS `steps` in order with `tree`'s lmms_eval in `cwd` (`env` added), in one process that has not
+    imported lmms-eval, `evaluate` or nltk: a new interpreter (`real`), else a fork of the trees' server, which
+    imported only third-party libraries that lmms-eval's CLI imports too (`lmms_fork.TREE_LIBRARIES`), so each step
+    sees what it would see in a new interpreter; return what they saw."""
+    script = (f"import json, sys\nseen = {{}}\nheld = [m for m in {FRESH_ABSENT!r} if m in sys.modules]\n"
+              + "".join(FRESH_STEPS[step] for step in steps)
+              + "shown = lambda value: getattr(value, '__qualname__', str(value))\n"
+              + "print('PROBE ' + json.dumps({'held': held, 'seen': seen}, default=shown))\n")
     cwd.mkdir(exist_ok=True)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env={**_env(tree), **env},
-                          cwd=cwd, timeout=600)
+    if real:
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env={**_env(tree), **env}, cwd=cwd, timeout=600)
+    else:
+        proc = run_cli([script], cwd=cwd, env={**_env(tree), **env}, entry=CODE)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    return json.loads(lines[-1][6:])
+    probed = json.loads(lines[-1][6:])
+    assert probed["held"] == [], probed["held"]  # what the steps look for was not imported before them
+    return probed["seen"]
 
 
 @pytest.fixture(scope="module")
@@ -844,30 +867,40 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def fresh_all(trees, fresh_env, tmp_path_factory) -> dict:
-    """Every fresh-process step on the fully patched tree, in one process (the order of FRESH_STEPS)."""
-    return fresh_probe(trees["all"], tuple(FRESH_STEPS), tmp_path_factory.mktemp("fresh_all"), fresh_env)
+    """What the fully patched tree's start-up and a LEVANTE run load, in one new interpreter (FRESH_STEPS `main`,
+    `punctuation`, `run`)."""
+    steps = ("main", "punctuation", "run")
+    return fresh_probe(trees["all"], steps, tmp_path_factory.mktemp("fresh_all"), fresh_env, real=True)
+
+
+@pytest.fixture(scope="module")
+def fixed_fallbacks(trees, fresh_env, tmp_path_factory) -> dict:
+    """The fully patched tree's fallbacks (FRESH_STEPS `hf_metric`, `chair_metrics`), in one forked process."""
+    return fresh_probe(trees["all"], ("hf_metric", "chair_metrics"), tmp_path_factory.mktemp("fixed_fallbacks"),
+                       fresh_env)
 
 
 # ---------------------------------------------------------------- P15: HF `evaluate` imported on demand
 
-def test_evaluate_imported_only_by_an_hf_metric_with_p15(trees, fresh_env, fresh_all, tmp_path) -> None:
+def test_evaluate_imported_only_by_an_hf_metric_with_p15(trees, fresh_env, fresh_all, fixed_fallbacks,
+                                                         tmp_path) -> None:
     """Upstream imported HF `evaluate` (about 6 s of CPU) at every start-up; with 0018 importing lmms-eval and running
     LEVANTE tasks (generation and MC) never imports it, and a metric looked up in HF Evaluate still does."""
     without = fresh_probe(trees[P_LAZY_EVALUATE], ("main", "run", "hf_metric"), tmp_path, fresh_env)
-    assert fresh_all["evaluate"] == {"import": False, "exit": 0, "run": False, "hf_metric": None, "fallback": True}
+    assert fresh_all["evaluate"] == {"import": False, "exit": 0, "run": False}
+    assert fixed_fallbacks["evaluate"] == {"hf_metric": None, "fallback": True}
     assert without["evaluate"] == {"import": True, "exit": 0, "run": True, "hf_metric": None, "fallback": True}
 
 
 # ---------------------------------------------------------------- P17: task YAMLs parsed by libyaml
 
-def test_task_yamls_are_parsed_by_libyaml_to_the_same_index_only_with_p17(trees, fresh_env, fresh_all,
-                                                                           tmp_path) -> None:
+def test_task_yamls_are_parsed_by_libyaml_to_the_same_index_only_with_p17(trees, fresh_env, tmp_path) -> None:
     """Upstream parsed every task YAML (thousands per start-up) with PyYAML's pure-Python loader; with 0020 libyaml's
     full loader parses the index's loads, a file it refuses (a surrogate-pair escape, as json.dumps writes an emoji)
     is parsed again by the pure-Python loader, and the task index and a task's full config (its `!function` hooks,
     still loaded by the pure-Python loader) are the same."""
-    without = fresh_probe(trees[P_LIBYAML], ("index",), tmp_path, fresh_env)
-    seen = {"all": fresh_all["index"], P_LIBYAML: without["index"]}
+    seen = {name: fresh_probe(trees[name], ("index",), tmp_path / name, fresh_env)["index"]
+            for name in ("all", P_LIBYAML)}
     assert seen["all"]["loaders"] == {"CFullLoader": seen["all"]["loads"] - 1, "FullLoader": 1}  # the emoji file
     assert seen[P_LIBYAML]["loaders"] == {"FullLoader": seen[P_LIBYAML]["loads"]}
     assert seen["all"]["full_loaders"] == seen[P_LIBYAML]["full_loaders"] == ["FullLoader"]
@@ -880,12 +913,13 @@ def test_task_yamls_are_parsed_by_libyaml_to_the_same_index_only_with_p17(trees,
 
 # ---------------------------------------------------------------- P18: the CHAIR task module imported on demand
 
-def test_the_chair_module_is_imported_only_for_its_metrics_with_p18(trees, fresh_env, fresh_all, tmp_path) -> None:
+def test_the_chair_module_is_imported_only_for_its_metrics_with_p18(trees, fresh_env, fresh_all, fixed_fallbacks,
+                                                                   tmp_path) -> None:
     """Upstream imported the CHAIR task module (and nltk, over a second of CPU) at every bootstrapped stderr; with
     0021 a LEVANTE run never imports it, and a CHAIR metric still gets its bootstrap as before."""
     without = fresh_probe(trees[P_LAZY_CHAIR], ("main", "run", "chair_metrics"), tmp_path, fresh_env)
     assert not fresh_all["evaluate"]["exit"] and not without["evaluate"]["exit"]  # both runs finished
-    seen = {"all": fresh_all["chair"], P_LAZY_CHAIR: without["chair"]}
+    seen = {"all": {**fresh_all["chair"], **fixed_fallbacks["chair"]}, P_LAZY_CHAIR: without["chair"]}
     assert seen["all"]["run"] is False and seen[P_LAZY_CHAIR]["run"] is True
     assert seen["all"]["mean"] is seen[P_LAZY_CHAIR]["mean"] is True
     assert seen["all"]["chair"] == seen[P_LAZY_CHAIR]["chair"] == ["bootstrap_stderr"]

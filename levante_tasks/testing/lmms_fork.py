@@ -4,24 +4,29 @@
 A test that runs `python -m levante_tasks.testing.lmms_cli ARGS` (or `python -m lmms_eval ARGS`) pays about 5 s of
 CPU to import lmms-eval before any item. `run_cli(ARGS, cwd=..., env=...)` returns what `subprocess.run(that
 command, capture_output=True, text=True)` would (a `CompletedProcess` with the exit status and both streams), but
-the command runs in a child forked from a server of the test process (one per import-time environment and lmms-eval
-tree, below): a clean interpreter that imported `lmms_eval.__main__` and the test models, and never runs a model
-itself, so forking it is safe; it also read lmms-eval's own task folder once (`_index_installed_tasks`), which
-each run's TaskManager would read again to the same index. A server starts in an empty folder, so it imports what a
-real run started elsewhere imports (the installed levante-tasks, not the checkout the tests run from). The child
-takes the run's working folder, environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module
-runs (`lmms_cli` registers the test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher); its exit
-status is the interpreter's (SystemExit code, 1 and a traceback on an uncaught exception, -N when killed by signal N).
+the command runs in a child forked from a server of the test process (one per import-time environment, below): a
+clean interpreter that imported `lmms_eval.__main__` and the test models, and never runs a model itself, so forking
+it is safe; it also read lmms-eval's own task folder once (`_index_installed_tasks`), which each run's TaskManager
+would read again to the same index. A server starts in an empty folder, so it imports what a real run started elsewhere
+imports (the installed levante-tasks, not the checkout the tests run from). The child takes the run's working folder,
+environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module runs (`lmms_cli` registers the
+test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher); its exit status is the interpreter's
+(SystemExit code, 1 and a traceback on an uncaught exception, -N when killed by signal N).
 Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF, the legacy plugin
-list, the hash seed) cannot change in a fork: a run whose values differ from the server's gets its own server, and so
-does a run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages: that server imports
-them from there (the last TREE_SERVERS of those are kept). A `sitecustomize` that a new interpreter would import from
-the run's new PYTHONPATH entries (a spy a test installs that way) is run in the child, after lmms-eval's import instead
-of before it: one that sets what lmms-eval reads at import has no effect there. Every run forked from one lmms server
-shares its hash seed (Python's `random` and numpy's global generator are drawn afresh in each child), so two such
-runs cannot show a difference that comes from it: a test that looks for one uses real processes. Tests that check
-the real command (console scripts, README commands, the matrix) or what a fresh import does still start real
-processes.
+list, the hash seed) cannot change in a fork: a run whose values differ from the server's gets its own server.
+A run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages goes to a `tree` server
+instead, one per import-time environment whatever the tree (the last TREE_SERVERS of those are kept): it imported
+only third-party libraries that lmms-eval imports (`TREE_LIBRARIES`: about 4 of the 5 s of CPU its CLI's import
+takes), so each run imports lmms-eval afresh from its own path (about 0.3 s), as a new interpreter would after those
+libraries, and lmms-eval's own variables (`LMMS_ENV`) are the run's: the patch tests' 18 trees share one server.
+A `sitecustomize` that a new interpreter would import from the run's new PYTHONPATH entries (a spy a test installs
+that way) is run in the child before the command; in a fork of an lmms server that is after lmms-eval's import
+instead of before it: one that sets what lmms-eval reads at import has no effect there. Every run forked from one
+server shares its hash seed (Python's `random` and numpy's global generator are drawn afresh in each child), so two
+such runs cannot show a difference that comes from it: a test that looks for one uses real processes. Tests that
+check the real command (console scripts, README commands, the matrix) or what a fresh interpreter does still start
+real processes. Entry `-c` stands for `python -c CODE ARGS` (CODE the first argument): a probe a test runs with a
+tree's lmms_eval.
 `levante-tasks` itself (entry `levante_tasks`: `python -m levante_tasks ARGS`) runs in a fork of another kind of
 server, one that imported only the third-party libraries the commands use (`CLI_LIBRARIES`: numpy, pandas, pyarrow,
 Pillow, scipy, matplotlib's Agg parts, PyYAML; about 1 s of CPU per run); the child drops the levante-tasks modules
@@ -62,7 +67,7 @@ IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLIN
                    "XDG_CONFIG_HOME", "OPENBLAS_NUM_THREADS", "PILLOW_BLOCKS_MAX", "PILLOW_ALIGNMENT",
                    "PILLOW_BLOCK_SIZE", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8",
                    "PYTHONWARNINGS")
-TREE_SERVERS = 2  # servers of runs with their own lmms_eval or plugins kept alive (~0.6 GiB each), least recent out
+TREE_SERVERS = 2  # `tree` servers (runs with their own lmms_eval or plugins) kept alive, least recent out
 CLI_SERVERS = 4  # `levante_tasks` servers kept alive (two per environment), least recent out
 # What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
 # `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
@@ -71,7 +76,16 @@ CLI_SERVERS = 4  # `levante_tasks` servers kept alive (two per environment), lea
 MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval", "levante_tasks": "levante_tasks",
            "matrix_doubles": "levante_tasks.testing.matrix_doubles"}
 COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
-CLI, LMMS = "cli", "lmms"  # the kinds of server: `levante_tasks` runs, the lmms-eval entries' runs
+CODE = "-c"  # the entry of `python -c CODE ARGS`: the run's first argument is CODE
+# The kinds of server: `levante_tasks` runs, the lmms-eval entries' runs, those runs with their own lmms_eval or plugins
+CLI, LMMS, TREE = "cli", "lmms", "tree"
+# What a `tree` server imports before it forks: the third-party libraries that lmms-eval's CLI imports, and the
+# transformers modelling and image-processing code (torchvision's) that its HF model classes and HF `evaluate` import
+# (~3 s of CPU in each run that imports them); not lmms-eval itself, which each run imports from its own path
+TREE_LIBRARIES = ("torch", "transformers", "datasets", "accelerate", "pandas", "aiohttp", "boto3", "sacrebleu",
+                  "torchvision", "transformers.modeling_utils", "transformers.processing_utils",
+                  "transformers.image_processing_utils")
+LMMS_ENV = ("LMMS_EVAL_PLUGINS", "LM_HARNESS_CACHE_PATH")  # read by lmms-eval's import: a tree run's own, in its child
 # What a `levante_tasks` server imports before it forks: third-party libraries only (~1 s of CPU per run saved)
 CLI_LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "PIL.Image", "yaml", "scipy.special",
                  "scipy.stats", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
@@ -84,12 +98,13 @@ _SERVER_FOLDER: list[str] = []  # the empty folder the servers start in, made on
 
 def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float = 600,
             entry: str = "lmms_cli", models: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
-    """`python -m MODULES[entry] ARGS` run in a fork: the run's status and output, as `subprocess.run` gives them.
+    """`python -m MODULES[entry] ARGS` (entry `-c`: `python -c ARGS`) run in a fork: the run's status and output, as
+    `subprocess.run` gives them.
 
     `models`: lmms-eval model names whose class modules the server imports before it forks (and keeps for the
     later runs it serves: their import-time warnings go to the server's stderr, not a run's), as the run would when
     it builds the model: ~4 s of CPU for the first HF class (transformers' modelling code), paid once per server
-    instead of once per run."""
+    instead of once per run. A `tree` server imports no lmms-eval: its runs import their model classes themselves."""
     key = _key(env, entry, [str(cwd), *map(str, args)])
     server = _server(key)
     umask = os.umask(0)
@@ -104,26 +119,28 @@ def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], tim
         _SERVERS.pop(key, None)
         raise RuntimeError(f"lmms_fork: the server stopped (exit {server.wait()}) before answering")
     reply = json.loads(line)
-    command = [sys.executable, "-m", MODULES[entry], *request["args"]]
+    command = [sys.executable, *([CODE] if entry == CODE else ["-m", MODULES[entry]]), *request["args"]]
     if reply["timed_out"]:
         raise subprocess.TimeoutExpired(command, timeout, reply["stdout"], reply["stderr"])
     return subprocess.CompletedProcess(command, reply["returncode"], reply["stdout"], reply["stderr"])
 
 
 def _key(env: Mapping[str, str], entry: str, command: list[str]) -> tuple[str | None, ...]:
-    """What a run's server must share with it: its kind, the import-time variables, then the run's PYTHONPATH
-    entries that lmms-eval's import reads (joined; None if none; a `levante_tasks` server imports no lmms-eval).
-    A `levante_tasks` run that leaves PYTHONHASHSEED unset gets the seed that the last run of the same `command`
-    (working folder and arguments) did not: a test that reruns a command sees two hash seeds, as with two new
-    interpreters."""
-    if entry != "levante_tasks":
-        entries = os.pathsep.join(_import_time_entries(env)) or None
-        return (LMMS, *(env.get(name) for name in IMPORT_TIME_ENV), entries)
+    """What a run's server must share with it: its kind, then the import-time variables (in the order of
+    IMPORT_TIME_ENV; None where unset). A run whose PYTHONPATH holds its own lmms_eval or plugins (`tree`) shares
+    its server with every such run, whatever the tree, but for lmms-eval's own variables (`LMMS_ENV`: None), which
+    its child reads when it imports lmms-eval. A `levante_tasks` run that leaves PYTHONHASHSEED unset gets the seed
+    that the last run of the same `command` (working folder and arguments) did not: a test that reruns a command sees
+    two hash seeds, as with two new interpreters."""
     values = {name: env.get(name) for name in IMPORT_TIME_ENV}
+    if entry != "levante_tasks":
+        if not _import_time_entries(env):
+            return (LMMS, *values.values())
+        return (TREE, *(None if name in LMMS_ENV else value for name, value in values.items()))
     if values["PYTHONHASHSEED"] is None:
         last = _LAST_SEED.get(tuple(command), CLI_HASH_SEEDS[-1])
         values["PYTHONHASHSEED"] = _LAST_SEED[tuple(command)] = next(s for s in CLI_HASH_SEEDS if s != last)
-    return (CLI, *values.values(), None)
+    return (CLI, *values.values())
 
 
 def _import_time_entries(env: Mapping[str, str]) -> list[str]:
@@ -135,23 +152,21 @@ def _import_time_entries(env: Mapping[str, str]) -> list[str]:
 
 
 def _server(key: tuple[str | None, ...]) -> subprocess.Popen[str]:
-    """The server for a run's kind, import-time variables and entries (`_key`), started on first use and stopped
-    when this process exits."""
+    """The server for a run's kind and import-time variables (`_key`), started on first use and stopped when this
+    process exits."""
     if key in _SERVERS:
         _SERVERS[key] = _SERVERS.pop(key)  # now the most recently used
     if key not in _SERVERS or _SERVERS[key].poll() is not None:
-        kind, *values, entries = key
-        if entries is not None or kind == CLI:
-            same = [k for k in _SERVERS if k[0] == kind and (k[-1] is not None) == (entries is not None) and k != key]
+        kind, *values = key
+        if kind != LMMS:
+            same = [k for k in _SERVERS if k[0] == kind and k != key]
             _stop(same[:max(0, len(same) - (CLI_SERVERS if kind == CLI else TREE_SERVERS) + 1)])
         server_env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
         server_env.update({name: value for name, value in zip(IMPORT_TIME_ENV, values, strict=True)
                            if value is not None})
-        if entries is not None:
-            server_env["PYTHONPATH"] = os.pathsep.join(filter(None, [entries, os.environ.get("PYTHONPATH")]))
         if not _SERVER_FOLDER:
             _SERVER_FOLDER.append(tempfile.mkdtemp(prefix="lmms-fork-"))
-        command = [sys.executable, "-m", __name__, *([CLI] if kind == CLI else [])]
+        command = [sys.executable, "-m", __name__, *([] if kind == LMMS else [kind])]
         _SERVERS[key] = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=server_env,
                                          text=True, encoding="utf-8", cwd=_SERVER_FOLDER[0])
     return _SERVERS[key]
@@ -169,7 +184,7 @@ def _stop_servers() -> None:
 def stop_tree_servers() -> None:
     """Stop the servers of runs that brought their own lmms_eval or plugins (a test module's trees: no later test uses
     them)."""
-    _stop([key for key in _SERVERS if key[-1] is not None])
+    _stop([key for key in _SERVERS if key[0] == TREE])
 
 
 def _stop(keys: list[tuple[str | None, ...]]) -> None:
@@ -221,7 +236,7 @@ def _child(request: dict[str, Any], stdout: int, stderr: int, stdin: int | None 
         tempfile.tempdir = None  # found again from the run's TMPDIR on first use
         _fresh_random_state()
         paths = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
-        sys.path[0] = os.getcwd()  # `python -m`'s first entry: the working folder
+        sys.path[0] = "" if request["entry"] == CODE else os.getcwd()  # `-c`'s first entry, `-m`'s: the working folder
         sys.path[1:1] = paths  # then PYTHONPATH, as a new interpreter puts them
         _site_customize(paths)
         if request["entry"] == "levante_tasks":  # imported again from the run's path (its working folder first)
@@ -284,7 +299,15 @@ def _site_customize(new_entries: list[str]) -> None:
 
 
 def _entry_point(entry: str) -> Callable[[], object]:
-    """The function `python -m MODULES[entry]` runs, with sys.argv[0] set to that module's file."""
+    """The function `python -m MODULES[entry]` runs, with sys.argv[0] set to that module's file (entry `-c`: the
+    function that runs the code the run's first argument holds, as `python -c` does, sys.argv[0] `-c`)."""
+    if entry == CODE:
+        def run_code() -> None:
+            code = sys.argv.pop(1)
+            exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})  # what `python -c` runs
+
+        sys.argv = [CODE, *sys.argv[1:]]
+        return run_code
     if entry == "lmms_cli":
         from levante_tasks.testing import lmms_cli
 
@@ -324,9 +347,11 @@ def _import_model_classes(names: Sequence[str]) -> None:
                 continue
 
 
-def _run_request(request: dict[str, Any]) -> dict[str, Any]:
-    """Fork a child for one run, wait for it up to its timeout, return its status and streams."""
-    _import_model_classes(request.get("models", []))
+def _run_request(request: dict[str, Any], kind: str) -> dict[str, Any]:
+    """Fork a child for one run (a server of `kind`'s), wait for it up to its timeout, return its status and
+    streams."""
+    if kind == LMMS:  # a `tree` server imports no lmms-eval
+        _import_model_classes(request.get("models", []))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         pid = os.fork()
         if pid == 0:
@@ -356,8 +381,8 @@ def _text(stream: IO[bytes]) -> str:
 def preload(kind: str) -> None:
     """Import what the runs a server of `kind` (or a `fork_stream` zygote of entry `kind`) serves import, so that no
     run pays for it."""
-    if kind == CLI:
-        for library in CLI_LIBRARIES:
+    if kind in (CLI, TREE):
+        for library in CLI_LIBRARIES if kind == CLI else TREE_LIBRARIES:
             importlib.import_module(library)
         return
     import lmms_eval.cli.dispatch  # noqa: F401 - `python -m lmms_eval`'s dispatcher
@@ -402,13 +427,13 @@ def preload_models(args: Sequence[str]) -> None:
 
 
 def serve(kind: str) -> None:
-    """Import what runs of `kind` need once (lmms-eval's CLI and the test models, or `CLI_LIBRARIES`), then answer
-    each request line with a forked run."""
+    """Import what runs of `kind` need once (lmms-eval's CLI and the test models, or `CLI_LIBRARIES`, or
+    `TREE_LIBRARIES`), then answer each request line with a forked run."""
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # what the imports print must not reach the replies
     preload(kind)
     for line in sys.stdin:
-        replies.write(json.dumps(_run_request(json.loads(line))) + "\n")
+        replies.write(json.dumps(_run_request(json.loads(line), kind)) + "\n")
         replies.flush()
 
 
