@@ -8,8 +8,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -276,8 +274,8 @@ def test_cli_summarize_exits_non_zero_on_a_damaged_log_and_keeps_the_rest(runs, 
     mixed = tmp_path / "mixed"
     shutil.copytree(tmp / "inspect-logs", mixed)
     (mixed / "broken.eval").write_bytes(b"PK\x03\x04 not really")
-    proc = subprocess.run([sys.executable, "-m", "levante_tasks", "summarize", str(mixed), "--out",
-                           str(tmp_path / "out"), "--no-plot"], capture_output=True, text=True, timeout=300)
+    proc = run_cli(["summarize", str(mixed), "--out", str(tmp_path / "out"), "--no-plot"], cwd=tmp_path,
+                   env=dict(os.environ), timeout=300, entry="levante_tasks")  # `python -m levante_tasks`, forked
     assert proc.returncode == 1
     errors = [line for line in proc.stderr.splitlines() if line.startswith("levante-tasks: error:")]
     assert len(errors) == 1 and "mixed/broken.eval: not a readable inspect_ai .eval log" in errors[0]
@@ -357,16 +355,15 @@ def test_the_hf_provider_rejects_pictures_as_docs_inspect_md_says():
 
 
 def test_the_inspect_cli_runs_a_task_by_its_registry_name(runs, data_dir, tmp_path, tiny_checkpoint):
-    """`inspect eval levante_tasks/levante_trog` as a user types it (the tiny model API imported first, since test
-    models are not entry points): the log holds our records, the same answers as the `inspect_ai.eval` run."""
+    """`inspect eval levante_tasks/levante_trog` as a user types it (`python -m inspect_ai`, the `inspect` console
+    script's code, in a fork of a server that imported lmms-eval: `lmms_fork`; the README test runs the console
+    script itself): the log holds our records, the same answers as the `inspect_ai.eval` run."""
     tmp, logs, _ = runs
-    cli = ("import sys, levante_tasks.testing.inspect_model; from inspect_ai._cli.main import main; "
-           "sys.argv[0] = 'inspect'; main()")
-    command = [sys.executable, "-c", cli, "eval", "levante_tasks/levante_trog", "--model", "levante-tiny/clip",
-               "-M", f"pretrained={tiny_checkpoint('clip')}", "-T", "seed=1", "--log-dir", str(tmp_path / "logs"),
-               "--display", "none"]
+    args = ["eval", "levante_tasks/levante_trog", "--model", "levante-tiny/clip", "-M",
+            f"pretrained={tiny_checkpoint('clip')}", "-T", "seed=1", "--log-dir", str(tmp_path / "logs"),
+            "--display", "none"]
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    proc = run_cli(args, cwd=tmp_path, env=env, timeout=600, entry="inspect")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     from inspect_ai.log import read_eval_log
 

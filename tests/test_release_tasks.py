@@ -1,7 +1,8 @@
 """A release need not hold every catalogue task: the prepared data says which it holds, and `levante` runs those.
 
 The release here is a real-layout one with vocab and egma-math rows only (tests/data_helpers.write_release), prepared
-by `prepare`; the run is lmms-eval's own CLI (patched: 0014 leaves group members out that say they do not apply).
+by `prepare`; the run is lmms-eval's own CLI (patched: 0014 leaves group members out that say they do not apply), in a
+fork of a server that imported it (`lmms_fork`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from levante_tasks.data.prepare import prepare
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
 from levante_tasks.schema.variant import OutputType, Variant
+from levante_tasks.testing.lmms_fork import run_cli
 
 VERSION = "2026-01-01"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -68,12 +69,12 @@ def test_a_damaged_build_file_is_one_line_naming_it(data_dir: Path, tmp_path: Pa
 
 
 def lmms_eval(data_dir: Path, out: Path, tasks: str) -> tuple[subprocess.CompletedProcess, dict | None]:
-    """lmms-eval's CLI with the dummy model on `tasks`; the process and the results file (None when none)."""
+    """lmms-eval's CLI (`python -m lmms_eval`, in a fork of a server that imported it: `lmms_fork`) with the dummy
+    model on `tasks`; the process and the results file (None when none)."""
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data_dir), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("LEVANTE_DATA_VERSION", None)
-    proc = subprocess.run([sys.executable, "-m", "lmms_eval", "--model", "dummy", "--tasks", tasks,
-                           "--include_path", str(TASKS_DIR), "--output_path", str(out)],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    proc = run_cli(["--model", "dummy", "--tasks", tasks, "--include_path", str(TASKS_DIR), "--output_path", str(out)],
+                   cwd=out.parent, env=env, timeout=600, entry="lmms_eval")
     found = sorted(out.rglob("*_results.json"))
     proc.stdout = ANSI.sub("", proc.stdout + proc.stderr)  # one log to search (lmms-eval's logger writes to both)
     return proc, (json.loads(found[-1].read_text()) if found else None)

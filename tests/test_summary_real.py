@@ -20,6 +20,7 @@ from levante_tasks.filehash import sha256_file
 from levante_tasks.schema.layout import CARD_FILE
 from levante_tasks.schema.tasks import task_info
 from levante_tasks.summary import stats, summarize_runs
+from levante_tasks.testing.lmms_fork import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -237,10 +238,8 @@ def test_a_builtin_class_on_a_tiny_checkpoint_is_marked_a_test_model(
 ) -> None:
     """lmms-eval's own `qwen2_vl` class (its plain-text answers say nothing of the checkpoint) on a random-init
     tiny_models checkpoint: the mark in the checkpoint's config.json makes its row a test model in matrix.json,
-    matrix.csv, summary.md and compare's records; without the mark the same run is no test model."""
-    import subprocess
-    import sys
-
+    matrix.csv, summary.md and compare's records; without the mark the same run is no test model. The run is
+    `python -m lmms_eval`, in a fork of a server that imported it (`lmms_fork`)."""
     from levante_tasks.compare.records import read_records
     from levante_tasks.schema.markers import TEST_MODEL_CONFIG_KEY
     from levante_tasks.testing.fixture_data import write_fixture
@@ -250,11 +249,11 @@ def test_a_builtin_class_on_a_tiny_checkpoint_is_marked_a_test_model(
     checkpoint = shutil.copytree(tiny_checkpoint("qwen2_vl"), tmp_path / "tiny-qwen2-vl")
     env = {**os.environ, "LEVANTE_DATA_DIR": str(tmp_path / "data"), "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("LEVANTE_DATA_VERSION", None)
-    command = [sys.executable, "-m", "lmms_eval", "--model", "qwen2_vl", "--model_args",
+    args = ["--model", "qwen2_vl", "--model_args",
                f"pretrained={checkpoint},device_map=cpu,min_pixels=3136,max_pixels=12544", "--force_simple",
                "--tasks", "levante_vocab", "--limit", "2", "--gen_kwargs", "max_new_tokens=2", "--batch_size", "1",
                "--device", "cpu", "--output_path", str(tmp_path / "out"), "--log_samples", "--verbosity", "WARNING"]
-    run = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600, check=False)
+    run = run_cli(args, cwd=tmp_path, env=env, timeout=600, entry="lmms_eval")
     assert run.returncode == 0, run.stderr[-3000:]
 
     def summarized() -> tuple[dict, str, list[dict]]:

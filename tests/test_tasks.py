@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import functools
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from levante_tasks.schema.locales import TRANSLATED
 from levante_tasks.schema.tasks import TASKS, task_info
 from levante_tasks.schema.variant import OutputType, Variant
 from levante_tasks.testing.fixture_data import MATH_TYPES, SPECS, decode_colour, write_fixture
+from levante_tasks.testing.lmms_fork import run_cli
 from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
 
 TASKS_DIR = generator.TASKS_DIR
@@ -290,25 +291,11 @@ def test_missing_data_fails_with_one_line(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 def test_cli_run_writes_results_and_samples_and_lists_tasks(fixture_dir: Path, tmp_path: Path) -> None:
-    cli = [sys.executable, "-m", "lmms_eval"]
-    run = subprocess.run(
-        [
-            *cli,
-            "--model",
-            "dummy",
-            "--tasks",
-            "levante_vocab,levante_egma_math_mc",
-            "--include_path",
-            str(TASKS_DIR),
-            "--output_path",
-            str(tmp_path),
-            "--log_samples",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    """`python -m lmms_eval` (run in a fork of a server that imported it: `lmms_fork`) writes the results and
+    samples of our tasks, and its `--tasks list` names our groups and variants."""
+    cli = functools.partial(run_cli, cwd=tmp_path, env=dict(os.environ), timeout=300, entry="lmms_eval")
+    run = cli(["--model", "dummy", "--tasks", "levante_vocab,levante_egma_math_mc", "--include_path", str(TASKS_DIR),
+               "--output_path", str(tmp_path), "--log_samples"])
     results = list(tmp_path.rglob("*_results.json"))
     assert len(results) == 1, run.stderr[-2000:]
     import json
@@ -320,13 +307,7 @@ def test_cli_run_writes_results_and_samples_and_lists_tasks(fixture_dir: Path, t
         assert summary["results"][task]["levante_acc,none"] == pytest.approx(
             sum(r["correct"] for r in recs) / len(recs)
         )
-    listing = subprocess.run(
-        [*cli, "--tasks", "list", "--include_path", str(TASKS_DIR)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    listing = cli(["--tasks", "list", "--include_path", str(TASKS_DIR)])
     text = listing.stdout + listing.stderr
     for name in [
         "levante",

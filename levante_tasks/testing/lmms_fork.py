@@ -10,8 +10,9 @@ it is safe; it also read lmms-eval's own task folder once (`_index_installed_tas
 would read again to the same index. A server starts in an empty folder, so it imports what a real run started elsewhere
 imports (the installed levante-tasks, not the checkout the tests run from). The child takes the run's working folder,
 environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module runs (`lmms_cli` registers the
-test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher); its exit status is the interpreter's
-(SystemExit code, 1 and a traceback on an uncaught exception, -N when killed by signal N).
+test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher; `inspect` inspect_ai's CLI, which
+imports inspect_ai in the child); its exit status is the interpreter's (SystemExit code, 1 and a traceback on an
+uncaught exception, -N when killed by signal N).
 Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF, the legacy plugin
 list, the hash seed) cannot change in a fork: a run whose values differ from the server's gets its own server.
 A run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages goes to a `tree` server
@@ -73,8 +74,10 @@ CLI_SERVERS = 4  # `levante_tasks` servers kept alive (two per environment), lea
 # `lmms_eval` is lmms-eval's own dispatcher (`python -m lmms_eval`, the `lmms-eval` console script's code).
 # `levante_tasks` is levante-tasks' own command line (`python -m levante_tasks`, the console script's code).
 # `matrix_doubles` is lmms-eval's CLI with the matrix runner's test models (run by `fork_stream`, not `run_cli`).
+# `inspect` is inspect_ai's CLI (`python -m inspect_ai`, the `inspect` console script's code), served by an lmms
+# server: torch and transformers, which its model APIs import, are imported there already.
 MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval", "levante_tasks": "levante_tasks",
-           "matrix_doubles": "levante_tasks.testing.matrix_doubles"}
+           "matrix_doubles": "levante_tasks.testing.matrix_doubles", "inspect": "inspect_ai"}
 COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
 CODE = "-c"  # the entry of `python -c CODE ARGS`: the run's first argument is CODE
 # The kinds of server: `levante_tasks` runs, the lmms-eval entries' runs, those runs with their own lmms_eval or plugins
@@ -319,7 +322,7 @@ def _entry_point(entry: str) -> Callable[[], object]:
 
         sys.argv = [matrix_doubles.__file__ or "", *sys.argv[1:]]
         return matrix_doubles.main
-    if entry == "levante_tasks":  # its `__main__` as `python -m` runs it (sys.argv[0] set to that file meanwhile)
+    if entry in ("levante_tasks", "inspect"):  # its `__main__` as `python -m` runs it (sys.argv[0]: that file)
         return lambda: runpy.run_module(MODULES[entry], run_name="__main__", alter_sys=True)
     import lmms_eval
     from lmms_eval.cli.dispatch import main
