@@ -92,7 +92,8 @@ def test_a_bad_run_fails_alike(entry: str, args: list[str], data: Path, tmp_path
 
 
 # Registers, at start-up, a note of the `lmms_eval` the run imported, written when it exits (after lmms-eval's
-# import both in a real process, whose sitecustomize runs first, and in a fork, whose server imported it before).
+# import both in a real process, whose sitecustomize runs first, and in a fork of the trees' server, where the run
+# imports its tree's lmms_eval itself after the sitecustomize).
 SITE = '''
 import atexit, os, sys
 atexit.register(lambda: open(os.environ["LP_SITE_LOG"], "a").write(sys.modules["lmms_eval"].__file__ + "\\n"))
@@ -419,3 +420,43 @@ def test_without_a_dispatcher_the_client_is_the_real_command(data: Path, tmp_pat
     process, command = start_blocked(FORKED, tmp_path / "run", env)
     assert command == process.pid
     assert signalled(process, signal.SIGTERM) == ENDS[signal.SIGTERM]
+
+
+def test_a_server_reads_the_installed_task_folder_once_and_each_manager_gets_its_own_copy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_index_installed_tasks`: a TaskManager at WARNING gets a copy of the server's index of lmms-eval's task folder
+    (what one manager does to its copy no other sees); one at DEBUG, whose reading logs, reads the folder itself."""
+    from lmms_eval import tasks
+
+    from levante_tasks.testing.lmms_fork import _index_installed_tasks
+
+    read, reads = tasks.TaskManager._get_task_and_group, []
+
+    def counted(self: tasks.TaskManager, task_dir: str) -> dict[str, dict[str, Any]]:
+        reads.append(task_dir)
+        return read(self, task_dir) if len(reads) == 1 else {}  # the server's own read is the real one
+
+    monkeypatch.setattr(tasks.TaskManager, "_get_task_and_group", counted)  # the memo is undone after the test too
+    _index_installed_tasks()
+    folder = os.path.dirname(os.path.abspath(tasks.__file__)) + "/"
+    first = tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(folder)
+    assert reads == [folder] and len(first) > 100 and all(entry["type"] for entry in first.values())
+    name, entry = next(iter(first.items()))
+    kept = dict(entry)
+    entry["type"] = "changed"  # a run that changes its manager's index
+    second = tasks.TaskManager("INFO", include_defaults=False)._get_task_and_group(folder)
+    assert reads == [folder] and second[name] == kept and second.keys() == first.keys()
+    assert tasks.TaskManager("DEBUG", include_defaults=False)._get_task_and_group(folder) == {}
+    assert reads == [folder, folder]
+
+
+def test_a_code_run_is_python_c(tmp_path: Path) -> None:
+    """Entry `-c` (`python -c CODE ARGS`): the code sees what it sees in a new interpreter: its own `__main__`, no
+    `__future__` flag of the server's modules, `-c` and ARGS in sys.argv, '' first on sys.path."""
+    code = ("import sys, __main__\ndef f(x: int) -> None: pass\n"
+            "print(f.__annotations__, __name__, __main__.__dict__ is globals(), sys.argv, repr(sys.path[0]))")
+    real = subprocess.run([sys.executable, "-c", code, "a", "b"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False)
+    fork = run_cli([code, "a", "b"], cwd=tmp_path, env=dict(os.environ), entry="-c")
+    assert real.returncode == fork.returncode == 0, (real.stderr, fork.stderr)
+    assert fork.stdout == real.stdout and "<class 'int'>" in real.stdout

@@ -229,8 +229,9 @@ def _env(tree: Path, *extra: Path, plugins: str | None = None) -> dict[str, str]
 
 
 def run_lmms_eval(tree: Path, out: Path, *args: str, extra: tuple[Path, ...] = (), plugins: str | None = None):
-    """`python -m lmms_eval ARGS` with `tree`'s lmms_eval, forked from that tree's server (`lmms_fork`: one per tree
-    and plugin list, which imports the tree's lmms_eval once); returns the run and the parsed results (or None)."""
+    """`python -m lmms_eval ARGS` with `tree`'s lmms_eval, forked from the trees' server (`lmms_fork`: one `tree`
+    server for every tree, which imported only third-party libraries; the run imports its tree's lmms_eval itself);
+    returns the run and the parsed results (or None)."""
     out.mkdir(parents=True, exist_ok=True)
     proc = run_cli([*args, "--output_path", str(out)], cwd=out, env=_env(tree, *extra, plugins=plugins), timeout=600,
                    entry="lmms_eval")
@@ -833,8 +834,9 @@ FRESH_ABSENT = ("lmms_eval", "evaluate", "nltk")  # what a fresh probe's process
 def fresh_probe(tree: Path, steps: tuple[str, ...], cwd: Path, env: dict[str, str], *, real: bool = False) -> dict:
     """Run FRESH_STEPS `steps` in order with `tree`'s lmms_eval in `cwd` (`env` added), in one process that has not
     imported lmms-eval, `evaluate` or nltk: a new interpreter (`real`), else a fork of the trees' server, which
-    imported only third-party libraries that lmms-eval's CLI imports too (`lmms_fork.TREE_LIBRARIES`), so each step
-    sees what it would see in a new interpreter; return what they saw."""
+    imported only third-party libraries (`lmms_fork.TREE_LIBRARIES`: lmms-eval's CLI imports most of them; torchvision
+    and transformers' modelling code only a model class or HF metric does), so as to those three modules (what the
+    steps look for, checked as `held`) each step sees what it would see in a new interpreter; return what they saw."""
     script = (f"import json, sys\nseen = {{}}\nheld = [m for m in {FRESH_ABSENT!r} if m in sys.modules]\n"
               + "".join(FRESH_STEPS[step] for step in steps)
               + "shown = lambda value: getattr(value, '__qualname__', str(value))\n"

@@ -35,13 +35,14 @@ the server holds and imports the command's own from its path, as a new process d
 umask and temp folder are set. A rerun of a command (same working folder and arguments) goes to the other of two
 such servers, whose hash seeds differ and are drawn per test process (`PYTHONHASHSEED` unset in the run: a new
 interpreter draws one), so a test that runs a command twice and compares the outputs runs it under two hash seeds.
-Run as `python -m levante_tasks.testing.lmms_fork [cli]`, this module is that server: one JSON request a line on
+Run as `python -m levante_tasks.testing.lmms_fork [cli|tree]`, this module is that server: one JSON request a line on
 stdin, one JSON reply a line on the descriptor it was started with as stdout.
 """
 
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import copy
 import importlib.machinery
@@ -57,6 +58,7 @@ import tempfile
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -306,8 +308,13 @@ def _entry_point(entry: str) -> Callable[[], object]:
     function that runs the code the run's first argument holds, as `python -c` does, sys.argv[0] `-c`)."""
     if entry == CODE:
         def run_code() -> None:
+            """What `python -c` runs: the code, compiled without this module's `__future__` flags, in the namespace
+            of a new `__main__` module (the server's own is not the run's)."""
             code = sys.argv.pop(1)
-            exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})  # what `python -c` runs
+            main = types.ModuleType("__main__")
+            main.__builtins__ = builtins  # type: ignore[attr-defined]
+            sys.modules["__main__"] = main
+            exec(compile(code, "<string>", "exec", dont_inherit=True), main.__dict__)
 
         sys.argv = [CODE, *sys.argv[1:]]
         return run_code
