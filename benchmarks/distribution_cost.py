@@ -46,9 +46,7 @@ def run_matrix(folder: Path, data: Path, url: str, items: int, distribution: dic
     if distribution:
         model["distribution"] = distribution
     config = {"data": {"dir": str(data), "version": "synthetic"}, "models": [model], "tasks": [TASK],
-              "limit": items, "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}}
-    if module != "lmms_eval":
-        config["lmms_eval_module"] = module
+              "limit": items, "env": {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}, "lmms_eval_module": module}
     folder.mkdir(parents=True)
     (folder / "matrix.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     start = time.perf_counter()

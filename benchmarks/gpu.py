@@ -157,9 +157,7 @@ def matrix_loads(path: Path, data: Path, args: argparse.Namespace, out: Path) ->
               "models": [{"name": "vlm", "model": "levante_vlm_mc", "model_args": f"pretrained={path},dtype={DTYPE}"}],
               "tasks": tasks, "seeds": seeds, "limit": args.limit or 8, "batch_sizes": [max(args.batches)],
               "device": args.device}
-    module = lmms_module("lmms_eval", args.tiny)
-    if module != "lmms_eval":
-        config["lmms_eval_module"] = module
+    config["lmms_eval_module"] = lmms_module("lmms_eval", args.tiny)  # the config's default unless forked
     out.mkdir(parents=True, exist_ok=True)
     (out / "matrix.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     wall, cpu = timed([sys.executable, "-m", "levante_tasks", "matrix", "--config", "matrix.yaml", "--out", "m"], out)
