@@ -208,6 +208,7 @@ def zygote(entry: str, control_fd: int) -> None:
             sys.stdout.flush()  # nothing buffered here may reach a command's streams
             sys.stderr.flush()
             held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # a handler starts with its own
+            lmms_fork.freeze_heap()
             pid = os.fork()
             if pid == 0:
                 control.close()

@@ -45,6 +45,7 @@ import atexit
 import builtins
 import contextlib
 import copy
+import gc
 import importlib.machinery
 import importlib.util
 import json
@@ -357,12 +358,22 @@ def _import_model_classes(names: Sequence[str]) -> None:
                 continue
 
 
+def freeze_heap() -> None:
+    """Move every object this server holds into the collector's permanent generation, just before a fork: a child's
+    full collections (lmms-eval's model `clean()` and accelerate's `release_memory` each call `gc.collect()`) then
+    walk only what the run made, not the ~500k objects of the preloaded libraries (~0.3 s of CPU each), and do not
+    write to (copy) the pages those objects share with the server. Only the server's objects are frozen, which a
+    run never frees anyway; the run's own garbage is collected as in a new interpreter."""
+    gc.freeze()
+
+
 def _run_request(request: dict[str, Any], kind: str) -> dict[str, Any]:
     """Fork a child for one run (a server of `kind`'s), wait for it up to its timeout, return its status and
     streams."""
     if kind == LMMS:  # a `tree` server imports no lmms-eval
         _import_model_classes(request.get("models", []))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        freeze_heap()
         pid = os.fork()
         if pid == 0:
             _child(request, out.fileno(), err.fileno())
