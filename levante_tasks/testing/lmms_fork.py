@@ -87,10 +87,11 @@ CODE = "-c"  # the entry of `python -c CODE ARGS`: the run's first argument is C
 CLI, LMMS, TREE = "cli", "lmms", "tree"
 # What a `tree` server imports before it forks: the third-party libraries that lmms-eval's CLI imports, and the
 # transformers modelling and image-processing code (torchvision's) that its HF model classes and HF `evaluate` import
-# (~3 s of CPU in each run that imports them); not lmms-eval itself, which each run imports from its own path
+# (~3 s of CPU in each run that imports them), and the table writer its results table imports as each run ends; not
+# lmms-eval itself, which each run imports from its own path
 TREE_LIBRARIES = ("torch", "transformers", "datasets", "accelerate", "pandas", "aiohttp", "boto3", "sacrebleu",
                   "torchvision", "transformers.modeling_utils", "transformers.processing_utils",
-                  "transformers.image_processing_utils")
+                  "transformers.image_processing_utils", "pytablewriter")
 LMMS_ENV = ("LMMS_EVAL_PLUGINS", "LM_HARNESS_CACHE_PATH")  # read by lmms-eval's import: a tree run's own, in its child
 # What a `levante_tasks` server imports before it forks: third-party libraries only (~1 s of CPU per run saved)
 CLI_LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "PIL.Image", "yaml", "scipy.special",
@@ -407,6 +408,7 @@ def preload(kind: str) -> None:
             importlib.import_module(library)
         return
     import lmms_eval.cli.dispatch  # noqa: F401 - `python -m lmms_eval`'s dispatcher
+    import pytablewriter  # noqa: F401 - lmms-eval's results table (`make_table`) imports it as every run ends
 
     # HF's model base (~2-3 s of CPU), else imported again by each run that builds an HF model (ours or
     # lmms-eval's) in its fork; a model type's own modules are cheap after it
