@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -448,32 +449,44 @@ def test_without_a_dispatcher_the_client_is_the_real_command(data: Path, tmp_pat
     assert signalled(process, signal.SIGTERM) == ENDS[signal.SIGTERM]
 
 
-def test_a_server_reads_the_installed_task_folder_once_and_each_manager_gets_its_own_copy(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """`_index_installed_tasks`: a TaskManager at WARNING gets a copy of the server's index of lmms-eval's task folder
-    (what one manager does to its copy no other sees); one at DEBUG, whose reading logs, reads the folder itself."""
+def test_a_server_indexes_each_task_folder_once_and_a_manager_gets_a_copy_while_the_folder_is_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`keep_task_index`: a TaskManager at WARNING gets a copy of the server's index of a kept folder (what one
+    manager does to its copy no other sees); after a same-size edit of one of its YAMLs it reads the folder itself
+    (the kept index would be stale), and so does one at DEBUG, whose reading logs. A server keeps lmms-eval's own task
+    folder and levante-tasks'."""
     from lmms_eval import tasks
 
-    from levante_tasks.testing.lmms_fork import _index_installed_tasks
+    from levante_tasks.testing import lmms_fork
 
+    folders: list[list[str]] = []
+    monkeypatch.setattr(lmms_fork, "keep_task_index", folders.append)
+    lmms_fork._index_installed_tasks()
+    assert folders == [[os.path.dirname(os.path.abspath(tasks.__file__)) + "/", str(TASKS_DIR)]]
+    monkeypatch.undo()
+
+    folder = tmp_path / "tasks"
+    shutil.copytree(TASKS_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
     read, reads = tasks.TaskManager._get_task_and_group, []
 
     def counted(self: tasks.TaskManager, task_dir: str) -> dict[str, dict[str, Any]]:
         reads.append(task_dir)
-        return read(self, task_dir) if len(reads) == 1 else {}  # the server's own read is the real one
+        return read(self, task_dir)
 
     monkeypatch.setattr(tasks.TaskManager, "_get_task_and_group", counted)  # the memo is undone after the test too
-    _index_installed_tasks()
-    folder = os.path.dirname(os.path.abspath(tasks.__file__)) + "/"
-    first = tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(folder)
-    assert reads == [folder] and len(first) > 100 and all(entry["type"] for entry in first.values())
-    name, entry = next(iter(first.items()))
-    kept = dict(entry)
-    entry["type"] = "changed"  # a run that changes its manager's index
-    second = tasks.TaskManager("INFO", include_defaults=False)._get_task_and_group(folder)
-    assert reads == [folder] and second[name] == kept and second.keys() == first.keys()
-    assert tasks.TaskManager("DEBUG", include_defaults=False)._get_task_and_group(folder) == {}
-    assert reads == [folder, folder]
+    lmms_fork.keep_task_index([str(folder)])
+    first = tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(str(folder))
+    assert reads == [str(folder)] and "levante_trog" in first and all(entry["type"] for entry in first.values())
+    kept = dict(first["levante_trog"])
+    first["levante_trog"]["type"] = "changed"  # a run that changes its manager's index
+    second = tasks.TaskManager("INFO", include_defaults=False)._get_task_and_group(str(folder))
+    assert reads == [str(folder)] and second["levante_trog"] == kept and second.keys() == first.keys()
+    yaml = folder / "trog" / "levante_trog.yaml"
+    yaml.write_text(yaml.read_text().replace("task: levante_trog\n", "task: levante_tXog\n", 1))  # the same size
+    third = tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(str(folder))
+    assert reads == [str(folder)] * 2 and "levante_tXog" in third and "levante_trog" not in third
+    tasks.TaskManager("DEBUG", include_defaults=False)._get_task_and_group(str(folder))
+    assert reads == [str(folder)] * 3
 
 
 def test_a_code_run_is_python_c(tmp_path: Path) -> None:

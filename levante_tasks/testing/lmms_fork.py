@@ -6,9 +6,10 @@ CPU to import lmms-eval before any item. `run_cli(ARGS, cwd=..., env=...)` retur
 command, capture_output=True, text=True)` would (a `CompletedProcess` with the exit status and both streams), but
 the command runs in a child forked from a server of the test process (one per import-time environment, below): a
 clean interpreter that imported `lmms_eval.__main__` and the test models, and never runs a model itself, so forking
-it is safe; it also read lmms-eval's own task folder once (`_index_installed_tasks`), which each run's TaskManager
-would read again to the same index. A server starts in an empty folder, so it imports what a real run started elsewhere
-imports (the installed levante-tasks, not the checkout the tests run from). The child takes the run's working folder,
+it is safe; it also read lmms-eval's own task folder and levante-tasks' once (`_index_installed_tasks`), which each
+run's TaskManager would read again to the same index while they are unchanged. A server starts in an empty folder, so
+it imports what a real run started elsewhere imports (the installed levante-tasks, not the checkout the tests run
+from). The child takes the run's working folder,
 environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module runs (`lmms_cli` registers the
 test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher; `inspect` inspect_ai's CLI, which
 imports inspect_ai in the child); its exit status is the interpreter's (SystemExit code, 1 and a traceback on an
@@ -435,22 +436,48 @@ def _parse_task_code() -> None:
 
 
 def _index_installed_tasks() -> None:
-    """Read the installed lmms-eval's own task folder once, here, for every run: each TaskManager a run builds
-    (one or two per evaluation) indexes that folder's ~2,700 YAML files, about 0.7 s of CPU, to the same index each
-    time; a TaskManager in a fork gets a copy of the one built here instead. Not for an lmms_eval tree on the
-    server's path (a test's sources, which it may change between runs), nor for a TaskManager at verbosity DEBUG or
-    TRACE: the reading logs only at those levels (each file it skips), and such a run reads the files itself."""
+    """Read the task folders every run indexes once, here: lmms-eval's own (each TaskManager a run builds, one or two
+    per evaluation, indexes its ~2,700 YAML files, about 0.7 s of CPU) and levante-tasks' (`--include_path`: ~420
+    YAML files, about 0.3 s); a TaskManager in a fork gets a copy of the index built here while the folder is as it
+    was then (`keep_task_index`). Not for an lmms_eval tree on the server's path (a test's sources)."""
     from lmms_eval import tasks
+
+    from levante_tasks.schema.task_source import TASKS_DIR
 
     folder = os.path.dirname(os.path.abspath(tasks.__file__)) + "/"  # the path TaskManager indexes, as it spells it
     trees = {Path(p).resolve() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     if Path(folder).resolve().parents[1] in trees:
         return
+    keep_task_index([folder, str(TASKS_DIR)])
+
+
+def folder_state(folder: str) -> tuple[tuple[str, str, int, int, int, int], ...]:
+    """Every file under `folder` as lmms-eval's indexing walks it, with its size, inode and modification and change
+    times: a write (of any size), a rename, a new or a removed file changes it."""
+    state = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints"))
+        for name in sorted(files):
+            found = os.stat(os.path.join(root, name))
+            state.append((root, name, found.st_size, found.st_ino, found.st_mtime_ns, found.st_ctime_ns))
+    return tuple(state)
+
+
+def keep_task_index(folders: Sequence[str]) -> None:
+    """Index each of `folders` (spelled as TaskManager gets them) once, here: a TaskManager asked for one of them
+    gets a copy of this index (what one run's manager does to its copy no other sees) while `folder_state` is
+    unchanged, and reads the folder itself once it changed; so does one at verbosity DEBUG or TRACE, whose reading
+    logs each file it skips."""
+    from lmms_eval import tasks
+
     read = tasks.TaskManager._get_task_and_group
-    index = read(tasks.TaskManager(include_defaults=False), folder)
+    manager = tasks.TaskManager(include_defaults=False)
+    kept = {folder: (folder_state(folder), read(manager, folder)) for folder in folders}
 
     def indexed(self: tasks.TaskManager, task_dir: str) -> dict[str, dict[str, Any]]:
-        if task_dir == folder and str(self.verbosity).upper() not in ("DEBUG", "TRACE"):
+        state, index = kept.get(task_dir, (None, None))
+        if index is not None and str(self.verbosity).upper() not in ("DEBUG", "TRACE") \
+                and folder_state(task_dir) == state:
             return copy.deepcopy(index)
         return read(self, task_dir)
 
