@@ -121,8 +121,8 @@ def test_trials_listing_another_option_set_are_dropped_and_counted(tmp_path: Pat
     out, summary = compare(tmp_path, changed, recs, items=items)
     counted = exclusions(summary)
     assert counted["trials_option_set_differs"] == 2 and counted["trials_options_not_listed"] == 1
-    reference, _ = compare(tmp_path, trials, recs, "reference", items=items)
-    assert distributions(reference)["n"].sum() - distributions(out)["n"].sum() == 2
+    reference, unchanged = compare(tmp_path, trials, recs, "reference", items=items)
+    assert distributions(reference)["n"].sum() - distributions(out)["n"].sum() == 2, (counted, exclusions(unchanged))
 
 
 def test_items_file_formats_agree(tmp_path: Path) -> None:
@@ -153,8 +153,8 @@ def test_conflicting_duplicates_in_items_file_are_excluded(tmp_path: Path) -> No
     rows.append({"item_uid": uid, "options": json.dumps(list(reversed(options[uid])))})
     pd.DataFrame(rows).to_csv(tmp_path / "items.csv", index=False)
     out, summary = compare(tmp_path, trials, records(tmp_path / "records.csv"), items=tmp_path / "items.csv")
-    assert summary["exclusions"][0]["reason"] == "items_with_conflicting_options"
-    assert exclusions(summary)["items_not_in_items_file"] == 1
+    assert summary["exclusions"][0]["reason"] == "items_with_conflicting_options", summary["exclusions"]
+    assert exclusions(summary)["items_not_in_items_file"] == 1, summary["exclusions"]
     assert uid not in set(distributions(out)["item_uid"])
 
 
