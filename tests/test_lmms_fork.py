@@ -449,44 +449,74 @@ def test_without_a_dispatcher_the_client_is_the_real_command(data: Path, tmp_pat
     assert signalled(process, signal.SIGTERM) == ENDS[signal.SIGTERM]
 
 
-def test_a_server_indexes_each_task_folder_once_and_a_manager_gets_a_copy_while_the_folder_is_unchanged(
+def test_a_server_indexes_each_task_folder_once_and_a_manager_gets_a_copy_only_where_it_would_read_the_same(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`keep_task_index`: a TaskManager at WARNING gets a copy of the server's index of a kept folder (what one
-    manager does to its copy no other sees); after a same-size edit of one of its YAMLs it reads the folder itself
-    (the kept index would be stale), and so does one at DEBUG, whose reading logs. A server keeps lmms-eval's own task
-    folder and levante-tasks'."""
+    """`task_index`: a TaskManager gets a copy of the server's index of a kept folder (what one manager does to its copy
+    no other sees), and reads the folder itself where it would not read that index or would log more: a same-size
+    edit of a YAML, a file a relative include names in its working folder, a handler that prints what the server's
+    reading logged (a YAML whose include is missing: DEBUG). A dangling link is a file that is not there. A server
+    keeps lmms-eval's own task folder and levante-tasks'."""
     from lmms_eval import tasks
+    from loguru import logger
 
-    from levante_tasks.testing import lmms_fork
+    from levante_tasks.testing import lmms_fork, task_index
 
     folders: list[list[str]] = []
-    monkeypatch.setattr(lmms_fork, "keep_task_index", folders.append)
-    lmms_fork._index_installed_tasks()
+    monkeypatch.setattr(task_index, "keep_task_index", folders.append)
+    lmms_fork._index_task_folders()
     assert folders == [[os.path.dirname(os.path.abspath(tasks.__file__)) + "/", str(TASKS_DIR)]]
     monkeypatch.undo()
 
     folder = tmp_path / "tasks"
     shutil.copytree(TASKS_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "broken.yaml").write_text("include: _no_such_template_yaml\ntask: broken\n", encoding="utf-8")
+    (folder / "dangling.yaml").symlink_to(tmp_path / "nowhere.yaml")
     read, reads = tasks.TaskManager._get_task_and_group, []
 
     def counted(self: tasks.TaskManager, task_dir: str) -> dict[str, dict[str, Any]]:
         reads.append(task_dir)
         return read(self, task_dir)
 
+    def index() -> dict[str, dict[str, Any]]:
+        return tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(str(folder))
+
+    quietest = task_index._quietest_handler
     monkeypatch.setattr(tasks.TaskManager, "_get_task_and_group", counted)  # the memo is undone after the test too
-    lmms_fork.keep_task_index([str(folder)])
-    first = tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(str(folder))
-    assert reads == [str(folder)] and "levante_trog" in first and all(entry["type"] for entry in first.values())
+    monkeypatch.chdir(tmp_path)
+    task_index.keep_task_index([str(folder)])
+    assert reads == [str(folder)]
+    monkeypatch.setattr(task_index, "_quietest_handler", lambda: 20)  # the runs' handlers print INFO and above
+    first = index()
+    assert reads == [str(folder)] and "levante_trog" in first and "broken" not in first
     kept = dict(first["levante_trog"])
     first["levante_trog"]["type"] = "changed"  # a run that changes its manager's index
-    second = tasks.TaskManager("INFO", include_defaults=False)._get_task_and_group(str(folder))
-    assert reads == [str(folder)] and second["levante_trog"] == kept and second.keys() == first.keys()
-    yaml = folder / "trog" / "levante_trog.yaml"
-    yaml.write_text(yaml.read_text().replace("task: levante_trog\n", "task: levante_tXog\n", 1))  # the same size
-    third = tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(str(folder))
-    assert reads == [str(folder)] * 2 and "levante_tXog" in third and "levante_trog" not in third
-    tasks.TaskManager("DEBUG", include_defaults=False)._get_task_and_group(str(folder))
-    assert reads == [str(folder)] * 3
+    assert index()["levante_trog"] == kept and reads == [str(folder)]
+    monkeypatch.setattr(task_index, "_quietest_handler", lambda: 10)  # one prints DEBUG: the skipped YAML's line
+    index()
+    assert reads == [str(folder)] * 2
+    monkeypatch.setattr(task_index, "_quietest_handler", lambda: 20)
+    (tmp_path / "_egma_math_generate_until_template_yaml").write_text("tag: from_the_working_folder\n")
+    assert "from_the_working_folder" in index() and reads == [str(folder)] * 3
+    (tmp_path / "_egma_math_generate_until_template_yaml").unlink()
+    trog = folder / "trog" / "levante_trog.yaml"
+    trog.write_text(trog.read_text(encoding="utf-8").replace("task: levante_trog\n", "task: levante_tXog\n", 1),
+                    encoding="utf-8")  # the same size
+    edited = index()
+    assert reads == [str(folder)] * 4 and "levante_tXog" in edited and "levante_trog" not in edited
+    handler = logger.add(lambda _message: None, level="TRACE")
+    try:
+        assert quietest() == logger.level("TRACE").no
+    finally:
+        logger.remove(handler)
+
+
+def test_a_run_starts_with_the_decimal_flags_of_a_new_interpreter(tmp_path: Path) -> None:
+    """The server's imports leave no decimal signal flag raised for its runs (importing pytablewriter raises one)."""
+    code = "import decimal\nprint(sorted(s.__name__ for s, up in decimal.getcontext().flags.items() if up))"
+    real = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          check=False)
+    fork = run_cli([code], cwd=tmp_path, env=dict(os.environ), entry="-c")
+    assert real.stdout == fork.stdout == "[]\n", (real.stderr[-1000:], fork.stderr[-1000:])
 
 
 def test_a_code_run_is_python_c(tmp_path: Path) -> None:

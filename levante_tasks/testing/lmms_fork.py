@@ -6,14 +6,13 @@ CPU to import lmms-eval before any item. `run_cli(ARGS, cwd=..., env=...)` retur
 command, capture_output=True, text=True)` would (a `CompletedProcess` with the exit status and both streams), but
 the command runs in a child forked from a server of the test process (one per import-time environment, below): a
 clean interpreter that imported `lmms_eval.__main__` and the test models, and never runs a model itself, so forking
-it is safe; it also read lmms-eval's own task folder and levante-tasks' once (`_index_installed_tasks`), which each
-run's TaskManager would read again to the same index while they are unchanged. A server starts in an empty folder, so
-it imports what a real run started elsewhere imports (the installed levante-tasks, not the checkout the tests run
-from). The child takes the run's working folder,
-environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module runs (`lmms_cli` registers the
-test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher; `inspect` inspect_ai's CLI, which
-imports inspect_ai in the child); its exit status is the interpreter's (SystemExit code, 1 and a traceback on an
-uncaught exception, -N when killed by signal N).
+it is safe; it also indexed lmms-eval's own task folder and levante-tasks' once (`task_index`: a run's TaskManager
+gets a copy where it would read the same index). A server starts in an empty folder, so it imports what a real run
+started elsewhere imports (the installed levante-tasks, not the checkout the tests run from). The child takes the
+run's working folder, environment, `sys.argv` and new `PYTHONPATH` entries, then calls what that module runs
+(`lmms_cli` registers the test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher; `inspect`
+inspect_ai's CLI, which imports inspect_ai in the child); its exit status is the interpreter's (SystemExit code, 1
+and a traceback on an uncaught exception, -N when killed by signal N).
 Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF, the legacy plugin
 list, the hash seed) cannot change in a fork: a run whose values differ from the server's gets its own server.
 A run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages goes to a `tree` server
@@ -45,7 +44,7 @@ from __future__ import annotations
 import atexit
 import builtins
 import contextlib
-import copy
+import decimal
 import gc
 import importlib.machinery
 import importlib.util
@@ -364,8 +363,8 @@ def freeze_heap() -> None:
     """Move every object this server holds into the collector's permanent generation, just before a fork: a child's
     full collections (lmms-eval's model `clean()` and accelerate's `release_memory` each call `gc.collect()`) then
     walk only what the run made, not the ~500k objects of the preloaded libraries (~0.3 s of CPU each), and do not
-    write to (copy) the pages those objects share with the server. Only the server's objects are frozen, which a
-    run never frees anyway; the run's own garbage is collected as in a new interpreter."""
+    write to (copy) the pages those objects share with the server. What the run makes is collected as in a new
+    interpreter; what it drops of the server's (a CLI child's levante_tasks modules) stays until it exits."""
     gc.freeze()
 
 
@@ -403,7 +402,19 @@ def _text(stream: IO[bytes]) -> str:
 
 def preload(kind: str) -> None:
     """Import what the runs a server of `kind` (or a `fork_stream` zygote of entry `kind`) serves import, so that no
-    run pays for it."""
+    run pays for it; then leave what a new interpreter starts with as it was: the decimal context's flags (importing
+    pytablewriter raises one) and no garbage (collected once, not frozen with the rest before each fork)."""
+    context = decimal.getcontext()
+    flags = dict(context.flags)
+    _import_for(kind)
+    context.clear_flags()
+    for signal_flag, raised in flags.items():
+        context.flags[signal_flag] = raised
+    gc.collect()
+
+
+def _import_for(kind: str) -> None:
+    """The imports of `preload`."""
     if kind in (CLI, TREE):
         for library in CLI_LIBRARIES if kind == CLI else TREE_LIBRARIES:
             importlib.import_module(library)
@@ -418,7 +429,7 @@ def preload(kind: str) -> None:
     import levante_tasks.testing.lmms_cli  # noqa: F401 - imports lmms_eval.__main__ and the test models
     if kind == "matrix_doubles":
         import levante_tasks.testing.matrix_doubles  # noqa: F401 - and the matrix runner's
-    _index_installed_tasks()
+    _index_task_folders()
     _parse_task_code()
 
 
@@ -435,53 +446,21 @@ def _parse_task_code() -> None:
             task_source.imported_package_files(path)
 
 
-def _index_installed_tasks() -> None:
-    """Read the task folders every run indexes once, here: lmms-eval's own (each TaskManager a run builds, one or two
-    per evaluation, indexes its ~2,700 YAML files, about 0.7 s of CPU) and levante-tasks' (`--include_path`: ~420
-    YAML files, about 0.3 s); a TaskManager in a fork gets a copy of the index built here while the folder is as it
-    was then (`keep_task_index`). Not for an lmms_eval tree on the server's path (a test's sources)."""
+def _index_task_folders() -> None:
+    """Index the task folders the runs name once, here (`task_index.keep_task_index`): lmms-eval's own (each
+    TaskManager a run builds, one or two per evaluation, reads its ~1,800 YAML files, about 0.7 s of CPU) and
+    levante-tasks' (the `--include_path` the tests give: ~420 YAML files, about 0.3 s). Not for an lmms_eval tree on
+    the server's path (a test's sources)."""
     from lmms_eval import tasks
 
     from levante_tasks.schema.task_source import TASKS_DIR
+    from levante_tasks.testing.task_index import keep_task_index
 
     folder = os.path.dirname(os.path.abspath(tasks.__file__)) + "/"  # the path TaskManager indexes, as it spells it
     trees = {Path(p).resolve() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     if Path(folder).resolve().parents[1] in trees:
         return
     keep_task_index([folder, str(TASKS_DIR)])
-
-
-def folder_state(folder: str) -> tuple[tuple[str, str, int, int, int, int], ...]:
-    """Every file under `folder` as lmms-eval's indexing walks it, with its size, inode and modification and change
-    times: a write (of any size), a rename, a new or a removed file changes it."""
-    state = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".ipynb_checkpoints"))
-        for name in sorted(files):
-            found = os.stat(os.path.join(root, name))
-            state.append((root, name, found.st_size, found.st_ino, found.st_mtime_ns, found.st_ctime_ns))
-    return tuple(state)
-
-
-def keep_task_index(folders: Sequence[str]) -> None:
-    """Index each of `folders` (spelled as TaskManager gets them) once, here: a TaskManager asked for one of them
-    gets a copy of this index (what one run's manager does to its copy no other sees) while `folder_state` is
-    unchanged, and reads the folder itself once it changed; so does one at verbosity DEBUG or TRACE, whose reading
-    logs each file it skips."""
-    from lmms_eval import tasks
-
-    read = tasks.TaskManager._get_task_and_group
-    manager = tasks.TaskManager(include_defaults=False)
-    kept = {folder: (folder_state(folder), read(manager, folder)) for folder in folders}
-
-    def indexed(self: tasks.TaskManager, task_dir: str) -> dict[str, dict[str, Any]]:
-        state, index = kept.get(task_dir, (None, None))
-        if index is not None and str(self.verbosity).upper() not in ("DEBUG", "TRACE") \
-                and folder_state(task_dir) == state:
-            return copy.deepcopy(index)
-        return read(self, task_dir)
-
-    tasks.TaskManager._get_task_and_group = indexed  # type: ignore[method-assign] - this server's runs only
 
 
 def preload_models(args: Sequence[str]) -> None:
