@@ -454,8 +454,9 @@ def test_a_server_indexes_each_task_folder_once_and_a_manager_gets_a_copy_only_w
     """`task_index`: a TaskManager gets a copy of the server's index of a kept folder (what one manager does to its copy
     no other sees), and reads the folder itself where it would not read that index or would log more: a same-size
     edit of a YAML, a file a relative include names in its working folder, a handler that prints what the server's
-    reading logged (a YAML whose include is missing: DEBUG). A dangling link is a file that is not there. A server
-    keeps lmms-eval's own task folder and levante-tasks'."""
+    reading logged (a YAML whose include is missing: DEBUG). A dangling link is a file that is not there. Another
+    spelling of the folder gets the index that reading it so gives. A server keeps lmms-eval's own task folder and
+    levante-tasks'."""
     from lmms_eval import tasks
     from loguru import logger
 
@@ -491,6 +492,9 @@ def test_a_server_indexes_each_task_folder_once_and_a_manager_gets_a_copy_only_w
     kept = dict(first["levante_trog"])
     first["levante_trog"]["type"] = "changed"  # a run that changes its manager's index
     assert index()["levante_trog"] == kept and reads == [str(folder)]
+    for spelling in ("tasks", "./tasks/"):  # the matrix names the folder relative to its base
+        spelled = tasks.TaskManager("WARNING", include_defaults=False)._get_task_and_group(spelling)
+        assert spelled == read(tasks.TaskManager(include_defaults=False), spelling) and reads == [str(folder)]
     monkeypatch.setattr(task_index, "_quietest_handler", lambda: 10)  # one prints DEBUG: the skipped YAML's line
     index()
     assert reads == [str(folder)] * 2

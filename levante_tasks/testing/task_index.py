@@ -123,19 +123,32 @@ def usable(kept: KeptIndex, folder: str) -> bool:
             and folder_state(folder, kept.outside) == kept.state)
 
 
+def respelled(index: dict[str, dict[str, Any]], folder: str, task_dir: str) -> dict[str, dict[str, Any]]:
+    """A copy of `index` (read from `folder`) as reading the same folder spelled `task_dir` (a relative path, another
+    spelling) gives it: each YAML path joined to `task_dir` as lmms-eval's walk joins it."""
+    copied = copy.deepcopy(index)
+    if task_dir != folder:
+        for entry in copied.values():
+            if isinstance(entry.get("yaml_path"), str):
+                entry["yaml_path"] = os.path.join(task_dir, os.path.relpath(entry["yaml_path"], folder))
+    return copied
+
+
 def keep_task_index(folders: Sequence[str]) -> None:
-    """Index each of `folders` (spelled as TaskManager gets them) once, in this process, and have every TaskManager
-    of this process and its forks take a copy where `usable`, else read the folder itself."""
+    """Index each of `folders` once, in this process, and have every TaskManager of this process and its forks that
+    asks for one of them (in any spelling: the matrix names levante-tasks' relative to its base) take a copy where
+    `usable`, else read the folder itself."""
     from lmms_eval import tasks
 
     read = tasks.TaskManager._get_task_and_group
     manager = tasks.TaskManager(include_defaults=False)
-    kept = {folder: found for folder in folders if (found := read_recorded(read, manager, folder)) is not None}
+    kept = {os.path.realpath(folder): (folder, found) for folder in folders
+            if (found := read_recorded(read, manager, folder)) is not None}
 
     def indexed(self: tasks.TaskManager, task_dir: str) -> dict[str, dict[str, Any]]:
-        found = kept.get(task_dir)
-        if found is not None and usable(found, task_dir):
-            return copy.deepcopy(found.index)
+        folder, found = kept.get(os.path.realpath(task_dir), (task_dir, None))
+        if found is not None and usable(found, folder):
+            return respelled(found.index, folder, task_dir)
         return read(self, task_dir)
 
     tasks.TaskManager._get_task_and_group = indexed  # type: ignore[method-assign] - this server's runs only
