@@ -407,9 +407,7 @@ def preload(kind: str) -> None:
     context = decimal.getcontext()
     flags = dict(context.flags)
     _import_for(kind)
-    context.clear_flags()
-    for signal_flag, raised in flags.items():
-        context.flags[signal_flag] = raised
+    context.flags.update(flags)
     gc.collect()
 
 
