@@ -14,7 +14,8 @@ peak memory of the run (GPU: weights + torch.cuda.max_memory_allocated above wha
 CPU: the process's peak RSS) and our ratio to the anchor at the same batch size. Then a small matrix (one model x
 2 tasks x 2 seeds of `levante_vlm_mc`; `--tiny`: 1 task x 1 seed): its model loads, from matrix.json's `model_loads`
 when it has one, else one per lmms-eval process in the cell logs, against its cell count (one load per cell); at
-`--tiny` under the test suite's fork_stream dispatcher its lmms-eval run is forked (`matrix.lmms_module`).
+`--tiny` under the test suite's fork_stream dispatcher its lmms-eval run is forked (`matrix.lmms_module`), and so is
+the process that measures the runs above (`matrix.script_command`).
 
 Run (GPU, the figures to quote; about 5 minutes on one H100): `.venv/bin/python benchmarks/gpu.py --full --device
 cuda --out gpu-bench`. `--tiny`: tiny shapes on CPU at batch 2 (the batched path; the suite's smoke run,
@@ -42,7 +43,7 @@ from typing import Any
 
 import torch
 import yaml
-from matrix import TASKS, lmms_module, prepared_demo, timed
+from matrix import TASKS, lmms_module, prepared_demo, script_command, timed
 
 from levante_tasks.testing.tiny_models import build_tiny_qwen_vl, build_tiny_vlm
 
@@ -118,7 +119,7 @@ def run_all(archs: list[Arch], paths: dict[str, Path], data: Path, args: argpars
     config.write_text(json.dumps([{k: v for k, v in r.items() if k != "_label"} for _, r in runs], indent=1),
                       encoding="utf-8")  # JSON is YAML
     stats.unlink(missing_ok=True)
-    command = [sys.executable, __file__, "--device", args.device, "--measure", str(stats), "--",
+    command = [*script_command(Path(__file__), args.tiny), "--device", args.device, "--measure", str(stats), "--",
                "--config", str(config)]
     done = subprocess.run(command, env=lmms_env(data), cwd=out, capture_output=True, text=True)
     figures = [json.loads(line) for line in stats.read_text(encoding="utf-8").splitlines()] if stats.exists() else []

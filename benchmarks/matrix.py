@@ -79,6 +79,13 @@ def lmms_module(module: str, tiny: bool) -> str:
     return FORKED[module] if tiny and os.environ.get(SOCKET_ENV) else module
 
 
+def script_command(script: Path, tiny: bool) -> list[str]:
+    """`python SCRIPT`, or at `--tiny` under the test suite's dispatcher (as `lmms_module`) its forked client: a
+    benchmark's own process that runs lmms-eval in it (gpu's `--measure`) without lmms-eval's start-up."""
+    forked = tiny and os.environ.get(SOCKET_ENV)
+    return [sys.executable, *(["-m", "levante_tasks.testing.forked_script"] if forked else []), str(script)]
+
+
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall and CPU seconds (user + system of the process and the children it waited for) of one process; it
     must succeed. CPU time is what to compare on a shared machine."""

@@ -1,11 +1,14 @@
 """Every benchmark under benchmarks/ runs at HEAD at its `--tiny` size and prints its figures, so none can rot.
 
-Each `benchmarks/*.py --tiny` (found by glob: a new benchmark is included without editing this file) runs as a
-subprocess; it must exit 0 and print at least one figure line: a figure with its ratio (`ratio 0.54`, `x2.1`,
-`3.94x`). The synthetic release those that run lmms-eval read is prepared once here (`demo --prepare-only`, as each
-would) and named to them by $LEVANTE_BENCH_DEMO. Their environment names this process's fork_stream dispatcher
+Each `benchmarks/*.py --tiny` (found by glob: a new benchmark is included without editing this file) runs as
+`python benchmarks/X.py --tiny` does, in a fork of a server that imported torch, transformers and lmms-eval once, not
+once per script (`lmms_fork.run_cli`, entry `script`); what a script measures, it still starts as fresh processes.
+It must exit 0 and print at least one figure line: a figure with its ratio (`ratio 0.54`, `x2.1`, `3.94x`). The
+synthetic release those that run lmms-eval read is prepared once here (`demo --prepare-only`, as each would) and
+named to them by $LEVANTE_BENCH_DEMO. Their environment names this process's fork_stream dispatcher
 (tests/conftest.py): the benchmarks whose matrices run lmms-eval (matrix, distribution_cost, gpu) fork those runs
-from its zygotes at `--tiny` (benchmarks/matrix.py `lmms_module`), so lmms-eval is imported once, not once per run.
+from its zygotes at `--tiny` (benchmarks/matrix.py `lmms_module`), and so does gpu its measured lmms-eval process
+(`script_command`), so lmms-eval is imported once, not once per run.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from levante_tasks.testing.lmms_fork import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = sorted((ROOT / "benchmarks").glob("*.py"))
@@ -58,7 +63,6 @@ def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("script", BENCHMARKS, ids=[path.stem for path in BENCHMARKS])
 def test_benchmark_runs_at_its_tiny_size_and_prints_figures(script: Path, tmp_path: Path, shared_demo: Path) -> None:
     env = child_env(TMPDIR=str(tmp_path), LEVANTE_BENCH_DEMO=str(shared_demo))
-    done = subprocess.run([sys.executable, str(script), "--tiny"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT_S, check=False)
+    done = run_cli([str(script), "--tiny"], entry="script", cwd=tmp_path, env=env, timeout=TIMEOUT_S)
     assert done.returncode == 0, f"{script.name} --tiny exited {done.returncode}:\n{done.stderr[-3000:]}"
     assert printed_figures(done.stdout), f"{script.name} --tiny printed no figure with a ratio:\n{done.stdout[-3000:]}"

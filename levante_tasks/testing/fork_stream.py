@@ -76,10 +76,11 @@ def start() -> None:
 # ---------------------------------------------------------------- the client (the command's process)
 
 def run(entry: str, args: list[str]) -> None:
-    """Be `python -m lmms_fork.MODULES[entry] ARGS`: run in a fork when a dispatcher is named, else exec'd."""
-    from levante_tasks.testing.lmms_fork import MODULES, exit_as
+    """Be `python -m lmms_fork.MODULES[entry] ARGS` (entry `script`: `python ARGS`): run in a fork when a dispatcher is
+    named, else exec'd."""
+    from levante_tasks.testing.lmms_fork import command_line, exit_as
 
-    command = [sys.executable, "-m", MODULES[entry], *args]
+    command = command_line(entry, args)
     path = os.environ.get(SOCKET_ENV)
     if not path:
         os.execv(sys.executable, command)
@@ -107,7 +108,7 @@ def run(entry: str, args: list[str]) -> None:
     while True:
         message = channel.recv(_MESSAGE)
         if not message:
-            sys.exit(f"fork_stream: the zygote stopped before `{' '.join(command[2:])}` ended")
+            sys.exit(f"fork_stream: the zygote stopped before `python {' '.join(command[1:])}` ended")
         reply = json.loads(message)
         if reply.get("exec"):
             os.execv(sys.executable, command)

@@ -27,7 +27,8 @@ server shares its hash seed (Python's `random` and numpy's global generator are 
 such runs cannot show a difference that comes from it: a test that looks for one uses real processes. Tests that
 check the real command (console scripts, README commands, the matrix) or what a fresh interpreter does still start
 real processes. Entry `-c` stands for `python -c CODE ARGS` (CODE the first argument): a probe a test runs with a
-tree's lmms_eval.
+tree's lmms_eval; entry `script` for `python SCRIPT ARGS` (SCRIPT the first argument, run as `__main__` with its
+folder first on the path): a benchmark's smoke run.
 `levante-tasks` itself (entry `levante_tasks`: `python -m levante_tasks ARGS`) runs in a fork of another kind of
 server, one that imported only the third-party libraries the commands use (`CLI_LIBRARIES`: numpy, pandas, pyarrow,
 Pillow, scipy, matplotlib's Agg parts, PyYAML; about 1 s of CPU per run); the child drops the levante-tasks modules
@@ -83,6 +84,7 @@ MODULES = {"lmms_cli": "levante_tasks.testing.lmms_cli", "lmms_eval": "lmms_eval
            "matrix_doubles": "levante_tasks.testing.matrix_doubles", "inspect": "inspect_ai"}
 COMMAND = [sys.executable, "-m", MODULES["lmms_cli"]]
 CODE = "-c"  # the entry of `python -c CODE ARGS`: the run's first argument is CODE
+SCRIPT = "script"  # the entry of `python SCRIPT ARGS`: the run's first argument is SCRIPT, a file
 # The kinds of server: `levante_tasks` runs, the lmms-eval entries' runs, those runs with their own lmms_eval or plugins
 CLI, LMMS, TREE = "cli", "lmms", "tree"
 # What a `tree` server imports before it forks: the third-party libraries that lmms-eval's CLI imports, and the
@@ -105,8 +107,8 @@ _SERVER_FOLDER: list[str] = []  # the empty folder the servers start in, made on
 
 def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], timeout: float = 600,
             entry: str = "lmms_cli", models: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
-    """`python -m MODULES[entry] ARGS` (entry `-c`: `python -c ARGS`) run in a fork: the run's status and output, as
-    `subprocess.run` gives them.
+    """`python -m MODULES[entry] ARGS` (entry `-c`: `python -c ARGS`; `script`: `python ARGS`) run in a fork: the run's
+    status and output, as `subprocess.run` gives them.
 
     `models`: lmms-eval model names whose class modules the server imports before it forks (and keeps for the
     later runs it serves: their import-time warnings go to the server's stderr, not a run's), as the run would when
@@ -126,10 +128,15 @@ def run_cli(args: Sequence[str], *, cwd: str | Path, env: Mapping[str, str], tim
         _SERVERS.pop(key, None)
         raise RuntimeError(f"lmms_fork: the server stopped (exit {server.wait()}) before answering")
     reply = json.loads(line)
-    command = [sys.executable, *([CODE] if entry == CODE else ["-m", MODULES[entry]]), *request["args"]]
+    command = command_line(entry, request["args"])
     if reply["timed_out"]:
         raise subprocess.TimeoutExpired(command, timeout, reply["stdout"], reply["stderr"])
     return subprocess.CompletedProcess(command, reply["returncode"], reply["stdout"], reply["stderr"])
+
+
+def command_line(entry: str, args: Sequence[str]) -> list[str]:
+    """The command a run of `entry` stands for: `python -m MODULE ARGS`, `python -c ARGS` or `python ARGS`."""
+    return [sys.executable, *([CODE] if entry == CODE else [] if entry == SCRIPT else ["-m", MODULES[entry]]), *args]
 
 
 def _key(env: Mapping[str, str], entry: str, command: list[str]) -> tuple[str | None, ...]:
@@ -307,7 +314,8 @@ def _site_customize(new_entries: list[str]) -> None:
 
 def _entry_point(entry: str) -> Callable[[], object]:
     """The function `python -m MODULES[entry]` runs, with sys.argv[0] set to that module's file (entry `-c`: the
-    function that runs the code the run's first argument holds, as `python -c` does, sys.argv[0] `-c`)."""
+    function that runs the code the run's first argument holds, as `python -c` does, sys.argv[0] `-c`; `script`: the
+    one that runs the file the first argument names, as `python SCRIPT` does)."""
     if entry == CODE:
         def run_code() -> None:
             """What `python -c` runs: the code, compiled without this module's `__future__` flags, in the namespace
@@ -320,6 +328,15 @@ def _entry_point(entry: str) -> Callable[[], object]:
 
         sys.argv = [CODE, *sys.argv[1:]]
         return run_code
+    if entry == SCRIPT:
+        def run_script() -> None:
+            """What `python SCRIPT` runs: the file as `__main__` (sys.argv[0] its name), the folder that holds it
+            (links resolved) first on the path."""
+            script = sys.argv.pop(1)
+            sys.path[0] = os.path.dirname(os.path.realpath(script))
+            runpy.run_path(script, run_name="__main__")
+
+        return run_script
     if entry == "lmms_cli":
         from levante_tasks.testing import lmms_cli
 
