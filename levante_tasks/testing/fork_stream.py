@@ -8,19 +8,18 @@ config names a client module instead (`levante_tasks.testing.forked_doubles` for
 environment, arguments, umask and standard streams (the descriptors themselves) to the dispatcher this test process
 started (`start()`, socket named by $LEVANTE_FORK_STREAM), waits, and ends as the command ended: its exit status, or
 killed by the same signal. The dispatcher keeps one zygote per import-time environment (`lmms_fork.IMPORT_TIME_ENV`
-and PYTHONPATH; a client of another interpreter is told to exec), started on first use: its own imports, warnings
-and any `sitecustomize` run there, once, not in each command. A zygote forks a handler per command, which forks the
-command's process (`lmms_fork._child`: the run's folder, environment, umask, path, fresh random state, its own
-process group) and passes on to it the signals the client receives (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1,
-SIGUSR2; one the client ignores, as it inherited, the command ignores too); a signal that comes before the
-command exists ends the client as it ends a process in start-up. A client that dies (SIGKILL of the runner's
-process group) has its command killed by the handler, a moment later rather than in the same instant. Every process
-here is a descendant of the test process and reaped by its parent, so the commands' CPU counts as the test run's
-(when the test process exits). Without a dispatcher (no $LEVANTE_FORK_STREAM:
-a Slurm job under --export=NONE, a user's shell) the client execs the real command. As with `lmms_fork`, the
-commands forked from one zygote share its hash seed, and what a process does not inherit through a fork (user,
-capabilities, limits) is the zygote's: tests that check what a fresh process does, or drop privileges, keep the real
-module.
+and PYTHONPATH; a client of another interpreter is told to exec), whatever the entry, started on first use: its own
+imports, warnings and any `sitecustomize` run there, once, not in each command. A zygote forks a handler per
+command, which forks the command's process (`lmms_fork._child`: the run's folder, environment, umask, path, fresh
+random state, its own process group) and passes on to it the signals the client receives (SIGTERM, SIGINT, SIGHUP,
+SIGQUIT, SIGUSR1, SIGUSR2; one the client ignores, as it inherited, the command ignores too); a signal that comes
+before the command exists ends the client as it ends a process in start-up. A client that dies (SIGKILL of the
+runner's process group) has its command killed by the handler, a moment later rather than in the same instant. Every
+process here is a descendant of the test process and reaped by its parent, so the commands' CPU counts as the test
+run's (when the test process exits). Without a dispatcher (no $LEVANTE_FORK_STREAM: a Slurm job under --export=NONE,
+a user's shell) the client execs the real command. As with `lmms_fork`, the commands forked from one zygote share
+its hash seed, and what a process does not inherit through a fork (user, capabilities, limits) is the zygote's:
+tests that check what a fresh process does, or drop privileges, keep the real module.
 """
 
 from __future__ import annotations
@@ -121,11 +120,12 @@ def run(entry: str, args: list[str]) -> None:
 # ---------------------------------------------------------------- the dispatcher
 
 def _key(request: Mapping[str, Any]) -> tuple[str | None, ...]:
-    """What a zygote shares with the commands it serves: what their imports read."""
+    """What a zygote shares with the commands it serves: what their imports read (not the entry: every zygote
+    imports what each entry's commands import, `lmms_fork.preload(LMMS)`, so one serves them all)."""
     from levante_tasks.testing.lmms_fork import IMPORT_TIME_ENV
 
     env = request["env"]
-    return (request["entry"], env.get("PYTHONPATH"), *(env.get(name) for name in IMPORT_TIME_ENV))
+    return (env.get("PYTHONPATH"), *(env.get(name) for name in IMPORT_TIME_ENV))
 
 
 def dispatch(listener_fd: int) -> None:
@@ -150,7 +150,7 @@ def dispatch(listener_fd: int) -> None:
                     if key not in zygotes or zygotes[key][0].poll() is not None:
                         if key in zygotes:
                             zygotes[key][1].close()
-                        zygotes[key] = _zygote(request["entry"], request["env"])
+                        zygotes[key] = _zygote(request["env"])
                     socket.send_fds(zygotes[key][1], [message], [channel.fileno(), *fds])
                 elif request:  # another interpreter: the client runs the command itself
                     channel.send(json.dumps({"exec": True}).encode())
@@ -167,11 +167,11 @@ def dispatch(listener_fd: int) -> None:
             process.wait()
 
 
-def _zygote(entry: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], socket.socket]:
-    """A zygote of `entry` started with a command's environment (in the dispatcher's empty working folder), and the
-    socket that feeds it."""
+def _zygote(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """A zygote started with a command's environment (in the dispatcher's empty working folder), and the socket that
+    feeds it."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    process = subprocess.Popen([sys.executable, "-m", _MODULE, "zygote", entry, str(theirs.fileno())], env=env,
+    process = subprocess.Popen([sys.executable, "-m", _MODULE, "zygote", str(theirs.fileno())], env=env,
                                stdin=subprocess.DEVNULL, stdout=sys.stderr, pass_fds=[theirs.fileno()])
     theirs.close()
     return process, ours
@@ -179,13 +179,13 @@ def _zygote(entry: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], s
 
 # ---------------------------------------------------------------- the zygote and its handlers
 
-def zygote(entry: str, control_fd: int) -> None:
-    """Import what the commands of `entry` import, then fork a handler per request until the dispatcher closes the
-    socket, and reap the handlers as their commands end; SIGTERM (the test process is ending) kills the commands
+def zygote(control_fd: int) -> None:
+    """Import what the commands of every entry import, then fork a handler per request until the dispatcher closes
+    the socket, and reap the handlers as their commands end; SIGTERM (the test process is ending) kills the commands
     still running."""
     from levante_tasks.testing import lmms_fork
 
-    lmms_fork.preload(entry)
+    lmms_fork.preload(lmms_fork.LMMS)
     control = socket.socket(fileno=control_fd)
     handlers: set[int] = set()
     stopping = False  # the test process is ending: requests still queued are not served
@@ -265,6 +265,6 @@ def _handle(request: dict[str, Any], channel_fd: int, stdin: int, stdout: int, s
 
 if __name__ == "__main__":
     if sys.argv[1] == "zygote":
-        zygote(sys.argv[2], int(sys.argv[3]))
+        zygote(int(sys.argv[2]))
     else:
         dispatch(int(sys.argv[1]))

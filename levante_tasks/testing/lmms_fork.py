@@ -418,7 +418,7 @@ def _text(stream: IO[bytes]) -> str:
 
 
 def preload(kind: str) -> None:
-    """Import what the runs a server of `kind` (or a `fork_stream` zygote of entry `kind`) serves import, so that no
+    """Import what the runs a server of `kind` (or a `fork_stream` zygote: kind LMMS) serves import, so that no
     run pays for it; then leave what a new interpreter starts with as it was: the decimal context's flags (importing
     pytablewriter raises one) and no garbage (collected once, not frozen with the rest before each fork)."""
     context = decimal.getcontext()
@@ -442,8 +442,7 @@ def _import_for(kind: str) -> None:
     import transformers.modeling_utils  # noqa: F401
 
     import levante_tasks.testing.lmms_cli  # noqa: F401 - imports lmms_eval.__main__ and the test models
-    if kind == "matrix_doubles":
-        import levante_tasks.testing.matrix_doubles  # noqa: F401 - and the matrix runner's
+    import levante_tasks.testing.matrix_doubles  # noqa: F401 - and the matrix runner's (registered only by its entry)
     _index_task_folders()
     _parse_task_code()
 
