@@ -65,13 +65,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+# (Not TOKENIZERS_PARALLELISM, which the matrix gives its cells: HF tokenizers read it each time they would run in
+# parallel, from the run's environment; no server tokenizes.)
 IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
                    "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "HF_ENDPOINT", "XDG_CACHE_HOME", "HOME",
-                   "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LMMS_EVAL_PLUGINS",
-                   "LM_HARNESS_CACHE_PATH", "PYTHONHASHSEED", "MPLCONFIGDIR", "MPLBACKEND", "MATPLOTLIBRC",
-                   "XDG_CONFIG_HOME", "OPENBLAS_NUM_THREADS", "PILLOW_BLOCKS_MAX", "PILLOW_ALIGNMENT",
-                   "PILLOW_BLOCK_SIZE", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8",
-                   "PYTHONWARNINGS")
+                   "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LMMS_EVAL_PLUGINS", "LM_HARNESS_CACHE_PATH", "PYTHONHASHSEED",
+                   "MPLCONFIGDIR", "MPLBACKEND", "MATPLOTLIBRC", "XDG_CONFIG_HOME", "OPENBLAS_NUM_THREADS",
+                   "PILLOW_BLOCKS_MAX", "PILLOW_ALIGNMENT", "PILLOW_BLOCK_SIZE", "LANG", "LC_ALL", "LC_CTYPE",
+                   "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS")
 TREE_SERVERS = 2  # `tree` servers (runs with their own lmms_eval or plugins) kept alive, least recent out
 CLI_SERVERS = 4  # `levante_tasks` servers kept alive (two per environment), least recent out
 # What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
