@@ -56,11 +56,16 @@ def task_yamls(tasks_dir: Path) -> dict[str, Path]:
 def source_files(yaml: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
     """A task YAML, the YAMLs it includes (recursively), the modules its `!function` names point at and the
     modules of the task's own code those import (transitively; LMMS_SCOPE plus the folders of the named modules)."""
+    return _source_files(yaml, _Package(package_root))
+
+
+def _source_files(yaml: Path, package: _Package) -> list[Path]:
+    """`source_files` with `package`'s resolved paths."""
     files: list[Path] = []
     pending = [yaml]
     while pending:
         path = pending.pop()
-        if path in files or not path.is_file():
+        if path in files or not package.is_file(path):
             continue
         files.append(path)
         if path.suffix == ".py":
@@ -69,47 +74,89 @@ def source_files(yaml: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
         pending += [path.parent / m for m in _INCLUDE.findall(text)]
         pending += [path.parent / f"{m}.py" for m in _LOCAL_FUNCTION.findall(text)]
         for module in _PACKAGE_FUNCTION.findall(text):
-            pending.append(package_root.parent.joinpath(*module.split(".")).with_suffix(".py"))
+            pending.append(package.root.parent.joinpath(*module.split(".")).with_suffix(".py"))
     modules = [path for path in files if path.suffix == ".py"]
-    named = [package_relative(m, package_root) for m in modules]
+    named = [package.relative(m) for m in modules]
     folders = {f"{rel.rsplit('/', 1)[0]}/" for rel in named if rel and "/" in rel}
     scope = (*LMMS_SCOPE, *sorted(folders))
-    return [*(path for path in files if path.suffix != ".py"), *package_closure(modules, package_root, scope)]
+    return [*(path for path in files if path.suffix != ".py"), *_package_closure(modules, package, scope)]
+
+
+class _Package:
+    """The package at `root` as one computation sees it: each path resolved (links followed) and each file's
+    existence checked once, not once per module that imports it (a task's closure asks ~40 modules about ~60 files)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.real_root = root.resolve()
+        self._real: dict[Path, Path] = {}
+        self._files: dict[Path, bool] = {}
+        self._modules: dict[str, list[Path]] = {}  # by dotted name: the package files it names
+
+    def real(self, path: Path) -> Path:
+        """`path.resolve()`."""
+        if path not in self._real:
+            self._real[path] = path.resolve()
+        return self._real[path]
+
+    def is_file(self, path: Path) -> bool:
+        """`path.is_file()`."""
+        if path not in self._files:
+            self._files[path] = path.is_file()
+        return self._files[path]
+
+    def relative(self, path: Path) -> str | None:
+        """`path` relative to the package root (`core/docs.py`), or None for a file outside the package."""
+        try:
+            return self.real(path).relative_to(self.real_root).as_posix()
+        except ValueError:
+            return None
+
+    def in_scope(self, path: Path, scope: tuple[str, ...]) -> bool:
+        """Whether a package file is task code under `scope` (see `in_scope`)."""
+        rel = self.relative(path)
+        if rel is None or rel.startswith(NEVER):
+            return False
+        return any(rel.startswith(prefix) if prefix.endswith("/") else fnmatch.fnmatchcase(rel, prefix)
+                   and rel.count("/") == prefix.count("/") for prefix in scope)
+
+    def imported_files(self, path: Path) -> list[Path]:
+        """The files of this package that the module at `path` imports (see `imported_package_files`)."""
+        try:
+            own = self.real(path).relative_to(self.real_root.parent).with_suffix("").parts
+        except ValueError:  # a module outside the package (a local utils.py): its relative imports name no package file
+            own = ()
+        files = []
+        for name in _imported_names(path.read_bytes(), path.name, own):
+            if name not in self._modules:
+                self._modules[name] = self._module_files(name)
+            files += self._modules[name]
+        return files
+
+    def _module_files(self, name: str) -> list[Path]:
+        """The package files a dotted name imports: its module or package `__init__.py` (none outside the package)."""
+        parts = name.split(".")
+        if parts[0] != self.root.name:
+            return []
+        target = self.root.parent.joinpath(*parts)
+        return [f for f in (target.with_suffix(".py"), target / "__init__.py") if self.is_file(f)]
 
 
 def package_relative(path: Path, package_root: Path = PACKAGE_ROOT) -> str | None:
     """`path` relative to the package root (`core/docs.py`), or None for a file outside the package."""
-    try:
-        return path.resolve().relative_to(package_root.resolve()).as_posix()
-    except ValueError:
-        return None
+    return _Package(package_root).relative(path)
 
 
 def in_scope(path: Path, scope: tuple[str, ...], package_root: Path = PACKAGE_ROOT) -> bool:
     """Whether a package file is task code under `scope` (folder prefixes `core/`, files `_registry.py` or file
     patterns `tasks/*/__init__.py`), never one of NEVER."""
-    rel = package_relative(path, package_root)
-    if rel is None or rel.startswith(NEVER):
-        return False
-    return any(rel.startswith(prefix) if prefix.endswith("/") else fnmatch.fnmatchcase(rel, prefix)
-               and rel.count("/") == prefix.count("/") for prefix in scope)
+    return _Package(package_root).in_scope(path, scope)
 
 
 def imported_package_files(path: Path, package_root: Path = PACKAGE_ROOT) -> list[Path]:
     """The files of this package that the module at `path` imports (absolute and relative imports, at any depth
     in the module: lazy imports inside functions count)."""
-    try:
-        own = path.resolve().relative_to(package_root.resolve().parent).with_suffix("").parts
-    except ValueError:  # a module outside the package (a local utils.py): its relative imports name no package file
-        own = ()
-    files = []
-    for name in _imported_names(path.read_bytes(), path.name, own):
-        parts = name.split(".")
-        if parts[0] != package_root.name:
-            continue
-        target = package_root.parent.joinpath(*parts)
-        files += [f for f in (target.with_suffix(".py"), target / "__init__.py") if f.is_file()]
-    return files
+    return _Package(package_root).imported_files(path)
 
 
 @functools.lru_cache(maxsize=512)
@@ -132,34 +179,44 @@ def package_closure(entry: list[Path], package_root: Path = PACKAGE_ROOT,
                     scope: tuple[str, ...] = CORE_SCOPE) -> list[Path]:
     """The modules `entry` and every module of this package under `scope` (`in_scope`) they import, transitively:
     an import of a module out of scope (errors.py, the patcher) is not followed."""
+    return _package_closure(entry, _Package(package_root), scope)
+
+
+def _package_closure(entry: list[Path], package: _Package, scope: tuple[str, ...]) -> list[Path]:
+    """`package_closure` with `package`'s resolved paths."""
     files: list[Path] = []
     seen: set[Path] = set()  # `files` as a set: the membership test of every import
-    scoped: dict[Path, bool] = {}  # in_scope of each file once: modules import the same files (each a resolve)
+    scoped: dict[Path, bool] = {}  # in_scope of each file once: modules import the same files
 
     def wanted(file: Path) -> bool:
         if file not in scoped:
-            scoped[file] = in_scope(file, scope, package_root)
+            scoped[file] = package.in_scope(file, scope)
         return scoped[file]
 
     pending = list(entry)
     while pending:
         path = pending.pop()
-        if path in seen or not path.is_file():
+        if path in seen or not package.is_file(path):
             continue
         files.append(path)
         seen.add(path)
-        pending += [f for f in imported_package_files(path, package_root) if wanted(f)]
-        if package_relative(path, package_root) == REGISTRY:  # the rows it loads by folder name
+        pending += [f for f in package.imported_files(path) if wanted(f)]
+        if package.relative(path) == REGISTRY:  # the rows it loads by folder name
             pending += [f for f in sorted(path.parent.glob("*/__init__.py")) if wanted(f)]
     return files
 
 
 def files_sha256(files: list[Path], roots: list[Path]) -> str:
     """sha256 over (path relative to the first root that holds it, sha256 of its bytes), in path order."""
+    return _files_sha256(files, roots, _Package(roots[0]) if roots else None)
+
+
+def _files_sha256(files: list[Path], roots: list[Path], package: _Package | None) -> str:
+    """`files_sha256`, resolving each file through `package` (None: each on its own)."""
     resolved_roots = [root.resolve() for root in roots]
 
     def relative(path: Path) -> str:
-        resolved = path.resolve()
+        resolved = package.real(path) if package is not None else path.resolve()
         for root in resolved_roots:
             if resolved.is_relative_to(root):
                 return resolved.relative_to(root).as_posix()
@@ -178,4 +235,5 @@ def task_source_sha256(task: str, tasks_dir: Path = TASKS_DIR, package_root: Pat
     yaml = task_yamls(tasks_dir.resolve()).get(task)
     if yaml is None:
         return None
-    return files_sha256(source_files(yaml, package_root), [package_root, tasks_dir])
+    package = _Package(package_root)
+    return _files_sha256(_source_files(yaml, package), [package_root, tasks_dir], package)
