@@ -2,7 +2,8 @@
 
 Each `benchmarks/*.py --tiny` (found by glob: a new benchmark is included without editing this file) runs as
 `python benchmarks/X.py --tiny` does, in a fork of a server that imported torch, transformers and lmms-eval once, not
-once per script (`lmms_fork.run_cli`, entry `script`); what a script measures, it still starts as fresh processes.
+once per script (`lmms_fork.run_cli`, entry `script`); the processes a script starts are new ones, but for the
+lmms-eval runs named below.
 It must exit 0 and print at least one figure line: a figure with its ratio (`ratio 0.54`, `x2.1`, `3.94x`). The
 synthetic release those that run lmms-eval read is prepared once here (`demo --prepare-only`, as each would) and
 named to them by $LEVANTE_BENCH_DEMO. Their environment names this process's fork_stream dispatcher

@@ -533,3 +533,69 @@ def test_a_code_run_is_python_c(tmp_path: Path) -> None:
     fork = run_cli([code, "a", "b"], cwd=tmp_path, env=dict(os.environ), entry="-c")
     assert real.returncode == fork.returncode == 0, (real.stderr, fork.stderr)
     assert fork.stdout == real.stdout and "<class 'int'>" in real.stdout
+
+
+# A script that reports what `python SCRIPT` gives it, imports a module beside its real file, reports again when the
+# interpreter exits, and ends with status 3 and a traceback on stderr.
+SCRIPT_PROBE = '''import atexit, sys, __main__
+import beside
+def f(x: int) -> None: pass
+print(f.__annotations__, __name__, __file__, sys.argv, sys.path[0], beside.NAME, __main__.__dict__ is globals())
+print(type(__loader__).__name__, __spec__, __package__, type(__builtins__).__name__, __cached__, __doc__)
+atexit.register(lambda: print("at exit", sys.argv[0], sys.modules["__main__"] is __main__))
+raise SystemExit(sys.argv[-1]) if sys.argv[-1] == "fail" else SystemExit(3)
+'''
+
+
+@pytest.mark.parametrize("last", ["three", "fail"])
+def test_a_script_run_is_python_script(tmp_path: Path, last: str) -> None:
+    """Entry `script` (`python SCRIPT ARGS`): the file runs as `__main__` as in a new interpreter: `__file__` its
+    absolute path, sys.argv[0] the name as given, the folder of its real file (the link resolved) first on sys.path,
+    a source loader and no spec, no `__future__` flag of the server's modules, the same `__main__` at exit, the
+    same exit status and streams."""
+    real_folder, link_folder = tmp_path / "real", tmp_path / "links"
+    real_folder.mkdir()
+    link_folder.mkdir()
+    (real_folder / "probe.py").write_text(SCRIPT_PROBE, encoding="utf-8")
+    (real_folder / "beside.py").write_text("NAME = 'beside the real file'\n", encoding="utf-8")
+    (link_folder / "probe.py").symlink_to(real_folder / "probe.py")
+    args = ["links/probe.py", "a", last]
+    real = subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          check=False)
+    fork = run_cli(args, cwd=tmp_path, env=dict(os.environ), entry="script")
+    assert (fork.returncode, fork.stdout, fork.stderr) == (real.returncode, real.stdout, real.stderr)
+    assert real.returncode == (1 if last == "fail" else 3) and real.stderr == ("fail\n" if last == "fail" else "")
+    assert f"'links/probe.py', 'a', '{last}'] {real_folder} beside the real file True" in real.stdout
+    assert "SourceFileLoader None None module None None" in real.stdout and "at exit links/probe.py True" in real.stdout
+
+
+# What tqdm and HF's hub and datasets libraries take from the progress-bar switches, which they read when imported
+BARS = ("import io, tqdm, huggingface_hub.constants as hub, datasets.config as ds\n"
+        "bar = tqdm.tqdm(range(1), file=io.StringIO())\n"
+        "print(bar.disable, hub.HF_HUB_DISABLE_PROGRESS_BARS, ds.HF_DATASETS_DISABLE_PROGRESS_BARS)\n")
+BARS_OFF = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+
+
+def test_a_runs_progress_bar_switches_are_its_own(tmp_path: Path) -> None:
+    """The progress-bar switches the matrix gives its cells are read when tqdm and HF are imported: a forked run
+    with them and one without each see what a new interpreter sees (each is served by a server of its own), and a
+    zygote is shared only by commands that agree on them (and on every TQDM_<parameter>), not on TOKENIZERS_PARALLELISM,
+    which HF tokenizers read when they run."""
+    from levante_tasks.testing import fork_stream
+
+    plain = {k: v for k, v in os.environ.items() if k not in BARS_OFF}
+    seen = []
+    for env in (plain, {**plain, **BARS_OFF}):
+        real = subprocess.run([sys.executable, "-c", BARS], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120, check=False)
+        fork = run_cli([BARS], cwd=tmp_path, env=env, entry="-c")
+        assert fork.stdout == real.stdout, (real.stderr[-1000:], fork.stderr[-1000:])
+        seen.append(real.stdout)
+    assert seen == ["False None None\n", "True True True\n"]
+
+    def key(**extra: str) -> tuple[Any, ...]:
+        return fork_stream._key({"entry": "lmms_eval", "env": {**plain, **extra}})
+
+    assert key() != key(TQDM_DISABLE="1") != key(TQDM_MININTERVAL="5") != key()
+    assert key(TOKENIZERS_PARALLELISM="false") == key()
+    assert key(**BARS_OFF) == fork_stream._key({"entry": "script", "env": {**plain, **BARS_OFF}})

@@ -88,10 +88,14 @@ class _Package:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.real_root = root.resolve()
         self._real: dict[Path, Path] = {}
         self._files: dict[Path, bool] = {}
         self._modules: dict[str, list[Path]] = {}  # by dotted name: the package files it names
+
+    @functools.cached_property
+    def real_root(self) -> Path:
+        """The root resolved, on first use (as each function resolved it where it needed it)."""
+        return self.root.resolve()
 
     def real(self, path: Path) -> Path:
         """`path.resolve()`."""

@@ -1,5 +1,6 @@
 """A real command's process without its start-up: `python -m MODULE ARGS` run by a fork of a zygote that imported
-MODULE's libraries once, with the command's own streams, signals and exit status (for the matrix runner's tests).
+MODULE's libraries once, with the command's own streams, signals and exit status (for the matrix runner's tests; and
+`python SCRIPT ARGS` through `levante_tasks.testing.forked_script`, for a benchmark's process that runs lmms-eval).
 
 The matrix runner starts each lmms-eval process itself (`python -m <lmms_eval_module>`, streaming its output) and
 stops, signals and reaps it, so `lmms_fork.run_cli` (a finished run's captured output) cannot stand for it. A test
@@ -7,7 +8,7 @@ config names a client module instead (`levante_tasks.testing.forked_doubles` for
 `levante_tasks.testing.forked_lmms_eval` for `lmms_eval`): a small process that hands its working folder,
 environment, arguments, umask and standard streams (the descriptors themselves) to the dispatcher this test process
 started (`start()`, socket named by $LEVANTE_FORK_STREAM), waits, and ends as the command ended: its exit status, or
-killed by the same signal. The dispatcher keeps one zygote per import-time environment (`lmms_fork.IMPORT_TIME_ENV`
+killed by the same signal. The dispatcher keeps one zygote per import-time environment (`lmms_fork.import_time_env`
 and PYTHONPATH; a client of another interpreter is told to exec), whatever the entry, started on first use: its own
 imports, warnings and any `sitecustomize` run there, once, not in each command. A zygote forks a handler per
 command, which forks the command's process (`lmms_fork._child`: the run's folder, environment, umask, path, fresh
@@ -119,20 +120,19 @@ def run(entry: str, args: list[str]) -> None:
 
 # ---------------------------------------------------------------- the dispatcher
 
-def _key(request: Mapping[str, Any]) -> tuple[str | None, ...]:
+def _key(request: Mapping[str, Any]) -> tuple[Any, ...]:
     """What a zygote shares with the commands it serves: what their imports read (not the entry: every zygote
     imports what each entry's commands import, `lmms_fork.preload(LMMS)`, so one serves them all)."""
-    from levante_tasks.testing.lmms_fork import IMPORT_TIME_ENV
+    from levante_tasks.testing.lmms_fork import import_time_env
 
-    env = request["env"]
-    return (env.get("PYTHONPATH"), *(env.get(name) for name in IMPORT_TIME_ENV))
+    return (request["env"].get("PYTHONPATH"), *import_time_env(request["env"]))
 
 
 def dispatch(listener_fd: int) -> None:
     """Pass each client's request, streams and connection to its zygote (started on first use; a test run needs a
     few), until stdin closes; then stop every zygote (their commands still running are killed) and reap them."""
     listener = socket.socket(fileno=listener_fd)
-    zygotes: dict[tuple[str | None, ...], tuple[subprocess.Popen[bytes], socket.socket]] = {}
+    zygotes: dict[tuple[Any, ...], tuple[subprocess.Popen[bytes], socket.socket]] = {}
     try:
         while True:
             ready, _, _ = select.select([listener, sys.stdin], [], [])

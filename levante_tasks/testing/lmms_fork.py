@@ -13,8 +13,9 @@ run's working folder, environment, `sys.argv` and new `PYTHONPATH` entries, then
 (`lmms_cli` registers the test models, then lmms-eval's `cli_evaluate`; `lmms_eval` its dispatcher; `inspect`
 inspect_ai's CLI, which imports inspect_ai in the child); its exit status is the interpreter's (SystemExit code, 1
 and a traceback on an uncaught exception, -N when killed by signal N).
-Variables read when lmms-eval is imported (`IMPORT_TIME_ENV`: the offline switches and caches of HF, the legacy plugin
-list, the hash seed) cannot change in a fork: a run whose values differ from the server's gets its own server.
+Variables read when lmms-eval is imported (`import_time`: the offline switches, caches and progress-bar switches of HF
+and tqdm, the legacy plugin list, the hash seed) cannot change in a fork: a run whose values differ from the server's
+gets its own server.
 A run whose PYTHONPATH holds its own `lmms_eval` (a tree of its sources) or plugin packages goes to a `tree` server
 instead, one per import-time environment whatever the tree (the last TREE_SERVERS of those are kept): it imported
 only third-party libraries that lmms-eval imports (`TREE_LIBRARIES`: about 4 of the 5 s of CPU its CLI's import
@@ -65,14 +66,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-# (Not TOKENIZERS_PARALLELISM, which the matrix gives its cells: HF tokenizers read it each time they would run in
-# parallel, from the run's environment; no server tokenizes.)
+# Also every TQDM_<parameter> (IMPORT_TIME_PREFIX: tqdm takes each as that parameter's default when it is imported),
+# and so the matrix's NO_PROGRESS_BARS all are. Not TOKENIZERS_PARALLELISM, which the matrix gives its cells too: HF
+# tokenizers read it each time they would run in parallel, from the run's environment (no server tokenizes).
 IMPORT_TIME_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "HF_HUB_CACHE",
                    "HF_DATASETS_CACHE", "HF_EVALUATE_OFFLINE", "HF_ENDPOINT", "XDG_CACHE_HOME", "HOME",
                    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LMMS_EVAL_PLUGINS", "LM_HARNESS_CACHE_PATH", "PYTHONHASHSEED",
                    "MPLCONFIGDIR", "MPLBACKEND", "MATPLOTLIBRC", "XDG_CONFIG_HOME", "OPENBLAS_NUM_THREADS",
                    "PILLOW_BLOCKS_MAX", "PILLOW_ALIGNMENT", "PILLOW_BLOCK_SIZE", "LANG", "LC_ALL", "LC_CTYPE",
-                   "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS")
+                   "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONWARNINGS", "HF_HUB_DISABLE_PROGRESS_BARS",
+                   "HF_DATASETS_DISABLE_PROGRESS_BARS")
+IMPORT_TIME_PREFIX = "TQDM_"
 TREE_SERVERS = 2  # `tree` servers (runs with their own lmms_eval or plugins) kept alive, least recent out
 CLI_SERVERS = 4  # `levante_tasks` servers kept alive (two per environment), least recent out
 # What a run stands for: `python -m MODULE ARGS`, by entry name. `lmms_cli` registers the test models first;
@@ -101,7 +105,7 @@ CLI_LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "PIL.Image", "
                  "scipy.stats", "matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg")
 # The two `levante_tasks` servers' hash seeds, drawn once per test process as a new interpreter draws its own
 CLI_HASH_SEEDS = tuple(str(seed) for seed in random.SystemRandom().sample(range(1, 2**32), 2))
-_SERVERS: dict[tuple[str | None, ...], subprocess.Popen[str]] = {}  # by _key, least recently used first
+_SERVERS: dict[tuple[Any, ...], subprocess.Popen[str]] = {}  # by _key, least recently used first
 _LAST_SEED: dict[tuple[str, ...], str] = {}  # by (cwd, *args): the seed of the last such `levante_tasks` run
 _SERVER_FOLDER: list[str] = []  # the empty folder the servers start in, made on first use
 
@@ -140,22 +144,33 @@ def command_line(entry: str, args: Sequence[str]) -> list[str]:
     return [sys.executable, *([CODE] if entry == CODE else [] if entry == SCRIPT else ["-m", MODULES[entry]]), *args]
 
 
-def _key(env: Mapping[str, str], entry: str, command: list[str]) -> tuple[str | None, ...]:
-    """What a run's server must share with it: its kind, then the import-time variables (in the order of
-    IMPORT_TIME_ENV; None where unset). A run whose PYTHONPATH holds its own lmms_eval or plugins (`tree`) shares
-    its server with every such run, whatever the tree, but for lmms-eval's own variables (`LMMS_ENV`: None), which
-    its child reads when it imports lmms-eval. A `levante_tasks` run that leaves PYTHONHASHSEED unset gets the seed
+def import_time(name: str) -> bool:
+    """Whether a server's imports read the variable `name` (so a run cannot change it in a fork)."""
+    return name in IMPORT_TIME_ENV or name.startswith(IMPORT_TIME_PREFIX)
+
+
+def import_time_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The import-time variables `env` sets (`import_time`), as (name, value) in name order: what a server or zygote
+    must share with the runs it serves."""
+    return tuple(sorted((name, value) for name, value in env.items() if import_time(name)))
+
+
+def _key(env: Mapping[str, str], entry: str, command: list[str]) -> tuple[Any, ...]:
+    """What a run's server must share with it: its kind, then the import-time variables it sets (`import_time_env`).
+    A run whose PYTHONPATH holds its own lmms_eval or plugins (`tree`) shares its server with every such run,
+    whatever the tree, but for lmms-eval's own variables (`LMMS_ENV`: left out), which its child reads when it
+    imports lmms-eval. A `levante_tasks` run that leaves PYTHONHASHSEED unset gets the seed
     that the last run of the same `command` (working folder and arguments) did not: a test that reruns a command sees
     two hash seeds, as with two new interpreters."""
-    values = {name: env.get(name) for name in IMPORT_TIME_ENV}
+    values = dict(import_time_env(env))
     if entry != "levante_tasks":
         if not _import_time_entries(env):
-            return (LMMS, *values.values())
-        return (TREE, *(None if name in LMMS_ENV else value for name, value in values.items()))
-    if values["PYTHONHASHSEED"] is None:
+            return (LMMS, *values.items())
+        return (TREE, *((name, value) for name, value in values.items() if name not in LMMS_ENV))
+    if "PYTHONHASHSEED" not in values:
         last = _LAST_SEED.get(tuple(command), CLI_HASH_SEEDS[-1])
         values["PYTHONHASHSEED"] = _LAST_SEED[tuple(command)] = next(s for s in CLI_HASH_SEEDS if s != last)
-    return (CLI, *values.values())
+    return (CLI, *sorted(values.items()))
 
 
 def _import_time_entries(env: Mapping[str, str]) -> list[str]:
@@ -166,19 +181,18 @@ def _import_time_entries(env: Mapping[str, str]) -> list[str]:
     return [p for p in entries if any((Path(p) / package).is_dir() for package in packages)]
 
 
-def _server(key: tuple[str | None, ...]) -> subprocess.Popen[str]:
+def _server(key: tuple[Any, ...]) -> subprocess.Popen[str]:
     """The server for a run's kind and import-time variables (`_key`), started on first use and stopped when this
     process exits."""
     if key in _SERVERS:
         _SERVERS[key] = _SERVERS.pop(key)  # now the most recently used
     if key not in _SERVERS or _SERVERS[key].poll() is not None:
-        kind, *values = key
+        kind, *values = key  # values: (name, value) pairs
         if kind != LMMS:
             same = [k for k in _SERVERS if k[0] == kind and k != key]
             _stop(same[:max(0, len(same) - (CLI_SERVERS if kind == CLI else TREE_SERVERS) + 1)])
-        server_env = {k: v for k, v in os.environ.items() if k not in IMPORT_TIME_ENV}
-        server_env.update({name: value for name, value in zip(IMPORT_TIME_ENV, values, strict=True)
-                           if value is not None})
+        server_env = {k: v for k, v in os.environ.items() if not import_time(k)}
+        server_env.update(values)
         if not _SERVER_FOLDER:
             _SERVER_FOLDER.append(tempfile.mkdtemp(prefix="lmms-fork-"))
         command = [sys.executable, "-m", __name__, *([] if kind == LMMS else [kind])]
@@ -202,7 +216,7 @@ def stop_tree_servers() -> None:
     _stop([key for key in _SERVERS if key[0] == TREE])
 
 
-def _stop(keys: list[tuple[str | None, ...]]) -> None:
+def _stop(keys: list[tuple[Any, ...]]) -> None:
     for key in keys:
         server = _SERVERS.pop(key)
         if server.stdin is not None:
@@ -331,11 +345,19 @@ def _entry_point(entry: str) -> Callable[[], object]:
         return run_code
     if entry == SCRIPT:
         def run_script() -> None:
-            """What `python SCRIPT` runs: the file as `__main__` (sys.argv[0] its name), the folder that holds it
-            (links resolved) first on the path."""
+            """What `python SCRIPT` runs for a file: its code in a new `__main__` module (`__file__` its absolute
+            path, a source loader, no spec), sys.argv[0] the name as given, the folder that holds it (links
+            resolved) first on the path."""
             script = sys.argv.pop(1)
+            sys.argv[0], path = script, os.path.abspath(script)
             sys.path[0] = os.path.dirname(os.path.realpath(script))
-            runpy.run_path(script, run_name="__main__")
+            main = types.ModuleType("__main__")
+            main.__dict__.update(__file__=path, __builtins__=builtins, __cached__=None,
+                                 __loader__=importlib.machinery.SourceFileLoader("__main__", path))
+            sys.modules["__main__"] = main
+            with open(path, "rb") as source:  # bytes: compile reads the file's own encoding line, as python does
+                code = compile(source.read(), path, "exec", dont_inherit=True)
+            exec(code, main.__dict__)
 
         return run_script
     if entry == "lmms_cli":
