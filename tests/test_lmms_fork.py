@@ -259,22 +259,18 @@ FROZEN = "import gc\nprint('frozen', gc.get_freeze_count() > 10 * len(gc.get_obj
 def test_a_run_collects_only_its_own_objects_not_the_servers(tmp_path: Path) -> None:
     """What a server or zygote imported is frozen before it forks, so a run's `gc.collect()` (lmms-eval's model
     `clean()` and accelerate's `release_memory` call it) walks only what the run made: in a new interpreter nothing
-    is frozen. A zygote's fork is seen at its exit by a handler that a sitecustomize on the command's PYTHONPATH
-    registers in the zygote (started with that PYTHONPATH) before it forks."""
+    is frozen. A zygote's fork is seen by a script that a fork_stream client runs (`forked_script`)."""
     real = subprocess.run([sys.executable, "-c", FROZEN], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           check=False)
     fork = run_cli([FROZEN], cwd=tmp_path, env=dict(os.environ), entry="-c")
-    spy = tmp_path / "spy"
-    spy.mkdir()
-    (spy / "sitecustomize.py").write_text(f"import atexit\natexit.register(exec, {FROZEN!r})\n", encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(spy), os.environ.get("PYTHONPATH")]))}
-    assert env.get(SOCKET_ENV), "no fork_stream dispatcher in the test environment"
-    streamed = subprocess.run([sys.executable, "-m", "levante_tasks.testing.forked_doubles", "--help"], cwd=tmp_path,
-                              env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert real.stdout == "frozen False\n", real.stderr[-2000:]
-    assert fork.stdout == "frozen True\n", fork.stderr[-2000:]
-    assert streamed.returncode == 0, streamed.stderr[-2000:]
-    assert [line for line in streamed.stdout.splitlines() if line.startswith("frozen")] == ["frozen True"]
+    (tmp_path / "frozen.py").write_text(FROZEN, encoding="utf-8")
+    assert os.environ.get(SOCKET_ENV), "no fork_stream dispatcher in the test environment"
+    streamed = subprocess.run([sys.executable, "-m", "levante_tasks.testing.forked_script", "frozen.py"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    real_script = subprocess.run([sys.executable, "frozen.py"], cwd=tmp_path, capture_output=True, text=True,
+                                 timeout=60, check=False)
+    assert real.stdout == real_script.stdout == "frozen False\n", (real.stderr[-2000:], real_script.stderr[-2000:])
+    assert fork.stdout == streamed.stdout == "frozen True\n", (fork.stderr[-2000:], streamed.stderr[-2000:])
 
 
 # ---------------------------------------------------------------- fork_stream: a command the matrix runner starts
