@@ -45,6 +45,7 @@ import torch
 import yaml
 from matrix import TASKS, lmms_module, prepared_demo, script_command, timed
 
+from levante_tasks.matrix.plan import NO_PROGRESS_BARS
 from levante_tasks.testing.tiny_models import build_tiny_qwen_vl, build_tiny_vlm
 
 GEN_KWARGS = "max_new_tokens=2"
@@ -84,9 +85,10 @@ def checkpoint(arch: Arch, work: Path, full: bool) -> Path:
 
 
 def lmms_env(data: Path) -> dict[str, str]:
-    """The environment of an offline lmms-eval run on the prepared data."""
+    """The environment of an offline lmms-eval run on the prepared data, progress bars off as the matrix has its
+    cells (so that at `--tiny` the measured process shares the cells' zygote)."""
     env = {**os.environ, "LEVANTE_DATA_DIR": str(data), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
+           "TOKENIZERS_PARALLELISM": "false", **NO_PROGRESS_BARS}
     env.pop("LEVANTE_DATA_VERSION", None)
     return env
 
