@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +52,24 @@ def _rows(name: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Our `l0 generate` on the reference settings: L0-Bench's example_easy, 10 per bin, 2 workers."""
+    """Our `l0 generate` on the reference settings: L0-Bench's example_easy, 10 per bin, 2 workers; the pool of
+    every accepted program it drew (`upstream.draw_pool`'s file, which it spools in a temporary folder) is kept
+    beside the data as `pool.jsonl`."""
     root = tmp_path_factory.mktemp("l0up")
     text = (CONFIGS / "example_easy.yaml").read_text(encoding="utf-8")
     text = text.replace("sample_bin_limit: 500", "sample_bin_limit: 10").replace("num_processes: 32",
                                                                                  "num_processes: 2")
     (root / "easy.yaml").write_text(text, encoding="utf-8")
-    assert main(["l0", "generate", "--config", str(root / "easy.yaml"), "--out", str(root / "data")]) == 0
+    draw_pool = upstream.draw_pool
+
+    def kept(*args: Any, **kwargs: Any) -> upstream.Pool:
+        pool = draw_pool(*args, **kwargs)
+        shutil.copyfile(pool.path, root / "pool.jsonl")
+        return pool
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(upstream, "draw_pool", kept)
+        assert main(["l0", "generate", "--config", str(root / "easy.yaml"), "--out", str(root / "data")]) == 0
     return root / "data"
 
 
@@ -93,11 +105,11 @@ def test_programs_traces_bins_and_demonstrations_equal_upstreams(generated: Path
 
 
 @needs_reference
-def test_every_generated_program_in_order(generated: Path, tmp_path: Path) -> None:
-    from levante_tasks.l0 import upstream
-
-    config = load_config(generated.parent / "easy.yaml")
-    pool = list(upstream.draw_pool(config, tmp_path).rows())
+def test_every_generated_program_in_order(generated: Path) -> None:
+    """The pool `l0 generate` drew (every accepted program, in L0-Bench's data-file order; the same for any --jobs:
+    tests/test_l0_memory.py) is L0-Bench's own."""
+    with (generated.parent / "pool.jsonl").open("rb") as handle:
+        pool = [json.loads(line) for line in handle]
     reference = _rows("fid_easy.programs.jsonl.gz")
     assert [p["id"] for p in pool] == [r["id"] for r in reference]
     assert [p["inputs"] for p in pool] == [r["inputs"] for r in reference]
