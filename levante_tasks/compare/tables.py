@@ -8,6 +8,7 @@ naming the file, never tracebacks. Rows are data rows counted from 1 after the h
 from __future__ import annotations
 
 import codecs
+import csv
 import math
 from pathlib import Path
 
@@ -93,7 +94,9 @@ def read_columns(path: Path, what: str, wanted: tuple[str, ...], required: tuple
     in a fraction of pandas' time and memory this way; problems are the same one-line errors as `read_table`'s
     (a malformed file is re-read by pandas only to name the offending line). One thread: with quoted values
     that may hold newlines the parse is mostly serial, and pyarrow's threads added ~0.3 s of CPU to a 1M-trial
-    file (0.55 s alone) for no shorter wall time on 2 cores.
+    file (0.55 s alone) for no shorter wall time on 2 cores. The header is read first by Python's csv module (one
+    plain read of the first record), so pyarrow opens the file once: no reader of an earlier open is left to read
+    ahead on a descriptor number that the table's open then reuses.
     """
     import pyarrow as pa
     import pyarrow.csv as pcsv
@@ -105,13 +108,12 @@ def read_columns(path: Path, what: str, wanted: tuple[str, ...], required: tuple
             head = handle.read(CHUNK)
         if not head.removeprefix(codecs.BOM_UTF8).strip():
             raise LevanteError(f"{path.name}: empty file (no header line)")
-        with pa.OSFile(str(path)) as source:  # read, not memory-mapped: the file's pages are not held resident
-            names = pcsv.open_csv(source).schema.names
+        names = _header(path)
         missing = [c for c in required if c not in names]
         if missing:
             raise LevanteError(f"{path.name}: {what} table lacks columns {missing}")
         columns = [c for c in wanted if c in names]
-        with pa.OSFile(str(path)) as source:
+        with pa.OSFile(str(path)) as source:  # read, not memory-mapped: the file's pages are not held resident
             table = pcsv.read_csv(
                 source,
                 read_options=pcsv.ReadOptions(use_threads=False),
@@ -124,10 +126,18 @@ def read_columns(path: Path, what: str, wanted: tuple[str, ...], required: tuple
             )
     except OSError as exc:
         raise os_error(exc, f"reading the {what} file") from None
+    except pa.ArrowKeyError as exc:  # a column of the header read first is not in the table's: the file changed
+        raise LevanteError(f"{path.name}: changed while it was read ({_first_line(exc)})") from None
     except pa.ArrowInvalid as exc:
         read_table(path, what)  # pandas names the malformed line; reached only when it does not complain
         raise LevanteError(f"{path.name}: malformed CSV ({_first_line(exc)})") from None
     return pd.DataFrame({name: table[name].to_pandas() for name in columns})
+
+
+def _header(path: Path) -> list[str]:
+    """The column names of a CSV file's first record (a leading BOM dropped), as pyarrow's parser reads them."""
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        return next(csv.reader(handle), [])
 
 
 def positions(column: pd.Series, index: pd.Index) -> np.ndarray:
