@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from pathlib import Path
@@ -14,7 +15,14 @@ from levante_tasks.compare.pipeline import Settings, run_compare
 
 
 def trog_trials() -> pd.DataFrame:
-    """The fixture's trog trials as text (distractors as comma lists in the manifest's order)."""
+    """The fixture's trog trials as text (distractors as comma lists in the manifest's order): a copy of its one
+    read, which the caller may change."""
+    return _trog_trials().copy()
+
+
+@functools.cache
+def _trog_trials() -> pd.DataFrame:
+    """The fixture's trog trials, read once per test process (every compare test starts from them; read only)."""
     trials = pd.read_csv(irt_fixture_dir() / "trials.csv", dtype=str, keep_default_na=False)
     return trials[trials["task_id"] == "trog"].reset_index(drop=True)
 

@@ -126,18 +126,24 @@ def kl_by_definition(p: np.ndarray, scores: list[float], beta: float) -> float:
         return float(np.sum(np.where(p > 0, p * (np.log(p) - np.log(q)), 0.0)))  # no p / q overflow
 
 
-def weighted_kl(dist: pd.DataFrame, scores: dict[str, list[float]], beta: float) -> float:
-    """The count-weighted mean KL by its definition, one (item, bin) cell at a time."""
+def distribution_cells(dist: pd.DataFrame) -> list[tuple[str, float, np.ndarray]]:
+    """Each (item, bin) cell of a distribution table: its item, its children's count, p in option order."""
+    return [(uid, float(cell["n_bin"].iloc[0]), cell.sort_values("option_index")["p"].to_numpy())
+            for (uid, _), cell in dist.groupby(["item_uid", "bin_low"])]
+
+
+def weighted_kl(cells: list[tuple[str, float, np.ndarray]], scores: dict[str, list[float]], beta: float) -> float:
+    """The count-weighted mean KL by its definition, one (item, bin) cell (`distribution_cells`) at a time."""
     total = weight = 0.0
-    for (uid, _), cell in dist.groupby(["item_uid", "bin_low"]):
-        p = cell.sort_values("option_index")["p"].to_numpy()
-        total += cell["n_bin"].iloc[0] * kl_by_definition(p, scores[uid], beta)
-        weight += cell["n_bin"].iloc[0]
+    for uid, n_bin, p in cells:
+        total += n_bin * kl_by_definition(p, scores[uid], beta)
+        weight += n_bin
     return total / weight
 
 
 def test_beta_fit_equals_bounded_search_on_the_definition() -> None:
     dist, units = cells_and_scores()
+    cells = distribution_cells(dist)
     for scores in units:
         pairs, summary = compare_model(dist, scores, Counter())
         for row in pairs.itertuples():  # every cell's KL and uniform KL, not only their weighted mean
@@ -146,12 +152,12 @@ def test_beta_fit_equals_bounded_search_on_the_definition() -> None:
             assert row.kl == pytest.approx(kl_by_definition(p, scores[row.item_uid], summary["beta"]), rel=1e-10)
             assert row.kl_uniform == pytest.approx(kl_by_definition(p, [0.0] * len(p), 1.0), rel=1e-12)
         grid = np.geomspace(0.025, 40, 201)
-        best = int(np.argmin([weighted_kl(dist, scores, g) for g in grid]))
+        best = int(np.argmin([weighted_kl(cells, scores, g) for g in grid]))
         lo, hi = np.log(grid[max(best - 1, 0)]), np.log(grid[min(best + 1, 200)])
-        ref = optimize.minimize_scalar(lambda v, s=scores: weighted_kl(dist, s, np.exp(v)), bounds=(lo, hi),
+        ref = optimize.minimize_scalar(lambda v, s=scores: weighted_kl(cells, s, np.exp(v)), bounds=(lo, hi),
                                        method="bounded", options={"xatol": 1e-10})
         assert summary["beta"] == pytest.approx(np.exp(ref.x), rel=1e-6)
-        assert summary["mean_kl"] == pytest.approx(weighted_kl(dist, scores, summary["beta"]), rel=1e-12)
+        assert summary["mean_kl"] == pytest.approx(weighted_kl(cells, scores, summary["beta"]), rel=1e-12)
 
 
 def test_all_models_at_once_equal_one_at_a_time() -> None:
@@ -197,7 +203,7 @@ def test_beta_objective_equals_the_weighted_kl_at_any_beta() -> None:
         entropy = float(np.sum(cells.plogp * cells.n))
         for beta in (0.025, 0.7, 5.0, 40.0):
             got = (objective(np.array([beta]))[0] + entropy) / cells.n.sum()
-            assert got == pytest.approx(weighted_kl(dist, scores, beta), rel=1e-10), beta
+            assert got == pytest.approx(weighted_kl(distribution_cells(dist), scores, beta), rel=1e-10), beta
 
 
 
