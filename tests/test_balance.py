@@ -17,8 +17,6 @@ from data_helpers import prepared_synthetic
 
 from levante_tasks.core import docs
 from levante_tasks.core.options import DEFAULT_SEEDS, MAX_ORDERS, gold_positions
-from levante_tasks.data.prepare import prepare
-from levante_tasks.data.standins import write_standin_release
 from levante_tasks.schema.items import letters_for
 from levante_tasks.schema.tasks import TASKS
 
@@ -41,14 +39,12 @@ BEFORE_REPLICATES = {
 
 
 @pytest.fixture(scope="module")
-def item_sets(sample_base: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
-    """name -> (prepared data dir, version) of the real sample (stand-in pictures) and the synthetic release."""
-    real = tmp_path_factory.mktemp("real-sample")
-    write_standin_release(sample_base, REAL_VERSION, real / "release")
-    prepare(str(real / "release"), REAL_VERSION, str(real / "data"), strict=False, progress=False)
+def item_sets(real_sample_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    """name -> (prepared data dir, version) of the real sample (stand-in pictures; the suite's one preparation of it,
+    conftest.py) and the synthetic release."""
     synthetic = tmp_path_factory.mktemp("synthetic")
     prepared_synthetic(synthetic)
-    return {"real": (real / "data", REAL_VERSION), "synthetic": (synthetic / "data", "synthetic")}
+    return {"real": (real_sample_data, REAL_VERSION), "synthetic": (synthetic / "data", "synthetic")}
 
 
 @pytest.fixture(scope="module")
