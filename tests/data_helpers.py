@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+from built_once import built_once
 from PIL import Image
 
 from levante_tasks.data.manifest import MANIFEST_COLUMNS
@@ -82,3 +84,9 @@ def prepared_synthetic(root: Path) -> None:
     """The synthetic release (seed 0, version `synthetic`) written to `<root>/release`, prepared into `<root>/data`."""
     write_synthetic_release(root / "release", seed=0, version="synthetic")
     prepare(str(root / "release"), "synthetic", str(root / "data"), strict=True, progress=False)
+
+
+def prepared_release(factory: pytest.TempPathFactory) -> Path:
+    """The prepared synthetic release (`release/` and `data/`, version `synthetic`: `prepared_synthetic`), built once
+    per test run and shared by the xdist workers (tests/built_once.py): only read."""
+    return built_once(factory, "prepared-synthetic", prepared_synthetic)

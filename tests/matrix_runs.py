@@ -10,13 +10,8 @@ from typing import Any
 import pytest
 import yaml
 from built_once import built_once
-from data_helpers import prepared_synthetic
+from data_helpers import prepared_release
 from faults import run_cli
-
-
-def prepared_release(factory: pytest.TempPathFactory) -> Path:
-    """The prepared synthetic release: `release/` and `data/` (version `synthetic`)."""
-    return built_once(factory, "prepared-synthetic", prepared_synthetic)
 
 
 def real_config(folder: Path, data: Path, letters: list[str], **slurm: Any) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from data_helpers import prepared_synthetic
+from data_helpers import prepared_release
 
 from levante_tasks.core import docs
 from levante_tasks.core.options import DEFAULT_SEEDS, MAX_ORDERS, gold_positions
@@ -40,11 +40,10 @@ BEFORE_REPLICATES = {
 
 @pytest.fixture(scope="module")
 def item_sets(real_sample_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
-    """name -> (prepared data dir, version) of the real sample (stand-in pictures; the suite's one preparation of it,
-    conftest.py) and the synthetic release."""
-    synthetic = tmp_path_factory.mktemp("synthetic")
-    prepared_synthetic(synthetic)
-    return {"real": (real_sample_data, REAL_VERSION), "synthetic": (synthetic / "data", "synthetic")}
+    """name -> (prepared data dir, version) of the real sample (stand-in pictures) and the synthetic release: the
+    suite's one preparation of each (conftest.py, data_helpers.prepared_release)."""
+    return {"real": (real_sample_data, REAL_VERSION), "synthetic": (prepared_release(tmp_path_factory) / "data",
+                                                                    "synthetic")}
 
 
 @pytest.fixture(scope="module")

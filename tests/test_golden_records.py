@@ -28,12 +28,11 @@ import json
 from pathlib import Path
 
 import pytest
+from data_helpers import prepared_release
 from golden_records import SUITES, run_suites, unit_hashes
 
-from levante_tasks.data.prepare import prepare
 from levante_tasks.schema.task_source import TASKS_DIR
 from levante_tasks.schema.tasks import TASKS
-from levante_tasks.synth import write_synthetic_release
 from levante_tasks.testing.models import FixedLetterModel, ImageIndexOracle
 from levante_tasks.testing.scripted import ScriptedChatModel, ScriptedModel
 
@@ -42,10 +41,8 @@ GOLDEN = json.loads((Path(__file__).parent / "golden" / "records_synthetic_seed0
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("golden")
-    write_synthetic_release(base / "release", seed=0, version="synthetic")
-    prepare(str(base / "release"), "synthetic", str(base / "data"), strict=True, progress=False)
-    return base / "data"
+    """The synthetic release of seed 0, prepared strictly: the suite's one preparation of it (only read here)."""
+    return prepared_release(tmp_path_factory) / "data"
 
 
 @pytest.fixture(autouse=True)

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 import yaml
+from data_helpers import prepared_release
 from faults import cli_command, one_error_line, run_cli, tree_snapshot
-from matrix_runs import prepared_release
 
 import levante_tasks
 from levante_tasks.cards.croissant import check_card

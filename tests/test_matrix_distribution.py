@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from data_helpers import prepared_release
 from faults import one_error_line, run_cli
-from matrix_runs import prepared_release
 
 from levante_tasks.errors import LevanteError
 from levante_tasks.matrix import run as matrix_run

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from data_helpers import prepared_release
 from faults import one_error_line, run_cli
-from matrix_runs import fixed_letter_matrix, prepared_release, real_config
+from matrix_runs import fixed_letter_matrix, real_config
 from slurm_cluster import scontrol_job, slurm_cluster
 from test_matrix import matrix_view
 from test_matrix_faults import Fake, start, states, wait_for

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from data_helpers import prepared_release
 from faults import one_error_line, run_cli
-from matrix_runs import prepared_release
 from test_matrix_faults import Fake, start, wait_for, write_config
 
 from levante_tasks import folder_lock

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from data_helpers import default_rows, math_row, write_release
+from data_helpers import default_rows, math_row, prepared_release, write_release
 
 from levante_tasks.cli import main
 from levante_tasks.core import records
@@ -17,17 +17,12 @@ from levante_tasks.data.problems import ProblemLog
 from levante_tasks.schema import items, layout
 from levante_tasks.schema.records import ItemRecord, SliderRecord
 from levante_tasks.schema.tasks import BY_NAME, TASKS, task_info
-from levante_tasks.synth import write_synthetic_release
 
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A prepared synthetic release (every task)."""
-    base = tmp_path_factory.mktemp("synth")
-    write_synthetic_release(base / "release", seed=0, version="synthetic")
-    assert main(["prepare", "--release", str(base / "release"), "--version", "synthetic", "--data-dir",
-                 str(base / "data"), "--quiet"]) == 0
-    return base
+    """A prepared synthetic release (every task): the suite's one preparation of it (only read here)."""
+    return prepared_release(tmp_path_factory)
 
 
 def test_catalogue_names_every_task_of_a_release_once(synthetic: Path) -> None:
