@@ -90,3 +90,15 @@ def prepared_release(factory: pytest.TempPathFactory) -> Path:
     """The prepared synthetic release (`release/` and `data/`, version `synthetic`: `prepared_synthetic`), built once
     per test run and shared by the xdist workers (tests/built_once.py): only read."""
     return built_once(factory, "prepared-synthetic", prepared_synthetic)
+
+
+def prepared_demo(factory: pytest.TempPathFactory) -> Path:
+    """The demo's release prepared (`levante-tasks demo --prepare-only`): its `--out` folder, built once per test run
+    and shared by the xdist workers (tests/built_once.py): only read."""
+
+    def build(root: Path) -> None:
+        from levante_tasks.cli import main
+
+        assert main(["demo", "--out", str(root / "demo-out"), "--prepare-only"]) == 0
+
+    return built_once(factory, "demo-prepared", build) / "demo-out"

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from data_helpers import prepared_demo
 
 from levante_tasks.testing.lmms_fork import run_cli
 
@@ -53,12 +52,9 @@ def child_env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One `demo --prepare-only` folder for every benchmark of this module (each reads it, none writes it)."""
-    demo = tmp_path_factory.mktemp("bench-demo") / "demo"
-    done = subprocess.run([sys.executable, "-m", "levante_tasks", "demo", "--prepare-only", "--out", str(demo)],
-                          cwd=demo.parent, env=child_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert done.returncode == 0, f"demo --prepare-only exited {done.returncode}:\n{done.stderr[-3000:]}"
-    return demo
+    """One `demo --prepare-only` folder for every benchmark of this module (each reads it, none writes it): the
+    suite's one (data_helpers.prepared_demo)."""
+    return prepared_demo(tmp_path_factory)
 
 
 @pytest.mark.parametrize("script", BENCHMARKS, ids=[path.stem for path in BENCHMARKS])

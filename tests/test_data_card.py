@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from built_once import built_once
 from conftest import REAL_VERSION
+from data_helpers import prepared_demo
 
 from levante_tasks.cards import croissant
 from levante_tasks.cli import main
@@ -27,11 +27,7 @@ from levante_tasks.schema import layout
 @pytest.fixture(scope="module")
 def demo_version(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's prepared synthetic version (`demo --prepare-only`), built once per test run; read only."""
-
-    def build(root: Path) -> None:
-        assert main(["demo", "--out", str(root / "demo-out"), "--prepare-only"]) == 0
-
-    return built_once(tmp_path_factory, "demo-prepared", build) / "demo-out" / "data" / "synthetic"
+    return prepared_demo(tmp_path_factory) / "data" / "synthetic"
 
 
 @pytest.fixture
