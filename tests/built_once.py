@@ -17,10 +17,11 @@ import pytest
 
 
 def run_temp(factory: pytest.TempPathFactory) -> Path:
-    """The temp folder of this whole run: shared by its xdist workers (their base temps sit in it), else this
-    session's own base temp (never its parent: that one holds other runs, concurrent ones included)."""
+    """The temp folder of this whole run: shared by its xdist workers (their base temps, `popen-<worker>`, sit in
+    it), else this session's own base temp (never its parent: that one holds other runs, concurrent ones included;
+    a pytest that a worker's test starts inherits $PYTEST_XDIST_WORKER but has a base temp of its own)."""
     base = factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") and base.name.startswith("popen-") else base
 
 
 def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:

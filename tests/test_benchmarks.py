@@ -5,11 +5,11 @@ Each `benchmarks/*.py --tiny` (found by glob: a new benchmark is included withou
 once per script (`lmms_fork.run_cli`, entry `script`); the processes a script starts are new ones, but for the
 lmms-eval runs named below.
 It must exit 0 and print at least one figure line: a figure with its ratio (`ratio 0.54`, `x2.1`, `3.94x`). The
-synthetic release those that run lmms-eval read is prepared once here (`demo --prepare-only`, as each would) and
-named to them by $LEVANTE_BENCH_DEMO. Their environment names this process's fork_stream dispatcher
-(tests/conftest.py): the benchmarks whose matrices run lmms-eval (matrix, distribution_cost, gpu) fork those runs
-from its zygotes at `--tiny` (benchmarks/matrix.py `lmms_module`), and so does gpu its measured lmms-eval process
-(`script_command`), so lmms-eval is imported once, not once per run.
+synthetic release those that run lmms-eval read is the suite's one `demo --prepare-only` (as each would prepare it;
+data_helpers.prepared_demo), named to them by $LEVANTE_BENCH_DEMO. Their environment names this process's
+fork_stream dispatcher (tests/conftest.py): the benchmarks whose matrices run lmms-eval (matrix, distribution_cost,
+gpu) fork those runs from its zygotes at `--tiny` (benchmarks/matrix.py `lmms_module`), and so does gpu its measured
+lmms-eval process (`script_command`), so lmms-eval is imported once, not once per run.
 """
 
 from __future__ import annotations

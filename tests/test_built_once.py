@@ -59,3 +59,5 @@ def test_without_xdist_the_run_temp_is_the_session_base_temp(tmp_path: Path, mon
     assert run_temp(Factory(tmp_path)) == tmp_path  # its parent holds other runs of pytest
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
     assert run_temp(Factory(tmp_path / "popen-gw1")) == tmp_path
+    # a pytest started by a worker's test (tests/test_add_task.py) inherits the variable, not the worker's folder
+    assert run_temp(Factory(tmp_path / "pytest-7")) == tmp_path / "pytest-7"

@@ -200,3 +200,22 @@ def test_malformed_trials_row_is_one_line_naming_the_line(tmp_path: Path) -> Non
     line = one_error_line(done.stderr)
     assert "trials.csv: malformed CSV" in line and "line 8" in line, line
     assert not (tmp_path / "out").exists()
+
+
+def test_a_trials_header_after_blank_lines_is_read_and_an_unclosed_quote_in_it_is_one_line(tmp_path: Path) -> None:
+    """The header is found as pyarrow finds it (empty lines before it skipped), and a header that no CSV reader can
+    finish (an unclosed quote) is the file's one malformed-CSV line, however long the file."""
+    from levante_tasks.compare.tables import read_columns
+    from levante_tasks.errors import LevanteError
+
+    text = trog_trials().head(50).to_csv(index=False)
+    blank_first = tmp_path / "blank_first.csv"
+    blank_first.write_text("\n\r\n" + text, encoding="utf-8")
+    columns = ("item_uid", "response")
+    read = read_columns(blank_first, "trials", columns, columns)
+    assert read.astype(object).to_dict("list") == pd.read_csv(blank_first, usecols=list(columns),
+                                                               dtype=str).to_dict("list")
+    unclosed = tmp_path / "unclosed.csv"
+    unclosed.write_text('item_uid,"response\n' + "a,b\n" * 50_000, encoding="utf-8")
+    with pytest.raises(LevanteError, match=r"^unclosed\.csv: malformed CSV \("):
+        read_columns(unclosed, "trials", columns, columns)

@@ -543,8 +543,8 @@ raise SystemExit(sys.argv[-1]) if sys.argv[-1] == "fail" else SystemExit(3)
 '''
 
 
-@pytest.mark.parametrize("last", ["three", "fail"])
-def test_a_script_run_is_python_script(tmp_path: Path, last: str) -> None:
+@pytest.mark.parametrize(("spelling", "last"), [("links/probe.py", "three"), ("./links/../links/probe.py", "fail")])
+def test_a_script_run_is_python_script(tmp_path: Path, spelling: str, last: str) -> None:
     """Entry `script` (`python SCRIPT ARGS`): the file runs as `__main__` as in a new interpreter: `__file__` its
     absolute path, sys.argv[0] the name as given, the folder of its real file (the link resolved) first on sys.path,
     a source loader and no spec, no `__future__` flag of the server's modules, the same `__main__` at exit, the
@@ -555,14 +555,14 @@ def test_a_script_run_is_python_script(tmp_path: Path, last: str) -> None:
     (real_folder / "probe.py").write_text(SCRIPT_PROBE, encoding="utf-8")
     (real_folder / "beside.py").write_text("NAME = 'beside the real file'\n", encoding="utf-8")
     (link_folder / "probe.py").symlink_to(real_folder / "probe.py")
-    args = ["links/probe.py", "a", last]
+    args = [spelling, "a", last]
     real = subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           check=False)
     fork = run_cli(args, cwd=tmp_path, env=dict(os.environ), entry="script")
     assert (fork.returncode, fork.stdout, fork.stderr) == (real.returncode, real.stdout, real.stderr)
     assert real.returncode == (1 if last == "fail" else 3) and real.stderr == ("fail\n" if last == "fail" else "")
-    assert f"'links/probe.py', 'a', '{last}'] {real_folder} beside the real file True" in real.stdout
-    assert "SourceFileLoader None None module None None" in real.stdout and "at exit links/probe.py True" in real.stdout
+    assert f"{tmp_path}/{spelling} ['{spelling}', 'a', '{last}'] {real_folder} beside the real file True" in real.stdout
+    assert "SourceFileLoader None None module None None" in real.stdout and f"at exit {spelling} True" in real.stdout
 
 
 # What tqdm and HF's hub and datasets libraries take from the progress-bar switches, which they read when imported

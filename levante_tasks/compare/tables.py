@@ -128,16 +128,17 @@ def read_columns(path: Path, what: str, wanted: tuple[str, ...], required: tuple
         raise os_error(exc, f"reading the {what} file") from None
     except pa.ArrowKeyError as exc:  # a column of the header read first is not in the table's: the file changed
         raise LevanteError(f"{path.name}: changed while it was read ({_first_line(exc)})") from None
-    except pa.ArrowInvalid as exc:
+    except (pa.ArrowInvalid, csv.Error) as exc:
         read_table(path, what)  # pandas names the malformed line; reached only when it does not complain
         raise LevanteError(f"{path.name}: malformed CSV ({_first_line(exc)})") from None
     return pd.DataFrame({name: table[name].to_pandas() for name in columns})
 
 
 def _header(path: Path) -> list[str]:
-    """The column names of a CSV file's first record (a leading BOM dropped), as pyarrow's parser reads them."""
+    """The column names of a CSV file's first non-empty record (a leading BOM dropped), as pyarrow's parser reads
+    them (it skips empty lines); csv.Error for a record it cannot read (an unclosed quote)."""
     with open(path, encoding="utf-8-sig", newline="") as handle:
-        return next(csv.reader(handle), [])
+        return next((row for row in csv.reader(handle) if row), [])
 
 
 def positions(column: pd.Series, index: pd.Index) -> np.ndarray:

@@ -349,7 +349,7 @@ def _entry_point(entry: str) -> Callable[[], object]:
             path, a source loader, no spec), sys.argv[0] the name as given, the folder that holds it (links
             resolved) first on the path."""
             script = sys.argv.pop(1)
-            sys.argv[0], path = script, os.path.abspath(script)
+            sys.argv[0], path = script, os.path.join(os.getcwd(), script)  # joined as python joins it, not normalised
             sys.path[0] = os.path.dirname(os.path.realpath(script))
             main = types.ModuleType("__main__")
             main.__dict__.update(__file__=path, __builtins__=builtins, __cached__=None,
