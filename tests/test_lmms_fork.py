@@ -532,7 +532,8 @@ def test_a_code_run_is_python_c(tmp_path: Path) -> None:
 
 
 # A script that reports what `python SCRIPT` gives it, imports a module beside its real file, reports again when the
-# interpreter exits, and ends with status 3 and a traceback on stderr.
+# interpreter exits, and ends with status 3, or with status 1 and its message on stderr when its last argument is
+# `fail`.
 SCRIPT_PROBE = '''import atexit, sys, __main__
 import beside
 def f(x: int) -> None: pass
@@ -545,10 +546,10 @@ raise SystemExit(sys.argv[-1]) if sys.argv[-1] == "fail" else SystemExit(3)
 
 @pytest.mark.parametrize(("spelling", "last"), [("links/probe.py", "three"), ("./links/../links/probe.py", "fail")])
 def test_a_script_run_is_python_script(tmp_path: Path, spelling: str, last: str) -> None:
-    """Entry `script` (`python SCRIPT ARGS`): the file runs as `__main__` as in a new interpreter: `__file__` its
-    absolute path, sys.argv[0] the name as given, the folder of its real file (the link resolved) first on sys.path,
-    a source loader and no spec, no `__future__` flag of the server's modules, the same `__main__` at exit, the
-    same exit status and streams."""
+    """Entry `script` (`python SCRIPT ARGS`): the file runs as `__main__` as in a new interpreter: `__file__` the
+    working folder joined to the name (not normalised), sys.argv[0] the name as given, the folder of its real file
+    (the link resolved) first on sys.path, a source loader and no spec, no `__future__` flag of the server's
+    modules, the same `__main__` at exit, the same exit status and streams."""
     real_folder, link_folder = tmp_path / "real", tmp_path / "links"
     real_folder.mkdir()
     link_folder.mkdir()

@@ -26,6 +26,7 @@ import fnmatch
 import functools
 import hashlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -212,15 +213,15 @@ def _package_closure(entry: list[Path], package: _Package, scope: tuple[str, ...
 
 def files_sha256(files: list[Path], roots: list[Path]) -> str:
     """sha256 over (path relative to the first root that holds it, sha256 of its bytes), in path order."""
-    return _files_sha256(files, roots, _Package(roots[0]) if roots else None)
+    return _files_sha256(files, roots, Path.resolve)
 
 
-def _files_sha256(files: list[Path], roots: list[Path], package: _Package | None) -> str:
-    """`files_sha256`, resolving each file through `package` (None: each on its own)."""
+def _files_sha256(files: list[Path], roots: list[Path], real: Callable[[Path], Path]) -> str:
+    """`files_sha256`, each file resolved by `real` (a computation's `_Package.real`: resolved once)."""
     resolved_roots = [root.resolve() for root in roots]
 
     def relative(path: Path) -> str:
-        resolved = package.real(path) if package is not None else path.resolve()
+        resolved = real(path)
         for root in resolved_roots:
             if resolved.is_relative_to(root):
                 return resolved.relative_to(root).as_posix()
@@ -240,4 +241,4 @@ def task_source_sha256(task: str, tasks_dir: Path = TASKS_DIR, package_root: Pat
     if yaml is None:
         return None
     package = _Package(package_root)
-    return _files_sha256(_source_files(yaml, package), [package_root, tasks_dir], package)
+    return _files_sha256(_source_files(yaml, package), [package_root, tasks_dir], package.real)

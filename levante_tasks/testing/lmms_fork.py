@@ -159,9 +159,9 @@ def _key(env: Mapping[str, str], entry: str, command: list[str]) -> tuple[Any, .
     """What a run's server must share with it: its kind, then the import-time variables it sets (`import_time_env`).
     A run whose PYTHONPATH holds its own lmms_eval or plugins (`tree`) shares its server with every such run,
     whatever the tree, but for lmms-eval's own variables (`LMMS_ENV`: left out), which its child reads when it
-    imports lmms-eval. A `levante_tasks` run that leaves PYTHONHASHSEED unset gets the seed
-    that the last run of the same `command` (working folder and arguments) did not: a test that reruns a command sees
-    two hash seeds, as with two new interpreters."""
+    imports lmms-eval. A `levante_tasks` run that leaves PYTHONHASHSEED unset gets the seed that the last run of the
+    same `command` (working folder and arguments) did not: a test that reruns a command sees two hash seeds, as
+    with two new interpreters."""
     values = dict(import_time_env(env))
     if entry != "levante_tasks":
         if not _import_time_entries(env):
@@ -345,9 +345,9 @@ def _entry_point(entry: str) -> Callable[[], object]:
         return run_code
     if entry == SCRIPT:
         def run_script() -> None:
-            """What `python SCRIPT` runs for a file: its code in a new `__main__` module (`__file__` its absolute
-            path, a source loader, no spec), sys.argv[0] the name as given, the folder that holds it (links
-            resolved) first on the path."""
+            """What `python SCRIPT` runs for a file: its code in a new `__main__` module (`__file__` the working
+            folder joined to the name, a source loader, no spec), sys.argv[0] the name as given, the folder that
+            holds it (links resolved) first on the path."""
             script = sys.argv.pop(1)
             sys.argv[0], path = script, os.path.join(os.getcwd(), script)  # joined as python joins it, not normalised
             sys.path[0] = os.path.dirname(os.path.realpath(script))
