@@ -1,4 +1,5 @@
-"""Issue 18.7: the heatmap's and the KL plot's fixes, checked on the matplotlib figure objects (not pixels).
+"""Issue 18.7: the heatmap's and the KL plot's fixes, checked on what each figure shows: the heatmap's squares and
+its pixels (Pillow), the KL plot's matplotlib figure objects.
 
 summary heatmap: the figure is widened so a long title fits; a slider column shows its chance (from the slider
 records' chance_level) instead of "chance ?". compare KL plot: the uniform baseline is drawn under the model lines
@@ -14,8 +15,8 @@ import compare_inputs
 import pandas as pd
 import pytest
 from matplotlib import colormaps
-from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
+from PIL import Image
 
 from levante_tasks.compare import plots
 from levante_tasks.compare.results import Results
@@ -23,6 +24,7 @@ from levante_tasks.core import records
 from levante_tasks.core.parsing import Parsed
 from levante_tasks.summary import matrix as matrix_mod
 from levante_tasks.summary import plot as heatmap_plot
+from levante_tasks.summary import viridis
 from levante_tasks.summary.plot import write_heatmap
 from levante_tasks.summary.units import Unit, record_counts
 
@@ -63,17 +65,24 @@ def heatmap_matrix() -> dict[str, Any]:
     return {"models": built.models, "columns": built.columns, "cells": built.cells}
 
 
-def test_heatmap_title_fits_and_the_slider_column_shows_its_chance(tmp_path: Path, saved: list[Figure]) -> None:
+def inked_span(image: Any, top: int, bottom: int) -> tuple[int, int]:
+    """The first and last pixel column holding ink (a pixel darker than mid-grey) between rows top and bottom."""
+    ink = image.convert("L").crop((0, top, image.width, bottom)).point(lambda v: 255 if v < 128 else 0)
+    left, _, right, _ = ink.getbbox()
+    return left, right - 1
+
+
+def test_heatmap_title_fits_and_the_slider_column_shows_its_chance(tmp_path: Path) -> None:
+    figure = heatmap_plot.heatmap(heatmap_matrix())
+    assert any(LONG_ID in line for line in figure.title)  # the test-model note names the model
+    assert figure.columns == ["egma_math_slider\nchance 0.30", "trog\nchance 0.33"]
     write_heatmap(tmp_path / "heatmap.png", heatmap_matrix())
-    (fig,) = saved
-    renderer = fig.canvas.get_renderer()
-    title = fig._suptitle
-    assert title is not None and LONG_ID in title.get_text()  # the test-model note names the model
-    box, frame = title.get_window_extent(renderer), fig.bbox
-    assert box.width > 0.5 * frame.width  # a title long enough to be clipped by a figure sized for two columns
-    assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, (box, frame)
-    labels = {label.get_text().split("\n")[0]: label.get_text() for label in fig.axes[0].get_xticklabels()}
-    assert labels == {"egma_math_slider": "egma_math_slider\nchance 0.30", "trog": "trog\nchance 0.33"}
+    image = Image.open(tmp_path / "heatmap.png")
+    assert image.format == "PNG" and image.size == heatmap_plot.render(figure).size
+    band = heatmap_plot.PAD + round(heatmap_plot.LARGE * 1.4 * len(figure.title))  # the title lines' rows
+    first, last = inked_span(image, 0, band)
+    assert last - first > 0.5 * image.width  # a title long enough to be cut by an image sized for the grid
+    assert 0 < first and last < image.width - 1, (first, last, image.width)  # and it is not cut
 
 
 def item_count_matrix() -> dict[str, Any]:
@@ -90,28 +99,40 @@ def item_count_matrix() -> dict[str, Any]:
     return {"models": built.models, "columns": built.columns, "cells": built.cells}
 
 
-def test_heatmap_greys_out_few_items_and_shows_an_unanswered_slider_as_na(tmp_path: Path, saved: list[Figure]) -> None:
+def test_heatmap_greys_out_few_items_and_shows_an_unanswered_slider_as_na(tmp_path: Path) -> None:
     """Issue 31.5: a 2-item sub-type cell is drawn faded (a whole task at full colour), every cell prints its item
     count, and a slider column without a parsed response reads n/a on the background, not 0.00."""
     matrix = item_count_matrix()
-    write_heatmap(tmp_path / "heatmap.png", matrix)
-    (fig,) = saved
-    ax = fig.axes[0]
+    figure = heatmap_plot.heatmap(matrix)
     columns = [c["task"] for c in matrix["columns"]]
     cells = {c["task"]: c for c in matrix["cells"]}
-    texts = {columns[round(t.get_position()[0])]: t.get_text() for t in ax.texts}
-    assert texts["egma_math_slider"] == "n/a\nn=3" and cells["egma_math_slider"]["accuracy"] == 0.0
-    image = ax.images[0]
-    colours = image.to_rgba(image.get_array())  # the colours drawn, whether given as values or as colours
-    drawn = {task: tuple(float(v) for v in colours[0, j]) for j, task in enumerate(columns)}
-    assert drawn["egma_math_slider"] == pytest.approx(to_rgba(heatmap_plot.BACKGROUND))
+    squares = {columns[s.column]: s for s in figure.squares}
+    assert squares["egma_math_slider"].text == "n/a\nn=3" and cells["egma_math_slider"]["accuracy"] == 0.0
+    assert squares["egma_math_slider"].fill == heatmap_plot.BACKGROUND
     whole, part = cells["trog"], cells["trog/noun"]
-    assert texts["trog"].endswith("\nn=12") and texts["trog/noun"].endswith("\nn=2")
-    assert drawn["trog"] == pytest.approx(colormaps["viridis"](whole["accuracy"]))
-    full, grey = colormaps["viridis"](part["accuracy"]), to_rgba(heatmap_plot.BACKGROUND)
-    assert drawn["trog/noun"] != pytest.approx(full)  # faded toward the background grey
-    assert all(min(f, g) <= d <= max(f, g) for d, f, g in zip(drawn["trog/noun"], full, grey, strict=True))
-    assert "faded = fewer than 10 items" in fig._suptitle.get_text()
+    assert squares["trog"].text.endswith("\nn=12") and squares["trog/noun"].text.endswith("\nn=2")
+    assert squares["trog"].fill == matplotlib_viridis(whole["accuracy"])
+    full, grey = matplotlib_viridis(part["accuracy"]), heatmap_plot.BACKGROUND
+    assert squares["trog/noun"].fill != full  # faded toward the background grey
+    assert all(min(f, g) <= d <= max(f, g) for d, f, g in zip(squares["trog/noun"].fill, full, grey, strict=True))
+    assert any("faded = fewer than 10 items" in line for line in figure.title)
+    write_heatmap(tmp_path / "heatmap.png", matrix)
+    counts = dict((colour, n) for n, colour in Image.open(tmp_path / "heatmap.png").getcolors(1 << 20))
+    area = heatmap_plot.CELL_W * heatmap_plot.CELL_H
+    for square in squares.values():  # each square's colour fills most of a square's pixels (the text takes the rest)
+        assert counts.get(square.fill, 0) > 0.6 * area, (square, counts.get(square.fill))
+
+
+def matplotlib_viridis(value: float) -> tuple[int, ...]:
+    """matplotlib's own viridis colour of `value`, as the 8 bits an image holds."""
+    return tuple(round(255 * v) for v in colormaps["viridis"](value)[:3])
+
+
+def test_the_heatmap_viridis_is_matplotlibs() -> None:
+    """The table the heatmap draws with holds matplotlib's 256 viridis colours, and picks them as matplotlib does."""
+    assert [matplotlib_viridis(k / 256) for k in range(256)] == [viridis.viridis(k / 256) for k in range(256)]
+    for value in (0.0, 0.2999, 0.3, 0.5, 0.99, 0.999999, 1.0):
+        assert viridis.viridis(value) == matplotlib_viridis(value), value
 
 
 def kl_results() -> Results:
