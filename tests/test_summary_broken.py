@@ -8,12 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from summary_runs import ABSENT, copy_runs, edit_results, group_run, real_runs, results_file, samples
 
 from levante_tasks.cli import main
 from levante_tasks.compare.records import read_records
 from levante_tasks.errors import LevanteError
 from levante_tasks.lmms.patcher import installed_lmms_eval
+from levante_tasks.runs import lmms
 from levante_tasks.runs.lmms import FileProblem, read_samples
 from levante_tasks.schema.task_source import task_source_sha256
 from levante_tasks.schema.tasks import task_info
@@ -90,8 +93,8 @@ def test_truncated_samples_file_names_file_and_line(
 
 
 def test_a_value_over_two_lines_is_its_first_lines_error(tmp_path: Path) -> None:
-    """A samples file is parsed in one decoder call (runs.lmms), yet each line must be one JSON value by itself: a
-    value running over a line end is refused even where a line of two values evens the count of values and lines."""
+    """Each line of a samples file must be one JSON value by itself: a value running over a line end is refused
+    even where a line of two values evens the count of values and lines."""
     path = tmp_path / "lines.jsonl"
     path.write_text('{"doc_id": [1\n2]}\n{}, {}\n', encoding="utf-8")
     with pytest.raises(FileProblem, match=r"^lines.jsonl:1: invalid JSON at column 14 "):
@@ -99,6 +102,40 @@ def test_a_value_over_two_lines_is_its_first_lines_error(tmp_path: Path) -> None
     path.write_text('{"doc_id": [1, 2]}\n\n {} \n', encoding="utf-8")
     assert [(line.number, line.data) for line in read_samples(path, "lines.jsonl")] == [(1, {"doc_id": [1, 2]}),
                                                                                        (3, {})]
+
+
+# JSON texts where decoders are known to part ways: what json.loads gives for each is what a samples line must give
+JSON_EDGES = ['{"a": 1, "b": 2, "a": 3}', "-0", "-0.0", "1e400", "-1e400", "1E-400", "4.9e-324",
+              "2.2250738585072014e-308", "1.7976931348623157e308", "0.30000000000000004",
+              "123456789012345678901234567890", "18446744073709551616", "-9223372036854775809", "NaN", "Infinity",
+              "-Infinity", '"\\ud800"', '"\\udc00\\ud800"', '"\\ud83d\\ude00"', '"\\u0000"', '"\u2028\u00e9"',
+              '{"\u00e9": [true, false, null]}', "[" * 900 + "]" * 900, ' \t{"x": 1e22}\r', "1" * 500]
+
+
+@pytest.mark.parametrize("text", JSON_EDGES)
+def test_a_samples_line_reads_as_json_loads_reads_it(text: str) -> None:
+    """The fast reader (jiter, else json) gives json.loads's value, type and key order: repeated keys, NaN and
+    Infinity, integers past 64 bits, overflowing floats, lone surrogate escapes, nesting past jiter's depth limit."""
+    assert repr(lmms._json(f'{{"v": {text}}}', "f.jsonl")) == repr(json.loads(f'{{"v": {text}}}'))
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+                    max_leaves=20))
+@settings(max_examples=300, deadline=None)
+def test_any_json_value_reads_as_json_loads_reads_it(value: object) -> None:
+    text = json.dumps({"v": value}, ensure_ascii=False)
+    assert repr(lmms._json(text, "f.jsonl")) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize(("text", "problem"), [('{"a": 1,}', "invalid JSON at column 9"),
+                                               ('{"a": NaN1}', "invalid JSON at column 10"),
+                                               ("[" * 100_000, "invalid JSON nested too deep")])
+def test_damage_the_fast_reader_refuses_is_still_named(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "lines.jsonl"
+    path.write_text(f'{{"doc_id": 0}}\n{text}\n', encoding="utf-8")
+    with pytest.raises(FileProblem, match=f"^lines.jsonl:2: {problem}"):
+        read_samples(path, "lines.jsonl")
 
 
 @pytest.mark.parametrize(("damage", "needle"), [("truncated", "invalid JSON at column"), ("nul", "NUL byte")])
