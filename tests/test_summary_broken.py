@@ -20,6 +20,7 @@ from levante_tasks.runs import lmms
 from levante_tasks.runs.lmms import FileProblem, read_samples
 from levante_tasks.schema.task_source import task_source_sha256
 from levante_tasks.schema.tasks import task_info
+from levante_tasks.summary import Verifier, summarize_runs, verify_runs
 
 
 @pytest.fixture(scope="module")
@@ -718,3 +719,38 @@ def test_a_run_folder_that_does_not_exist_is_refused_up_front(
     status, errors = summarize(capsys, root / "runs", tmp_path / "no-such-runs", "--out", out)
     assert status == 2 and len(errors) == 1 and "no-such-runs: run folder does not exist" in errors[0], errors
     assert not out.exists()
+
+
+def test_summarize_verify_reads_each_file_once_and_reports_what_verify_reports(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`summarize --verify`: the outputs of `summarize` and the mismatch lines of `verify`, each file read once.
+    Damage of both kinds is kept: a metric edited in place (a mismatch) and a truncated samples file (a problem)."""
+    runs = copy_runs(root, tmp_path / "runs")
+    edit_results(runs / "fixed", lambda data: data["results"]["levante_vocab"].update({"levante_acc,none": 0.123}))
+    (broken,) = (runs / "oracle").glob("*_samples_levante_trog_mc.jsonl")
+    truncate(broken)
+    folders, data = [runs / "fixed", runs / "oracle"], root / "data"
+    plain = verify_runs(folders, data)
+    summarize_runs(folders, tmp_path / "plain", data_dir=data)
+    reads: list[Path] = []
+    for name in ("read_results", "read_samples"):
+        real = getattr(lmms, name)
+        monkeypatch.setattr(lmms, name, lambda path, label, real=real: reads.append(path) or real(path, label))
+    verifier = Verifier(data)
+    summarize_runs(folders, tmp_path / "once", data_dir=data, verifier=verifier)
+    assert (verifier.report.lines, verifier.report.runs, verifier.report.tasks) == \
+        (plain.lines, plain.runs, plain.tasks)
+    assert any("levante_acc,none" in line for line in plain.lines) and any(broken.name in line for line in plain.lines)
+    assert sorted(reads) == sorted(set(reads)) and broken in reads  # every file read once, the broken one too
+    files = sorted(p.relative_to(tmp_path / "plain") for p in (tmp_path / "plain").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "once") for p in (tmp_path / "once").rglob("*") if p.is_file())
+    for name in files:
+        assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "once" / name).read_bytes(), name
+    status = main(["summarize", *map(str, folders), "--out", str(tmp_path / "cli"), "--verify", "--data-dir",
+                   str(data), "--no-plot"])
+    printed = capsys.readouterr()
+    assert status == 1
+    assert [line for line in printed.err.splitlines() if line.startswith("levante-tasks: mismatch: ")] == \
+        [f"levante-tasks: mismatch: {line}" for line in plain.lines]
+    assert f"verified {plain.runs} run(s), {plain.tasks} task(s): {len(plain.lines)} mismatches" in printed.out

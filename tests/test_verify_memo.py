@@ -73,3 +73,47 @@ def test_line_values_memo_gives_what_the_record_gives(changes: dict[str, Any]) -
     twin = _edited(_record(), changes)
     assert _outcome(lambda r, _: verify._wanted(r), twin, None) == \
         _outcome(lambda r, _: verify._record_values(r), twin, None)
+
+
+def _line(response: Any = "B") -> dict[str, Any]:
+    """A samples line as lmms-eval writes it for `_record(response)`: its metrics, target and response."""
+    record = _record(response)
+    return {"doc_id": 0, "target": "B", "filtered_resps": response, "levante_acc": float(record["correct"]),
+            "levante_parse_rate": 1.0, "levante_item": record}
+
+
+LINE_TWINS = [  # changes to an agreeing line (RECORD_KEY: changes to its record)
+    {"levante_acc": 0.0}, {"levante_acc": 1}, {"levante_acc": True}, {"levante_acc": KeyError},
+    {"levante_parse_rate": 0.0}, {"levante_acc_counting": 1.0}, {"target": "A"}, {"target": KeyError},
+    {"target": 1}, {"filtered_resps": "C"}, {"filtered_resps": ["B"]}, {"doc_id": 7},
+    *({"levante_item": changes} for changes in TWINS),
+]
+
+
+def _plain_line_check(line: dict[str, Any]) -> str | None:
+    """What `_Agreements.check_line` gives without its memos."""
+    record = line.get("levante_item")
+    problem = verify._record_disagreement(line) or verify._order_disagreement(line)
+    return disagreement(record, line.get("filtered_resps")) if problem is None and isinstance(record, dict) \
+        else problem
+
+
+@pytest.mark.parametrize("changes", LINE_TWINS, ids=range(len(LINE_TWINS)))
+def test_an_agreed_line_does_not_hide_its_twin(changes: dict[str, Any]) -> None:
+    """A line every check passed is remembered: a twin differing in any value a check reads (or its type, or a key
+    present or not) is checked, and gives what the checks give without memos."""
+    agreements, line = verify._Agreements(), _line()
+    assert agreements.check_line(line) is None
+    assert agreements.lines  # remembered
+    twin = copy.deepcopy(line)
+    for key, value in changes.items():
+        if key == "levante_item":
+            twin[key] = _edited(twin[key], value)
+        elif value is KeyError:
+            del twin[key]
+        else:
+            twin[key] = value
+    assert _outcome(lambda t, _: agreements.check_line(t), twin, None) == \
+        _outcome(lambda t, _: _plain_line_check(t), twin, None)
+    if changes in ({"doc_id": 7}, {"levante_item": {"item_uid": "vocab_2"}}):
+        assert agreements.check_line(twin) is None

@@ -132,6 +132,35 @@ def read_samples(path: Path, label: str) -> list[SampleLine]:
     return lines
 
 
+class RunReader:
+    """`read_results` and `read_samples` with each file read once: the readers of one run in one pass (`summarize
+    --verify`) share what was read (a FileProblem is raised again to each), and it is freed with the reader. The
+    values are shared, so no reader may change them."""
+
+    def __init__(self) -> None:
+        self._read: dict[tuple[str, Path, str], Any] = {}
+
+    def results(self, path: Path, label: str) -> dict[str, Any]:
+        """`read_results(path, label)`, read once."""
+        return self._once(read_results, path, label)
+
+    def samples(self, path: Path, label: str) -> list[SampleLine]:
+        """`read_samples(path, label)`, read once."""
+        return self._once(read_samples, path, label)
+
+    def _once(self, read: Any, path: Path, label: str) -> Any:
+        key = (read.__name__, path, label)
+        if key not in self._read:
+            try:
+                self._read[key] = read(path, label)
+            except FileProblem as exc:
+                self._read[key] = exc
+        value = self._read[key]
+        if isinstance(value, FileProblem):
+            raise value
+        return value
+
+
 def samples_name(name: str) -> tuple[str, str] | None:
     """(date prefix, lmms-eval task) of a samples file name (date "" when it has none); None for other names."""
     match = SAMPLES_NAME.match(name)

@@ -7,6 +7,6 @@ comparison keys), `units` (one lmms-eval run -> matrix units), `inspect_logs` (o
 """
 
 from levante_tasks.summary.cli import summarize_runs
-from levante_tasks.summary.verify import verify_runs
+from levante_tasks.summary.verify import Verifier, verify_runs
 
-__all__ = ["summarize_runs", "verify_runs"]
+__all__ = ["Verifier", "summarize_runs", "verify_runs"]

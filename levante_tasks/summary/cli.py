@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.runs.discover import INSPECT_AI, LMMS_EVAL, RunFiles, discover, run_labels
-from levante_tasks.runs.lmms import FileProblem, cyclic_gc_paused
+from levante_tasks.runs.lmms import FileProblem, RunReader, cyclic_gc_paused
 from levante_tasks.runs.model import model_label
 from levante_tasks.schema import layout
 from levante_tasks.summary.inspect_logs import parse_eval
 from levante_tasks.summary.units import ParsedRun, parse_run
-from levante_tasks.summary.verify import verify_runs
+from levante_tasks.summary.verify import Report, Verifier, verify_runs
 
 if TYPE_CHECKING:
     from levante_tasks.summary.rerun import RerunPlan
@@ -57,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="keep cells that differ in limit, budget, prompt, dataset or patch set as separate, "
                         "flagged cells instead of refusing")
     parser.add_argument("--no-plot", action="store_true", help="skip heatmap.png and l0_bins.png")
+    parser.add_argument("--verify", action="store_true",
+                        help="also run `verify`'s checks (with the installation's), reading each file once for both; "
+                        "its mismatch lines as `verify` prints them, exit 1 if any")
+    parser.add_argument("--data-dir", type=Path,
+                        help="prepared data dir: the data cards the results card points to and --verify's dataset "
+                        "fingerprints (default: $LEVANTE_DATA_DIR or the cache)")
     parser.set_defaults(func=run_summarize)
 
     check = subparsers.add_parser(
@@ -132,15 +138,16 @@ def _model_text(model: dict[str, str]) -> str:
     return model_label({"model": model["public_id"], "revision": model["revision"], "adapter": model["adapter"]})
 
 
-def _parse(run: RunFiles) -> ParsedRun:
-    """Units of one run, by the harness that wrote it."""
-    return parse_eval(run) if run.kind == INSPECT_AI else parse_run(run)
+def _parse(run: RunFiles, reader: RunReader) -> ParsedRun:
+    """Units of one run, by the harness that wrote it (an lmms-eval run's files read through `reader`)."""
+    return parse_eval(run) if run.kind == INSPECT_AI else parse_run(run, reader)
 
 
 def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = False,
-                   plot: bool = True, data_dir: Path | None = None) -> dict[str, Any]:
+                   plot: bool = True, data_dir: Path | None = None, verifier: Verifier | None = None) -> dict[str, Any]:
     """Summarize the runs under `run_dirs` into `out`; returns matrix.json's content. Its results card points to
-    the data cards found in `data_dir` (default: layout.data_dir()).
+    the data cards found in `data_dir` (default: layout.data_dir()). With a `verifier`, each run is also verified
+    in the same pass, its files read once for both (`verifier.report`: what `verify_runs` reports).
 
     Runs or tasks that could not be read are in its `problems` (the rest is summarized). Raises LevanteError
     when nothing could be read, on conflicting duplicates and (unless `allow_mismatch`) on cells that claim
@@ -160,16 +167,21 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
             runs, found = discover(run_dir, label)
             problems += found
             entries += [(None, line.split(": ", 1)[0], [line], LMMS_EVAL) for line in found]
+            if verifier is not None:
+                verifier.report.lines += found
             for run in runs:
+                reader = RunReader()  # this run's files, freed with it
                 try:
-                    parsed = _parse(run)
+                    parsed = _parse(run, reader)
                 except FileProblem as exc:
                     problems.append(str(exc))
                     entries.append((None, run.label, [str(exc)], run.kind))
-                    continue
-                problems += parsed.problems
-                parsed_runs.append(parsed)
-                entries.append((parsed, run.label, parsed.problems, run.kind))
+                else:
+                    problems += parsed.problems
+                    parsed_runs.append(parsed)
+                    entries.append((parsed, run.label, parsed.problems, run.kind))
+                if verifier is not None:
+                    verifier.check_run(run, reader)
     units = [u for p in parsed_runs for u in p.units]
     l0 = [section for p in parsed_runs if p.files.kind == LMMS_EVAL
           if (section := l0_bins.run_section(p.files.label, _model_text(p.model), p.results)) is not None]
@@ -190,14 +202,29 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
 
 
 def run_summarize(args: argparse.Namespace) -> int:
-    """CLI: summarize; problems are one line each on stderr; exit 1 on problems unless --allow-partial."""
-    document = summarize_runs(args.run_dirs, args.out, allow_mismatch=args.allow_mismatch, plot=not args.no_plot)
+    """CLI: summarize (and --verify); problems and mismatches are one line each on stderr; exit 1 on problems unless
+    --allow-partial, and on any mismatch."""
+    check_data_dir(args.data_dir)
+    verifier = Verifier(args.data_dir) if args.verify else None
+    document = summarize_runs(args.run_dirs, args.out, allow_mismatch=args.allow_mismatch, plot=not args.no_plot,
+                              data_dir=args.data_dir, verifier=verifier)
     for line in document["problems"]:
         print(f"levante-tasks: error: {line}", file=sys.stderr)
     print(f"summarized {len(document['cells'])} cell(s): {len(document['models'])} model(s) x "
           f"{len(document['columns'])} task column(s) from {len(document['runs'])} run(s); outputs in "
           f"{display_path(args.out)}")
-    return 1 if document["problems"] and not args.allow_partial else 0
+    mismatches = _print_report(verifier.report, []) if verifier is not None else []
+    return 1 if (document["problems"] and not args.allow_partial) or mismatches else 0
+
+
+def _print_report(report: Report, more: list[str], rerun_note: str = "") -> list[str]:
+    """Print verify's mismatch lines (the report's, then `more`) on stderr and its closing line; the lines."""
+    lines = [*report.lines, *more]
+    for line in lines:
+        print(f"levante-tasks: mismatch: {line}", file=sys.stderr)
+    print(f"verified {report.runs} run(s), {report.tasks} task(s){rerun_note}: "
+          f"{len(lines) or 'no'} mismatch{'es' if len(lines) != 1 else ''}")
+    return lines
 
 
 def check_data_dir(data_dir: Path | None) -> None:
@@ -233,10 +260,5 @@ def run_verify(args: argparse.Namespace) -> int:
                                    args.rerun_trust_remote_code) if args.rerun else ([], [])
     report = verify_runs(args.run_dirs, args.data_dir, installation=not args.skip_installation)
     rerun_count, differ = _rerun_items(args, plans)
-    lines = [*report.lines, *cannot, *differ]
-    for line in lines:
-        print(f"levante-tasks: mismatch: {line}", file=sys.stderr)
     rerun_note = f"; re-ran {rerun_count} item(s), {len(differ)} differ" if args.rerun else ""
-    print(f"verified {report.runs} run(s), {report.tasks} task(s){rerun_note}: "
-          f"{len(lines) or 'no'} mismatch{'es' if len(lines) != 1 else ''}")
-    return 1 if lines else 0
+    return 1 if _print_report(report, [*cannot, *differ], rerun_note) else 0

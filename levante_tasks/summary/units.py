@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from levante_tasks.runs.discover import RunFiles
-from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
+from levante_tasks.runs.lmms import FileProblem, RunReader, SampleLine
 from levante_tasks.runs.model import find_answer, model_identity
 from levante_tasks.schema.records import RECORD_KEY
 from levante_tasks.schema.variant import Control, Variant, VariantNameError
@@ -226,10 +226,12 @@ def _subtype_units(run: ParsedRun, leaf: _Leaf, config: Mapping[str, Any]) -> li
     return units
 
 
-def parse_run(run: RunFiles) -> ParsedRun:
-    """Parse one run; a damaged results file raises FileProblem, a damaged task is a problem of the run."""
+def parse_run(run: RunFiles, reader: RunReader | None = None) -> ParsedRun:
+    """Parse one run, its files read through `reader` (a new one when None); a damaged results file raises
+    FileProblem, a damaged task is a problem of the run."""
     assert run.results is not None
-    results = read_results(run.results, run.file_label(run.results))
+    reader = reader or RunReader()
+    results = reader.results(run.results, run.file_label(run.results))
     lines_by_task: dict[str, list[SampleLine]] = {}
     problems: list[str] = []
     tasks: dict[str, dict[str, Any]] = {}
@@ -240,7 +242,7 @@ def parse_run(run: RunFiles) -> ParsedRun:
         path = run.samples.get(name)
         where = run.file_label(path) if path else f"{run.label}_samples_{name}.jsonl"
         try:
-            lines = read_samples(path, where) if path else None
+            lines = reader.samples(path, where) if path else None
             if lines is None:
                 if is_levante:
                     raise FileProblem(f"{where}: no samples file for task {name!r} (run lmms-eval with --log_samples)")

@@ -32,8 +32,8 @@ from typing import Any
 from levante_tasks.core.reparse import DECIDED, IDENTITY, NotReparsable, disagreement, not_reparsable_lines
 from levante_tasks.errors import LevanteError
 from levante_tasks.lmms import metrics
-from levante_tasks.runs.discover import INSPECT_AI, RunFiles, discover, folder_label
-from levante_tasks.runs.lmms import FileProblem, SampleLine, read_results, read_samples
+from levante_tasks.runs.discover import INSPECT_AI, RunFiles, discover, run_labels
+from levante_tasks.runs.lmms import FileProblem, RunReader, SampleLine
 from levante_tasks.runs.model import UNKNOWN
 from levante_tasks.schema import layout, locales
 from levante_tasks.schema.dataset import read_dataset_info
@@ -172,7 +172,33 @@ class _Agreements:
 
     def __init__(self, limit: int = 1 << 17) -> None:
         self.agreed: set[tuple[Any, ...]] = set()
+        self.lines: set[tuple[Any, ...]] = set()  # samples lines every check passed, by `_line_key`
         self.limit = limit
+
+    def check_line(self, line: Mapping[str, Any]) -> str | None:
+        """The first problem of a samples line: a per-line metric against its record (`_record_disagreement`), its
+        target against the record's order (`_order_disagreement`), the record against its response's re-parse
+        (NotReparsable raised as the re-parse raises it). A line that passes all three is remembered by all they
+        read (`_line_key`), so a line with the same key passes without them."""
+        record = line.get(RECORD_KEY)
+        key = _line_key(line, record) if type(record) is dict else None
+        if key is not None:
+            try:
+                if key in self.lines:
+                    return None
+            except TypeError:  # an unhashable value (a list as a metric value): not memoized
+                key = None
+        problem = _record_disagreement(line) or _order_disagreement(line)
+        if problem is None and isinstance(record, dict):
+            problem = self.disagreement(record, line.get("filtered_resps"))
+        if problem is None and key is not None:
+            self._remember(self.lines, key)
+        return problem
+
+    def _remember(self, memo: set[tuple[Any, ...]], key: tuple[Any, ...]) -> None:
+        if len(memo) >= self.limit:
+            memo.clear()
+        memo.add(key)
 
     def disagreement(self, record: Mapping[str, Any], response: Any) -> str | None:
         """What `disagreement(record, response)` returns (NotReparsable raised as it raises it)."""
@@ -185,10 +211,25 @@ class _Agreements:
                 key = None
         problem = disagreement(record, response)
         if problem is None and key is not None:
-            if len(self.agreed) >= self.limit:
-                self.agreed.clear()
-            self.agreed.add(key)
+            self._remember(self.agreed, key)
         return problem
+
+
+_NO_TARGET = object()  # a line without lmms-eval's `target` (kept apart from any value it could hold)
+
+
+def _line_key(line: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """All that `_Agreements.check_line` reads of a samples line, each value with its type: the record's re-parse
+    key (`_reparse_key`: response, parser inputs, decided values, order, option texts), the line's per-line metric
+    keys and values, its target, and the record's task and trial type (with its decided `correct`, `parse_method`
+    and `output_type`, all `_wanted` reads). None: not memoized (the re-parse key is None, or the record lacks a key
+    `_wanted` reads). It may hold an unhashable value (the caller does not memoize it then)."""
+    reparse_key = _reparse_key(record, line.get("filtered_resps"))
+    if reparse_key is None or not record.keys() >= _WANTED_KEYS:
+        return None
+    metrics = _line_metrics(tuple(line))
+    values = (*map(line.__getitem__, metrics), line.get("target", _NO_TARGET), record["task"], record["trial_type"])
+    return reparse_key, metrics, values, tuple(map(type, values))
 
 
 def _reparse_key(record: Mapping[str, Any], response: Any) -> tuple[Any, ...] | None:
@@ -300,16 +341,13 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], whe
             out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
     failures: list[tuple[str, str]] = []
     for line in lines:
-        position = f"line {line.number}"
-        record = line.record
-        problem = _record_disagreement(line.data) or _order_disagreement(line.data)
-        if problem is None and record is not None:
-            try:
-                problem = agreements.disagreement(record, line.data.get("filtered_resps"))
-            except NotReparsable as exc:
-                failures.append((position, str(exc)))
+        try:
+            problem = agreements.check_line(line.data)
+        except NotReparsable as exc:
+            failures.append((f"line {line.number}", str(exc)))
+            continue
         if problem:
-            out.append(f"{where}: {name}: {position}: {problem}")
+            out.append(f"{where}: {name}: line {line.number}: {problem}")
     return out + not_reparsable_lines(f"{where}: {name}", failures), recomputed
 
 
@@ -502,55 +540,71 @@ def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str
     return out
 
 
-def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation: bool = True) -> Report:
-    """Check every run under `run_dirs`; the report's lines are the mismatches (empty = all verified)."""
-    report = Report()
-    agreements = _Agreements()
-    installed: Mapping[str, Any] = {}
-    # once per task (and once for the inspect tasks), not per run: each hashes ~20 source files
-    source_sha256, inspect_installed = functools.cache(prov.task_source_sha256), functools.cache(installed_inspect)
-    fingerprint: Callable[[str, str, str | None], str] | None = None  # None: provenance is not checked
-    if installation:
-        from levante_tasks.lmms.patcher import installed_lmms_eval
+class Verifier:
+    """verify's checks, one run at a time, with what they share across runs: the re-parse memo, each task's source
+    hash and dataset fingerprint read once, the installation read once. `report` gathers the mismatch lines."""
 
+    def __init__(self, data_dir: Path | None = None, installation: bool = True) -> None:
+        self.report = Report()
+        self.agreements = _Agreements()
+        self.installed: Mapping[str, Any] = {}
+        # once per task (and once for the inspect tasks), not per run: each hashes ~20 source files
+        self.source_sha256 = functools.cache(prov.task_source_sha256)
+        self.inspect_installed = functools.cache(installed_inspect)
+        self.fingerprint: Callable[[str, str, str | None], str] | None = None  # None: provenance is not checked
+        if installation:
+            from levante_tasks.lmms.patcher import installed_lmms_eval
+
+            try:
+                self.installed = installed_lmms_eval()
+            except LevanteError as exc:
+                self.report.lines.append(f"installed lmms-eval: {exc}")
+            self.fingerprint = _fingerprints(layout.data_dir(data_dir))
+
+    def check_run(self, run: RunFiles, reader: RunReader | None = None) -> None:
+        """Check one run, its files read through `reader` (a new one when None: a pass of its own)."""
+        assert run.results is not None
+        report, reader = self.report, reader or RunReader()
+        where = run.file_label(run.results)
+        if run.kind == INSPECT_AI:
+            report.lines += verify_eval(run, self.fingerprint,
+                                        self.inspect_installed() if self.fingerprint is not None else None)
+            report.runs, report.tasks = report.runs + 1, report.tasks + 1
+            return
         try:
-            installed = installed_lmms_eval()
-        except LevanteError as exc:
-            report.lines.append(f"installed lmms-eval: {exc}")
-        fingerprint = _fingerprints(layout.data_dir(data_dir))
-    for run_dir in run_dirs:
-        runs, problems = discover(run_dir, folder_label(run_dir))
-        report.lines += problems
-        for run in runs:
-            assert run.results is not None
-            where = run.file_label(run.results)
-            if run.kind == INSPECT_AI:
-                report.lines += verify_eval(run, fingerprint, inspect_installed() if fingerprint is not None else None)
-                report.runs, report.tasks = report.runs + 1, report.tasks + 1
+            results = reader.results(run.results, where)
+        except FileProblem as exc:
+            report.lines.append(str(exc))
+            return
+        report.runs += 1
+        recomputed: dict[str, dict] = {}
+        leaves = leaf_tasks(results)
+        for name in leaves:
+            path = run.samples.get(name)
+            if path is None:
+                report.lines.append(f"{where}: {name}: no samples file: its metrics cannot be recomputed "
+                                    "(run lmms-eval with --log_samples)")
                 continue
             try:
-                results = read_results(run.results, where)
+                lines = reader.samples(path, run.file_label(path))
             except FileProblem as exc:
                 report.lines.append(str(exc))
                 continue
-            report.runs += 1
-            recomputed: dict[str, dict] = {}
-            leaves = leaf_tasks(results)
-            for name in leaves:
-                path = run.samples.get(name)
-                if path is None:
-                    report.lines.append(f"{where}: {name}: no samples file: its metrics cannot be recomputed "
-                                        "(run lmms-eval with --log_samples)")
-                    continue
-                try:
-                    lines = read_samples(path, run.file_label(path))
-                except FileProblem as exc:
-                    report.lines.append(str(exc))
-                    continue
-                report.tasks += 1
-                problems, recomputed[name] = _check_leaf(name, results, lines, where, agreements)
-                report.lines += problems
-            report.lines += _check_groups(results, recomputed, where)
-            if fingerprint is not None:
-                report.lines += _check_installation(run, results, leaves, fingerprint, installed, source_sha256)
-    return report
+            report.tasks += 1
+            problems, recomputed[name] = _check_leaf(name, results, lines, where, self.agreements)
+            report.lines += problems
+        report.lines += _check_groups(results, recomputed, where)
+        if self.fingerprint is not None:
+            report.lines += _check_installation(run, results, leaves, self.fingerprint, self.installed,
+                                                self.source_sha256)
+
+
+def verify_runs(run_dirs: list[Path], data_dir: Path | None = None, installation: bool = True) -> Report:
+    """Check every run under `run_dirs`; the report's lines are the mismatches (empty = all verified)."""
+    verifier = Verifier(data_dir, installation)
+    for run_dir, label in zip(run_dirs, run_labels(run_dirs), strict=True):
+        runs, problems = discover(run_dir, label)
+        verifier.report.lines += problems
+        for run in runs:
+            verifier.check_run(run)
+    return verifier.report
