@@ -119,7 +119,17 @@ def test_task_source_hash_covers_the_package_modules_the_yaml_names(tmp_path: Pa
     before = task_source.task_source_sha256("my_task", tasks, package)
     (package / "core" / "hooks.py").write_text("def f(doc):\n    return None\n")
     assert task_source.task_source_sha256("my_task", tasks, package) != before
-    assert prov.task_source_sha256 is task_source.task_source_sha256  # what verify recomputes is what runs record
+    assert prov.task_source_sha256 is task_source.task_source_sha256
+
+
+def test_one_computation_over_many_tasks_hashes_each_as_a_run_records_it() -> None:
+    """verify hashes every task of a pass with one `TaskSources` (files resolved and imports read once for all):
+    each hash is the one a run records (`task_source_sha256`, a computation of its own), in any order of tasks."""
+    names = sorted(task_source.task_yamls(task_source.TASKS_DIR.resolve()))
+    tasks = [name for name in names if name.startswith("levante_")][::12] + ["levante_vocab", "no_such_task"]
+    shared = task_source.TaskSources()
+    assert [shared.sha256(task) for task in tasks] == [task_source.task_source_sha256(task) for task in tasks]
+    assert shared.sha256("no_such_task") is None and len(set(tasks[:-1])) > 20
 
 
 def test_task_source_hash_covers_the_package_modules_the_hooks_import(tmp_path: Path) -> None:

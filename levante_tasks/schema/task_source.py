@@ -235,10 +235,25 @@ def _files_sha256(files: list[Path], roots: list[Path], real: Callable[[Path], P
     return digest.hexdigest()
 
 
+class TaskSources:
+    """Task source hashes of several tasks as one computation (one `_Package`: each path resolved, each file's
+    existence checked and each module's imports looked up once for all of them), e.g. verify's pass over every
+    run's tasks. Each task is hashed once (`sha256`)."""
+
+    def __init__(self, tasks_dir: Path = TASKS_DIR, package_root: Path = PACKAGE_ROOT) -> None:
+        self.tasks_dir, self.package_root = tasks_dir, package_root
+        self._package = _Package(package_root)
+        self._hashes: dict[str, str | None] = {}
+
+    def sha256(self, task: str) -> str | None:
+        """The task source hash of `task` (see the module docstring); None when no YAML defines it."""
+        if task not in self._hashes:
+            yaml = task_yamls(self.tasks_dir.resolve()).get(task)
+            self._hashes[task] = None if yaml is None else _files_sha256(
+                _source_files(yaml, self._package), [self.package_root, self.tasks_dir], self._package.real)
+        return self._hashes[task]
+
+
 def task_source_sha256(task: str, tasks_dir: Path = TASKS_DIR, package_root: Path = PACKAGE_ROOT) -> str | None:
     """The task source hash of `task` (see the module docstring); None when no YAML under `tasks_dir` defines it."""
-    yaml = task_yamls(tasks_dir.resolve()).get(task)
-    if yaml is None:
-        return None
-    package = _Package(package_root)
-    return _files_sha256(_source_files(yaml, package), [package_root, tasks_dir], package.real)
+    return TaskSources(tasks_dir, package_root).sha256(task)

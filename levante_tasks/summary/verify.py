@@ -39,6 +39,7 @@ from levante_tasks.schema import layout, locales
 from levante_tasks.schema.dataset import read_dataset_info
 from levante_tasks.schema.items import LETTERS
 from levante_tasks.schema.records import RECORD_KEY
+from levante_tasks.schema.task_source import TaskSources
 from levante_tasks.schema.tasks import find_task
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
@@ -549,7 +550,7 @@ class Verifier:
         self.agreements = _Agreements()
         self.installed: Mapping[str, Any] = {}
         # once per task (and once for the inspect tasks), not per run: each hashes ~20 source files
-        self.source_sha256 = functools.cache(prov.task_source_sha256)
+        self.source_sha256 = TaskSources().sha256
         self.inspect_installed = functools.cache(installed_inspect)
         self.fingerprint: Callable[[str, str, str | None], str] | None = None  # None: provenance is not checked
         if installation:
