@@ -217,20 +217,28 @@ class _Agreements:
 
 
 _NO_TARGET = object()  # a line without lmms-eval's `target` (kept apart from any value it could hold)
+LINE_INPUTS = (*REPARSE_INPUTS, "task", "trial_type")  # the record values a line's checks read besides its lists
+_LINE_NEEDS = MEMO_NEEDS | _WANTED_KEYS
 
 
 def _line_key(line: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """All that `_Agreements.check_line` reads of a samples line, each value with its type: the record's re-parse
-    key (`_reparse_key`: response, parser inputs, decided values, order, option texts), the line's per-line metric
-    keys and values, its target, and the record's task and trial type (with its decided `correct`, `parse_method`
-    and `output_type`, all `_wanted` reads). None: not memoized (the re-parse key is None, or the record lacks a key
+    """All that `_Agreements.check_line` reads of a samples line, each value followed by its type (1, 1.0 and True
+    apart), in one flat tuple (one hash): what `_reparse_key` holds (the text response, the parser inputs and
+    decided values, the presented order and option texts, each list's length first), the record's task and trial
+    type (with its `correct`, `parse_method` and `output_type`: all `_wanted` reads), the line's per-line metric
+    keys and values, and its target. None: not memoized (what `_reparse_key` leaves out, or a record lacking a key
     `_wanted` reads). It may hold an unhashable value (the caller does not memoize it then)."""
-    reparse_key = _reparse_key(record, line.get("filtered_resps"))
-    if reparse_key is None or not record.keys() >= _WANTED_KEYS:
+    response = line.get("filtered_resps")
+    text = response[0] if isinstance(response, list) and len(response) == 1 else response
+    if type(text) is not str or "target_value" in record or not record.keys() >= _LINE_NEEDS:
+        return None
+    order, options = record["presented_order"], record["option_texts"]
+    if type(order) is not list or type(options) is not list:
         return None
     metrics = _line_metrics(tuple(line))
-    values = (*map(line.__getitem__, metrics), line.get("target", _NO_TARGET), record["task"], record["trial_type"])
-    return reparse_key, metrics, values, tuple(map(type, values))
+    values = (text, *map(record.get, LINE_INPUTS), len(order), *order, len(options), *options, *metrics,
+              *map(line.__getitem__, metrics), line.get("target", _NO_TARGET))
+    return (*values, *map(type, values))
 
 
 def _reparse_key(record: Mapping[str, Any], response: Any) -> tuple[Any, ...] | None:
