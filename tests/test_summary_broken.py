@@ -754,3 +754,13 @@ def test_summarize_verify_reads_each_file_once_and_reports_what_verify_reports(
     assert [line for line in printed.err.splitlines() if line.startswith("levante-tasks: mismatch: ")] == \
         [f"levante-tasks: mismatch: {line}" for line in plain.lines]
     assert f"verified {plain.runs} run(s), {plain.tasks} task(s): {len(plain.lines)} mismatches" in printed.out
+
+
+def test_summarize_refuses_a_missing_data_dir_before_writing(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["summarize", str(root / "runs" / "fixed"), "--out", str(tmp_path / "out"), "--verify",
+                   "--data-dir", str(tmp_path / "nope")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status != 0 and len(err) == 1 and err[0].endswith("nope: does not exist; nothing was summarized or written")
+    assert not (tmp_path / "out").exists()

@@ -204,7 +204,7 @@ def summarize_runs(run_dirs: list[Path], out: Path, *, allow_mismatch: bool = Fa
 def run_summarize(args: argparse.Namespace) -> int:
     """CLI: summarize (and --verify); problems and mismatches are one line each on stderr; exit 1 on problems unless
     --allow-partial, and on any mismatch."""
-    check_data_dir(args.data_dir)
+    check_data_dir(args.data_dir, "nothing was summarized or written")
     verifier = Verifier(args.data_dir) if args.verify else None
     document = summarize_runs(args.run_dirs, args.out, allow_mismatch=args.allow_mismatch, plot=not args.no_plot,
                               data_dir=args.data_dir, verifier=verifier)
@@ -227,13 +227,13 @@ def _print_report(report: Report, more: list[str], rerun_note: str = "") -> list
     return lines
 
 
-def check_data_dir(data_dir: Path | None) -> None:
-    """Refuse up front (one line) a --data-dir that does not exist or is not a folder (`~` read as the data dir
-    reads it: `--data-dir=~/data` reaches us unexpanded)."""
+def check_data_dir(data_dir: Path | None, undone: str = "nothing was verified") -> None:
+    """Refuse up front (one line ending with `undone`) a --data-dir that does not exist or is not a folder (`~` read
+    as the data dir reads it: `--data-dir=~/data` reaches us unexpanded)."""
     folder = layout.data_dir(data_dir) if data_dir is not None else None
     if folder is not None and not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
-        raise LevanteError(f"--data-dir {display_path(data_dir)}: {what}; nothing was verified")
+        raise LevanteError(f"--data-dir {display_path(data_dir)}: {what}; {undone}")
 
 
 def _rerun_items(args: argparse.Namespace, plans: list[RerunPlan]) -> tuple[int, list[str]]:
