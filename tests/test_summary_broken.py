@@ -764,3 +764,20 @@ def test_summarize_refuses_a_missing_data_dir_before_writing(
     err = capsys.readouterr().err.strip().splitlines()
     assert status != 0 and len(err) == 1 and err[0].endswith("nope: does not exist; nothing was summarized or written")
     assert not (tmp_path / "out").exists()
+
+
+def test_summarize_verify_prints_verifys_lines_when_the_summary_fails(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing to summarize (the one results file cut): the mismatch lines verify found are printed all the same,
+    then summarize's error; exit 2 as summarize's."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    truncate(results_file(runs / "fixed"), 0.1)
+    plain = verify_runs([runs / "fixed"], root / "data")
+    status = main(["summarize", str(runs / "fixed"), "--out", str(tmp_path / "out"), "--verify", "--data-dir",
+                   str(root / "data")])
+    printed = capsys.readouterr()
+    assert status == 2 and plain.lines and not (tmp_path / "out").exists()
+    assert [line for line in printed.err.splitlines() if line.startswith("levante-tasks: mismatch: ")] == \
+        [f"levante-tasks: mismatch: {line}" for line in plain.lines]
+    assert printed.err.rstrip().endswith("nothing to summarize") and "verified 0 run(s)" in printed.out

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from levante_tasks.core.parsing import PARSER_VERSION
-from levante_tasks.core.reparse import disagreement, reparse
+from levante_tasks.core.reparse import NotReparsable, disagreement, reparse
 from levante_tasks.summary import verify
 
 
@@ -48,6 +48,24 @@ def _outcome(check: Any, record: dict[str, Any], response: Any) -> tuple[str, An
         return "returned", check(record, response)
     except Exception as exc:  # noqa: BLE001 (the memo must raise what the plain call raises)
         return "raised", (type(exc), str(exc))
+
+
+def test_a_multiple_choice_record_is_never_keyed_by_a_text() -> None:
+    """A multiple_choice response is one (loss, greedy) pair per option: `["1.5"]` re-parses (one option) where
+    `"1.5"` cannot, so the text they share must not let one pass for the other (line memo and re-parse memo)."""
+    shown = {"output_type": "multiple_choice", "item_uid": "vocab_1", "task": "vocab", "trial_type": "test", "seed": 0,
+             "variant": "original", "presented_order": [0], "parser_version": PARSER_VERSION, "option_texts": []}
+    record = reparse(shown, ["1.5"])
+    agreements = verify._Agreements()
+    line = {"doc_id": 0, "target": 0, "filtered_resps": ["1.5"], "levante_acc": float(record["correct"]),
+            "levante_parse_rate": float(record["parse_method"] != "none"), "levante_item": record}
+    assert _outcome(lambda t, _: agreements.check_line(t), line, None) == \
+        _outcome(lambda t, _: _plain_line_check(t), line, None)
+    twin = {**line, "filtered_resps": "1.5"}
+    assert _outcome(lambda t, _: agreements.check_line(t), twin, None) == \
+        _outcome(lambda t, _: _plain_line_check(t), twin, None) == \
+        ("raised", (NotReparsable, "the response is not one (loss, greedy) pair per option"))
+    assert _outcome(agreements.disagreement, record, "1.5") == _outcome(disagreement, record, "1.5")
 
 
 @pytest.mark.parametrize("changes", TWINS, ids=range(len(TWINS)))

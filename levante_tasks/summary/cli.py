@@ -206,8 +206,13 @@ def run_summarize(args: argparse.Namespace) -> int:
     --allow-partial, and on any mismatch."""
     check_data_dir(args.data_dir, "nothing was summarized or written")
     verifier = Verifier(args.data_dir) if args.verify else None
-    document = summarize_runs(args.run_dirs, args.out, allow_mismatch=args.allow_mismatch, plot=not args.no_plot,
-                              data_dir=args.data_dir, verifier=verifier)
+    try:
+        document = summarize_runs(args.run_dirs, args.out, allow_mismatch=args.allow_mismatch,
+                                  plot=not args.no_plot, data_dir=args.data_dir, verifier=verifier)
+    except LevanteError:  # after the runs were read (nothing to summarize, a refused comparison): verify's lines too
+        if verifier is not None and (verifier.report.runs or verifier.report.lines):
+            _print_report(verifier.report, [])
+        raise
     for line in document["problems"]:
         print(f"levante-tasks: error: {line}", file=sys.stderr)
     print(f"summarized {len(document['cells'])} cell(s): {len(document['models'])} model(s) x "

@@ -230,7 +230,7 @@ def _line_key(line: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[Any, 
     `_wanted` reads). It may hold an unhashable value (the caller does not memoize it then)."""
     response = line.get("filtered_resps")
     text = response[0] if isinstance(response, list) and len(response) == 1 else response
-    if type(text) is not str or "target_value" in record or not record.keys() >= _LINE_NEEDS:
+    if type(text) is not str or _not_text_answered(record) or not record.keys() >= _LINE_NEEDS:
         return None
     order, options = record["presented_order"], record["option_texts"]
     if type(order) is not list or type(options) is not list:
@@ -241,12 +241,18 @@ def _line_key(line: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[Any, 
     return (*values, *map(type, values))
 
 
+def _not_text_answered(record: Mapping[str, Any]) -> bool:
+    """A slider record, or a multiple_choice one (its response is one pair per option, not a text: `["B"]` and `"B"`
+    re-parse differently there, so the text alone is no key)."""
+    return "target_value" in record or record.get("output_type") == "multiple_choice"
+
+
 def _reparse_key(record: Mapping[str, Any], response: Any) -> tuple[Any, ...] | None:
     """All that decides whether a choice record agrees with its text response's re-parse, each value with its type
     (1, 1.0 and True apart); None: not memoized (a slider, multiple_choice, a record lacking an identity key). It
     may hold an unhashable value (the caller does not memoize it then)."""
     text = response[0] if isinstance(response, list) and len(response) == 1 else response
-    if type(text) is not str or "target_value" in record or not record.keys() >= MEMO_NEEDS:
+    if type(text) is not str or _not_text_answered(record) or not record.keys() >= MEMO_NEEDS:
         return None
     order, options = record["presented_order"], record.get("option_texts")
     if type(order) is not list or type(options) is not list:
