@@ -114,10 +114,14 @@ JSON_EDGES = ['{"a": 1, "b": 2, "a": 3}', "-0", "-0.0", "1e400", "-1e400", "1E-4
 
 
 @pytest.mark.parametrize("text", JSON_EDGES)
-def test_a_samples_line_reads_as_json_loads_reads_it(text: str) -> None:
+def test_a_samples_line_reads_as_json_loads_reads_it(text: str, tmp_path: Path) -> None:
     """The fast reader (jiter, else json) gives json.loads's value, type and key order: repeated keys, NaN and
-    Infinity, integers past 64 bits, overflowing floats, lone surrogate escapes, nesting past jiter's depth limit."""
-    assert repr(lmms._json(f'{{"v": {text}}}', "f.jsonl")) == repr(json.loads(f'{{"v": {text}}}'))
+    Infinity, integers past 64 bits, overflowing floats, lone surrogate escapes, nesting past jiter's depth limit;
+    the results reader (`_json`) and the samples reader's own loop alike."""
+    line = f'{{"v": {text}}}'
+    assert repr(lmms._json(line, "f.jsonl")) == repr(json.loads(line))
+    (tmp_path / "f.jsonl").write_text(f"{line}\n", encoding="utf-8")
+    assert repr(read_samples(tmp_path / "f.jsonl", "f.jsonl")[0].data) == repr(json.loads(line))
 
 
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
