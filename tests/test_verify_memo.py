@@ -101,7 +101,7 @@ def _line(response: Any = "B") -> dict[str, Any]:
 
 
 LINE_TWINS = [  # changes to an agreeing line (RECORD_KEY: changes to its record)
-    {"levante_acc": 0.0}, {"levante_acc": 1}, {"levante_acc": True}, {"levante_acc": KeyError},
+    {"levante_acc": 0.0}, {"levante_acc": 1}, {"levante_acc": True}, {"levante_acc": KeyError}, {"levante_acc": [1.0]},
     {"levante_parse_rate": 0.0}, {"levante_acc_counting": 1.0}, {"target": "A"}, {"target": KeyError},
     {"target": 1}, {"filtered_resps": "C"}, {"filtered_resps": ["B"]}, {"doc_id": 7},
     *({"levante_item": changes} for changes in TWINS),

@@ -182,13 +182,9 @@ class _Agreements:
         (NotReparsable raised as the re-parse raises it). A line that passes all three is remembered by all they
         read (`_line_key`), so a line with the same key passes without them."""
         record = line.get(RECORD_KEY)
-        key = _line_key(line, record) if type(record) is dict else None
-        if key is not None:
-            try:
-                if key in self.lines:
-                    return None
-            except TypeError:  # an unhashable value (a list as a metric value): not memoized
-                key = None
+        known, key = _lookup(self.lines, _line_key(line, record) if type(record) is dict else None)
+        if known:
+            return None
         problem = _record_disagreement(line) or _order_disagreement(line)
         if problem is None and isinstance(record, dict):
             problem = self.disagreement(record, line.get("filtered_resps"))
@@ -203,17 +199,24 @@ class _Agreements:
 
     def disagreement(self, record: Mapping[str, Any], response: Any) -> str | None:
         """What `disagreement(record, response)` returns (NotReparsable raised as it raises it)."""
-        key = _reparse_key(record, response)
-        if key is not None:
-            try:
-                if key in self.agreed:
-                    return None
-            except TypeError:  # an unhashable value (a list in a decided key): not memoized
-                key = None
+        known, key = _lookup(self.agreed, _reparse_key(record, response))
+        if known:
+            return None
         problem = disagreement(record, response)
         if problem is None and key is not None:
             self._remember(self.agreed, key)
         return problem
+
+
+def _lookup(memo: set[tuple[Any, ...]], key: tuple[Any, ...] | None) -> tuple[bool, tuple[Any, ...] | None]:
+    """Whether `key` is in `memo`, and the key to remember if its check passes: None for no key or one holding an
+    unhashable value (a list as a metric value or a decided value: not memoized)."""
+    if key is None:
+        return False, None
+    try:
+        return key in memo, key
+    except TypeError:
+        return False, None
 
 
 _NO_TARGET = object()  # a line without lmms-eval's `target` (kept apart from any value it could hold)
