@@ -785,3 +785,20 @@ def test_summarize_verify_prints_verifys_lines_when_the_summary_fails(
     assert [line for line in printed.err.splitlines() if line.startswith("levante-tasks: mismatch: ")] == \
         [f"levante-tasks: mismatch: {line}" for line in plain.lines]
     assert printed.err.rstrip().endswith("nothing to summarize") and "verified 0 run(s)" in printed.out
+
+
+def test_summarize_verify_refuses_a_missing_run_dir_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A RUN_DIR refused up front is its one line even where verify would have a line of its own to give (an
+    lmms-eval it cannot find): nothing was verified."""
+    import levante_tasks.lmms.patcher as patcher
+
+    def missing() -> None:
+        raise LevanteError("lmms-eval is not installed")
+
+    monkeypatch.setattr(patcher, "installed_lmms_eval", missing)
+    status = main(["summarize", str(tmp_path / "nope"), "--out", str(tmp_path / "out"), "--verify"])
+    printed = capsys.readouterr()
+    assert status == 2 and printed.out == "" and len(printed.err.strip().splitlines()) == 1, printed
+    assert "nope: run folder does not exist" in printed.err

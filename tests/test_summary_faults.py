@@ -99,3 +99,18 @@ def test_unreadable_run_folder_is_one_line_and_the_rest_is_summarized(runs: Path
     line = one_error_line(done.stderr)
     assert "oracle" in line and "permission denied" in line
     assert (tmp_path / "out" / "matrix.json").is_file()
+
+
+def test_disk_full_under_verify_still_prints_what_verify_found(runs: Path) -> None:
+    """`summarize --verify` on a full disk: verify's closing line and mismatch lines (it had read every run) come
+    before the one error line; the old output is kept."""
+    with small_tmpfs("4m") as mount:
+        out = mount / "out"
+        before = good_output(runs, out)
+        fill_disk(mount, keep_free=len(before["matrix.csv"]) + 16 * 1024)
+        done = run_cli(args(runs / "fixed", out, "--verify"))
+        assert done.returncode == 2
+        assert "verified 1 run(s), " in done.stdout, done.stdout
+        errors = [line for line in done.stderr.splitlines() if line.startswith("levante-tasks: error: ")]
+        assert len(errors) == 1 and "no space left" in errors[0] and done.stderr.rstrip().endswith(errors[0])
+        assert tree_snapshot(out) == before

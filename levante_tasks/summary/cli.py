@@ -205,12 +205,14 @@ def run_summarize(args: argparse.Namespace) -> int:
     """CLI: summarize (and --verify); problems and mismatches are one line each on stderr; exit 1 on problems unless
     --allow-partial, and on any mismatch."""
     check_data_dir(args.data_dir, "nothing was summarized or written")
+    check_run_dirs(args.run_dirs)  # refused up front: their one line, before verify has anything to say
+    check_out(args.out)
     verifier = Verifier(args.data_dir) if args.verify else None
     try:
         document = summarize_runs(args.run_dirs, args.out, allow_mismatch=args.allow_mismatch,
                                   plot=not args.no_plot, data_dir=args.data_dir, verifier=verifier)
-    except LevanteError:  # after the runs were read (nothing to summarize, a refused comparison): verify's lines too
-        if verifier is not None and (verifier.report.runs or verifier.report.lines):
+    except (LevanteError, OSError):  # after the runs were read (nothing to summarize, a full disk): verify's lines too
+        if verifier is not None:
             _print_report(verifier.report, [])
         raise
     for line in document["problems"]:
