@@ -802,3 +802,24 @@ def test_summarize_verify_refuses_a_missing_run_dir_in_one_line(
     printed = capsys.readouterr()
     assert status == 2 and printed.out == "" and len(printed.err.strip().splitlines()) == 1, printed
     assert "nope: run folder does not exist" in printed.err
+
+
+def test_a_levante_line_without_its_record_is_a_mismatch_too(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A LEVANTE task writes a record per item: a line without one (its results row re-derived to agree) is a
+    problem to summarize and a mismatch to verify, so `summarize --verify --allow-partial` does not exit 0."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    (path,) = (runs / "fixed").glob("*_samples_levante_vocab.jsonl")
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    del lines[1]["levante_item"]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    rest = [line["levante_item"]["correct"] for line in lines if "levante_item" in line]
+    edit_results(runs / "fixed", lambda data: data["results"]["levante_vocab"].update(
+        {"levante_item,none": sum(rest) / len(rest)}))
+    report = verify_runs([runs / "fixed"], installation=False)
+    assert report.lines == [f"{results_file(runs / 'fixed').relative_to(runs).as_posix()}: levante_vocab: line 2: no "
+                            "'levante_item' record (a LEVANTE task writes one per item)"], report.lines
+    status = main(["summarize", str(runs / "fixed"), "--out", str(tmp_path / "out"), "--verify", "--allow-partial"])
+    printed = capsys.readouterr().err
+    assert status == 1 and f"{path.name}:2: no 'levante_item' record" in printed, printed

@@ -1,14 +1,14 @@
 """`verify`: recompute every metric a results file reports from its samples files, and check recorded provenance.
 
-Per leaf task: `n-samples.effective` = the samples file's line count; each `<metric>,<filter>` = its
-aggregation over the per-line values (`mean`, `records_accuracy` of the LEVANTE records, or `subtype_accuracy`:
-the mean of the non-null values, NaN when all are null); `_stderr` =
-sample SD / sqrt(n) for a mean (lmms-eval's `mean_stderr`; "N/A" for other aggregations, n < 2 or
-bootstrap_iters = 0); `_stderr_clt` = the same over numeric values (or dicts with the score key);
-`_stderr_clustered` = "N/A" without a cluster key. LEVANTE lines: `levante_acc` and `levante_parse_rate` per
-line agree with the record, each `levante_acc_<sub>` is the record's correctness under its own sub-type and null
-under the others, and the record is what its saved response (`filtered_resps`) re-parses to with today's parser
-and the record's presented order (`core.reparse`, the code `rescore` uses). Groups: both rows of every group
+Per leaf task: `n-samples.effective` = the samples file's line count; each `<metric>,<filter>` = its aggregation
+over the per-line values (`mean`, `records_accuracy` of the LEVANTE records, or `subtype_accuracy`: the mean of the
+non-null values, NaN when all are null); `_stderr` = sample SD / sqrt(n) for a mean (lmms-eval's `mean_stderr`;
+"N/A" for other aggregations, n < 2 or bootstrap_iters = 0); `_stderr_clt` = the same over numeric values (or dicts
+with the score key); `_stderr_clustered` = "N/A" without a cluster key. LEVANTE lines (every line of a task with
+`metadata.levante` holds its record): `levante_acc` and `levante_parse_rate` per line agree with the record, each
+`levante_acc_<sub>` is the record's correctness under its own sub-type and null under the others, and the record is
+what its saved response (`filtered_resps`) re-parses to with today's parser and the record's presented order
+(`core.reparse`, the code `rescore` uses). Groups: both rows of every group
 (lmms-eval writes one under `results`, one under `groups`) hold the mean over the items of its leaves (LEVANTE
 groups weight by size, never the plain mean over tasks), the stderr pooled as lmms-eval pools it.
 Against the installation (unless skipped): lmms-eval version, commit and patch set; each task's version against
@@ -358,7 +358,12 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], whe
         if not _close(got, want):
             out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
     failures: list[tuple[str, str]] = []
+    levante = bool(prov.levante_spec(results["configs"].get(name) or {}))  # every line holds the item's record
     for line in lines:
+        if levante and type(line.data.get(RECORD_KEY)) is not dict:
+            out.append(f"{where}: {name}: line {line.number}: no '{RECORD_KEY}' record (a LEVANTE task writes one "
+                       "per item)")
+            continue
         try:
             problem = agreements.check_line(line.data)
         except NotReparsable as exc:
