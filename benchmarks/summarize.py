@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import math
 import os
@@ -42,10 +41,10 @@ from levante_tasks.core.parsing import PARSER_VERSION
 from levante_tasks.lmms.metrics import subtype_accuracy, subtype_values
 from levante_tasks.lmms.patcher import installed_lmms_eval
 from levante_tasks.schema.dataset import SCHEMA_VERSION
+from levante_tasks.schema.task_source import TaskSources
 from levante_tasks.schema.tasks import task_info
-from levante_tasks.summary.provenance import task_source_sha256
 
-source_sha256 = functools.cache(task_source_sha256)  # once per task, not per result set: it hashes ~20 files
+source_sha256 = TaskSources().sha256  # once per task, not per result set: it hashes ~20 files
 
 TASKS = (  # (lmms-eval task, family, option count)
     ("levante_vocab", "vocab", 4),

@@ -144,7 +144,7 @@ class RunReader:
     values are shared, so no reader may change them."""
 
     def __init__(self) -> None:
-        self._read: dict[tuple[str, Path, str], Any] = {}
+        self._read: dict[tuple[Any, Path, str], Any] = {}  # (reader function, path, label): value or FileProblem
 
     def results(self, path: Path, label: str) -> dict[str, Any]:
         """`read_results(path, label)`, read once."""
@@ -155,7 +155,7 @@ class RunReader:
         return self._once(read_samples, path, label)
 
     def _once(self, read: Any, path: Path, label: str) -> Any:
-        key = (read.__name__, path, label)
+        key = (read, path, label)
         if key not in self._read:
             try:
                 self._read[key] = read(path, label)

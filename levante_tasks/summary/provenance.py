@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from levante_tasks.runs.model import UNKNOWN, or_unknown, redact_model_args
-from levante_tasks.schema.task_source import task_source_sha256  # noqa: F401 (verify recomputes it)
+from levante_tasks.schema.task_source import task_source_sha256  # noqa: F401 (what runs record, named here)
 
 COMPARISON_KEYS = ("limit", "budget", "prompt", "dataset_fingerprint", "patch_set_sha256")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")

@@ -231,35 +231,38 @@ def _line_key(line: Mapping[str, Any], record: Mapping[str, Any]) -> tuple[Any, 
     type (with its `correct`, `parse_method` and `output_type`: all `_wanted` reads), the line's per-line metric
     keys and values, and its target. None: not memoized (what `_reparse_key` leaves out, or a record lacking a key
     `_wanted` reads). It may hold an unhashable value (the caller does not memoize it then)."""
-    response = line.get("filtered_resps")
-    text = response[0] if isinstance(response, list) and len(response) == 1 else response
-    if type(text) is not str or _not_text_answered(record) or not record.keys() >= _LINE_NEEDS:
+    text = _keyed_text(record, line.get("filtered_resps"), _LINE_NEEDS)
+    if text is None:
         return None
     order, options = record["presented_order"], record["option_texts"]
-    if type(order) is not list or type(options) is not list:
-        return None
     metrics = _line_metrics(tuple(line))
     values = (text, *map(record.get, LINE_INPUTS), len(order), *order, len(options), *options, *metrics,
               *map(line.__getitem__, metrics), line.get("target", _NO_TARGET))
     return (*values, *map(type, values))
 
 
-def _not_text_answered(record: Mapping[str, Any]) -> bool:
-    """A slider record, or a multiple_choice one (its response is one pair per option, not a text: `["B"]` and `"B"`
-    re-parse differently there, so the text alone is no key)."""
-    return "target_value" in record or record.get("output_type") == "multiple_choice"
+def _keyed_text(record: Mapping[str, Any], response: Any, needs: frozenset[str]) -> str | None:
+    """The text response a memo key holds (a one-item list read as its item, as the re-parse reads it); None when
+    no key may hold it: not a text, a slider record, a multiple_choice one (its response is one pair per option:
+    `["B"]` and `"B"` re-parse differently there), a record lacking one of `needs`, or a presented order or option
+    texts that are not lists."""
+    text = response[0] if isinstance(response, list) and len(response) == 1 else response
+    if type(text) is not str or "target_value" in record or record.get("output_type") == "multiple_choice" \
+            or not record.keys() >= needs:
+        return None
+    if type(record["presented_order"]) is not list or type(record["option_texts"]) is not list:
+        return None
+    return text
 
 
 def _reparse_key(record: Mapping[str, Any], response: Any) -> tuple[Any, ...] | None:
     """All that decides whether a choice record agrees with its text response's re-parse, each value with its type
     (1, 1.0 and True apart); None: not memoized (a slider, multiple_choice, a record lacking an identity key). It
     may hold an unhashable value (the caller does not memoize it then)."""
-    text = response[0] if isinstance(response, list) and len(response) == 1 else response
-    if type(text) is not str or _not_text_answered(record) or not record.keys() >= MEMO_NEEDS:
+    text = _keyed_text(record, response, MEMO_NEEDS)
+    if text is None:
         return None
-    order, options = record["presented_order"], record.get("option_texts")
-    if type(order) is not list or type(options) is not list:
-        return None
+    order, options = record["presented_order"], record["option_texts"]
     values, order, options = tuple(map(record.get, REPARSE_INPUTS)), tuple(order), tuple(options)
     return text, values, order, options, tuple(map(type, values + order + options))  # values: fixed length
 
