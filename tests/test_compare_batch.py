@@ -160,6 +160,94 @@ def test_beta_fit_equals_bounded_search_on_the_definition() -> None:
         assert summary["mean_kl"] == pytest.approx(weighted_kl(cells, scores, summary["beta"]), rel=1e-12)
 
 
+class TableObjective:
+    """A stand-in beta objective whose value at grid point j of unit u is `table[j, u]` (for `_grid_minimum`'s
+    logic alone: which points it reads, when it trusts its window, what it falls back to)."""
+
+    def __init__(self, table: np.ndarray, convex: np.ndarray, bound: float) -> None:
+        self.table, self.is_convex, self.bound = table, convex, bound
+        self.grid = np.geomspace(0.025, 40, 201)
+        self.shifted = np.zeros((table.shape[1], 1, 2))
+
+    def totals(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return beta, beta
+
+    def value(self, beta: np.ndarray, *_: np.ndarray) -> np.ndarray:
+        at = np.argmin(np.abs(np.log(beta)[..., None] - np.log(self.grid)), axis=-1)
+        return self.table[at, np.arange(self.table.shape[1])]
+
+    def convex(self) -> np.ndarray:
+        return self.is_convex
+
+    def rounding_bound(self) -> np.ndarray:
+        return np.full(self.table.shape[1], self.bound)
+
+    def of_units(self, units: np.ndarray) -> TableObjective:
+        return TableObjective(self.table[:, units], self.is_convex[units], self.bound)
+
+
+def test_the_grid_minimum_is_the_whole_grids_first_minimum_where_the_window_cannot_show_it() -> None:
+    """The pruned grid pass reads every 8th point and a window; a unit whose window is not shown to hold the
+    minimum (not convex, or window ends within rounding of its best) is read whole. Each case below fails without
+    its rule: a narrow second dip of a non-convex unit, a flat objective whose rounding noise puts the first
+    minimum far from the coarse one, ties (the first wins), minima at both ends of the grid."""
+    from levante_tasks.compare.distributions import _grid_minimum, _grid_values
+
+    j = np.arange(201.0)
+    noise = np.random.default_rng(4).uniform(-1e-13, 1e-13, 201)
+    noise[150] = -2e-13
+    dip = (j - 40.0) ** 2
+    dip[101] = -1.0  # between coarse points 96 and 104, far from the coarse best (40)
+    tie = np.abs(j - 50.5).round()  # 50 and 51 both 0 (after rounding .5 to even: 0 and 0)
+    table = np.stack([(j - 37.0) ** 2, dip, 5.0 + noise, tie, j, -j], axis=1)
+    objective = TableObjective(table, np.array([True, False, True, True, True, True]), bound=1e-12)
+    (coarse,) = _grid_values([objective], objective.grid[::8, None] * np.ones(6))
+    best, best_value = _grid_minimum(objective, objective.grid, coarse)
+    assert best.tolist() == [37, 101, 150, 50, 0, 200]
+    assert best_value.tolist() == table[best, np.arange(6)].tolist()
+
+
+def test_the_pruned_beta_grid_gives_the_whole_grids_minimum_bit_for_bit() -> None:
+    """On real objectives (random scores: ties, -inf inside items and as padding, scores far below the best where
+    the epsilon rule applies, flat all-zero scores, children who all chose the best option), `_grid_minimum` gives
+    the index and value of the first minimum of all 201 grid values, and both of its paths are taken."""
+    from levante_tasks.compare.distributions import (
+        COARSE_STEP,
+        GRID_POINTS,
+        _grid_minimum,
+        _grid_values,
+        _Objective,
+        shifted_scores,
+    )
+
+    grid = np.geomspace(0.025, 40, GRID_POINTS)
+    rng = np.random.default_rng(7)
+    shown = fallback = 0
+    for trial in range(120):
+        units, items, k = int(rng.integers(1, 10)), int(rng.integers(1, 25)), int(rng.integers(2, 5))
+        scores = rng.normal(0, [0.1, 1, 5, 30, 3, 1][trial % 6], (units, items, k))
+        if trial % 6 == 4:
+            scores[:, :, 1:] -= 20  # q underflows at beta > 37: the epsilon rule, not convex
+        if trial % 6 == 5:
+            scores[: units // 2 + 1] = 0.0  # flat: every beta alike
+        if trial % 4 == 0:
+            scores[:, :, -1] = -np.inf
+        counts = rng.integers(0, 40, scores.shape).astype(float)
+        if trial % 3 == 0:
+            counts = np.where(scores == scores.max(axis=-1, keepdims=True), counts + 1, 0.0)
+        objective = _Objective(shifted_scores(scores), counts)
+        (coarse,) = _grid_values([objective], grid[::COARSE_STEP, None] * np.ones(units))
+        best, best_value = _grid_minimum(objective, grid, coarse)
+        (whole,) = _grid_values([objective], grid[:, None] * np.ones(units))
+        expected = np.argmin(whole, axis=0)
+        assert best.tolist() == expected.tolist()
+        assert np.array_equal(best_value, whole[expected, np.arange(units)])
+        window = np.abs(best - np.argmin(coarse, axis=0) * COARSE_STEP) <= COARSE_STEP
+        shown += int((objective.convex() & window).sum())
+        fallback += int((~objective.convex()).sum() + (scores == 0).all(axis=(1, 2)).sum())
+    assert shown > 100 and fallback > 20
+
+
 def test_all_models_at_once_equal_one_at_a_time() -> None:
     dist, units = cells_and_scores(1)
     units.append({"it00": None, "it01": [1.0, 2.0]})  # no scores / wrong option count: counted, no pairs

@@ -6,8 +6,13 @@ replaced by epsilon = 1e-5 (philentropy's rule). Cells are weighted by their chi
 mean KL is, up to a constant, the mean negative log-likelihood of the children's individual responses under the
 model, so beta (one per model x task, in [0.025, 40]) is the maximum-likelihood inverse temperature. It is found
 on a 201-point log grid, then by golden-section search on log(beta) between the best point's neighbours (xatol
-1e-10), for all models of a task at once. Baseline: a uniform model (q = 1/K), whose KL needs no beta; whether a
-model beats it is decided by a permutation test over items (`uniform_test`). `mean_kl_unweighted` (every cell
+1e-10), for all models of a task at once. The grid's best point is found without evaluating every point where that
+cannot change it (`_grid_minimum`): the objective is convex in beta, so from every 8th point and the points between
+the best one's neighbours, a unit whose two window ends exceed the window's best by more than twice a rounding bound
+has the whole grid's first minimum there, bit for bit; a unit that is not so shown (a flat objective, or a score so
+far below its item's best that the epsilon rule applies) is evaluated on every grid point. Baseline: a uniform model
+(q = 1/K), whose KL needs no beta; whether a model beats it is decided by a permutation test over items
+(`uniform_test`). `mean_kl_unweighted` (every cell
 equal, DevBench's mean) is reported at its own best beta, `beta_unweighted`.
 """
 
@@ -25,6 +30,8 @@ from levante_tasks.compare.tables import positions, rows_with_items
 from levante_tasks.compare.uniform_test import centred_scores, permutation_test
 
 GRID_POINTS = 201
+COARSE_STEP = 8  # the grid's first pass takes every 8th point (26 of 201: GRID_POINTS - 1 is a multiple of it)
+ROUNDING_SLACK = 8.0  # the objective's rounding bound (`_Objective.rounding_bound`) taken this many times over
 BETA_XATOL = 1e-10
 TINY_Z = -700.0  # below it exp(z) nears underflow: q is formed and the epsilon rule applied exactly
 GRID_CHUNK_ELEMENTS = 2_000_000  # beta x model x item x option values evaluated at once (memory bound)
@@ -248,7 +255,7 @@ class _Objective:
 
     def __init__(self, shifted: np.ndarray, m: np.ndarray) -> None:
         finite = np.isfinite(shifted)
-        self.shifted = shifted
+        self.shifted, self.m = shifted, m
         # exp(beta * s) is exactly 1 at an item's best option (s = 0) and 0 at padding (s = -inf) for every
         # beta > 0: only the other entries (often half of them) need an exp per beta
         self.fixed = np.where(shifted == 0, 1.0, 0.0)
@@ -266,6 +273,27 @@ class _Objective:
     def __call__(self, beta: np.ndarray) -> np.ndarray:
         """Objective per unit; `beta` has shape (..., units)."""
         return self.value(beta, *self.totals(beta))
+
+    def of_units(self, units: np.ndarray) -> _Objective:
+        """The objective of these units (positions) alone."""
+        return _Objective(self.shifted[units], self.m[units])
+
+    def convex(self) -> np.ndarray:
+        """Per unit: whether its objective is convex in beta. It is a sum of n ln sum_k exp(beta s) (convex: a
+        log-sum-exp of a linear map, n >= 0), a linear term and a constant, except where the epsilon rule replaces
+        an underflowing q (the `cand` entries)."""
+        convex = np.ones(self.shifted.shape[0], dtype=bool)
+        convex[self.cand[0]] = False
+        return convex
+
+    def rounding_bound(self) -> np.ndarray:
+        """Per unit, a bound on |computed - exact| objective at any beta in the bounds, `ROUNDING_SLACK` times
+        over: each item's ln sum_k exp z lies in [0, ln K] (the best option's exp is 1, the others' at most 1) and
+        carries a few roundings of itself and of its K terms; the sum over I items adds at most I roundings of the
+        total's magnitude, as do the linear term (beta <= 40) and the constant."""
+        items, k = self.shifted.shape[-2:]
+        size = self.n.sum(axis=-1) * (1.0 + np.log(k)) + BETA_BOUNDS[1] * np.abs(self.a) + self.const
+        return ROUNDING_SLACK * np.finfo(float).eps * (items + k + 8) * size
 
     def totals(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sum_k exp z, its log) per unit and item: the costly part, which depends on the scores only (so one
@@ -307,33 +335,69 @@ def fit_betas(scores: np.ndarray, *weights: np.ndarray) -> list[tuple[np.ndarray
     whether the optimum is at a bound.
 
     Each weighting is units x items x K (each unit's usable items' pooled children's counts, zero elsewhere); the
-    grid's exponentials depend on the scores only, so they are computed once for every weighting.
+    first pass's exponentials depend on the scores only, so they are computed once for every weighting.
     """
-    low, high = BETA_BOUNDS
-    grid = np.geomspace(low, high, GRID_POINTS)
+    grid = np.geomspace(*BETA_BOUNDS, GRID_POINTS)
     shifted = shifted_scores(scores)
     objectives = [_Objective(shifted, m) for m in weights]
-    chunk = max(1, GRID_CHUNK_ELEMENTS // max(1, scores.size))
+    coarse = grid[::COARSE_STEP, None] * np.ones(len(scores))
+    found = _grid_values(objectives, coarse)
+    return [_refine(objective, *_grid_minimum(objective, grid, values), grid)
+            for objective, values in zip(objectives, found, strict=True)]
+
+
+def _grid_values(objectives: list[_Objective], beta: np.ndarray) -> list[np.ndarray]:
+    """Each objective at `beta` (points x units), a slice of points at a time (memory bound); the exponentials
+    of each slice are shared by the objectives (all of the same scores)."""
+    chunk = max(1, GRID_CHUNK_ELEMENTS // max(1, objectives[0].shifted.size))
     values: list[list[np.ndarray]] = [[] for _ in objectives]
-    for s in range(0, len(grid), chunk):
-        beta = grid[s : s + chunk, None] * np.ones(len(scores))
-        totals = objectives[0].totals(beta)
+    for start in range(0, len(beta), chunk):
+        part = beta[start : start + chunk]
+        totals = objectives[0].totals(part)
         for found, objective in zip(values, objectives, strict=True):
-            found.append(objective.value(beta, *totals))
-    return [_refine(objective, np.concatenate(found), grid)  # grid x units
-            for objective, found in zip(objectives, values, strict=True)]
+            found.append(objective.value(part, *totals))
+    return [np.concatenate(found) for found in values]
 
 
-def _refine(objective: _Objective, values: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(beta*, at a bound) per unit: golden section between the grid neighbours of each unit's best grid point;
-    the grid point is kept unless the refined point is at least as good."""
+def _grid_minimum(objective: _Objective, grid: np.ndarray,
+                  coarse: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the first minimum over every grid point, its value) per unit, from the values at every
+    `COARSE_STEP`-th point (`coarse`, points x units).
+
+    The window is every point between the best coarse point's neighbours. For a convex objective whose window ends
+    both exceed the window's best value by more than twice the rounding bound, every point beyond is worse still
+    (its exact value exceeds the nearer end's, which exceeds the best's exact value plus the bound), so its
+    computed value exceeds the best's: the window's first minimum is the grid's, the same bits. Units not so shown
+    are evaluated on the whole grid.
+    """
+    last = len(grid) - 1
+    units = np.arange(coarse.shape[1])
+    centre = np.argmin(coarse, axis=0) * COARSE_STEP
+    low, high = np.maximum(centre - COARSE_STEP, 0), np.minimum(centre + COARSE_STEP, last)
+    at = np.minimum(low + np.arange(2 * COARSE_STEP + 1)[:, None], high)  # a window cut by the grid's end repeats it
+    (values,) = _grid_values([objective], grid[at])
+    first = np.argmin(values, axis=0)
+    best, best_value = at[first, units], values[first, units]
+    margin = 2.0 * objective.rounding_bound()
+    shown = (objective.convex() & ((low == 0) | (values[0] > best_value + margin))
+             & ((high == last) | (values[-1] > best_value + margin)))
+    rest = np.flatnonzero(~shown)
+    if len(rest):
+        (whole,) = _grid_values([objective.of_units(rest)], grid[:, None] * np.ones(len(rest)))
+        best[rest] = np.argmin(whole, axis=0)
+        best_value[rest] = whole[best[rest], np.arange(len(rest))]
+    return best, best_value
+
+
+def _refine(objective: _Objective, best: np.ndarray, best_value: np.ndarray,
+            grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(beta*, at a bound) per unit: golden section between the grid neighbours of each unit's best grid point
+    (`best`, its objective `best_value`); the grid point is kept unless the refined point is at least as good."""
     low, high = BETA_BOUNDS
-    best = np.argmin(values, axis=0)
     lo = np.log(grid[np.maximum(best - 1, 0)])
     hi = np.log(grid[np.minimum(best + 1, GRID_POINTS - 1)])
     x = golden_section_min(lambda v: objective(np.exp(v)), lo, hi, BETA_XATOL)
     fx = objective(np.exp(x))
-    best_value = values[best, np.arange(len(best))]
     beta = np.where(fx <= best_value, np.exp(x), grid[best])
     at_bound = np.isclose(beta, low, rtol=1e-4) | np.isclose(beta, high, rtol=1e-4)
     return beta, at_bound
