@@ -12,8 +12,8 @@ the best one's neighbours, a unit whose two window ends exceed the window's best
 has the whole grid's first minimum there, bit for bit; a unit that is not so shown (a flat objective, or a score so
 far below its item's best that the epsilon rule applies) is evaluated on every grid point. Baseline: a uniform model
 (q = 1/K), whose KL needs no beta; whether a model beats it is decided by a permutation test over items
-(`uniform_test`). `mean_kl_unweighted` (every cell
-equal, DevBench's mean) is reported at its own best beta, `beta_unweighted`.
+(`uniform_test`). `mean_kl_unweighted` (every cell equal, DevBench's mean) is reported at its own best beta,
+`beta_unweighted`.
 """
 
 from __future__ import annotations
