@@ -555,12 +555,13 @@ def test_verify_checks_every_runs_dataset_fingerprint_against_its_own_task(
         assert not any("levante_vocab:" in line for line in mine), lines  # vocab's matches the data dir
 
 
-@pytest.mark.parametrize("locale", [[], {}])
+@pytest.mark.parametrize("locale", [[], {}, ["de"], 7])
 def test_a_damaged_recorded_locale_is_a_mismatch_line_not_a_crash(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], locale: object
 ) -> None:
-    """A locale recorded as a list or an object cannot key verify's once-per-dataset lookup: it is looked up
-    uncached (read as English, as before the lookup was cached), and the run's fingerprint is still compared."""
+    """A locale recorded as a list, an object or a number cannot key verify's once-per-dataset lookup: it is looked
+    up uncached (an empty one read as English, as before the lookup was cached; `["de"]` or 7 an unusable locale,
+    not a crash), and the run's fingerprint is still compared."""
     runs = copy_runs(root, tmp_path / "runs")
 
     def damage(data: dict) -> None:
@@ -804,22 +805,32 @@ def test_summarize_verify_refuses_a_missing_run_dir_in_one_line(
     assert "nope: run folder does not exist" in printed.err
 
 
-def test_a_levante_line_without_its_record_is_a_mismatch_too(
-    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def _without_record(line: dict) -> None:
+    del line["levante_item"]
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    (_without_record, "no 'levante_item' record"),
+    (lambda line: line["levante_item"].update(item_uid=7), "record lacks 'item_uid'"),
+    (lambda line: line["levante_item"].pop("parse_method"), "record lacks 'parse_method'"),
+])
+def test_a_levante_line_without_a_usable_record_is_a_mismatch_too(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], damage, problem: str
 ) -> None:
-    """A LEVANTE task writes a record per item: a line without one (its results row re-derived to agree) is a
-    problem to summarize and a mismatch to verify, so `summarize --verify --allow-partial` does not exit 0."""
+    """A LEVANTE task writes a record per item: a line without one, or whose record summarize refuses (an item_uid
+    that is not text, no parse_method), its results row re-derived to agree, is a problem to summarize and a
+    mismatch to verify, in the same words, so `summarize --verify --allow-partial` does not exit 0."""
     runs = copy_runs(root, tmp_path / "runs", ("fixed",))
     (path,) = (runs / "fixed").glob("*_samples_levante_vocab.jsonl")
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    del lines[1]["levante_item"]
+    damage(lines[1])
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     rest = [line["levante_item"]["correct"] for line in lines if "levante_item" in line]
     edit_results(runs / "fixed", lambda data: data["results"]["levante_vocab"].update(
         {"levante_item,none": sum(rest) / len(rest)}))
     report = verify_runs([runs / "fixed"], installation=False)
-    assert report.lines == [f"{results_file(runs / 'fixed').relative_to(runs).as_posix()}: levante_vocab: line 2: no "
-                            "'levante_item' record (a LEVANTE task writes one per item)"], report.lines
+    assert report.lines == [f"{results_file(runs / 'fixed').relative_to(runs).as_posix()}: levante_vocab: line 2: "
+                            f"{problem} (a LEVANTE task writes one per item; summarize refuses the line)"], report.lines
     status = main(["summarize", str(runs / "fixed"), "--out", str(tmp_path / "out"), "--verify", "--allow-partial"])
     printed = capsys.readouterr().err
-    assert status == 1 and f"{path.name}:2: no 'levante_item' record" in printed, printed
+    assert status == 1 and f"{path.name}:2: {problem}" in printed, printed

@@ -62,9 +62,11 @@ def accepted() -> str:
 
 def locale(code: str | None) -> Locale:
     """The locale of a code (`de`, `es-CO`), in any case and with `_` for `-` (`es_co`); None or "" is English.
-    LocaleError names anything else."""
+    LocaleError names anything else, a value that is not text (a damaged record's `["de"]`) too."""
     if not code:
         return ENGLISH
+    if not isinstance(code, str):
+        raise LocaleError(f"locale {code!r} is not a locale code (text); known: {accepted()}")
     found = _BY_CODE.get(code.strip().lower().replace("_", "-"))
     if found is None:
         raise LocaleError(f"unknown locale {code!r}; known: {accepted()}")

@@ -44,7 +44,7 @@ from levante_tasks.schema.tasks import find_task
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
 from levante_tasks.summary.inspect_logs import installed_inspect, verify_eval
-from levante_tasks.summary.units import SUBTYPE_PREFIX, group_names, group_rows, leaf_tasks
+from levante_tasks.summary.units import SUBTYPE_PREFIX, checked_record, group_names, group_rows, leaf_tasks
 
 STDERR_SUFFIXES = ("_stderr_clustered", "_stderr_clt", "_stderr")
 RECORD_METRICS: dict[str, Callable[[Mapping[str, Any]], float]] = {
@@ -363,10 +363,13 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], whe
     failures: list[tuple[str, str]] = []
     levante = bool(prov.levante_spec(results["configs"].get(name) or {}))  # every line holds the item's record
     for line in lines:
-        if levante and type(line.data.get(RECORD_KEY)) is not dict:
-            out.append(f"{where}: {name}: line {line.number}: no '{RECORD_KEY}' record (a LEVANTE task writes one "
-                       "per item)")
-            continue
+        if levante:
+            try:
+                checked_record(line.data, f"line {line.number}")
+            except FileProblem as exc:
+                out.append(f"{where}: {name}: {exc} (a LEVANTE task writes one per item; summarize refuses the "
+                           "line)")
+                continue
         try:
             problem = agreements.check_line(line.data)
         except NotReparsable as exc:
