@@ -209,8 +209,9 @@ def test_the_grid_minimum_is_the_whole_grids_first_minimum_where_the_window_cann
 
 def test_the_pruned_beta_grid_gives_the_whole_grids_minimum_bit_for_bit() -> None:
     """On real objectives (random scores: ties, -inf inside items and as padding, scores far below the best where
-    the epsilon rule applies, flat all-zero scores, children who all chose the best option), `_grid_minimum` gives
-    the index and value of the first minimum of all 201 grid values, and both of its paths are taken."""
+    the epsilon rule applies beside units where it does not, flat all-zero scores, children who all chose the best
+    option), `_grid_minimum` gives the index and value of the first minimum of all 201 grid values of the whole
+    batch, and both of its paths are taken."""
     from levante_tasks.compare.distributions import (
         COARSE_STEP,
         GRID_POINTS,
@@ -227,7 +228,8 @@ def test_the_pruned_beta_grid_gives_the_whole_grids_minimum_bit_for_bit() -> Non
         units, items, k = int(rng.integers(1, 10)), int(rng.integers(1, 25)), int(rng.integers(2, 5))
         scores = rng.normal(0, [0.1, 1, 5, 30, 3, 1][trial % 6], (units, items, k))
         if trial % 6 == 4:
-            scores[:, :, 1:] -= 20  # q underflows at beta > 37: the epsilon rule, not convex
+            scores[::2, :, 1:] -= 20  # q underflows at beta > 37: the epsilon rule, not convex (every other unit)
+            scores[1::3, :, 1:] = -rng.uniform(500, 40000, scores[1::3, :, 1:].shape)  # ln epsilon: a plateau
         if trial % 6 == 5:
             scores[: units // 2 + 1] = 0.0  # flat: every beta alike
         if trial % 4 == 0:
@@ -246,6 +248,46 @@ def test_the_pruned_beta_grid_gives_the_whole_grids_minimum_bit_for_bit() -> Non
         shown += int((objective.convex() & window).sum())
         fallback += int((~objective.convex()).sum() + (scores == 0).all(axis=(1, 2)).sum())
     assert shown > 100 and fallback > 20
+
+
+def test_a_units_beta_does_not_depend_on_the_units_fitted_beside_it() -> None:
+    """Each unit's beta (both weightings) has the same bits fitted alone as in a batch, also where the epsilon rule
+    applies (scores far below the best) and the objective is flat at ln epsilon: there a sum whose order depended on
+    the batch moved the first grid minimum (28.70 in a batch against 29.78 alone, before). The pruned grid pass,
+    which evaluates such units apart from the batch, still gives the whole batch's 201-point first minimum."""
+    from levante_tasks.compare.distributions import (
+        COARSE_STEP,
+        GRID_POINTS,
+        _grid_minimum,
+        _grid_values,
+        _Objective,
+        fit_betas,
+        shifted_scores,
+    )
+
+    grid = np.geomspace(0.025, 40, GRID_POINTS)
+    rng = np.random.default_rng(3)
+    for case in range(8):
+        units, items, k = 5, 11 if case == 0 else int(rng.integers(3, 15)), 4
+        scores = rng.normal(0, 1, (units, items, k))
+        scores[0, :, 1:] = -rng.uniform(500, 40000, (items, k - 1))  # q underflows: ln q = ln epsilon
+        scores[0, :, 0] = 0.0
+        if case:
+            scores[1, :, 1:] -= 20  # the epsilon rule for the larger betas only
+        counts = rng.integers(1, 1000, scores.shape).astype(float)
+        counts[0, :, 1:] = rng.integers(0, 5, (items, k - 1))
+        shares = counts / counts.sum(axis=-1, keepdims=True)
+        objective = _Objective(shifted_scores(scores), counts)
+        (whole,) = _grid_values([objective], grid[:, None] * np.ones(units))
+        (coarse,) = _grid_values([objective], grid[::COARSE_STEP, None] * np.ones(units))
+        best, best_value = _grid_minimum(objective, grid, coarse)
+        assert best.tolist() == np.argmin(whole, axis=0).tolist()
+        assert np.array_equal(best_value, whole[best, np.arange(units)])
+        together = fit_betas(scores, counts, shares)
+        for u in range(units):
+            alone = fit_betas(scores[u : u + 1], counts[u : u + 1], shares[u : u + 1])
+            for (beta, at_bound), (beta_alone, at_bound_alone) in zip(together, alone, strict=True):
+                assert beta[u] == beta_alone[0] and at_bound[u] == at_bound_alone[0], u
 
 
 def test_all_models_at_once_equal_one_at_a_time() -> None:

@@ -266,16 +266,18 @@ class _Objective:
         self.a = np.where(finite, m * np.where(finite, shifted, 0.0), 0.0).sum(axis=(-1, -2))
         self.const = -np.log(KL_EPSILON) * np.where(~finite & (m > 0), m, 0.0).sum(axis=(-1, -2))
         low_score = finite & (m > 0) & (shifted < TINY_Z / BETA_BOUNDS[1])
-        self.cand = np.nonzero(low_score)
+        self.cand = np.nonzero(low_score)  # unit-major: each unit's entries are one run
         self.cand_s = shifted[low_score]
         self.cand_m = m[low_score]
+        self.cand_units, self.cand_starts = np.unique(self.cand[0], return_index=True)
 
     def __call__(self, beta: np.ndarray) -> np.ndarray:
         """Objective per unit; `beta` has shape (..., units)."""
         return self.value(beta, *self.totals(beta))
 
     def of_units(self, units: np.ndarray) -> _Objective:
-        """The objective of these units (positions) alone."""
+        """The objective of these units (positions) alone: each unit's values have the same bits as in the whole
+        batch (`value` computes every unit from its own entries only)."""
         return _Objective(self.shifted[units], self.m[units])
 
     def convex(self) -> np.ndarray:
@@ -315,9 +317,9 @@ class _Objective:
                 q = np.exp(z) / total[..., u, i]
                 exact = np.log(np.where(q == 0, KL_EPSILON, q))
                 fix = np.where(tiny, self.cand_m * ((z - log_total[..., u, i]) - exact), 0.0)
-                onehot = np.zeros((len(u), self.shifted.shape[0]))
-                onehot[np.arange(len(u)), u] = 1.0
-                value = value + fix @ onehot
+                # each unit's corrections summed over its own run of entries alone: a unit's value has the same
+                # bits whatever other units share the call (a matrix product's summation order depends on its shape)
+                value[..., self.cand_units] += np.add.reduceat(fix, self.cand_starts, axis=-1)
         return value
 
 
