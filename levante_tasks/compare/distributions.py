@@ -2,18 +2,18 @@
 
 Human p: counts of canonical options (mapped by text, `alignment`) / n in (item, bin); cells with n < min_n are
 dropped (counted). Model q = softmax(beta * option_scores); KL uses the natural log, p = 0 terms add 0, q == 0 is
-replaced by epsilon = 1e-5 (philentropy's rule). Cells are weighted by their children's count n: the weighted
-mean KL is, up to a constant, the mean negative log-likelihood of the children's individual responses under the
-model, so beta (one per model x task, in [0.025, 40]) is the maximum-likelihood inverse temperature. It is found
-on a 201-point log grid, then by golden-section search on log(beta) between the best point's neighbours (xatol
-1e-10), for all models of a task at once. The grid's best point is found without evaluating every point where that
-cannot change it (`_grid_minimum`): the objective is convex in beta, so from every 8th point and the points between
-the best one's neighbours, a unit whose two window ends exceed the window's best by more than twice a rounding bound
-has the whole grid's first minimum there, bit for bit; a unit that is not so shown (a flat objective, or a score so
-far below its item's best that the epsilon rule applies) is evaluated on every grid point. Baseline: a uniform model
-(q = 1/K), whose KL needs no beta; whether a model beats it is decided by a permutation test over items
-(`uniform_test`). `mean_kl_unweighted` (every cell equal, DevBench's mean) is reported at its own best beta,
-`beta_unweighted`.
+replaced by epsilon = 1e-5 (philentropy's rule). Cells are weighted by their children's count n: the weighted mean
+KL is, up to a constant, the mean negative log-likelihood of the children's individual responses under the model,
+so beta (one per model x task, in [0.025, 40]) is the maximum-likelihood inverse temperature. It is found on a
+201-point log grid, then by golden-section search on log(beta) between the best point's neighbours (xatol 1e-10),
+for all models of a task at once, each model's result the same as fitted alone. The grid's best point is found
+without evaluating every point where that cannot change it (`_grid_minimum`): the objective is convex in beta, so
+from every 8th point and the points between the best one's neighbours, a unit whose two window ends exceed the
+window's best by more than twice a rounding bound has the whole grid's first minimum there, bit for bit; a unit
+that is not so shown (a flat objective, or a score so far below its item's best that the epsilon rule applies) is
+evaluated on every grid point. Baseline: a uniform model (q = 1/K), whose KL needs no beta; whether a model beats
+it is decided by a permutation test over items (`uniform_test`). `mean_kl_unweighted` (every cell equal, DevBench's
+mean) is reported at its own best beta, `beta_unweighted`.
 """
 
 from __future__ import annotations
