@@ -809,18 +809,23 @@ def _without_record(line: dict) -> None:
     del line["levante_item"]
 
 
+@pytest.mark.parametrize("metadata", [True, False], ids=["metadata.levante", "records only"])
 @pytest.mark.parametrize(("damage", "problem"), [
     (_without_record, "no 'levante_item' record"),
     (lambda line: line["levante_item"].update(item_uid=7), "record lacks 'item_uid'"),
     (lambda line: line["levante_item"].pop("parse_method"), "record lacks 'parse_method'"),
 ])
 def test_a_levante_line_without_a_usable_record_is_a_mismatch_too(
-    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], damage, problem: str
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], damage, problem: str, metadata: bool
 ) -> None:
     """A LEVANTE task writes a record per item: a line without one, or whose record summarize refuses (an item_uid
     that is not text, no parse_method), its results row re-derived to agree, is a problem to summarize and a
-    mismatch to verify, in the same words, so `summarize --verify --allow-partial` does not exit 0."""
+    mismatch to verify, in the same words, so `summarize --verify --allow-partial` does not exit 0. A task is read
+    so by its config's `metadata.levante`, or, without it, by a first line that holds a record (as summarize
+    reads it)."""
     runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    if not metadata:
+        edit_results(runs / "fixed", lambda data: data["configs"]["levante_vocab"]["metadata"].pop("levante"))
     (path,) = (runs / "fixed").glob("*_samples_levante_vocab.jsonl")
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     damage(lines[1])

@@ -129,6 +129,12 @@ def checked_record(line: Mapping[str, Any], where: str, number: int | None = Non
     return record
 
 
+def holds_records(config: Any, lines: list[SampleLine]) -> bool:
+    """Whether a task's samples lines are read as LEVANTE records, each checked (`checked_record`): its config
+    carries `metadata.levante`, or its first line holds a record."""
+    return (isinstance(config, dict) and bool(prov.levante_spec(config))) or bool(lines and RECORD_KEY in lines[0].data)
+
+
 def _chance(record: Mapping[str, Any]) -> float | None:
     """An item's chance level: the record's `chance_level` (slider records carry it), else 1/n options for choice
     items, else None (a slider record written before records carried it)."""
@@ -248,7 +254,7 @@ def parse_run(run: RunFiles, reader: RunReader | None = None) -> ParsedRun:
                     raise FileProblem(f"{where}: no samples file for task {name!r} (run lmms-eval with --log_samples)")
                 tasks[name] = {"status": "skipped", "reason": "no samples file and no metadata.levante"}
                 continue
-            if not is_levante and not (lines and RECORD_KEY in lines[0].data):
+            if not holds_records(config, lines):
                 tasks[name] = {"status": "skipped", "reason": f"not a LEVANTE task (no '{RECORD_KEY}' records)"}
                 continue
             leaves[name] = _describe_leaf(name, results, lines, where, run.file_label(run.results))

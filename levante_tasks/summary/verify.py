@@ -44,7 +44,14 @@ from levante_tasks.schema.tasks import find_task
 from levante_tasks.summary import provenance as prov
 from levante_tasks.summary import stats
 from levante_tasks.summary.inspect_logs import installed_inspect, verify_eval
-from levante_tasks.summary.units import SUBTYPE_PREFIX, checked_record, group_names, group_rows, leaf_tasks
+from levante_tasks.summary.units import (
+    SUBTYPE_PREFIX,
+    checked_record,
+    group_names,
+    group_rows,
+    holds_records,
+    leaf_tasks,
+)
 
 STDERR_SUFFIXES = ("_stderr_clustered", "_stderr_clt", "_stderr")
 RECORD_METRICS: dict[str, Callable[[Mapping[str, Any]], float]] = {
@@ -361,7 +368,7 @@ def _check_leaf(name: str, results: dict[str, Any], lines: list[SampleLine], whe
         if not _close(got, want):
             out.append(f"{where}: {name}: {check}: reported {_show(got)}, recomputed {_show(want)}")
     failures: list[tuple[str, str]] = []
-    levante = bool(prov.levante_spec(results["configs"].get(name) or {}))  # every line holds the item's record
+    levante = holds_records(results["configs"].get(name), lines)  # as summarize reads it: every line a record
     for line in lines:
         if levante:
             try:
