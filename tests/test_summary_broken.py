@@ -578,6 +578,21 @@ def test_a_damaged_recorded_locale_is_a_mismatch_line_not_a_crash(
     assert lines, "no dataset_fingerprint mismatch line"
 
 
+@pytest.mark.parametrize("config", [[1], "levante", None], ids=["list", "text", "null"])
+def test_a_damaged_task_config_is_a_mismatch_not_a_crash(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], config: object
+) -> None:
+    """A task config that is not an object (a list, a text, null) is read as no config: its metrics cannot be
+    recomputed, which verify reports (exit 1), where it raised AttributeError before; summarize refuses the task."""
+    runs = copy_runs(root, tmp_path / "runs", ("fixed",))
+    edit_results(runs / "fixed", lambda data: data["configs"].update(levante_vocab=config))
+    assert main(["verify", str(runs / "fixed"), "--data-dir", str(root / "data")]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if "levante_vocab" in line]
+    assert any("cannot recompute" in line for line in lines), lines
+    assert main(["summarize", str(runs / "fixed"), "--out", str(tmp_path / "out")]) == 1  # a task it could not read
+    assert "no config for task 'levante_vocab' under 'configs'" in capsys.readouterr().err
+
+
 def test_runs_record_their_provenance(root: Path) -> None:
     # The task layer's side of the contract: every LEVANTE config of a real run carries what verify checks.
     data = json.loads(results_file(root / "runs" / "fixed").read_text(encoding="utf-8"))

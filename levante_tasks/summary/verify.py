@@ -92,6 +92,13 @@ def _mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
+def _config(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """A task's config in a results file; {} when it has none or a damaged one (not an object): its metrics then
+    cannot be recomputed, which is reported, not a crash."""
+    config = results["configs"].get(name)
+    return config if isinstance(config, Mapping) else {}
+
+
 def _aggregations(config: Mapping[str, Any]) -> dict[str, str]:
     entries = config.get("metric_list") or []
     return {str(e.get("metric")): str(e.get("aggregation")) for e in entries if isinstance(e, Mapping)}
@@ -316,7 +323,7 @@ def leaf_expected(name: str, results: dict[str, Any], lines: list[SampleLine]) -
     `<metric>,<filter>` and stderr key that can be recomputed (None = "N/A"), what groups need
     (`{metric_key: (value, n lines), ..., "lmms_size"}`), and `<key>: cannot recompute (...)` lines)."""
     reported = results["results"].get(name) or {}
-    config = results["configs"].get(name) or {}
+    config = _config(results, name)
     aggregations = _aggregations(config)
     datas = [line.data for line in lines]
     values = {metric: [data[metric] for data in datas if metric in data] for metric in aggregations}
@@ -548,7 +555,7 @@ def _check_installation(run: RunFiles, results: dict[str, Any], leaves: list[str
     out: list[str] = []
     run_level: Counter[str] = Counter()
     for name in leaves:
-        config = results["configs"].get(name) or {}
+        config = _config(results, name)
         spec = prov.levante_spec(config)
         if not spec:
             continue
