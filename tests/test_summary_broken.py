@@ -583,7 +583,8 @@ def test_a_damaged_task_config_is_a_mismatch_not_a_crash(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], config: object
 ) -> None:
     """A task config that is not an object (a list, a text, null) is read as no config: its metrics cannot be
-    recomputed, which verify reports (exit 1), where it raised AttributeError before; summarize refuses the task."""
+    recomputed, which verify reports (exit 1), where a list or a text raised AttributeError before; summarize
+    refuses the task."""
     runs = copy_runs(root, tmp_path / "runs", ("fixed",))
     edit_results(runs / "fixed", lambda data: data["configs"].update(levante_vocab=config))
     assert main(["verify", str(runs / "fixed"), "--data-dir", str(root / "data")]) == 1
