@@ -15,7 +15,18 @@ from scipy import optimize, stats
 from levante_tasks.compare import age as age_module
 from levante_tasks.compare.age import END_SHARE, AgeCurves, _edges, fit_curve, invert, level_sets
 from levante_tasks.compare.difficulty import correlate_many
-from levante_tasks.compare.distributions import Cells, compare_model, compare_units
+from levante_tasks.compare.distributions import (
+    COARSE_STEP,
+    GRID_POINTS,
+    Cells,
+    _grid_minimum,
+    _grid_values,
+    _Objective,
+    compare_model,
+    compare_units,
+    fit_betas,
+    shifted_scores,
+)
 from levante_tasks.compare.golden_section import golden_section_min
 from levante_tasks.compare.irt import GroupPrior, IrtModel, item_table
 from levante_tasks.compare.scoring import ml_theta
@@ -191,8 +202,6 @@ def test_the_grid_minimum_is_the_whole_grids_first_minimum_where_the_window_cann
     minimum (not convex, or window ends within rounding of its best) is read whole. Each case below fails without
     its rule: a narrow second dip of a non-convex unit, a flat objective whose rounding noise puts the first
     minimum far from the coarse one, ties (the first wins), minima at both ends of the grid."""
-    from levante_tasks.compare.distributions import _grid_minimum, _grid_values
-
     j = np.arange(201.0)
     noise = np.random.default_rng(4).uniform(-1e-13, 1e-13, 201)
     noise[150] = -2e-13
@@ -207,21 +216,27 @@ def test_the_grid_minimum_is_the_whole_grids_first_minimum_where_the_window_cann
     assert best_value.tolist() == table[best, np.arange(6)].tolist()
 
 
+BETA_GRID = np.geomspace(0.025, 40, GRID_POINTS)
+
+
+def pruned_grid_minimum_is_the_whole_grids(objective: _Objective) -> tuple[np.ndarray, np.ndarray]:
+    """Assert that `_grid_minimum` gives, per unit, the index and the bits of the first minimum of all 201 grid
+    values of the whole batch; returns that index and the coarse pass's values."""
+    units = objective.shifted.shape[0]
+    (coarse,) = _grid_values([objective], BETA_GRID[::COARSE_STEP, None] * np.ones(units))
+    best, best_value = _grid_minimum(objective, BETA_GRID, coarse)
+    (whole,) = _grid_values([objective], BETA_GRID[:, None] * np.ones(units))
+    expected = np.argmin(whole, axis=0)
+    assert best.tolist() == expected.tolist()
+    assert np.array_equal(best_value, whole[expected, np.arange(units)])
+    return best, coarse
+
+
 def test_the_pruned_beta_grid_gives_the_whole_grids_minimum_bit_for_bit() -> None:
     """On real objectives (random scores: ties, -inf inside items and as padding, scores far below the best where
     the epsilon rule applies beside units where it does not, flat all-zero scores, children who all chose the best
     option), `_grid_minimum` gives the index and value of the first minimum of all 201 grid values of the whole
     batch, and both of its paths are taken."""
-    from levante_tasks.compare.distributions import (
-        COARSE_STEP,
-        GRID_POINTS,
-        _grid_minimum,
-        _grid_values,
-        _Objective,
-        shifted_scores,
-    )
-
-    grid = np.geomspace(0.025, 40, GRID_POINTS)
     rng = np.random.default_rng(7)
     shown = fallback = 0
     for trial in range(120):
@@ -238,12 +253,7 @@ def test_the_pruned_beta_grid_gives_the_whole_grids_minimum_bit_for_bit() -> Non
         if trial % 3 == 0:
             counts = np.where(scores == scores.max(axis=-1, keepdims=True), counts + 1, 0.0)
         objective = _Objective(shifted_scores(scores), counts)
-        (coarse,) = _grid_values([objective], grid[::COARSE_STEP, None] * np.ones(units))
-        best, best_value = _grid_minimum(objective, grid, coarse)
-        (whole,) = _grid_values([objective], grid[:, None] * np.ones(units))
-        expected = np.argmin(whole, axis=0)
-        assert best.tolist() == expected.tolist()
-        assert np.array_equal(best_value, whole[expected, np.arange(units)])
+        best, coarse = pruned_grid_minimum_is_the_whole_grids(objective)
         window = np.abs(best - np.argmin(coarse, axis=0) * COARSE_STEP) <= COARSE_STEP
         shown += int((objective.convex() & window).sum())
         fallback += int((~objective.convex()).sum() + (scores == 0).all(axis=(1, 2)).sum())
@@ -255,17 +265,6 @@ def test_a_units_beta_does_not_depend_on_the_units_fitted_beside_it() -> None:
     applies (scores far below the best) and the objective is flat at ln epsilon: there a sum whose order depended on
     the batch moved the first grid minimum (28.70 in a batch against 29.78 alone, before). The pruned grid pass,
     which evaluates such units apart from the batch, still gives the whole batch's 201-point first minimum."""
-    from levante_tasks.compare.distributions import (
-        COARSE_STEP,
-        GRID_POINTS,
-        _grid_minimum,
-        _grid_values,
-        _Objective,
-        fit_betas,
-        shifted_scores,
-    )
-
-    grid = np.geomspace(0.025, 40, GRID_POINTS)
     rng = np.random.default_rng(3)
     for case in range(8):
         units, items, k = 5, 11 if case == 0 else int(rng.integers(3, 15)), 4
@@ -277,12 +276,7 @@ def test_a_units_beta_does_not_depend_on_the_units_fitted_beside_it() -> None:
         counts = rng.integers(1, 1000, scores.shape).astype(float)
         counts[0, :, 1:] = rng.integers(0, 5, (items, k - 1))
         shares = counts / counts.sum(axis=-1, keepdims=True)
-        objective = _Objective(shifted_scores(scores), counts)
-        (whole,) = _grid_values([objective], grid[:, None] * np.ones(units))
-        (coarse,) = _grid_values([objective], grid[::COARSE_STEP, None] * np.ones(units))
-        best, best_value = _grid_minimum(objective, grid, coarse)
-        assert best.tolist() == np.argmin(whole, axis=0).tolist()
-        assert np.array_equal(best_value, whole[best, np.arange(units)])
+        pruned_grid_minimum_is_the_whole_grids(_Objective(shifted_scores(scores), counts))
         together = fit_betas(scores, counts, shares)
         for u in range(units):
             alone = fit_betas(scores[u : u + 1], counts[u : u + 1], shares[u : u + 1])
@@ -320,8 +314,6 @@ def test_ml_of_many_rows_equals_each_row_alone() -> None:
 def test_beta_objective_equals_the_weighted_kl_at_any_beta() -> None:
     """The closed form used for the beta fit (one log-sum-exp per item) equals the definition, epsilon included,
     from beta = 0.025 up to 40, where scores 8 apart already underflow."""
-    from levante_tasks.compare.distributions import _Objective, shifted_scores
-
     dist, units = cells_and_scores(2)
     cells = Cells.from_dist(dist)
     kmax = cells.p.shape[1]
@@ -341,7 +333,7 @@ def test_beta_totals_skip_only_exact_exponentials_and_keep_every_bit() -> None:
     """The beta fit's sum of exponentials, which skips an item's best option (exp 0 = 1) and padding
     (exp -inf = 0), has the bits of exponentiating every option and adding them in option order, for every kind of
     entry: ties at the best, -inf inside an item, NaN, scores far below the best, items all 0 (unusable)."""
-    from levante_tasks.compare.distributions import _last_axis_sum, _Objective, shifted_scores
+    from levante_tasks.compare.distributions import _last_axis_sum
 
     rng = np.random.default_rng(5)
     scores = rng.normal(0, 2, (6, 40, 4))
