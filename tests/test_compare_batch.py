@@ -171,13 +171,16 @@ def test_beta_fit_equals_bounded_search_on_the_definition() -> None:
         assert summary["mean_kl"] == pytest.approx(weighted_kl(cells, scores, summary["beta"]), rel=1e-12)
 
 
+BETA_GRID = np.geomspace(0.025, 40, GRID_POINTS)
+
+
 class TableObjective:
     """A stand-in beta objective whose value at grid point j of unit u is `table[j, u]` (for `_grid_minimum`'s
     logic alone: which points it reads, when it trusts its window, what it falls back to)."""
 
     def __init__(self, table: np.ndarray, convex: np.ndarray, bound: float) -> None:
         self.table, self.is_convex, self.bound = table, convex, bound
-        self.grid = np.geomspace(0.025, 40, 201)
+        self.grid = BETA_GRID
         self.shifted = np.zeros((table.shape[1], 1, 2))
 
     def totals(self, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -210,13 +213,10 @@ def test_the_grid_minimum_is_the_whole_grids_first_minimum_where_the_window_cann
     tie = np.abs(j - 50.5).round()  # 50 and 51 both 0 (after rounding .5 to even: 0 and 0)
     table = np.stack([(j - 37.0) ** 2, dip, 5.0 + noise, tie, j, -j], axis=1)
     objective = TableObjective(table, np.array([True, False, True, True, True, True]), bound=1e-12)
-    (coarse,) = _grid_values([objective], objective.grid[::8, None] * np.ones(6))
+    (coarse,) = _grid_values([objective], objective.grid[::COARSE_STEP, None] * np.ones(6))
     best, best_value = _grid_minimum(objective, objective.grid, coarse)
     assert best.tolist() == [37, 101, 150, 50, 0, 200]
     assert best_value.tolist() == table[best, np.arange(6)].tolist()
-
-
-BETA_GRID = np.geomspace(0.025, 40, GRID_POINTS)
 
 
 def pruned_grid_minimum_is_the_whole_grids(objective: _Objective) -> tuple[np.ndarray, np.ndarray]:

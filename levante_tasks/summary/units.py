@@ -129,10 +129,15 @@ def checked_record(line: Mapping[str, Any], where: str, number: int | None = Non
     return record
 
 
+def levante_config(config: Any) -> bool:
+    """Whether a task's config (any value a results file holds) carries `metadata.levante`."""
+    return isinstance(config, dict) and bool(prov.levante_spec(config))
+
+
 def holds_records(config: Any, lines: list[SampleLine]) -> bool:
     """Whether a task's samples lines are read as LEVANTE records, each checked (`checked_record`): its config
     carries `metadata.levante`, or its first line holds a record."""
-    return (isinstance(config, dict) and bool(prov.levante_spec(config))) or bool(lines and RECORD_KEY in lines[0].data)
+    return levante_config(config) or bool(lines and RECORD_KEY in lines[0].data)
 
 
 def _chance(record: Mapping[str, Any]) -> float | None:
@@ -244,7 +249,7 @@ def parse_run(run: RunFiles, reader: RunReader | None = None) -> ParsedRun:
     leaves: dict[str, _Leaf] = {}
     for name in leaf_tasks(results):
         config = results["configs"].get(name)
-        is_levante = isinstance(config, dict) and bool(prov.levante_spec(config))
+        is_levante = levante_config(config)
         path = run.samples.get(name)
         where = run.file_label(path) if path else f"{run.label}_samples_{name}.jsonl"
         try:

@@ -4,8 +4,9 @@ Per leaf task: `n-samples.effective` = the samples file's line count; each `<met
 over the per-line values (`mean`, `records_accuracy` of the LEVANTE records, or `subtype_accuracy`: the mean of the
 non-null values, NaN when all are null); `_stderr` = sample SD / sqrt(n) for a mean (lmms-eval's `mean_stderr`;
 "N/A" for other aggregations, n < 2 or bootstrap_iters = 0); `_stderr_clt` = the same over numeric values (or dicts
-with the score key); `_stderr_clustered` = "N/A" without a cluster key. LEVANTE lines (every line of a task with
-`metadata.levante` holds its record): `levante_acc` and `levante_parse_rate` per line agree with the record, each
+with the score key); `_stderr_clustered` = "N/A" without a cluster key. LEVANTE lines (every line of a task read
+as LEVANTE's, as summarize reads it: `summary.units.holds_records`, holds a record summarize accepts,
+`checked_record`): `levante_acc` and `levante_parse_rate` per line agree with the record, each
 `levante_acc_<sub>` is the record's correctness under its own sub-type and null under the others, and the record is
 what its saved response (`filtered_resps`) re-parses to with today's parser and the record's presented order
 (`core.reparse`, the code `rescore` uses). Groups: both rows of every group
