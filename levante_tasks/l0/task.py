@@ -1,7 +1,8 @@
 """The lmms-eval side of the `l0_trace` tasks: a task class that builds its documents, and the doc hooks.
 
 Documents come from `$LEVANTE_L0_DATA` (a folder written by `levante-tasks l0 generate` + `augment`), else they
-are generated in memory from `configs/default.yaml` (deterministic, a few seconds, once per process). The task
+are the default dataset: the programs `configs/default.yaml` draws, shipped with the package (`default_data`), with
+their demonstration pools drawn in memory once per process (deterministic, ~0.5 s). The task
 YAML says which bin it holds (`metadata.l0.bin`); a task builds only that bin's documents, one program at a
 time, into an Arrow file that its dataset memory-maps. Simple and chat models get the same task
 (`levante_tasks.lmms.model_bridge.BothKindsTask`), as for the LEVANTE tasks.
@@ -22,7 +23,7 @@ from datasets.arrow_writer import ArrowWriter
 from lmms_eval.api.instance import Instance
 
 from levante_tasks.errors import LevanteError
-from levante_tasks.l0 import aggregate, backends, budget, dataset, prompt, store
+from levante_tasks.l0 import aggregate, backends, budget, dataset, default_data, prompt, store
 from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.scoring import score_response
@@ -95,9 +96,10 @@ def budgeted(docs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 @functools.lru_cache(maxsize=1)
 def _default_rows() -> tuple[GenConfig, list[dict[str, Any]], list[dict[str, Any]]]:
-    """The default config's programs and demonstration pools, made in memory once per process."""
+    """The default config's programs (shipped: `default_data`) and their demonstration pools, drawn in memory
+    once per process."""
     config = load_config(DEFAULT_CONFIG)
-    items = list(dataset.generate(config).items)
+    items = default_data.read_programs()
     pools, _ = dataset.augment(items, config)
     return config, items, pools
 
