@@ -2,16 +2,20 @@
 
 Drawing them from `configs/default.yaml` takes ~8-13 s of CPU (thousands of programs parsed, compiled and traced
 to keep 200), which every process that loaded a default `l0_trace` task paid before its first item. The file holds
-exactly the rows `dataset.generate` gives for that config (`store.jsonl_text` bytes, bins in order); a test draws
-them again and compares the bytes, so the file cannot drift from the generator or the config. After changing
-either, rewrite it: `python -m levante_tasks.l0.default_data`. The demonstration pools are still drawn at load
-time (`dataset.augment`, ~0.5 s), from these programs and the config.
+exactly the rows `dataset.generate` gives for that config (`store.jsonl_text` bytes, bins in order), and
+`default_programs.jsonl.sha256` its sha256 (as `sha256sum` writes it), checked on every read: an edited or
+truncated file is refused. A test draws the programs again and compares the bytes, so the file cannot drift from
+the generator or the config; after changing either, rewrite both files: `python -m levante_tasks.l0.default_data`.
+The demonstration pools are still drawn at load time (`dataset.augment`, ~0.5 s), from these programs and the
+config.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from levante_tasks.atomic import write_text
@@ -25,32 +29,44 @@ PROGRAMS_FILE = DEFAULT_CONFIG.with_name("default_programs.jsonl")
 REMEDY = "reinstall levante-tasks, or set $LEVANTE_L0_DATA"
 
 
+def checksum_file() -> Path:
+    """The file holding the programs file's sha256 (beside it)."""
+    return PROGRAMS_FILE.with_name(PROGRAMS_FILE.name + ".sha256")
+
+
 def drawn_text(config: GenConfig) -> str:
     """The programs file's text as the generator draws it for `config` (the slow path the file stands for)."""
     return jsonl_text(list(dataset.generate(config).items))
 
 
+def checksum_line(data: bytes) -> str:
+    """`<sha256>  default_programs.jsonl` and a newline, as `sha256sum` prints it for the programs file."""
+    return f"{hashlib.sha256(data).hexdigest()}  {PROGRAMS_FILE.name}\n"
+
+
 def read_programs() -> list[dict[str, Any]]:
-    """The shipped programs, in file order; one-line LevanteError naming the file if it is missing or damaged."""
-    where = display_path(PROGRAMS_FILE)
+    """The shipped programs, in file order, once their sha256 matches the one shipped beside them; one-line
+    LevanteError naming the file when either is missing, unreadable or they disagree."""
     try:
-        lines = PROGRAMS_FILE.read_text(encoding="utf-8").splitlines()
+        data = PROGRAMS_FILE.read_bytes()
+        recorded = checksum_file().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
-        raise LevanteError(f"{where}: cannot read the default L0 programs ({why}); {REMEDY}") from None
-    rows = []
-    for number, line in enumerate(lines, 1):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise LevanteError(f"{where}:{number}: not a JSON row ({exc.msg}); {REMEDY}") from None
-    return rows
+        raise LevanteError(f"{display_path(PROGRAMS_FILE)}: cannot read the default L0 programs or their sha256 "
+                           f"({why}); {REMEDY}") from None
+    if checksum_line(data) != recorded:
+        raise LevanteError(f"{display_path(PROGRAMS_FILE)}: its sha256 is not the one in {checksum_file().name} "
+                           f"(edited or truncated); {REMEDY}")
+    return [json.loads(line) for line in data.decode("utf-8").split("\n")[:-1]]
 
 
 def main() -> int:
-    """Rewrite the programs file from `configs/default.yaml` (after a change to the generator or the config)."""
-    write_text(PROGRAMS_FILE, drawn_text(load_config(DEFAULT_CONFIG)))
-    print(f"wrote {display_path(PROGRAMS_FILE)}")
+    """Rewrite the programs file and its sha256 from `configs/default.yaml` (after a change to the generator, the
+    tracer or the config)."""
+    text = drawn_text(load_config(DEFAULT_CONFIG))
+    write_text(PROGRAMS_FILE, text)
+    write_text(checksum_file(), checksum_line(text.encode("utf-8")))
+    print(f"wrote {display_path(PROGRAMS_FILE)} and {checksum_file().name}")
     return 0
 
 
