@@ -33,9 +33,8 @@ before = resource.getrusage(resource.RUSAGE_SELF)
 if side == "shipped":
     _, items, pools = task._default_rows()
 else:
-    config = load_config(DEFAULT_CONFIG)
-    if per_bin:
-        config = from_mapping({**read_yaml(DEFAULT_CONFIG), "per_bin": per_bin})
+    config = (from_mapping({**read_yaml(DEFAULT_CONFIG), "per_bin": per_bin}) if per_bin
+              else load_config(DEFAULT_CONFIG))
     items = list(dataset.generate(config).items)
     pools, _ = dataset.augment(items, config)
 after = resource.getrusage(resource.RUSAGE_SELF)
