@@ -21,7 +21,6 @@ from typing import Any
 from levante_tasks.atomic import write_text
 from levante_tasks.errors import LevanteError, display_path
 from levante_tasks.l0 import dataset
-from levante_tasks.l0.config import GenConfig
 from levante_tasks.l0.config_file import DEFAULT_CONFIG, load_config
 from levante_tasks.l0.store import jsonl_text
 
@@ -32,11 +31,6 @@ REMEDY = "reinstall levante-tasks, or set $LEVANTE_L0_DATA"
 def checksum_file() -> Path:
     """The file holding the programs file's sha256 (beside it)."""
     return PROGRAMS_FILE.with_name(PROGRAMS_FILE.name + ".sha256")
-
-
-def drawn_text(config: GenConfig) -> str:
-    """The programs file's text as the generator draws it for `config` (the slow path the file stands for)."""
-    return jsonl_text(list(dataset.generate(config).items))
 
 
 def checksum_line(data: bytes) -> str:
@@ -63,7 +57,7 @@ def read_programs() -> list[dict[str, Any]]:
 def main() -> int:
     """Rewrite the programs file and its sha256 from `configs/default.yaml` (after a change to the generator, the
     tracer or the config)."""
-    text = drawn_text(load_config(DEFAULT_CONFIG))
+    text = jsonl_text(list(dataset.generate(load_config(DEFAULT_CONFIG)).items))  # the slow path the file stands for
     write_text(PROGRAMS_FILE, text)
     write_text(checksum_file(), checksum_line(text.encode("utf-8")))
     print(f"wrote {display_path(PROGRAMS_FILE)} and {checksum_file().name}")
