@@ -11,13 +11,19 @@ lock. Printed too: the floor on one core, and prepare on one core (`--jobs 1`, a
 every core), and the copy floor: the wall and CPU time of a bare script (standard library only) that creates and
 writes each release file prepare mirrors once, in one process as prepare does (creating files does not get faster
 over cores). It is no part of the goal's ratio; it shows what the mirror alone costs on this disk (creating a file is
-the expensive step: ~0.03 ms of CPU a file on a quiet disk, up to ~1 ms on a busy one), and the last ratio row adds
-its CPU to the decode floor's.
+the expensive step: ~0.03 ms of CPU a file on a quiet disk, up to ~1 ms on a busy one), and a ratio row adds its
+CPU to the decode floor's. And the import floor: the wall and CPU time of a bare process that imports only pyarrow's
+parquet writer (numpy with it), which prepare cannot write its datasets without, loaded as prepare loads it (OpenBLAS
+without its worker threads: levante_tasks.blas). The ceiling row is the most the goal's CPU ratio could read for a
+prepare that did nothing but decode, create the mirror's files and import the parquet writer: decode floor / (decode
+floor + copy floor + import floor), CPU, the copy and import floors less the CPU of a bare interpreter's start and
+exit (`python -c pass`, timed in each round too), which the decode floor already holds. A ceiling under 0.8 means
+the goal is out of reach on this machine however lean the rest of prepare is.
 
 Each figure is the median of fresh processes run in turn (prepare, prepare on one core, the floor, the floor on one
-core, the copy floor, then again), so a drift of the machine's speed hits all alike; ratios are taken within each
-round, then the median. Wall seconds, and CPU seconds (user + system of the process and its workers: what to compare
-on a loaded machine). A picture's path is never printed.
+core, the copy floor, the import floor, a bare start, then again), so a drift of the machine's speed hits all alike;
+ratios are taken within each round, then the median. Wall seconds, and CPU seconds (user + system of the process and its
+workers: what to compare on a loaded machine). A picture's path is never printed.
 
 Release: the synthetic one (`levante-tasks synth --seed 1`: 7 tasks, ~300 pictures); `--sample DIR` prepares the
 real LEVANTE sample instead (`levante-tasks standins` draws its missing pictures: 853 rows, ~1,640 pictures, the
@@ -45,6 +51,9 @@ from levante_tasks.data.visuals import VisualIndex
 from levante_tasks.schema import layout
 
 CLI = [sys.executable, "-m", "levante_tasks"]
+IMPORT_FLOOR = [sys.executable, "-c", "from levante_tasks.blas import loaded_without_workers\n"
+                "with loaded_without_workers():\n    import pyarrow.parquet"]  # as prepare loads it
+BARE_START = [sys.executable, "-c", "pass"]
 SAMPLE_VERSION = "2026-03-24"
 FLOOR = """import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -150,7 +159,7 @@ def main() -> int:
         floor_script.write_text(FLOOR, encoding="utf-8")
         copy_script.write_text(COPY_FLOOR, encoding="utf-8")
         runs: dict[str, list[tuple[float, float]]] = {"prepare": [], "prepare1": [], "floor": [], "floor1": [],
-                                                      "copy": []}
+                                                      "copy": [], "imports": [], "start": []}
         for index in range(rounds):
             for name, jobs in (("prepare", args.jobs), ("prepare1", 1)):
                 data = work / f"data-{name}-{index}"
@@ -160,6 +169,8 @@ def main() -> int:
             runs["floor1"].append(timed([sys.executable, str(floor_script), "pictures.txt", "1"], work))
             runs["copy"].append(timed([sys.executable, str(copy_script), "files.txt", str(base / version),
                                        str(work / f"copy-{index}")], work))
+            runs["imports"].append(timed(IMPORT_FLOOR, work))
+            runs["start"].append(timed(BARE_START, work))
     release = "the LEVANTE sample with stand-ins" if sample else "the synthetic release"
     print(f"levante-tasks prepare, first run, on {release}: {count} pictures decoded; median of {rounds} round(s); "
           f"{args.jobs} core(s) of {available_cores()} available")
@@ -168,6 +179,7 @@ def main() -> int:
     print(median_row(f"decode floor, {args.jobs} core(s) (anchor)", runs["floor"]))
     print(median_row("decode floor, one core", runs["floor1"]))
     print(median_row(f"copy floor, one core ({files} files)", runs["copy"]))
+    print(median_row("import floor (pyarrow.parquet, numpy)", runs["imports"]))
     print(ratio_row(f"floor / prepare, {args.jobs} core(s) (goal >= 0.8)", runs["floor"], runs["prepare"]))
     print(ratio_row("floor / prepare, one core", runs["floor1"], runs["prepare1"]))
     print(ratio_row(f"one-core floor / prepare --jobs {args.jobs}", runs["floor1"], runs["prepare"]))
@@ -175,6 +187,9 @@ def main() -> int:
     both = statistics.median((f[1] + c[1]) / p[1] for f, c, p in zip(runs["floor"], runs["copy"], runs["prepare"],
                                                                      strict=True))
     print(f"{'(floor + copy floor) / prepare, CPU':<44} ratio CPU {both:5.2f}")
+    ceiling = statistics.median(f[1] / (f[1] + c[1] + i[1] - 2 * s[1]) for f, c, i, s in zip(
+        runs["floor"], runs["copy"], runs["imports"], runs["start"], strict=True))
+    print(f"{'ceiling: floor/(floor + copy + imports), CPU':<44} ratio CPU {ceiling:5.2f}")
     return 0
 
 

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from levante_tasks import blas
 from levante_tasks.compare.conventions import CALIBRATION_TOLERANCE, ORDERS_TOLERANCE
 from levante_tasks.errors import LevanteError, display_path
 
@@ -97,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         raise LevanteError("--calibration-tolerance must be a number >= 0 (logits)")
     if not args.orders_tolerance > 0:
         raise LevanteError("--orders-tolerance must be a number > 0 (nats)")
-    from levante_tasks.compare.pipeline import Settings, run_compare  # heavy (pandas, scipy): only when run
+    with blas.loaded_without_workers():  # the products here are small (levante_tasks.blas)
+        from levante_tasks.compare.pipeline import Settings, run_compare  # heavy (pandas, scipy): only when run
 
     _check_task_names(args.irt)
     settings = Settings(min_n=args.min_n, n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed,

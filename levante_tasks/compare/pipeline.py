@@ -17,7 +17,6 @@ counted exclusions, and a model with no item in the IRT model gets no theta or a
 
 from __future__ import annotations
 
-import contextlib
 import errno
 from collections import Counter
 from pathlib import Path
@@ -26,7 +25,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from levante_tasks import __version__
+from levante_tasks import __version__, blas
 from levante_tasks.atomic import clean_stale, replaceable_dir, staged_dir
 from levante_tasks.compare import conventions as conv
 from levante_tasks.compare.alignment import read_items
@@ -238,7 +237,7 @@ def run_compare(
     for (task, _), model in sorted(by_task.items(), key=lambda pair: (pair[0][0], pair[0][1] or "")):
         results.add("items", item_table(task, model))
     plan = plan_comparisons(by_task, records, trials, (codes, run_labels), children, settings, results)
-    with _one_blas_thread():
+    with blas.one_thread():  # the products here are small
         for comparison, units in tqdm(plan, desc="compare tasks", leave=False, disable=None):
             rows = (run_labels == comparison.language)[codes]  # per run, not per trial; pooled: all NOT_RECORDED
             compare_task(comparison, records[records["model"].isin(units) & (records["task"] == comparison.task)],
@@ -309,14 +308,3 @@ def _why_nothing(records: pd.DataFrame, tasks: list[str], results: Results) -> s
     return (f"no model answered an item of the IRT models (records' tasks: "
             f"{', '.join(sorted(set(records['task'])) or ['none'])}; IRT models' tasks: {', '.join(tasks)}); "
             "name each IRT model's task with --irt TASK=PATH")
-
-
-def _one_blas_thread() -> contextlib.AbstractContextManager:
-    """BLAS limited to one thread: the products here are small (at most ~2000 x 100 x 100), where OpenBLAS's
-    threads cost more than they save (18x slower measured on a busy 2-core machine). threadpoolctl comes with
-    scikit-learn (an lmms-eval dependency); without it BLAS keeps its default threads."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from levante_tasks import blas
 from levante_tasks.data.prepare import PrepareResult, prepare
 from levante_tasks.schema import layout
 
@@ -78,8 +79,9 @@ def format_result(result: PrepareResult) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run `prepare` and print what was built."""
     locales = [code.strip() for code in args.locales.split(",") if code.strip()] if args.locales else None
-    result = prepare(args.release, args.version, args.data_dir, args.strict, progress=not args.quiet,
-                     verify=args.verify, allow_empty_tasks=args.allow_empty_tasks, translations=args.translations,
-                     locales=locales, jobs=args.jobs)
+    with blas.loaded_without_workers():  # numpy comes with pyarrow; prepare multiplies no matrices
+        result = prepare(args.release, args.version, args.data_dir, args.strict, progress=not args.quiet,
+                         verify=args.verify, allow_empty_tasks=args.allow_empty_tasks,
+                         translations=args.translations, locales=locales, jobs=args.jobs)
     print(format_result(result))
     return 0
