@@ -15,6 +15,7 @@ import pytest
 from data_helpers import write_release
 
 from levante_tasks.blas import THREAD_COUNT_VARIABLES
+from levante_tasks.data.decoding import available_cores
 
 REPORT = """
 from threadpoolctl import threadpool_info
@@ -37,8 +38,9 @@ def blas_after(code: str, **environment: str) -> dict:
 
 @pytest.fixture(autouse=True)
 def several_cores() -> None:
-    """OpenBLAS starts a worker per core but one: with one core there is nothing to leave out."""
-    if (os.cpu_count() or 1) < 2:
+    """OpenBLAS starts a worker per core but one: with one core this process may use (its affinity) there is
+    nothing to leave out."""
+    if available_cores() < 2:
         pytest.skip("needs 2 or more cores (CI has 2)")
 
 
@@ -55,6 +57,24 @@ def test_libraries_loaded_in_the_block_start_no_worker_and_the_environment_is_re
     found = blas_after(code)
     assert len(found["threads"]) == 2 and all(threads == 1 for _, threads in found["threads"]), found
     assert found["environment"] == dict.fromkeys(THREAD_COUNT_VARIABLES), found
+
+
+@pytest.mark.parametrize("unset", ["", "0"])
+def test_an_empty_or_zero_count_is_no_count_and_is_restored(unset: str) -> None:
+    """OpenBLAS reads an empty value or 0 as unset (it would start its workers): the block applies, and the user's
+    value is back afterwards."""
+    code = ("from levante_tasks.blas import loaded_without_workers\n"
+            "with loaded_without_workers():\n    import numpy, scipy.optimize")
+    found = blas_after(code, OPENBLAS_NUM_THREADS=unset, OMP_NUM_THREADS=unset)
+    assert all(threads == 1 for _, threads in found["threads"]), found
+    assert found["environment"] == {**dict.fromkeys(THREAD_COUNT_VARIABLES), "OPENBLAS_NUM_THREADS": unset,
+                                    "OMP_NUM_THREADS": unset}
+
+
+def test_a_count_set_inside_the_block_is_kept() -> None:
+    code = ("from levante_tasks.blas import loaded_without_workers\n"
+            "with loaded_without_workers():\n    os.environ['OPENBLAS_NUM_THREADS'] = '3'")
+    assert blas_after(code)["environment"]["OPENBLAS_NUM_THREADS"] == "3"
 
 
 def test_the_environment_is_restored_when_the_block_fails() -> None:
@@ -87,5 +107,5 @@ def test_prepare_loads_numpy_without_workers(tmp_path: Path) -> None:
     write_release(tmp_path / "rel")
     args = ["prepare", "--release", str(tmp_path / "rel"), "--data-dir", str(tmp_path / "data"), "--quiet"]
     found = blas_after(f"from levante_tasks.cli import main\nassert main({args!r}) == 0")
-    assert [name.startswith("libscipy_openblas") for name, _ in found["threads"]] == [True], found  # numpy's
+    assert [name.startswith("libscipy_openblas64_") for name, _ in found["threads"]] == [True], found  # numpy's
     assert found["threads"][0][1] == 1 and found["environment"] == dict.fromkeys(THREAD_COUNT_VARIABLES), found

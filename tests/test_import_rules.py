@@ -25,7 +25,7 @@ ADAPTERS = PACKAGE.parent / "adapters" / "levante_adapters"
 # Lowest first. A module may import its own unit and any unit of a lower layer; units that share a layer (the two
 # harness faces) may not import each other. `__init__` is the package's own module (its version).
 LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(layer) for layer in (
-    {"__init__", "temp_names", "markdown_table", "parent_death", "filehash"},
+    {"__init__", "temp_names", "markdown_table", "parent_death", "filehash", "blas"},
     {"errors"},
     {"textfile"},
     {"atomic", "yaml_file", "folder_lock"},
