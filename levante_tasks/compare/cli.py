@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         raise LevanteError("--calibration-tolerance must be a number >= 0 (logits)")
     if not args.orders_tolerance > 0:
         raise LevanteError("--orders-tolerance must be a number > 0 (nats)")
-    with blas.loaded_without_workers():  # the products here are small (levante_tasks.blas)
+    with blas.loaded_without_workers():  # no BLAS workers: its products run on one thread (levante_tasks.blas)
         from levante_tasks.compare.pipeline import Settings, run_compare  # heavy (pandas, scipy): only when run
 
     _check_task_names(args.irt)
